@@ -1,0 +1,76 @@
+// swift-tools-version: 6.0
+//
+// A persistence library on the DAO pattern (plain objects, records, translators,
+// storages, one generic DAO) with SQLite, LMDB, JSON and property-list adapters,
+// and a benchmark harness that runs one workload through the DAO on every adapter.
+
+import PackageDescription
+
+
+let package = Package(
+    name: "swift-dao-storage",
+    platforms: [.macOS(.v14)],
+    products: [
+        .library(name: "DAOCore", targets: ["DAOCore"]),
+        .library(name: "FileStorage", targets: ["FileStorage"]),
+        .library(name: "SQLiteStorage", targets: ["SQLiteStorage"]),
+        .library(name: "LMDBStorage", targets: ["LMDBStorage"]),
+        .library(name: "DialogGraph", targets: ["DialogGraph"]),
+        .library(name: "StorageBenchKit", targets: ["StorageBenchKit"]),
+        .executable(name: "storage-bench", targets: ["StorageBench"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
+    ],
+    targets: [
+        // C libraries, reached through system-library targets.
+        .systemLibrary(
+            name: "CSQLite",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]
+        ),
+        .systemLibrary(
+            name: "CLMDB",
+            pkgConfig: "lmdb",
+            providers: [.apt(["liblmdb-dev"]), .brew(["lmdb"])]
+        ),
+
+        // The library.
+        .target(name: "DAOCore"),
+        .target(name: "FileStorage", dependencies: ["DAOCore"]),
+        .target(name: "SQLiteStorage", dependencies: ["DAOCore", "CSQLite"]),
+        .target(name: "LMDBStorage", dependencies: ["DAOCore", "CLMDB"]),
+        .target(name: "DialogGraph", dependencies: ["DAOCore"]),
+
+        // The harness.
+        .target(
+            name: "StorageBenchKit",
+            dependencies: [
+                "DAOCore", "DialogGraph", "FileStorage", "SQLiteStorage", "LMDBStorage",
+                .product(name: "Histogram", package: "hdrhistogram-swift"),
+            ],
+        ),
+        .executableTarget(
+            name: "StorageBench",
+            dependencies: [
+                "StorageBenchKit",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Benchmarks/StorageBench",
+        ),
+
+        // Tests.
+        .testTarget(
+            name: "ConformanceTests",
+            dependencies: ["DAOCore", "DialogGraph", "FileStorage", "SQLiteStorage", "LMDBStorage"],
+        ),
+        .testTarget(name: "DAOCoreTests", dependencies: ["DAOCore", "DialogGraph"]),
+        .testTarget(name: "DialogGraphTests", dependencies: ["DialogGraph"]),
+        .testTarget(name: "FileStorageTests", dependencies: ["FileStorage", "DialogGraph"]),
+        .testTarget(name: "SQLiteStorageTests", dependencies: ["SQLiteStorage", "DialogGraph"]),
+        .testTarget(name: "LMDBStorageTests", dependencies: ["LMDBStorage", "DialogGraph"]),
+        .testTarget(name: "StorageBenchKitTests", dependencies: ["StorageBenchKit"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,6 @@
+#ifndef CLMDB_SHIM_H
+#define CLMDB_SHIM_H
+
+#include <lmdb.h>
+
+#endif

@@ -1,0 +1,163 @@
+import Foundation
+
+/// Persists, reads and erases plain objects through any ``Storage``: the one
+/// type an app calls.
+///
+/// ```swift
+/// let store = try FileStore(directory: url, format: .json)
+/// let dialogs = DAO(storage: try store.storage(for: DialogRecord.self),
+///                   translator: DialogTranslator())
+/// try dialogs.persist(dialog)
+/// let again = try dialogs.read(byPrimaryKey: dialog.uniqueId)
+/// ```
+///
+/// Every call is one transaction of the storage. Queries are written over the
+/// record type, with Foundation's `#Predicate` and `SortDescriptor`.
+public struct DAO<S: Storage, T: Translator>: Sendable
+where S.Record == T.Record, T.PlainObject.ID == S.Record.PrimaryKey {
+    /// The plain object type.
+    public typealias PlainObject = T.PlainObject
+    /// The record type.
+    public typealias Record = S.Record
+
+    /// The storage the DAO reads and writes.
+    public let storage: S
+    /// The translator between plain objects and records.
+    public let translator: T
+
+    /// Creates a DAO over `storage` that translates with `translator`.
+    public init(storage: S, translator: T) {
+        self.storage = storage
+        self.translator = translator
+    }
+
+    // MARK: Persist
+
+    /// Inserts or replaces `plain` (upsert), with everything it owns.
+    /// - Throws: ``StorageError``; nothing is written then.
+    public func persist(_ plain: PlainObject) throws {
+        try storage.persist([toRecord(plain)])
+    }
+
+    /// Inserts or replaces all of `plains` in one transaction.
+    /// - Throws: ``StorageError``; nothing is written then.
+    public func persist(_ plains: some Sequence<PlainObject>) throws {
+        var records: [Record] = []
+        records.reserveCapacity(plains.underestimatedCount)
+        for plain in plains {
+            records.append(try toRecord(plain))
+        }
+        try storage.persist(records)
+    }
+
+    // MARK: Read
+
+    /// Every object, ordered by `uniqueId`.
+    /// - Throws: ``StorageError``.
+    public func read() throws -> [PlainObject] {
+        try toPlains(storage.read(Query()))
+    }
+
+    /// The object with `uniqueId == key`, or `nil`.
+    /// - Throws: ``StorageError``.
+    public func read(byPrimaryKey key: PlainObject.ID) throws -> PlainObject? {
+        try storage.read(primaryKey: key).map(toPlain)
+    }
+
+    /// The objects with these keys, in the order of `keys`; missing keys are skipped.
+    /// - Throws: ``StorageError``.
+    public func read(byPrimaryKeys keys: [PlainObject.ID]) throws -> [PlainObject] {
+        try toPlains(storage.read(primaryKeys: keys))
+    }
+
+    /// The objects whose records meet `predicate`, sorted by `sortedBy` and then by
+    /// key, at most `limit` of them.
+    ///
+    /// ```swift
+    /// let unread = try messages.read(
+    ///     where: #Predicate { $0.dialogId == 7 && !$0.isRead },
+    ///     sortedBy: [SortDescriptor(\.date, order: .reverse)])
+    /// ```
+    /// - Throws: ``StorageError``.
+    public func read(
+        where predicate: Predicate<Record>? = nil,
+        sortedBy: [SortDescriptor<Record>] = [],
+        limit: Int? = nil
+    ) throws -> [PlainObject] {
+        try toPlains(storage.read(Query(where: predicate, sortedBy: sortedBy, limit: limit)))
+    }
+
+    /// How many objects have records that meet `predicate` (all when `nil`).
+    /// - Throws: ``StorageError``.
+    public func count(where predicate: Predicate<Record>? = nil) throws -> Int {
+        try storage.count(where: predicate)
+    }
+
+    // MARK: Erase
+
+    /// Erases every object of this type; returns how many there were.
+    /// - Throws: ``StorageError``; nothing is erased then.
+    @discardableResult
+    public func erase() throws -> Int {
+        try storage.erase(where: nil)
+    }
+
+    /// Erases the object with `uniqueId == key` and what it owns; returns whether
+    /// there was one.
+    /// - Throws: ``StorageError``; nothing is erased then.
+    @discardableResult
+    public func erase(byPrimaryKey key: PlainObject.ID) throws -> Bool {
+        try storage.erase(primaryKeys: [key]) > 0
+    }
+
+    /// Erases the objects with these keys in one transaction; returns how many
+    /// were erased.
+    /// - Throws: ``StorageError``; nothing is erased then.
+    @discardableResult
+    public func erase(byPrimaryKeys keys: [PlainObject.ID]) throws -> Int {
+        try storage.erase(primaryKeys: keys)
+    }
+
+    /// Erases the objects whose records meet `predicate` in one transaction;
+    /// returns how many were erased.
+    /// - Throws: ``StorageError``; nothing is erased then.
+    @discardableResult
+    public func erase(where predicate: Predicate<Record>) throws -> Int {
+        try storage.erase(where: predicate)
+    }
+
+    // MARK: Translation
+
+    private func toRecord(_ plain: PlainObject) throws -> Record {
+        do {
+            return try translator.record(from: plain)
+        } catch let error as StorageError {
+            throw error
+        } catch {
+            throw StorageError(
+                .translation, .translate, entity: Record.entity.name,
+                message: "plain object \(plain.uniqueId) could not be translated to a record", underlying: error)
+        }
+    }
+
+    private func toPlain(_ record: Record) throws -> PlainObject {
+        do {
+            return try translator.plain(from: record)
+        } catch let error as StorageError {
+            throw error
+        } catch {
+            throw StorageError(
+                .translation, .translate, entity: Record.entity.name,
+                message: "record \(record.primaryKey) could not be translated to a plain object", underlying: error)
+        }
+    }
+
+    private func toPlains(_ records: [Record]) throws -> [PlainObject] {
+        var plains: [PlainObject] = []
+        plains.reserveCapacity(records.count)
+        for record in records {
+            plains.append(try toPlain(record))
+        }
+        return plains
+    }
+}

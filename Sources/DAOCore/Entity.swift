@@ -1,0 +1,192 @@
+/// One stored field of a record: its name (equal to its `Codable` key), its
+/// storage class and a key path that reads it.
+public struct Field<Root>: Sendable {
+    /// The field's name: its `Codable` key, its SQL column, its place in an index.
+    public let name: String
+    /// The storage class of the value.
+    public let type: FieldType
+    /// Whether the field may hold `nil`.
+    public let isOptional: Bool
+    /// The key path that reads the field, used to map predicates and sort
+    /// descriptors onto fields.
+    public let keyPath: PartialKeyPath<Root> & Sendable
+    private let read: @Sendable (Root) -> StoredValue
+
+    /// Declares a field.
+    ///
+    /// - Parameters:
+    ///   - name: the field's `Codable` key.
+    ///   - keyPath: the stored property it reads.
+    public init<Value: FieldValue>(_ name: String, _ keyPath: KeyPath<Root, Value> & Sendable) {
+        self.name = name
+        self.type = Value.fieldType
+        self.isOptional = Value.isOptional
+        self.keyPath = keyPath
+        self.read = { $0[keyPath: keyPath].storedValue }
+    }
+
+    /// The field's value in `record`, in engine-neutral form.
+    @inlinable
+    public func value(in record: Root) -> StoredValue { readValue(record) }
+
+    @usableFromInline
+    func readValue(_ record: Root) -> StoredValue { read(record) }
+}
+
+/// A declared index over one or more fields of an entity.
+public struct Index: Sendable, Hashable {
+    /// The index name, unique within its store (adapters may prefix it).
+    public let name: String
+    /// The indexed fields, most significant first.
+    public let fields: [String]
+
+    /// Declares an index named `name` over `fields`.
+    public init(_ name: String, on fields: [String]) {
+        self.name = name
+        self.fields = fields
+    }
+}
+
+/// A to-many relation from a parent record to the child records it owns, like a
+/// dialog's messages.
+///
+/// Each child carries its parent's key in a field of its own (the foreign key).
+/// Persisting a parent stores exactly the children it holds (children it no
+/// longer holds are removed); erasing a parent erases its children.
+public protocol ToManyRelation<Parent>: Sendable {
+    /// The owning record type.
+    associatedtype Parent: Record
+    /// The owned record type.
+    associatedtype Child: Record
+    /// The relation's name: the parent's `Codable` key for the children.
+    var name: String { get }
+    /// Reads and replaces the children of a parent.
+    var children: WritableKeyPath<Parent, [Child]> & Sendable { get }
+    /// Reads the parent key held by a child.
+    var parentKey: KeyPath<Child, Parent.PrimaryKey> & Sendable { get }
+    /// The child's field that holds the parent key.
+    var foreignKeyField: String { get }
+}
+
+/// The concrete to-many relation; declare one with ``Relation/init(_:_:foreignKey:)``.
+public struct Relation<Parent: Record, Child: Record>: ToManyRelation {
+    public let name: String
+    public let children: WritableKeyPath<Parent, [Child]> & Sendable
+    public let parentKey: KeyPath<Child, Parent.PrimaryKey> & Sendable
+    public let foreignKeyField: String
+
+    /// Declares that `Parent` owns the `Child` records at `children`, each of
+    /// which names its parent in the field `foreignKey` (a declared field of the
+    /// child entity).
+    public init(
+        _ name: String,
+        _ children: WritableKeyPath<Parent, [Child]> & Sendable,
+        foreignKey: String,
+        _ parentKey: KeyPath<Child, Parent.PrimaryKey> & Sendable
+    ) {
+        self.name = name
+        self.children = children
+        self.parentKey = parentKey
+        self.foreignKeyField = foreignKey
+    }
+}
+
+/// How a record type is stored: its name, primary key, fields, indexes and
+/// to-many relations. Every adapter reads the same declaration.
+public struct Entity<Root: Record>: Sendable {
+    /// The entity's name: a table, a named database, a document.
+    public let name: String
+    /// All stored fields, primary key first, then in declaration order.
+    public let fields: [Field<Root>]
+    /// The key path of the primary key.
+    public let primaryKeyPath: KeyPath<Root, Root.PrimaryKey> & Sendable
+    /// The declared indexes.
+    public let indexes: [Index]
+    /// The to-many relations this entity owns.
+    public let relations: [any ToManyRelation<Root>]
+
+    /// Declares an entity.
+    ///
+    /// - Parameters:
+    ///   - name: the entity's name.
+    ///   - primaryKeyName: the primary key's field name.
+    ///   - primaryKeyPath: the stored property that holds the primary key.
+    ///   - fields: the other stored fields, in `Codable` order.
+    ///   - indexes: the indexes to maintain.
+    ///   - relations: the to-many relations the entity owns.
+    public init(
+        _ name: String,
+        primaryKey primaryKeyName: String,
+        _ primaryKeyPath: KeyPath<Root, Root.PrimaryKey> & Sendable,
+        fields: [Field<Root>],
+        indexes: [Index] = [],
+        relations: [any ToManyRelation<Root>] = []
+    ) {
+        self.name = name
+        self.primaryKeyPath = primaryKeyPath
+        self.fields = [Field(primaryKeyName, primaryKeyPath)] + fields
+        self.indexes = indexes
+        self.relations = relations
+    }
+
+    /// The primary key field.
+    public var primaryKeyField: Field<Root> { fields[0] }
+
+    /// The field called `name`, if there is one.
+    public func field(named name: String) -> Field<Root>? {
+        fields.first { $0.name == name }
+    }
+
+    /// The field read by `keyPath`, if it is a declared field.
+    public func field(for keyPath: AnyKeyPath) -> Field<Root>? {
+        fields.first { $0.keyPath == keyPath }
+    }
+
+    /// The names of every `Codable` key a record of this entity has: its fields,
+    /// then its relations.
+    public var codingKeys: [String] { fields.map(\.name) + relations.map(\.name) }
+
+    /// Checks the declaration for mistakes an adapter cannot store: duplicate
+    /// names, indexes over unknown fields, relations whose foreign key is not a
+    /// field of the child.
+    ///
+    /// - Throws: ``StorageError`` of kind ``StorageError/Kind/schemaMismatch``.
+    public func validate() throws {
+        var seen = Set<String>()
+        for key in codingKeys where !seen.insert(key).inserted {
+            throw StorageError(.schemaMismatch, .open, entity: name, message: "the name '\(key)' is declared twice")
+        }
+        for index in indexes {
+            if index.fields.isEmpty {
+                throw StorageError(.schemaMismatch, .open, entity: name, message: "index '\(index.name)' has no fields")
+            }
+            for field in index.fields where self.field(named: field) == nil {
+                throw StorageError(
+                    .schemaMismatch, .open, entity: name,
+                    message: "index '\(index.name)' names '\(field)', which is not a declared field")
+            }
+        }
+        for relation in relations {
+            try relation.validateForeignKey(parent: name)
+        }
+    }
+}
+
+extension ToManyRelation {
+    /// The child's entity declaration.
+    public var childEntity: Entity<Child> { Child.entity }
+
+    func validateForeignKey(parent: String) throws {
+        guard let field = Child.entity.field(named: foreignKeyField) else {
+            throw StorageError(
+                .schemaMismatch, .open, entity: parent,
+                message: "relation '\(name)' names foreign key '\(foreignKeyField)', which is not a field of '\(Child.entity.name)'")
+        }
+        guard field.keyPath == parentKey else {
+            throw StorageError(
+                .schemaMismatch, .open, entity: parent,
+                message: "relation '\(name)': field '\(foreignKeyField)' of '\(Child.entity.name)' is not the key path given as the parent key")
+        }
+        try Child.entity.validate()
+    }
+}

@@ -1,0 +1,313 @@
+import Foundation
+
+/// An engine-neutral form of the part of a Foundation `Predicate` that an engine
+/// can run itself: comparisons of declared fields with constants, joined by
+/// `&&`, `||` and `!`.
+///
+/// The SQLite adapter compiles it into a `WHERE` clause with bound parameters;
+/// the LMDB and file adapters read its top-level equalities to pick a key range
+/// or an index. Build one with ``QueryExpression/translate(_:)``.
+///
+/// Semantics follow Swift, not SQL: `.compare(f, .equal, .null)` is true when
+/// the optional field `f` is `nil`, and `==` / `!=` on optional fields are
+/// null-safe (SQL `IS` / `IS NOT`), so `!(bio == "x")` holds for a `nil` bio.
+public indirect enum QueryExpression: Sendable, Hashable {
+    /// Always true or always false.
+    case constant(Bool)
+    /// A `Bool` field used as the condition itself (`$0.isRead`).
+    case isTrue(field: String)
+    /// `field <op> value`; `==` and `!=` are null-safe.
+    case compare(field: String, Comparison, StoredValue)
+    /// The text field contains `substring` (case- and diacritic-sensitive).
+    case contains(field: String, substring: String)
+    /// The text field starts with `prefix` (case- and diacritic-sensitive).
+    case hasPrefix(field: String, prefix: String)
+    /// The field equals one of `values` (`[1, 2].contains($0.id)`).
+    case isIn(field: String, values: [StoredValue])
+    /// Both hold.
+    case and(QueryExpression, QueryExpression)
+    /// Either holds.
+    case or(QueryExpression, QueryExpression)
+    /// The expression does not hold.
+    case not(QueryExpression)
+
+    /// A comparison operator.
+    public enum Comparison: String, Sendable, Hashable {
+        case equal = "=="
+        case notEqual = "!="
+        case less = "<"
+        case lessOrEqual = "<="
+        case greater = ">"
+        case greaterOrEqual = ">="
+
+        /// The operator with its operands swapped (`a < b` is `b > a`).
+        public var flipped: Comparison {
+            switch self {
+            case .equal, .notEqual: self
+            case .less: .greater
+            case .lessOrEqual: .greaterOrEqual
+            case .greater: .less
+            case .greaterOrEqual: .lessOrEqual
+            }
+        }
+    }
+
+    /// The result of translating a predicate.
+    public struct Translation: Sendable, Hashable {
+        /// The condition an engine can run.
+        public let expression: QueryExpression
+        /// `true` when `expression` holds exactly for the records the predicate
+        /// accepts; `false` when it holds for a superset of them, so the engine
+        /// must still evaluate the predicate on each candidate (and apply a limit
+        /// only after that).
+        public let isExact: Bool
+    }
+
+    /// Translates the parts of `predicate` that name declared fields of `R`.
+    ///
+    /// A part it cannot translate (a computed property, a method call, an
+    /// optional chain) makes the result inexact: under `&&` the rest still
+    /// narrows the candidates; under `||` or `!` the whole branch is dropped. A
+    /// predicate with nothing translatable gives `.constant(true)`, inexact.
+    public static func translate<R: Record>(_ predicate: Predicate<R>) -> Translation {
+        let context = TranslationContext<R>(variable: predicate.variable.key)
+        switch context.translate(predicate.expression) {
+        case .exact(let expression): return Translation(expression: expression, isExact: true)
+        case .superset(let expression): return Translation(expression: expression, isExact: false)
+        case .none: return Translation(expression: .constant(true), isExact: false)
+        }
+    }
+
+    /// The `field == value` conditions that must all hold for the expression to
+    /// hold (its top-level conjunction of equalities), for picking a key range
+    /// or an index.
+    public var requiredEqualities: [(field: String, value: StoredValue)] {
+        switch self {
+        case .compare(let field, .equal, let value): [(field, value)]
+        case .isTrue(let field): [(field, .integer(1))]
+        case .not(.isTrue(let field)): [(field, .integer(0))]
+        case .and(let lhs, let rhs): lhs.requiredEqualities + rhs.requiredEqualities
+        default: []
+        }
+    }
+
+    /// The names of the fields the expression reads.
+    public var fieldNames: Set<String> {
+        switch self {
+        case .constant: []
+        case .isTrue(let field), .compare(let field, _, _), .contains(let field, _),
+            .hasPrefix(let field, _), .isIn(let field, _):
+            [field]
+        case .and(let lhs, let rhs), .or(let lhs, let rhs): lhs.fieldNames.union(rhs.fieldNames)
+        case .not(let wrapped): wrapped.fieldNames
+        }
+    }
+}
+
+// MARK: - Walking the predicate's expression tree
+
+enum PartialTranslation {
+    case exact(QueryExpression)
+    case superset(QueryExpression)
+    case none
+
+    var expression: QueryExpression? {
+        switch self {
+        case .exact(let expression), .superset(let expression): expression
+        case .none: nil
+        }
+    }
+}
+
+struct TranslationContext<R: Record> {
+    let variable: PredicateExpressions.VariableID
+
+    func translate(_ expression: Any) -> PartialTranslation {
+        guard let node = expression as? any TranslatableExpression else { return .none }
+        return node.translate(in: self)
+    }
+
+    /// The declared field a key-path operand reads, if the operand is a key path
+    /// on the predicate's own input.
+    func field(_ operand: Any) -> Field<R>? {
+        guard let keyPath = operand as? any KeyPathOperand, keyPath.variableKey == variable else { return nil }
+        return R.entity.field(for: keyPath.anyKeyPath)
+    }
+
+    /// The constant a value operand holds, in stored form.
+    func value(_ operand: Any) -> StoredValue? {
+        (operand as? any ValueOperand)?.storedValue
+    }
+
+    func comparison(_ lhs: Any, _ rhs: Any, _ op: QueryExpression.Comparison) -> PartialTranslation {
+        if let field = field(lhs), let value = value(rhs) {
+            return .exact(.compare(field: field.name, op, value))
+        }
+        if let value = value(lhs), let field = field(rhs) {
+            return .exact(.compare(field: field.name, op.flipped, value))
+        }
+        return .none
+    }
+}
+
+protocol TranslatableExpression {
+    func translate<R>(in context: TranslationContext<R>) -> PartialTranslation
+}
+
+protocol KeyPathOperand {
+    var variableKey: PredicateExpressions.VariableID? { get }
+    var anyKeyPath: AnyKeyPath { get }
+}
+
+protocol ValueOperand {
+    var storedValue: StoredValue? { get }
+}
+
+private protocol OptionalValue {
+    var isNil: Bool { get }
+}
+
+extension Optional: OptionalValue {
+    fileprivate var isNil: Bool { self == nil }
+}
+
+/// `value` in stored form, `.null` for a `nil` optional, `nil` when it is not a
+/// field value at all.
+func storedValue(of value: Any) -> StoredValue? {
+    if let optional = value as? any OptionalValue, optional.isNil { return .null }
+    return (value as? any FieldValue)?.storedValue
+}
+
+extension PredicateExpressions.KeyPath: KeyPathOperand {
+    var variableKey: PredicateExpressions.VariableID? {
+        (root as? any VariableOperand)?.key
+    }
+    var anyKeyPath: AnyKeyPath { keyPath }
+}
+
+protocol VariableOperand {
+    var key: PredicateExpressions.VariableID { get }
+}
+
+extension PredicateExpressions.Variable: VariableOperand {}
+
+extension PredicateExpressions.Value: ValueOperand {
+    var storedValue: StoredValue? { DAOCore.storedValue(of: value) }
+}
+
+extension PredicateExpressions.NilLiteral: ValueOperand {
+    var storedValue: StoredValue? { .null }
+}
+
+extension PredicateExpressions.Value: TranslatableExpression {
+    func translate<R>(in context: TranslationContext<R>) -> PartialTranslation {
+        guard let constant = value as? Bool else { return .none }
+        return .exact(.constant(constant))
+    }
+}
+
+extension PredicateExpressions.KeyPath: TranslatableExpression {
+    func translate<R>(in context: TranslationContext<R>) -> PartialTranslation {
+        guard let field = context.field(self), field.type == .bool, !field.isOptional else { return .none }
+        return .exact(.isTrue(field: field.name))
+    }
+}
+
+extension PredicateExpressions.Conjunction: TranslatableExpression {
+    func translate<R>(in context: TranslationContext<R>) -> PartialTranslation {
+        switch (context.translate(lhs), context.translate(rhs)) {
+        case let (.exact(a), .exact(b)): .exact(.and(a, b))
+        case let (.exact(a), .superset(b)), let (.superset(a), .exact(b)), let (.superset(a), .superset(b)):
+            .superset(.and(a, b))
+        case let (.exact(a), .none), let (.superset(a), .none), let (.none, .exact(a)), let (.none, .superset(a)):
+            .superset(a)
+        case (.none, .none): .none
+        }
+    }
+}
+
+extension PredicateExpressions.Disjunction: TranslatableExpression {
+    func translate<R>(in context: TranslationContext<R>) -> PartialTranslation {
+        switch (context.translate(lhs), context.translate(rhs)) {
+        case let (.exact(a), .exact(b)): .exact(.or(a, b))
+        case let (.exact(a), .superset(b)), let (.superset(a), .exact(b)), let (.superset(a), .superset(b)):
+            .superset(.or(a, b))
+        default: .none
+        }
+    }
+}
+
+extension PredicateExpressions.Negation: TranslatableExpression {
+    func translate<R>(in context: TranslationContext<R>) -> PartialTranslation {
+        guard case .exact(let wrapped) = context.translate(wrapped) else { return .none }
+        return .exact(.not(wrapped))
+    }
+}
+
+extension PredicateExpressions.Equal: TranslatableExpression {
+    func translate<R>(in context: TranslationContext<R>) -> PartialTranslation {
+        context.comparison(lhs, rhs, .equal)
+    }
+}
+
+extension PredicateExpressions.NotEqual: TranslatableExpression {
+    func translate<R>(in context: TranslationContext<R>) -> PartialTranslation {
+        context.comparison(lhs, rhs, .notEqual)
+    }
+}
+
+extension PredicateExpressions.Comparison: TranslatableExpression {
+    func translate<R>(in context: TranslationContext<R>) -> PartialTranslation {
+        let comparison: QueryExpression.Comparison =
+            switch op {
+            case .lessThan: .less
+            case .lessThanOrEqual: .lessOrEqual
+            case .greaterThan: .greater
+            case .greaterThanOrEqual: .greaterOrEqual
+            }
+        return context.comparison(lhs, rhs, comparison)
+    }
+}
+
+extension PredicateExpressions.CollectionContainsCollection: TranslatableExpression {
+    func translate<R>(in context: TranslationContext<R>) -> PartialTranslation {
+        guard let field = context.field(base), field.type == .text, !field.isOptional,
+            case .text(let substring)? = context.value(other)
+        else { return .none }
+        return .exact(.contains(field: field.name, substring: substring))
+    }
+}
+
+extension PredicateExpressions.SequenceStartsWith: TranslatableExpression {
+    func translate<R>(in context: TranslationContext<R>) -> PartialTranslation {
+        guard let field = context.field(base), field.type == .text, !field.isOptional,
+            case .text(let prefix)? = context.value(self.prefix)
+        else { return .none }
+        return .exact(.hasPrefix(field: field.name, prefix: prefix))
+    }
+}
+
+extension PredicateExpressions.SequenceContains: TranslatableExpression {
+    func translate<R>(in context: TranslationContext<R>) -> PartialTranslation {
+        guard let field = context.field(element),
+            let constant = sequence as? any SequenceValueOperand,
+            let values = constant.storedValues
+        else { return .none }
+        return .exact(.isIn(field: field.name, values: values))
+    }
+}
+
+protocol SequenceValueOperand {
+    var storedValues: [StoredValue]? { get }
+}
+
+extension PredicateExpressions.Value: SequenceValueOperand where Output: Sequence {
+    var storedValues: [StoredValue]? {
+        var values: [StoredValue] = []
+        for element in value {
+            guard let stored = DAOCore.storedValue(of: element) else { return nil }
+            values.append(stored)
+        }
+        return values
+    }
+}

@@ -1,0 +1,46 @@
+import Foundation
+
+/// A database, environment or directory that holds the records of several
+/// entities and hands out a ``Storage`` for each record type.
+///
+/// A parent and its children live in the same store and commit together. Each
+/// adapter's store also has a typed `storage(for:)` that returns its concrete
+/// storage type, for use with ``DAO`` without type erasure; this requirement is
+/// for code that picks an adapter at run time.
+public protocol Store: Sendable {
+    /// Where the store lives: a file or a directory.
+    var location: URL { get }
+
+    /// A storage for records of type `type`, creating what the engine needs
+    /// for its entity (tables, databases, documents) on first use.
+    /// - Throws: ``StorageError``, e.g. ``StorageError/Kind/schemaMismatch`` when
+    ///   what is stored does not match the record's declaration.
+    func anyStorage<R: Record>(for type: R.Type) throws -> AnyStorage<R>
+}
+
+/// A ``Storage`` whose adapter is chosen at run time: it forwards every call to
+/// the storage it wraps.
+///
+/// ```swift
+/// let dialogs = DAO(storage: try store.anyStorage(for: DialogRecord.self),
+///                   translator: DialogTranslator())
+/// ```
+public struct AnyStorage<Record: DAOCore.Record>: Storage {
+    /// The wrapped storage.
+    public let base: any Storage<Record>
+
+    /// Wraps `base`.
+    public init(_ base: some Storage<Record>) {
+        self.base = base
+    }
+
+    public func persist(_ records: [Record]) throws { try base.persist(records) }
+    public func read(primaryKey key: Record.PrimaryKey) throws -> Record? { try base.read(primaryKey: key) }
+    public func read(primaryKeys keys: [Record.PrimaryKey]) throws -> [Record] { try base.read(primaryKeys: keys) }
+    public func read(_ query: Query<Record>) throws -> [Record] { try base.read(query) }
+    public func count(where predicate: Predicate<Record>?) throws -> Int { try base.count(where: predicate) }
+    @discardableResult
+    public func erase(primaryKeys keys: [Record.PrimaryKey]) throws -> Int { try base.erase(primaryKeys: keys) }
+    @discardableResult
+    public func erase(where predicate: Predicate<Record>?) throws -> Int { try base.erase(where: predicate) }
+}

@@ -1,0 +1,163 @@
+import Foundation
+
+/// A field's value in the engine-neutral shape every adapter understands.
+///
+/// Adapters use it for keys, index entries and bound query parameters. It orders
+/// values the way SQLite does: `null` first, then numbers (integers and reals
+/// compared by value), then text (by UTF-8 bytes), then blobs (by bytes).
+public enum StoredValue: Sendable, Hashable {
+    /// No value (an optional field that is `nil`).
+    case null
+    /// A signed 64-bit integer (integers, `Bool` as 0/1, integer-backed enums).
+    case integer(Int64)
+    /// A double (floating-point fields, and `Date` as seconds since 2001-01-01 UTC).
+    case real(Double)
+    /// UTF-8 text (strings, string-backed enums, UUIDs).
+    case text(String)
+    /// Raw bytes (`Data`).
+    case blob([UInt8])
+}
+
+extension StoredValue: Comparable {
+    private var typeRank: Int {
+        switch self {
+        case .null: 0
+        case .integer, .real: 1
+        case .text: 2
+        case .blob: 3
+        }
+    }
+
+    public static func < (lhs: StoredValue, rhs: StoredValue) -> Bool {
+        switch (lhs, rhs) {
+        case let (.integer(a), .integer(b)): return a < b
+        case let (.real(a), .real(b)): return a < b
+        case let (.integer(a), .real(b)): return Double(a) < b
+        case let (.real(a), .integer(b)): return a < Double(b)
+        case let (.text(a), .text(b)): return a.utf8.lexicographicallyPrecedes(b.utf8)
+        case let (.blob(a), .blob(b)): return a.lexicographicallyPrecedes(b)
+        default: return lhs.typeRank < rhs.typeRank
+        }
+    }
+}
+
+/// The storage class of a field, as declared in its record's ``Entity``.
+public enum FieldType: String, Sendable, Hashable, CaseIterable {
+    /// A signed 64-bit integer.
+    case integer
+    /// A double.
+    case real
+    /// UTF-8 text.
+    case text
+    /// Raw bytes.
+    case blob
+    /// A boolean, stored as an integer 0 or 1.
+    case bool
+    /// A date, stored as a double: seconds since 2001-01-01 00:00:00 UTC, which
+    /// round-trips every `Date` bit for bit.
+    case date
+}
+
+/// A Swift type that can be a record's field: it names its storage class and
+/// converts itself to a ``StoredValue``.
+///
+/// The integer types, `Bool`, `Double`, `Float`, `String`, `Date`, `Data`, `UUID`
+/// and optionals of them conform. A `RawRepresentable` enum whose raw value conforms
+/// gets the conformance by declaring it:
+///
+/// ```swift
+/// enum Gender: String, Codable, Sendable, FieldValue { case female, male, other }
+/// ```
+public protocol FieldValue: Sendable {
+    /// The storage class of the (unwrapped) value.
+    static var fieldType: FieldType { get }
+    /// Whether the field may hold `nil`. `false` for everything but `Optional`.
+    static var isOptional: Bool { get }
+    /// The value in engine-neutral form.
+    var storedValue: StoredValue { get }
+}
+
+extension FieldValue {
+    public static var isOptional: Bool { false }
+}
+
+extension Int64: FieldValue {
+    public static var fieldType: FieldType { .integer }
+    public var storedValue: StoredValue { .integer(self) }
+}
+
+extension Int: FieldValue {
+    public static var fieldType: FieldType { .integer }
+    public var storedValue: StoredValue { .integer(Int64(self)) }
+}
+
+extension Int32: FieldValue {
+    public static var fieldType: FieldType { .integer }
+    public var storedValue: StoredValue { .integer(Int64(self)) }
+}
+
+extension Int16: FieldValue {
+    public static var fieldType: FieldType { .integer }
+    public var storedValue: StoredValue { .integer(Int64(self)) }
+}
+
+extension Int8: FieldValue {
+    public static var fieldType: FieldType { .integer }
+    public var storedValue: StoredValue { .integer(Int64(self)) }
+}
+
+extension UInt32: FieldValue {
+    public static var fieldType: FieldType { .integer }
+    public var storedValue: StoredValue { .integer(Int64(self)) }
+}
+
+extension Bool: FieldValue {
+    public static var fieldType: FieldType { .bool }
+    public var storedValue: StoredValue { .integer(self ? 1 : 0) }
+}
+
+extension Double: FieldValue {
+    public static var fieldType: FieldType { .real }
+    public var storedValue: StoredValue { .real(self) }
+}
+
+extension Float: FieldValue {
+    public static var fieldType: FieldType { .real }
+    public var storedValue: StoredValue { .real(Double(self)) }
+}
+
+extension String: FieldValue {
+    public static var fieldType: FieldType { .text }
+    public var storedValue: StoredValue { .text(self) }
+}
+
+extension Date: FieldValue {
+    public static var fieldType: FieldType { .date }
+    public var storedValue: StoredValue { .real(timeIntervalSinceReferenceDate) }
+}
+
+extension Data: FieldValue {
+    public static var fieldType: FieldType { .blob }
+    public var storedValue: StoredValue { .blob([UInt8](self)) }
+}
+
+extension UUID: FieldValue {
+    public static var fieldType: FieldType { .text }
+    public var storedValue: StoredValue { .text(uuidString) }
+}
+
+extension Optional: FieldValue where Wrapped: FieldValue {
+    public static var fieldType: FieldType { Wrapped.fieldType }
+    public static var isOptional: Bool { true }
+    public var storedValue: StoredValue {
+        switch self {
+        case .none: .null
+        case .some(let wrapped): wrapped.storedValue
+        }
+    }
+}
+
+extension FieldValue where Self: RawRepresentable, RawValue: FieldValue {
+    public static var fieldType: FieldType { RawValue.fieldType }
+    public var storedValue: StoredValue { rawValue.storedValue }
+}

@@ -1,0 +1,114 @@
+import DAOCore
+import Foundation
+
+/// The stored shape of a ``Message``: a row of `messages`, keyed by `id`, with
+/// the `dialogId` of the dialog that owns it.
+public struct MessageRecord: Record, Hashable {
+    public typealias PrimaryKey = Int64
+
+    public var id: Int64
+    public var dialogId: Int64
+    public var date: Date
+    public var text: String
+    public var senderId: Int64
+    public var receiverId: Int64
+    public var type: Int64
+    public var isIncoming: Bool
+    public var isRead: Bool
+
+    /// Creates a record.
+    public init(
+        id: Int64, dialogId: Int64, date: Date, text: String, senderId: Int64,
+        receiverId: Int64, type: Int64, isIncoming: Bool, isRead: Bool
+    ) {
+        self.id = id
+        self.dialogId = dialogId
+        self.date = date
+        self.text = text
+        self.senderId = senderId
+        self.receiverId = receiverId
+        self.type = type
+        self.isIncoming = isIncoming
+        self.isRead = isRead
+    }
+
+    /// `messages`, keyed by `id`, indexed for "a dialog's unread messages, newest
+    /// first" (`dialogId`, `isRead`, `date`).
+    public static let entity = Entity<MessageRecord>(
+        "messages",
+        primaryKey: "id", \.id,
+        fields: [
+            Field("dialogId", \.dialogId),
+            Field("date", \.date),
+            Field("text", \.text),
+            Field("senderId", \.senderId),
+            Field("receiverId", \.receiverId),
+            Field("type", \.type),
+            Field("isIncoming", \.isIncoming),
+            Field("isRead", \.isRead),
+        ],
+        indexes: [Index("messages_by_dialog_unread_date", on: ["dialogId", "isRead", "date"])]
+    )
+}
+
+/// The stored shape of a ``Dialog``: a row of `dialogs` that owns its messages
+/// through the `messages` relation.
+public struct DialogRecord: Record, Hashable {
+    public typealias PrimaryKey = Int64
+
+    public var id: Int64
+    public var isPinned: Bool
+    public var messages: [MessageRecord]
+
+    /// Creates a record.
+    public init(id: Int64, isPinned: Bool, messages: [MessageRecord]) {
+        self.id = id
+        self.isPinned = isPinned
+        self.messages = messages
+    }
+
+    /// `dialogs`, keyed by `id`, owning `messages` through their `dialogId`.
+    public static let entity = Entity<DialogRecord>(
+        "dialogs",
+        primaryKey: "id", \.id,
+        fields: [Field("isPinned", \.isPinned)],
+        relations: [Relation("messages", \.messages, foreignKey: "dialogId", \MessageRecord.dialogId)]
+    )
+}
+
+/// The stored shape of a ``User``: a row of `users` keyed by the user's handle,
+/// with optional fields stored as nulls.
+public struct UserRecord: Record, Hashable {
+    public typealias PrimaryKey = String
+
+    public var id: String
+    public var name: String
+    public var bio: String?
+    public var email: String?
+    public var birthDate: Date?
+    public var gender: Gender?
+
+    /// Creates a record.
+    public init(id: String, name: String, bio: String?, email: String?, birthDate: Date?, gender: Gender?) {
+        self.id = id
+        self.name = name
+        self.bio = bio
+        self.email = email
+        self.birthDate = birthDate
+        self.gender = gender
+    }
+
+    /// `users`, keyed by handle, indexed by e-mail.
+    public static let entity = Entity<UserRecord>(
+        "users",
+        primaryKey: "id", \.id,
+        fields: [
+            Field("name", \.name),
+            Field("bio", \.bio),
+            Field("email", \.email),
+            Field("birthDate", \.birthDate),
+            Field("gender", \.gender),
+        ],
+        indexes: [Index("users_by_email", on: ["email"])]
+    )
+}

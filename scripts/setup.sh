@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs what the project needs on a Debian or Ubuntu machine, only when it is
+# missing: the C libraries behind the SQLite and LMDB adapters (and pkg-config to
+# find them). `scripts/setup.sh plot` also installs matplotlib for `make plot`.
+set -euo pipefail
+
+need=()
+for package in libsqlite3-dev liblmdb-dev pkg-config; do
+  dpkg -s "$package" >/dev/null 2>&1 || need+=("$package")
+done
+
+if [ ${#need[@]} -gt 0 ]; then
+  if ! command -v apt-get >/dev/null 2>&1; then
+    echo "setup: please install ${need[*]} (no apt-get on this machine)" >&2
+    exit 1
+  fi
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  echo "setup: installing ${need[*]}" >&2
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+
+if [ "${1:-}" = "plot" ]; then
+  if ! python3 -c 'import matplotlib' >/dev/null 2>&1; then
+    echo "setup: installing matplotlib" >&2
+    python3 -m pip install --quiet matplotlib
+  fi
+fi
+
+if ! command -v swift >/dev/null 2>&1; then
+  echo "setup: no 'swift' on PATH; install Swift 6 (https://www.swift.org/install) or add its bin folder to PATH" >&2
+  exit 1
+fi
