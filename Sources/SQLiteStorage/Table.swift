@@ -1,0 +1,320 @@
+import DAOCore
+import Foundation
+
+/// How one entity is stored in SQLite: its table, the SQL the storage runs on
+/// it, and its relations' child tables. Immutable, built from the entity's
+/// declaration.
+final class Table<R: Record>: Sendable {
+    let entity: Entity<R>
+    /// The table's name (unquoted).
+    let name: String
+    let layout: RowLayout
+    let links: [any ChildLink<R>]
+    /// The foreign key this table holds to a parent, when it is a relation's child.
+    let foreignKey: ForeignKey?
+
+    /// The quoted column list, in field order.
+    let selectList: String
+    let upsertSQL: String
+    let selectAllSQL: String
+    let selectByKeySQL: String
+    let deleteByKeySQL: String
+
+    init(_ entity: Entity<R>, foreignKey: ForeignKey? = nil) {
+        self.entity = entity
+        self.name = entity.name
+        self.foreignKey = foreignKey
+        let links = entity.relations.map { makeLink($0, parentTable: entity.name, parentKey: entity.primaryKeyField.name) }
+        self.links = links
+        var placeholders: [String: any Sendable] = [:]
+        for link in links { placeholders[link.name] = link.placeholder }
+        let names = entity.fields.map(\.name)
+        self.layout = RowLayout(entityName: entity.name, names: names, relationPlaceholders: placeholders)
+
+        let table = quoted(entity.name)
+        let key = quoted(names[0])
+        let columns = names.map(quoted)
+        selectList = columns.joined(separator: ", ")
+        let values = (1...columns.count).map { "?\($0)" }.joined(separator: ", ")
+        let updates = columns.dropFirst().map { "\($0) = excluded.\($0)" }.joined(separator: ", ")
+        upsertSQL =
+            "INSERT INTO \(table) (\(selectList)) VALUES (\(values)) ON CONFLICT (\(key)) "
+            + (updates.isEmpty ? "DO NOTHING" : "DO UPDATE SET \(updates)")
+        selectAllSQL = "SELECT \(selectList) FROM \(table) ORDER BY \(key)"
+        selectByKeySQL = "SELECT \(selectList) FROM \(table) WHERE \(key) = ?1"
+        deleteByKeySQL = "DELETE FROM \(table) WHERE \(key) = ?1"
+    }
+
+    /// `SELECT … WHERE condition ORDER BY terms, key LIMIT ?` (each part optional).
+    func selectSQL(where condition: String?, orderBy terms: [String], limit: Bool) -> String {
+        var sql = "SELECT \(selectList) FROM \(quoted(name))"
+        if let condition { sql += " WHERE \(condition)" }
+        sql += " ORDER BY " + (terms + [quoted(entity.primaryKeyField.name)]).joined(separator: ", ")
+        if limit { sql += " LIMIT ?" }
+        return sql
+    }
+}
+
+/// Builds the link of a relation, opening its existential to reach the child type.
+private func makeLink<Rel: ToManyRelation>(_ relation: Rel, parentTable: String, parentKey: String)
+    -> any ChildLink<Rel.Parent>
+{
+    RelationLink(relation, foreignKey: ForeignKey(column: relation.foreignKeyField, parentTable: parentTable, parentColumn: parentKey))
+}
+
+// MARK: - Writing
+
+/// Writes records of one table within one storage call: one upsert statement
+/// and one encoder for every row, and a writer per relation.
+final class TableWriter<R: Record> {
+    let upsert: Statement
+    let encoder: RowEncoder
+    let children: [any ChildWriter<R>]
+
+    init(_ table: Table<R>, _ connection: Connection) throws {
+        upsert = try connection.statement(table.upsertSQL)
+        encoder = RowEncoder(layout: table.layout)
+        children = try table.links.map { try $0.makeWriter(connection) }
+    }
+
+    /// Upserts `record`'s row, then makes its children exactly the ones it holds.
+    func write(_ record: R) throws {
+        try encoder.encode(record, into: upsert)
+        try upsert.run()
+        for child in children {
+            try child.write(childrenOf: record)
+        }
+    }
+}
+
+/// Writes the children of one relation.
+protocol ChildWriter<Parent> {
+    associatedtype Parent: Record
+    func write(childrenOf parent: Parent) throws
+}
+
+// MARK: - Reading
+
+/// Reads records of one table within one storage call.
+struct TableReader<R: Record> {
+    let table: Table<R>
+    let connection: Connection
+
+    /// Runs `statement` (already bound) and decodes every row.
+    func rows(_ statement: Statement) throws -> [R] {
+        defer { statement.reset() }
+        let decoder = RowDecoder(layout: table.layout, statement: statement)
+        var records: [R] = []
+        while try statement.step() {
+            records.append(try decoder.decodeRow(R.self))
+        }
+        return records
+    }
+
+    /// Fills in every relation of `records` from the child tables. `all` says
+    /// that `records` are all the rows of the table, so the children can be read
+    /// in one scan without naming parents.
+    func attachChildren(to records: inout [R], all: Bool) throws {
+        guard !records.isEmpty else { return }
+        for link in table.links {
+            try link.attach(to: &records, all: all, connection)
+        }
+    }
+
+    /// The records with these keys (in key order, missing keys skipped), with
+    /// their children.
+    func read(keys: [R.PrimaryKey]) throws -> [R] {
+        let statement = try connection.statement(table.selectByKeySQL)
+        var records: [R] = []
+        records.reserveCapacity(keys.count)
+        for key in keys {
+            try statement.bind(key.storedValue, at: 1)
+            records.append(contentsOf: try rows(statement))
+        }
+        try attachChildren(to: &records, all: false)
+        return records
+    }
+}
+
+// MARK: - Relations
+
+/// A relation seen from its parent's table: how to create, write and read the
+/// child rows.
+protocol ChildLink<Parent>: Sendable {
+    associatedtype Parent: Record
+    /// The relation's name (the parent's `Codable` key).
+    var name: String { get }
+    /// An empty children array, what the parent's row decodes to before the
+    /// children are attached.
+    var placeholder: any Sendable { get }
+    func ensureSchema(_ connection: Connection) throws
+    func makeWriter(_ connection: Connection) throws -> any ChildWriter<Parent>
+    func attach(to parents: inout [Parent], all: Bool, _ connection: Connection) throws
+}
+
+/// The link of one ``ToManyRelation``: the child table with its foreign key.
+final class RelationLink<Rel: ToManyRelation>: ChildLink {
+    typealias Parent = Rel.Parent
+    typealias Child = Rel.Child
+
+    let relation: Rel
+    let child: Table<Child>
+    let foreignKey: ForeignKey
+    let childKeysSQL: String
+    let childrenOfParentSQL: String
+
+    init(_ relation: Rel, foreignKey: ForeignKey) {
+        self.relation = relation
+        self.foreignKey = foreignKey
+        self.child = Table(Child.entity, foreignKey: foreignKey)
+        let table = quoted(child.name)
+        let key = quoted(Child.entity.primaryKeyField.name)
+        let fk = quoted(foreignKey.column)
+        childKeysSQL = "SELECT \(key) FROM \(table) WHERE \(fk) = ?1"
+        childrenOfParentSQL = "SELECT \(child.selectList) FROM \(table) WHERE \(fk) = ?1 ORDER BY \(key)"
+    }
+
+    var name: String { relation.name }
+    var placeholder: any Sendable { [Child]() }
+
+    func ensureSchema(_ connection: Connection) throws {
+        try child.ensureSchema(connection, foreignKey: foreignKey)
+    }
+
+    func makeWriter(_ connection: Connection) throws -> any ChildWriter<Parent> {
+        try RelationWriter(link: self, connection)
+    }
+
+    /// `SELECT … WHERE fk IN (?1, …, ?n) ORDER BY key`, for n from a few fixed
+    /// sizes so the statements are reused.
+    func childrenOfParentsSQL(count: Int) -> String {
+        let list = (1...count).map { "?\($0)" }.joined(separator: ", ")
+        return "SELECT \(child.selectList) FROM \(quoted(child.name)) WHERE \(quoted(foreignKey.column)) IN (\(list))"
+            + " ORDER BY \(quoted(Child.entity.primaryKeyField.name))"
+    }
+
+    static var batchSizes: [Int] { [8, 64, 512] }
+
+    func attach(to parents: inout [Parent], all: Bool, _ connection: Connection) throws {
+        let reader = TableReader(table: child, connection: connection)
+        var groups: [Parent.PrimaryKey: [Child]] = [:]
+        if all {
+            var children = try reader.rows(connection.statement(child.selectAllSQL))
+            try reader.attachChildren(to: &children, all: true)
+            group(children, into: &groups)
+        } else if parents.count == 1 {
+            let statement = try connection.statement(childrenOfParentSQL)
+            try statement.bind(parents[0].primaryKey.storedValue, at: 1)
+            var children = try reader.rows(statement)
+            try reader.attachChildren(to: &children, all: false)
+            group(children, into: &groups)
+        } else {
+            var keys: [Parent.PrimaryKey] = []
+            var seen = Set<Parent.PrimaryKey>()
+            for parent in parents where seen.insert(parent.primaryKey).inserted {
+                keys.append(parent.primaryKey)
+            }
+            var start = 0
+            while start < keys.count {
+                let remaining = keys.count - start
+                let size = Self.batchSizes.first { $0 >= remaining } ?? Self.batchSizes[Self.batchSizes.count - 1]
+                let end = min(start + size, keys.count)
+                let statement = try connection.statement(childrenOfParentsSQL(count: size))
+                for slot in 0..<size {
+                    // Pad a short batch by repeating its last key.
+                    let key = keys[min(start + slot, end - 1)]
+                    try statement.bind(key.storedValue, at: Int32(slot + 1))
+                }
+                var children = try reader.rows(statement)
+                try reader.attachChildren(to: &children, all: false)
+                group(children, into: &groups)
+                start = end
+            }
+        }
+        let path = relation.children
+        for index in parents.indices {
+            parents[index][keyPath: path] = groups[parents[index].primaryKey] ?? []
+        }
+    }
+
+    /// Groups children by parent key, keeping their order; children of one parent
+    /// usually come together, so the dictionary is touched once per run.
+    private func group(_ children: [Child], into groups: inout [Parent.PrimaryKey: [Child]]) {
+        let parentKey = relation.parentKey
+        var currentKey: Parent.PrimaryKey?
+        var current: [Child] = []
+        func flush() {
+            guard let key = currentKey, !current.isEmpty else { return }
+            if groups[key] == nil {
+                groups[key] = current
+            } else {
+                groups[key, default: []].append(contentsOf: current)
+            }
+            current = []
+        }
+        for child in children {
+            let key = child[keyPath: parentKey]
+            if key != currentKey {
+                flush()
+                currentKey = key
+            }
+            current.append(child)
+        }
+        flush()
+    }
+}
+
+/// Makes a parent's children in the child table exactly the ones it holds:
+/// deletes the rows of children it no longer holds, upserts the others.
+final class RelationWriter<Rel: ToManyRelation>: ChildWriter {
+    typealias Parent = Rel.Parent
+    typealias Child = Rel.Child
+
+    let link: RelationLink<Rel>
+    let writer: TableWriter<Child>
+    let existingKeys: Statement
+    let deleteByKey: Statement
+
+    init(link: RelationLink<Rel>, _ connection: Connection) throws {
+        self.link = link
+        writer = try TableWriter(link.child, connection)
+        existingKeys = try connection.statement(link.childKeysSQL)
+        deleteByKey = try connection.statement(link.child.deleteByKeySQL)
+    }
+
+    func write(childrenOf parent: Parent) throws {
+        let key = parent.primaryKey
+        let children = parent[keyPath: link.relation.children]
+        // The keys stored for this parent now (read from the foreign-key index),
+        // to delete those the parent no longer holds.
+        try existingKeys.bind(key.storedValue, at: 1)
+        var stale: [Child.PrimaryKey] = []
+        var held: Set<Child.PrimaryKey> = []
+        var first = true
+        do {
+            defer { existingKeys.reset() }
+            while try existingKeys.step() {
+                if first {
+                    held = Set(children.lazy.map(\.primaryKey))
+                    first = false
+                }
+                let stored = try readKey(Child.PrimaryKey.self, from: existingKeys, column: 0)
+                if !held.contains(stored) { stale.append(stored) }
+            }
+        }
+        for childKey in stale {
+            try deleteByKey.bind(childKey.storedValue, at: 1)
+            try deleteByKey.run()
+        }
+        let parentKey = link.relation.parentKey
+        for child in children {
+            guard child[keyPath: parentKey] == key else {
+                throw StorageError(
+                    .constraint, .persist, entity: Child.entity.name,
+                    message: "a child in relation '\(link.relation.name)' names parent \(child[keyPath: parentKey]) in '\(link.relation.foreignKeyField)' but is held by parent \(key)"
+                )
+            }
+            try writer.write(child)
+        }
+    }
+}
