@@ -67,8 +67,10 @@ final class RowDecoder: Decoder {
 
     @inline(__always)
     func int64(_ column: Int32) throws -> Int64 {
-        if sqlite3_column_type(handle, column) == SQLITE_NULL { throw nullError(column) }
-        return sqlite3_column_int64(handle, column)
+        let value = sqlite3_column_int64(handle, column)
+        // NULL reads as 0; only then is the type worth asking for.
+        if value == 0, sqlite3_column_type(handle, column) == SQLITE_NULL { throw nullError(column) }
+        return value
     }
 
     @inline(__always)
@@ -79,8 +81,9 @@ final class RowDecoder: Decoder {
 
     @inline(__always)
     func double(_ column: Int32) throws -> Double {
-        if sqlite3_column_type(handle, column) == SQLITE_NULL { throw nullError(column) }
-        return sqlite3_column_double(handle, column)
+        let value = sqlite3_column_double(handle, column)
+        if value == 0, sqlite3_column_type(handle, column) == SQLITE_NULL { throw nullError(column) }
+        return value
     }
 
     @inline(__always)

@@ -15,6 +15,14 @@ final class RowEncoder: Encoder {
     var handle: OpaquePointer?
     var next = 0
     var bound = 0
+    /// The parameter whose value is kept in ``capturedParent`` (the foreign key
+    /// of a relation's child), or 0.
+    var parentParameter: Int32 = 0
+    /// The primary key bound for the last record, when it was an integer or text
+    /// (`.null` otherwise), so writers need not read it through a key path.
+    var capturedKey: StoredValue = .null
+    /// The value bound to ``parentParameter`` for the last record, likewise.
+    var capturedParent: StoredValue = .null
 
     var codingPath: [any CodingKey] { [] }
     var userInfo: [CodingUserInfoKey: Any] { [:] }
@@ -29,6 +37,8 @@ final class RowEncoder: Encoder {
         self.handle = statement.handle
         next = 0
         bound = 0
+        capturedKey = .null
+        capturedParent = .null
         try record.encode(to: self)
         if bound != layout.names.count {
             throw StorageError(
@@ -63,6 +73,15 @@ final class RowEncoder: Encoder {
     }
 
     @inline(__always)
+    func capture(_ value: @autoclosure () -> StoredValue, at index: Int32) {
+        if index == 1 {
+            capturedKey = value()
+        } else if index == parentParameter {
+            capturedParent = value()
+        }
+    }
+
+    @inline(__always)
     func check(_ code: Int32) throws {
         if code != SQLITE_OK, let statement { try statement.check(code) }
     }
@@ -74,6 +93,7 @@ final class RowEncoder: Encoder {
                 .encoding, .persist, entity: layout.entityName,
                 message: "the value \(value) of '\(key.stringValue)' does not fit a 64-bit signed integer")
         }
+        capture(.integer(value), at: index)
         try check(sqlite3_bind_int64(handle, index, value))
     }
 
@@ -119,6 +139,7 @@ struct RowEncodingContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
 
     mutating func encode(_ value: String, forKey key: Key) throws {
         guard let index = try encoder.parameter(for: key), let handle = encoder.handle else { return }
+        encoder.capture(.text(value), at: index)
         try encoder.check(bindText(handle, value, index))
     }
 
@@ -131,6 +152,7 @@ struct RowEncodingContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
 
     mutating func encode(_ value: Int64, forKey key: Key) throws {
         guard let index = try encoder.parameter(for: key) else { return }
+        encoder.capture(.integer(value), at: index)
         try encoder.check(sqlite3_bind_int64(encoder.handle, index, value))
     }
 
@@ -234,6 +256,7 @@ struct ColumnEncoder: Encoder, SingleValueEncodingContainer {
                 .encoding, .persist, entity: encoder.layout.entityName,
                 message: "the value \(value) of '\(key)' does not fit a 64-bit signed integer")
         }
+        encoder.capture(.integer(value), at: index)
         try encoder.check(sqlite3_bind_int64(encoder.handle, index, value))
     }
 
@@ -241,6 +264,7 @@ struct ColumnEncoder: Encoder, SingleValueEncodingContainer {
     func encode(_ value: Bool) throws { try int(value ? 1 : 0) }
     func encode(_ value: String) throws {
         guard let handle = encoder.handle else { return }
+        encoder.capture(.text(value), at: index)
         try encoder.check(bindText(handle, value, index))
     }
     func encode(_ value: Double) throws { try encoder.check(sqlite3_bind_double(encoder.handle, index, value)) }

@@ -74,12 +74,21 @@ final class TableWriter<R: Record> {
     init(_ table: Table<R>, _ connection: Connection) throws {
         upsert = try connection.statement(table.upsertSQL)
         encoder = RowEncoder(layout: table.layout)
+        if let foreignKey = table.foreignKey, let column = table.layout.indexByName[foreignKey.column] {
+            encoder.parentParameter = Int32(column + 1)
+        }
         children = try table.links.map { try $0.makeWriter(connection) }
     }
 
     /// Upserts `record`'s row, then makes its children exactly the ones it holds.
     func write(_ record: R) throws {
         try encoder.encode(record, into: upsert)
+        try finish(record)
+    }
+
+    /// Runs the upsert bound by `encoder.encode(record, into: upsert)`, then
+    /// writes the record's children.
+    func finish(_ record: R) throws {
         try upsert.run()
         for child in children {
             try child.write(childrenOf: record)
@@ -107,6 +116,19 @@ struct TableReader<R: Record> {
         var records: [R] = []
         while try statement.step() {
             records.append(try decoder.decodeRow(R.self))
+        }
+        return records
+    }
+
+    /// Runs `statement` (already bound), decodes every row, and collects the
+    /// value of column `keyColumn` of each row into `keys`.
+    func rows(_ statement: Statement, keyColumn: Int32, keys: inout [StoredValue]) throws -> [R] {
+        defer { statement.reset() }
+        let decoder = RowDecoder(layout: table.layout, statement: statement)
+        var records: [R] = []
+        while try statement.step() {
+            records.append(try decoder.decodeRow(R.self))
+            keys.append(statement.storedValue(keyColumn))
         }
         return records
     }
@@ -162,11 +184,15 @@ final class RelationLink<Rel: ToManyRelation>: ChildLink {
     let foreignKey: ForeignKey
     let childKeysSQL: String
     let childrenOfParentSQL: String
+    /// The child table's column holding the parent key.
+    let foreignKeyColumn: Int32
 
     init(_ relation: Rel, foreignKey: ForeignKey) {
         self.relation = relation
         self.foreignKey = foreignKey
         self.child = Table(Child.entity, foreignKey: foreignKey)
+        // Entity.validate (run before any statement) guarantees the field exists.
+        self.foreignKeyColumn = Int32(child.layout.indexByName[foreignKey.column] ?? 0)
         let table = quoted(child.name)
         let key = quoted(Child.entity.primaryKeyField.name)
         let fk = quoted(foreignKey.column)
@@ -197,22 +223,25 @@ final class RelationLink<Rel: ToManyRelation>: ChildLink {
 
     func attach(to parents: inout [Parent], all: Bool, _ connection: Connection) throws {
         let reader = TableReader(table: child, connection: connection)
-        var groups: [Parent.PrimaryKey: [Child]] = [:]
+        var groups: [StoredValue: [Child]] = [:]
+        func read(_ statement: Statement, all: Bool) throws {
+            var keys: [StoredValue] = []
+            var children = try reader.rows(statement, keyColumn: foreignKeyColumn, keys: &keys)
+            try reader.attachChildren(to: &children, all: all)
+            group(children, by: keys, into: &groups)
+        }
         if all {
-            var children = try reader.rows(connection.statement(child.selectAllSQL))
-            try reader.attachChildren(to: &children, all: true)
-            group(children, into: &groups)
+            try read(connection.statement(child.selectAllSQL), all: true)
         } else if parents.count == 1 {
             let statement = try connection.statement(childrenOfParentSQL)
             try statement.bind(parents[0].primaryKey.storedValue, at: 1)
-            var children = try reader.rows(statement)
-            try reader.attachChildren(to: &children, all: false)
-            group(children, into: &groups)
+            try read(statement, all: false)
         } else {
-            var keys: [Parent.PrimaryKey] = []
-            var seen = Set<Parent.PrimaryKey>()
-            for parent in parents where seen.insert(parent.primaryKey).inserted {
-                keys.append(parent.primaryKey)
+            var keys: [StoredValue] = []
+            var seen = Set<StoredValue>()
+            for parent in parents {
+                let key = parent.primaryKey.storedValue
+                if seen.insert(key).inserted { keys.append(key) }
             }
             var start = 0
             while start < keys.count {
@@ -222,45 +251,34 @@ final class RelationLink<Rel: ToManyRelation>: ChildLink {
                 let statement = try connection.statement(childrenOfParentsSQL(count: size))
                 for slot in 0..<size {
                     // Pad a short batch by repeating its last key.
-                    let key = keys[min(start + slot, end - 1)]
-                    try statement.bind(key.storedValue, at: Int32(slot + 1))
+                    try statement.bind(keys[min(start + slot, end - 1)], at: Int32(slot + 1))
                 }
-                var children = try reader.rows(statement)
-                try reader.attachChildren(to: &children, all: false)
-                group(children, into: &groups)
+                try read(statement, all: false)
                 start = end
             }
         }
         let path = relation.children
         for index in parents.indices {
-            parents[index][keyPath: path] = groups[parents[index].primaryKey] ?? []
+            parents[index][keyPath: path] = groups[parents[index].primaryKey.storedValue] ?? []
         }
     }
 
-    /// Groups children by parent key, keeping their order; children of one parent
-    /// usually come together, so the dictionary is touched once per run.
-    private func group(_ children: [Child], into groups: inout [Parent.PrimaryKey: [Child]]) {
-        let parentKey = relation.parentKey
-        var currentKey: Parent.PrimaryKey?
-        var current: [Child] = []
-        func flush() {
-            guard let key = currentKey, !current.isEmpty else { return }
+    /// Groups children by their parent keys (`keys[i]` is the parent of
+    /// `children[i]`), keeping their order; children of one parent usually come
+    /// together, so the dictionary is touched once per run.
+    private func group(_ children: [Child], by keys: [StoredValue], into groups: inout [StoredValue: [Child]]) {
+        var start = 0
+        while start < children.count {
+            let key = keys[start]
+            var end = start + 1
+            while end < children.count, keys[end] == key { end += 1 }
             if groups[key] == nil {
-                groups[key] = current
+                groups[key] = Array(children[start..<end])
             } else {
-                groups[key, default: []].append(contentsOf: current)
+                groups[key, default: []].append(contentsOf: children[start..<end])
             }
-            current = []
+            start = end
         }
-        for child in children {
-            let key = child[keyPath: parentKey]
-            if key != currentKey {
-                flush()
-                currentKey = key
-            }
-            current.append(child)
-        }
-        flush()
     }
 }
 
@@ -283,38 +301,43 @@ final class RelationWriter<Rel: ToManyRelation>: ChildWriter {
     }
 
     func write(childrenOf parent: Parent) throws {
-        let key = parent.primaryKey
+        let key = parent.primaryKey.storedValue
         let children = parent[keyPath: link.relation.children]
         // The keys stored for this parent now (read from the foreign-key index),
-        // to delete those the parent no longer holds.
-        try existingKeys.bind(key.storedValue, at: 1)
-        var stale: [Child.PrimaryKey] = []
-        var held: Set<Child.PrimaryKey> = []
-        var first = true
+        // to delete afterwards those the parent no longer holds.
+        try existingKeys.bind(key, at: 1)
+        var existing: [StoredValue] = []
         do {
             defer { existingKeys.reset() }
             while try existingKeys.step() {
-                if first {
-                    held = Set(children.lazy.map(\.primaryKey))
-                    first = false
-                }
-                let stored = try readKey(Child.PrimaryKey.self, from: existingKeys, column: 0)
-                if !held.contains(stored) { stale.append(stored) }
+                existing.append(existingKeys.storedValue(0))
             }
         }
-        for childKey in stale {
-            try deleteByKey.bind(childKey.storedValue, at: 1)
-            try deleteByKey.run()
-        }
-        let parentKey = link.relation.parentKey
+        var held: [StoredValue] = []
+        if !existing.isEmpty { held.reserveCapacity(children.count) }
+        let encoder = writer.encoder
         for child in children {
-            guard child[keyPath: parentKey] == key else {
+            try encoder.encode(child, into: writer.upsert)
+            var parentOfChild = encoder.capturedParent
+            if parentOfChild == .null { parentOfChild = child[keyPath: link.relation.parentKey].storedValue }
+            guard parentOfChild == key else {
                 throw StorageError(
                     .constraint, .persist, entity: Child.entity.name,
-                    message: "a child in relation '\(link.relation.name)' names parent \(child[keyPath: parentKey]) in '\(link.relation.foreignKeyField)' but is held by parent \(key)"
+                    message: "a child in relation '\(link.relation.name)' names parent \(child[keyPath: link.relation.parentKey]) in '\(link.relation.foreignKeyField)' but is held by parent \(parent.primaryKey)"
                 )
             }
-            try writer.write(child)
+            if !existing.isEmpty {
+                let childKey = encoder.capturedKey
+                held.append(childKey == .null ? child.primaryKey.storedValue : childKey)
+            }
+            try writer.finish(child)
+        }
+        if !existing.isEmpty {
+            let kept = Set(held)
+            for childKey in existing where !kept.contains(childKey) {
+                try deleteByKey.bind(childKey, at: 1)
+                try deleteByKey.run()
+            }
         }
     }
 }

@@ -152,6 +152,17 @@ final class Statement {
         return String(decoding: UnsafeBufferPointer(start: bytes, count: count), as: UTF8.self)
     }
 
+    /// The column as an engine-neutral value, by its stored type.
+    func storedValue(_ column: Int32) -> StoredValue {
+        switch sqlite3_column_type(handle, column) {
+        case SQLITE_INTEGER: .integer(int64(column))
+        case SQLITE_FLOAT: .real(double(column))
+        case SQLITE_TEXT: text(column).map { .text($0) } ?? .null
+        case SQLITE_BLOB: blob(column).map { .blob($0) } ?? .null
+        default: .null
+        }
+    }
+
     /// The column's bytes, `nil` for NULL.
     func blob(_ column: Int32) -> [UInt8]? {
         if isNull(column) { return nil }
