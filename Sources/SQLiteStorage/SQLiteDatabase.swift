@@ -100,10 +100,22 @@ public final class SQLiteDatabase: Store, Sendable {
         let table = Table(R.entity)
         try withConnection(.open, entity: R.entity.name) { connection in
             try connection.transaction(immediate: true) {
+                // A child entity's owner is set up first, so the child's table
+                // is created with its foreign key to the owner's table.
+                if let owner = R.entity.owner {
+                    try ensureSchema(of: owner, connection)
+                }
                 try table.ensureSchema(connection, foreignKey: nil)
             }
         }
         return SQLiteStorage(database: self, table: table)
+    }
+
+    private func ensureSchema<O: Record>(of owner: O.Type, _ connection: Connection) throws {
+        if let grandOwner = O.entity.owner {
+            try ensureSchema(of: grandOwner, connection)
+        }
+        try Table(O.entity).ensureSchema(connection, foreignKey: nil)
     }
 
     /// The same storage as ``storage(for:)``, type-erased.
