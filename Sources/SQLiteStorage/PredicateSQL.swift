@@ -35,11 +35,18 @@ extension Statement {
 /// `OR` keep Swift's meaning: equality on an optional column is null-safe
 /// (`IS` / `IS NOT`), as the predicate's `==` and `!=` are.
 enum PredicateSQL {
+    /// The most parameters a compiled condition may bind (SQLite's limit is
+    /// 32766; one is kept for `LIMIT`).
+    static let maximumParameters = 32_000
+
     /// The condition for `expression` over `entity`'s table, or `nil` when some
     /// part has no faithful SQL form (the caller then filters in memory).
     static func compile<R: Record>(_ expression: QueryExpression, entity: Entity<R>) -> SQLCondition? {
         var parameters: [SQLParameter] = []
-        guard let sql = compile(expression, entity: entity, into: &parameters) else { return nil }
+        guard let sql = compile(expression, entity: entity, into: &parameters),
+            // SQLite allows 32766 parameters; a larger IN list is filtered in memory.
+            parameters.count <= maximumParameters
+        else { return nil }
         return SQLCondition(sql: sql, parameters: parameters)
     }
 

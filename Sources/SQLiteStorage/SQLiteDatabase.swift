@@ -14,7 +14,9 @@ import Foundation
 /// The database runs in WAL mode with foreign keys on, `synchronous=FULL` for
 /// ``Durability/full`` and `OFF` for ``Durability/none``, and a busy timeout;
 /// ``settings`` reports what SQLite says is in force. Calls from many tasks are
-/// serialized on one connection. See <https://sqlite.org/wal.html> and
+/// safe: writes are serialized on one writer connection; reads run on a small
+/// pool of reader connections beside it (WAL lets readers and a writer work at
+/// once), each reading the last committed state. See <https://sqlite.org/wal.html> and
 /// <https://sqlite.org/pragma.html#pragma_synchronous>.
 public final class SQLiteDatabase: Store, Sendable {
     /// The settings read back from SQLite after opening.
@@ -47,6 +49,9 @@ public final class SQLiteDatabase: Store, Sendable {
 
     let path: String
     private let writer: LockedConnection
+    private let readers: [LockedConnection]
+    /// How many reader connections the database keeps.
+    public static let readerCount = 2
 
     /// Opens the database at `path`, creating the file (and its parent directory)
     /// when missing.
@@ -85,6 +90,12 @@ public final class SQLiteDatabase: Store, Sendable {
                 foreignKeys: try connection.scalarInt("PRAGMA foreign_keys") == 1,
                 busyTimeoutMilliseconds: Int(try connection.scalarInt("PRAGMA busy_timeout") ?? 0),
                 sqliteVersion: String(cString: sqlite3_libversion()))
+            readers = try (0..<Self.readerCount).map { _ in
+                let reader = try Connection(path: filePath, flags: flags)
+                sqlite3_busy_timeout(reader.handle, Self.busyTimeoutMilliseconds)
+                try reader.execute("PRAGMA query_only = ON")
+                return LockedConnection(reader)
+            }
         } catch let error as StorageError {
             throw error.with(operation: .open, path: filePath)
         }
@@ -124,13 +135,33 @@ public final class SQLiteDatabase: Store, Sendable {
         AnyStorage(try storage(for: type))
     }
 
-    /// Runs `body` with the connection, holding its lock, and completes any
-    /// error with the operation, the entity and the path.
+    /// Runs `body` with the writer connection, holding its lock, and completes
+    /// any error with the operation, the entity and the path.
     func withConnection<T>(
         _ operation: StorageError.Operation, entity: String, _ body: (Connection) throws -> T
     ) throws -> T {
+        try completingErrors(operation, entity: entity) { try writer.withLock(body) }
+    }
+
+    /// Runs the read-only `body` on a free reader connection (waiting for one
+    /// when all are busy), and completes any error like ``withConnection(_:entity:_:)``.
+    func withReader<T>(
+        _ operation: StorageError.Operation, entity: String, _ body: (Connection) throws -> T
+    ) throws -> T {
+        try completingErrors(operation, entity: entity) {
+            for reader in readers where reader.tryLock() {
+                defer { reader.unlock() }
+                return try reader.use(body)
+            }
+            return try readers[Int.random(in: 0..<readers.count)].withLock(body)
+        }
+    }
+
+    private func completingErrors<T>(
+        _ operation: StorageError.Operation, entity: String, _ body: () throws -> T
+    ) throws -> T {
         do {
-            return try writer.withLock(body)
+            return try body()
         } catch let error as StorageError {
             throw error.with(operation: operation, entity: entity, path: path)
         } catch {
@@ -150,7 +181,8 @@ public final class SQLiteDatabase: Store, Sendable {
 ///
 /// `@unchecked Sendable` is safe because the connection (not `Sendable` itself)
 /// is reached only through ``withLock(_:)``, which holds the lock for the whole
-/// use, so one thread at a time works with it and its statements.
+/// use, or through ``use(_:)`` between a successful ``tryLock()`` and its
+/// ``unlock()``, so one thread at a time works with it and its statements.
 final class LockedConnection: @unchecked Sendable {
     private let lock = NSLock()
     private let connection: Connection
@@ -164,4 +196,14 @@ final class LockedConnection: @unchecked Sendable {
         defer { lock.unlock() }
         return try body(connection)
     }
+
+    /// Takes the lock if it is free; a `true` answer must be followed by
+    /// ``use(_:)`` calls and one ``unlock()``.
+    func tryLock() -> Bool { lock.try() }
+
+    /// Runs `body` with the connection; the caller holds the lock (``tryLock()``).
+    func use<T>(_ body: (Connection) throws -> T) rethrows -> T { try body(connection) }
+
+    /// Releases the lock taken by ``tryLock()``.
+    func unlock() { lock.unlock() }
 }

@@ -52,7 +52,7 @@ public struct SQLiteStorage<Record: DAOCore.Record>: Storage {
     /// - Throws: ``StorageError``.
     public func read(primaryKeys keys: [Record.PrimaryKey]) throws -> [Record] {
         guard !keys.isEmpty else { return [] }
-        return try database.withConnection(.read, entity: entityName) { connection in
+        return try database.withReader(.read, entity: entityName) { connection in
             let reader = TableReader(table: table, connection: connection)
             if hasChildren {
                 return try connection.transaction(immediate: false) { try reader.read(keys: keys) }
@@ -70,7 +70,7 @@ public struct SQLiteStorage<Record: DAOCore.Record>: Storage {
         if query.limit == 0 { return [] }
         let plan = Plan(query.predicate, entity: table.entity)
         let order = PredicateSQL.orderBy(query.sortedBy, entity: table.entity)
-        return try database.withConnection(.read, entity: entityName) { connection in
+        return try database.withReader(.read, entity: entityName) { connection in
             try transactionIfNeeded(connection) {
                 let reader = TableReader(table: table, connection: connection)
                 if plan.isExact, let order {
@@ -97,7 +97,7 @@ public struct SQLiteStorage<Record: DAOCore.Record>: Storage {
     /// - Throws: ``StorageError``.
     public func count(where predicate: Predicate<Record>?) throws -> Int {
         let plan = Plan(predicate, entity: table.entity)
-        return try database.withConnection(.count, entity: entityName) { connection in
+        return try database.withReader(.count, entity: entityName) { connection in
             if plan.isExact {
                 var sql = "SELECT count(*) FROM \(quoted(table.name))"
                 if let condition = plan.condition { sql += " WHERE \(condition.sql)" }

@@ -176,6 +176,63 @@ struct StorageTests {
         }
     }
 
+    @Test("a child table created without its owner gains the foreign key when the owner is opened")
+    func foreignKeyAddedLater() throws {
+        try withDatabase { database in
+            let leaves = try database.storage(for: LeafRecord.self)
+            try leaves.persist([LeafRecord(id: 1, treeId: 1, label: "kept"), LeafRecord(id: 2, treeId: 1, label: "kept too")])
+            try leaves.persist(LeafRecord(id: 3, treeId: 42, label: "no tree yet"))
+            // The stored leaf 3 has no tree, so the rebuild with the foreign key is refused.
+            let refused = #expect(throws: StorageError.self) { try database.storage(for: TreeRecord.self) }
+            #expect(refused?.kind == .constraint)
+            #expect(try leaves.erase(primaryKey: 3))
+            #expect(try leaves.erase(where: #Predicate { $0.treeId == 1 }) == 2)
+            try leaves.persist([LeafRecord(id: 1, treeId: 1, label: "a")])
+            let failed = #expect(throws: StorageError.self) { try database.storage(for: TreeRecord.self) }
+            #expect(failed?.kind == .constraint)
+            #expect(try leaves.eraseAll() == 1)
+
+            let trees = try database.storage(for: TreeRecord.self)
+            try trees.persist(TreeRecord(id: 1, leaves: [LeafRecord(id: 5, treeId: 1, label: "leaf")]))
+            let orphan = #expect(throws: StorageError.self) { try leaves.persist(LeafRecord(id: 6, treeId: 9, label: "x")) }
+            #expect(orphan?.kind == .constraint)
+            #expect(try trees.erase(primaryKey: 1))
+            #expect(try leaves.count() == 0)
+        }
+    }
+
+    @Test("a child table with rows whose parents exist is rebuilt with its foreign key, keeping the rows")
+    func foreignKeyRebuildKeepsRows() throws {
+        try withTemporaryDirectory { directory in
+            let url = directory.appending(path: "store.sqlite")
+            do {
+                let database = try SQLiteDatabase(path: url)
+                let leaves = try database.storage(for: LeafRecord.self)
+                try leaves.persist([LeafRecord(id: 2, treeId: 7, label: "b"), LeafRecord(id: 1, treeId: 7, label: "a")])
+                // The parent row exists before the owner's storage is opened.
+                let connection = try Connection(path: url.path(percentEncoded: false), flags: SQLITE_OPEN_READWRITE)
+                try connection.execute("CREATE TABLE trees (id INTEGER NOT NULL PRIMARY KEY); INSERT INTO trees VALUES (7)")
+            }
+            let database = try SQLiteDatabase(path: url)
+            let trees = try database.storage(for: TreeRecord.self)
+            #expect(try trees.read(primaryKey: 7)?.leaves.map(\.label) == ["a", "b"])
+            #expect(try trees.erase(primaryKey: 7))
+            #expect(try database.storage(for: LeafRecord.self).count() == 0)
+        }
+    }
+
+    @Test("an IN list longer than SQLite's parameter limit is answered in memory")
+    func hugeInList() throws {
+        try withDatabase { database in
+            let users = try database.storage(for: UserRecord.self)
+            try users.persist(sampleUsers())
+            let names = (0..<40_000).map { "user\($0)" } + ["bob", "zoë"]
+            let found = try users.read(where: #Predicate { names.contains($0.id) })
+            #expect(found.map(\.id) == ["bob", "zoë"])
+            #expect(try users.count(where: #Predicate { names.contains($0.id) }) == 2)
+        }
+    }
+
     @Test("a table whose columns differ from the record is a schema mismatch")
     func schemaMismatch() throws {
         try withTemporaryDirectory { directory in
@@ -202,6 +259,29 @@ struct StorageTests {
             #expect(try storage.count() == 0)
         }
     }
+}
+
+/// A parent whose child entity does not name it as owner.
+struct TreeRecord: Record, Equatable {
+    typealias PrimaryKey = Int64
+    var id: Int64
+    var leaves: [LeafRecord]
+
+    static let entity = Entity<TreeRecord>(
+        "trees", primaryKey: "id", \.id, fields: [],
+        relations: [Relation("leaves", \.leaves, foreignKey: "treeId", \LeafRecord.treeId)])
+}
+
+/// A child that does not declare its owner, so its table can exist before its
+/// parent's.
+struct LeafRecord: Record, Equatable {
+    typealias PrimaryKey = Int64
+    var id: Int64
+    var treeId: Int64
+    var label: String
+
+    static let entity = Entity<LeafRecord>(
+        "leaves", primaryKey: "id", \.id, fields: [Field("treeId", \.treeId), Field("label", \.label)])
 }
 
 /// A record whose Codable shape has a key its entity does not declare.
