@@ -141,14 +141,15 @@ enum PredicateSQL {
 
     /// `ORDER BY` terms for `descriptors` (without the primary-key tie-break), or
     /// `nil` when one of them cannot be run by SQLite exactly as Foundation would
-    /// sort: a key path that is not a declared field, or a string comparison
-    /// (Foundation's string comparators are locale- and Unicode-aware, SQLite's
-    /// BINARY collation is not).
+    /// sort: a key path that is not a declared field, or a descriptor with a
+    /// string comparator (those are Unicode- or locale-aware; SQLite's BINARY
+    /// collation is not). A descriptor without one compares with `<`, which for
+    /// NFC strings is SQLite's byte order, the order every adapter agrees on.
     static func orderBy<R: Record>(_ descriptors: [SortDescriptor<R>], entity: Entity<R>) -> [String]? {
         var terms: [String] = []
         for descriptor in descriptors {
             guard let keyPath = descriptor.keyPath, let field = entity.field(for: keyPath) else { return nil }
-            if field.type == .text || field.type == .blob || descriptor.stringComparator != nil { return nil }
+            if field.type == .blob || descriptor.stringComparator != nil { return nil }
             terms.append("\(quoted(field.name)) \(descriptor.order == .forward ? "ASC" : "DESC")")
         }
         return terms

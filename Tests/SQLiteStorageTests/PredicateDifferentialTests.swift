@@ -79,7 +79,8 @@ struct PredicateDifferentialTests {
         ("newest first", [SortDescriptor(\.date, order: .reverse)]),
         ("sender then date", [SortDescriptor(\.senderId), SortDescriptor(\.date, order: .reverse)]),
         ("type descending", [SortDescriptor(\.type, order: .reverse)]),
-        ("text (in memory)", [SortDescriptor(\.text)]),
+        ("text", [SortDescriptor(\.text)]),
+        ("text, lexical (in memory)", [SortDescriptor(\.text, comparator: .lexical)]),
     ]
 
     @Test("messages: every predicate × sort × limit")
@@ -166,7 +167,28 @@ struct PredicateDifferentialTests {
         ("birth date", [SortDescriptor(\.birthDate)]),
         ("birth date descending", [SortDescriptor(\.birthDate, order: .reverse)]),
         ("name", [SortDescriptor(\.name)]),
+        ("name descending, then birth date", [SortDescriptor(\.name, order: .reverse), SortDescriptor(\.birthDate)]),
+        ("name, lexical (in memory)", [SortDescriptor(\.name, comparator: .lexical)]),
+        ("bio, lexical descending (in memory)", [SortDescriptor(\.bio, comparator: .lexical, order: .reverse)]),
     ]
+
+    @Test("a sort with a string comparator runs in memory, where it differs from byte order")
+    func comparatorSortInMemory() throws {
+        // A decomposed é sorts by its bytes before "i", but lexically after it.
+        let names = ["e\u{301}a", "item", "éb", "adam"]
+        let records = names.enumerated().map { offset, name in
+            UserRecord(id: "u\(offset)", name: name, bio: nil, email: nil, birthDate: nil, gender: nil)
+        }
+        try withDatabase { database in
+            let storage = try database.storage(for: UserRecord.self)
+            try storage.persist(records)
+            let query = Query<UserRecord>(sortedBy: [SortDescriptor(\.name, comparator: .lexical)])
+            let expected = try query.apply(to: records)
+            #expect(try expected.map(\.id) != storage.read(Query(sortedBy: [SortDescriptor(\.name)])).map(\.id))
+            #expect(try storage.read(query) == expected)
+            #expect(try storage.queryPlan(query).pushedDown == false)
+        }
+    }
 
     @Test("users: optional fields, enums and string keys")
     func users() throws {

@@ -46,5 +46,10 @@ func sampleUsers() -> [UserRecord] {
         UserRecord(id: "dora", name: "Dora 🚀", bio: "", email: "", birthDate: Date(timeIntervalSinceReferenceDate: 0),
                    gender: .other),
         UserRecord(id: "Émile", name: "Émile", bio: nil, email: nil, birthDate: nil, gender: nil),
+        // Names that Foundation's localized comparison orders differently from
+        // their bytes: lowercase before capitals, numbers by value.
+        UserRecord(id: "adam", name: "adam", bio: "item 10", email: nil, birthDate: nil, gender: .male),
+        UserRecord(id: "item9", name: "item 9", bio: "item 9", email: "item9@example.com", birthDate: nil, gender: nil),
+        UserRecord(id: "item10", name: "item 10", bio: nil, email: "item10@example.com", birthDate: nil, gender: nil),
     ]
 }
