@@ -114,7 +114,7 @@ public final class SQLiteDatabase: Store, Sendable {
                 // A child entity's owner is set up first, so the child's table
                 // is created with its foreign key to the owner's table.
                 if let owner = R.entity.owner {
-                    try ensureSchema(of: owner, connection)
+                    try ensureSchema(of: owner, connection, below: [R.entity.name])
                 }
                 try table.ensureSchema(connection, foreignKey: nil)
             }
@@ -122,9 +122,17 @@ public final class SQLiteDatabase: Store, Sendable {
         return SQLiteStorage(database: self, table: table)
     }
 
-    private func ensureSchema<O: Record>(of owner: O.Type, _ connection: Connection) throws {
+    /// Sets up `owner`'s tables, its own owners' first. `owned` are the entities
+    /// already on the way up, to stop at an ownership loop.
+    private func ensureSchema<O: Record>(of owner: O.Type, _ connection: Connection, below owned: [String]) throws {
+        let name = O.entity.name
+        guard !owned.contains(name) else {
+            throw StorageError(
+                .schemaMismatch, .open, entity: name,
+                message: "the owners of '\(name)' lead back to it through \((owned.reversed() + [name]).joined(separator: " → "))")
+        }
         if let grandOwner = O.entity.owner {
-            try ensureSchema(of: grandOwner, connection)
+            try ensureSchema(of: grandOwner, connection, below: owned + [name])
         }
         try Table(O.entity).ensureSchema(connection, foreignKey: nil)
     }

@@ -51,8 +51,16 @@ extension Table {
     /// ``StorageError/Kind/constraint`` if a stored child has no parent.
     ///
     /// - Throws: ``StorageError/Kind/schemaMismatch`` when an existing table's
-    ///   columns differ from the entity's fields.
+    ///   columns differ from the entity's fields, or when the entity's relations
+    ///   loop back to it.
     func ensureSchema(_ connection: Connection, foreignKey: ForeignKey?) throws {
+        // Checked before `validate()`, which itself recurses into the children's
+        // declarations and would not come back from a loop.
+        if let cycle {
+            throw StorageError(
+                .schemaMismatch, .open, entity: entity.name,
+                message: "'\(entity.name)' cannot be stored in SQLite: \(cycle)")
+        }
         try entity.validate()
         let existing = try columns(of: name, connection)
         if existing.isEmpty {

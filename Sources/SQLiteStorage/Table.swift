@@ -20,11 +20,26 @@ final class Table<R: Record>: Sendable {
     let selectByKeySQL: String
     let deleteByKeySQL: String
 
-    init(_ entity: Entity<R>, foreignKey: ForeignKey? = nil) {
+    /// Set when a relation leads back to an entity that owns this one: such a
+    /// table cannot be set up (``ensureSchema(_:foreignKey:)`` throws this).
+    let cycle: String?
+
+    /// Describes how `entity` is stored. `owners` are the entities whose
+    /// relations lead to this one, to stop at a relation that loops back.
+    init(_ entity: Entity<R>, foreignKey: ForeignKey? = nil, owners: [String] = []) {
         self.entity = entity
         self.name = entity.name
         self.foreignKey = foreignKey
-        let links = entity.relations.map { makeLink($0, parentTable: entity.name, parentKey: entity.primaryKeyField.name) }
+        let links: [any ChildLink<R>]
+        if owners.contains(entity.name) {
+            cycle = "its relations lead back to it through \((owners + [entity.name]).joined(separator: " → "))"
+            links = []
+        } else {
+            links = entity.relations.map {
+                makeLink($0, parentTable: entity.name, parentKey: entity.primaryKeyField.name, owners: owners + [entity.name])
+            }
+            cycle = links.lazy.compactMap(\.cycle).first
+        }
         self.links = links
         var placeholders: [String: any Sendable] = [:]
         for link in links { placeholders[link.name] = link.placeholder }
@@ -56,10 +71,12 @@ final class Table<R: Record>: Sendable {
 }
 
 /// Builds the link of a relation, opening its existential to reach the child type.
-private func makeLink<Rel: ToManyRelation>(_ relation: Rel, parentTable: String, parentKey: String)
+private func makeLink<Rel: ToManyRelation>(_ relation: Rel, parentTable: String, parentKey: String, owners: [String])
     -> any ChildLink<Rel.Parent>
 {
-    RelationLink(relation, foreignKey: ForeignKey(column: relation.foreignKeyField, parentTable: parentTable, parentColumn: parentKey))
+    RelationLink(
+        relation, foreignKey: ForeignKey(column: relation.foreignKeyField, parentTable: parentTable, parentColumn: parentKey),
+        owners: owners)
 }
 
 // MARK: - Writing
@@ -169,6 +186,8 @@ protocol ChildLink<Parent>: Sendable {
     /// An empty children array, what the parent's row decodes to before the
     /// children are attached.
     var placeholder: any Sendable { get }
+    /// Why the child's table cannot be set up (a relation loop), if it cannot.
+    var cycle: String? { get }
     func ensureSchema(_ connection: Connection) throws
     func makeWriter(_ connection: Connection) throws -> any ChildWriter<Parent>
     func attach(to parents: inout [Parent], all: Bool, _ connection: Connection) throws
@@ -187,10 +206,10 @@ final class RelationLink<Rel: ToManyRelation>: ChildLink {
     /// The child table's column holding the parent key.
     let foreignKeyColumn: Int32
 
-    init(_ relation: Rel, foreignKey: ForeignKey) {
+    init(_ relation: Rel, foreignKey: ForeignKey, owners: [String]) {
         self.relation = relation
         self.foreignKey = foreignKey
-        self.child = Table(Child.entity, foreignKey: foreignKey)
+        self.child = Table(Child.entity, foreignKey: foreignKey, owners: owners)
         // Entity.validate (run before any statement) guarantees the field exists.
         self.foreignKeyColumn = Int32(child.layout.indexByName[foreignKey.column] ?? 0)
         let table = quoted(child.name)
@@ -202,6 +221,7 @@ final class RelationLink<Rel: ToManyRelation>: ChildLink {
 
     var name: String { relation.name }
     var placeholder: any Sendable { [Child]() }
+    var cycle: String? { child.cycle }
 
     func ensureSchema(_ connection: Connection) throws {
         try child.ensureSchema(connection, foreignKey: foreignKey)

@@ -233,6 +233,15 @@ struct StorageTests {
         }
     }
 
+    @Test("a relation that loops back to its own entity is a schema error, not a crash")
+    func relationLoop() throws {
+        try withDatabase { database in
+            let error = #expect(throws: StorageError.self) { try database.storage(for: CommentRecord.self) }
+            #expect(error?.kind == .schemaMismatch)
+            #expect(error?.entity == "comments")
+        }
+    }
+
     @Test("a table whose columns differ from the record is a schema mismatch")
     func schemaMismatch() throws {
         try withTemporaryDirectory { directory in
@@ -259,6 +268,18 @@ struct StorageTests {
             #expect(try storage.count() == 0)
         }
     }
+}
+
+/// A comment that owns its replies, which are comments too.
+struct CommentRecord: Record, Equatable {
+    typealias PrimaryKey = Int64
+    var id: Int64
+    var parentId: Int64
+    var replies: [CommentRecord]
+
+    static let entity = Entity<CommentRecord>(
+        "comments", primaryKey: "id", \.id, fields: [Field("parentId", \.parentId)],
+        relations: [Relation("replies", \.replies, foreignKey: "parentId", \CommentRecord.parentId)])
 }
 
 /// A parent whose child entity does not name it as owner.
