@@ -98,6 +98,11 @@ struct StorageTests {
             let orphan = #expect(throws: StorageError.self) { try messages.persist(message(99, dialog: 404)) }
             #expect(orphan?.kind == .constraint)
             #expect(orphan?.entity == "messages")
+            #expect(orphan?.operation == .persist)
+            #expect(orphan?.engineCode == 787)  // SQLITE_CONSTRAINT_FOREIGNKEY
+            #expect(orphan?.message.contains("FOREIGN KEY constraint failed") == true)
+            #expect(orphan?.context?.hasPrefix("COMMIT") == true || orphan?.context?.hasPrefix("INSERT INTO \"messages\"") == true)
+            #expect(orphan?.path == database.location.path(percentEncoded: false))
 
             // Duplicate keys in one batch: the last wins.
             try dialogs.persist([
