@@ -163,6 +163,13 @@ public final class Entity<Root: Record>: Sendable {
     ///
     /// - Throws: ``StorageError`` of kind ``StorageError/Kind/schemaMismatch``.
     public func validate() throws {
+        var visited: Set<String> = []
+        try validate(visited: &visited)
+    }
+
+    /// Validates this entity and, once each, the entities its relations own.
+    func validate(visited: inout Set<String>) throws {
+        guard visited.insert(name).inserted else { return }
         var seen = Set<String>()
         for key in codingKeys where !seen.insert(key).inserted {
             throw StorageError(.schemaMismatch, .open, entity: name, message: "the name '\(key)' is declared twice")
@@ -178,7 +185,7 @@ public final class Entity<Root: Record>: Sendable {
             }
         }
         for relation in relations {
-            try relation.validateForeignKey(parent: name)
+            try relation.validateForeignKey(parent: name, visited: &visited)
         }
         if let owner, owner.ownedRelation(for: Root.self) == nil {
             throw StorageError(
@@ -205,7 +212,7 @@ extension ToManyRelation {
     /// The child's entity declaration.
     public var childEntity: Entity<Child> { Child.entity }
 
-    func validateForeignKey(parent: String) throws {
+    func validateForeignKey(parent: String, visited: inout Set<String>) throws {
         guard let field = Child.entity.field(named: foreignKeyField) else {
             throw StorageError(
                 .schemaMismatch, .open, entity: parent,
@@ -216,6 +223,6 @@ extension ToManyRelation {
                 .schemaMismatch, .open, entity: parent,
                 message: "relation '\(name)': field '\(foreignKeyField)' of '\(Child.entity.name)' is not the key path given as the parent key")
         }
-        try Child.entity.validate()
+        try Child.entity.validate(visited: &visited)
     }
 }
