@@ -1,0 +1,452 @@
+import CLMDB
+import DAOCore
+import Foundation
+
+/// One declared index: its own `MDB_DUPSORT` database whose keys are the
+/// encoded index field values and whose duplicate values are the storage keys
+/// of the records that hold them.
+struct IndexTable: Sendable {
+    var index: Index
+    /// The positions of the indexed fields among the entity's fields.
+    var fields: [Int]
+    var dbi: MDB_dbi
+}
+
+/// The encoders and decoders of one storage call: one pair per entity of the
+/// call's record tree, reused for every record of the call.
+final class Codecs {
+    let encoder: ValueEncoder
+    let decoder: ValueDecoder
+    let children: [Codecs]
+
+    init(schema: ValueSchema, children: [Codecs]) {
+        encoder = ValueEncoder(schema: schema)
+        decoder = ValueDecoder(schema: schema)
+        self.children = children
+    }
+}
+
+/// The databases of one entity, and how its records are written, read and
+/// erased inside a transaction:
+///
+/// - `<entity>`: storage key → value. A top-level record's storage key is its
+///   primary key; a child's is its parent's primary key followed by its own, so
+///   a parent's children are one contiguous cursor range, in child-key order.
+/// - `<entity>#id`: for a child entity, child primary key → storage key, so a
+///   child can be found (and moved) by its own key.
+/// - `<entity>#<index>`: one `MDB_DUPSORT` database per declared index.
+final class EntityTable<R: Record>: Sendable {
+    let environment: LMDBEnvironment
+    let entity: Entity<R>
+    let schema: ValueSchema
+    let main: MDB_dbi
+    let byId: MDB_dbi
+    let indexes: [IndexTable]
+    let relations: [any ChildSet<R>]
+    /// The link to the parent when a parent's table built this one.
+    private let declaredLink: ParentLink?
+
+    /// The name of the database that records which entities are children of which.
+    static var linksDatabase: String { "__links" }
+
+    init(environment: LMDBEnvironment, link: ParentLink?) throws {
+        let entity = R.entity
+        try entity.validate()
+        self.environment = environment
+        self.entity = entity
+        schema = ValueSchema(entity)
+        main = try environment.requireDatabase(entity.name)
+        byId = try environment.requireDatabase(entity.name + "#id")
+        indexes = try entity.indexes.map { index in
+            let fields = index.fields.compactMap { name in entity.fields.firstIndex { $0.name == name } }
+            return IndexTable(index: index, fields: fields, dbi: try environment.requireDatabase(entity.name + "#" + index.name, duplicateSort: true))
+        }
+        var resolvedLink = link
+        if resolvedLink == nil, environment.parentLink(of: entity.name) == nil {
+            resolvedLink = try Self.storedLink(of: entity, environment: environment)
+            if let resolvedLink { environment.register(child: entity.name, link: resolvedLink) }
+        }
+        declaredLink = resolvedLink
+        let parentById: MDB_dbi? = resolvedLink == nil ? nil : byId
+        let main = self.main
+        relations = try entity.relations.map { relation in
+            try relation.makeChildSet(environment: environment, parentMain: main, parentById: parentById)
+        }
+    }
+
+    /// The parent link recorded in the environment by an earlier parent storage.
+    private static func storedLink(of entity: Entity<R>, environment: LMDBEnvironment) throws -> ParentLink? {
+        guard let links = try environment.database(linksDatabase) else { return nil }
+        let stored: String? = try environment.read(.open) { txn in
+            try txn.get(links, Array(entity.name.utf8)).map { String(decoding: $0, as: UTF8.self) }
+        }
+        guard let stored else { return nil }
+        let parts = stored.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        guard parts.count == 2, let foreignKey = entity.fields.firstIndex(where: { $0.name == parts[1] }) else {
+            throw StorageError(
+                .schemaMismatch, .open, entity: entity.name, path: environment.path,
+                message: "the environment records '\(entity.name)' as a child through '\(stored)', which this entity does not declare")
+        }
+        let parentMain = try environment.requireDatabase(parts[0])
+        let grandparent: String? = try environment.read(.open) { txn in
+            try txn.get(links, Array(parts[0].utf8)).map { String(decoding: $0, as: UTF8.self) }
+        }
+        let parentById = grandparent == nil ? nil : try environment.requireDatabase(parts[0] + "#id")
+        return ParentLink(parent: parts[0], foreignKeyIndex: foreignKey, parentMain: parentMain, parentById: parentById)
+    }
+
+    /// The parent link in force: declared by the parent's table, or registered
+    /// since by a parent storage of the same environment.
+    @inline(__always)
+    var link: ParentLink? { declaredLink ?? environment.parentLink(of: entity.name) }
+
+    func makeCodecs() -> Codecs {
+        Codecs(schema: schema, children: relations.map { $0.makeCodecs() })
+    }
+
+    // MARK: - Keys
+
+    @inline(__always)
+    func indexKey(_ index: IndexTable, _ value: (Int) throws -> StoredValue) rethrows -> [UInt8] {
+        var key: [UInt8] = []
+        key.reserveCapacity(index.fields.count * 10)
+        for field in index.fields {
+            KeyCodec.append(indexed: try value(field), to: &key)
+        }
+        return key
+    }
+
+    /// The storage key of the record with primary key bytes `pk`, if it is stored.
+    func storageKey(of pk: [UInt8], in txn: borrowing Transaction) throws -> [UInt8]? {
+        if link != nil {
+            return try txn.get(byId, pk).map { [UInt8]($0) }
+        }
+        return try txn.get(main, pk) == nil ? nil : pk
+    }
+
+    // MARK: - Writing
+
+    /// Inserts or replaces `record` with its children.
+    ///
+    /// - Parameter parentKnown: the caller is persisting the parent itself, so
+    ///   its existence need not be checked.
+    func persist(_ record: R, in txn: borrowing Transaction, codecs: Codecs, parentKnown: Bool = false) throws {
+        let encoder = codecs.encoder
+        try encoder.encode(record)
+        let pk = KeyCodec.encode(primaryKey: record.primaryKey)
+        let key: [UInt8]
+        let oldKey: [UInt8]?
+        let link = self.link
+        if let link {
+            var parentKey: [UInt8] = []
+            KeyCodec.append(untagged: encoder.value(at: link.foreignKeyIndex), to: &parentKey)
+            if !parentKnown {
+                let parentExists = try txn.get(link.parentById ?? link.parentMain, parentKey) != nil
+                guard parentExists else {
+                    throw StorageError(
+                        .constraint, .persist, entity: entity.name, path: environment.path,
+                        message: "its parent '\(link.parent)' with key \(encoder.value(at: link.foreignKeyIndex)) does not exist",
+                        context: "record \(record.primaryKey)")
+                }
+            }
+            key = parentKey + pk
+            oldKey = try txn.get(byId, pk).map { [UInt8]($0) }
+        } else {
+            key = pk
+            oldKey = pk
+        }
+
+        var oldIndexKeys: [[UInt8]] = []
+        var existed = false
+        if let oldKey, let oldValue = try txn.get(main, oldKey) {
+            existed = true
+            if !indexes.isEmpty {
+                // Read the old index keys before any write moves the page.
+                let decoder = codecs.decoder
+                try decoder.load(oldValue)
+                oldIndexKeys = try indexes.map { try indexKey($0, decoder.value(at:)) }
+            }
+        }
+        let moved = existed && oldKey != key
+        if moved, let oldKey { try txn.delete(main, oldKey) }
+        try txn.put(main, key, encoder.bytes)
+        for (position, index) in indexes.enumerated() {
+            let newIndexKey = indexKey(index, encoder.value(at:))
+            if existed, let oldKey {
+                if !moved && oldIndexKeys[position] == newIndexKey { continue }
+                try txn.delete(index.dbi, oldIndexKeys[position], value: oldKey)
+            }
+            try txn.put(index.dbi, newIndexKey, key)
+        }
+        if link != nil && (!existed || moved) {
+            try txn.put(byId, pk, key)
+        }
+        for (position, relation) in relations.enumerated() {
+            try relation.replaceChildren(of: record, parentKey: pk, in: txn, codecs: codecs.children[position])
+        }
+    }
+
+    /// Erases the record stored under `key` (whose primary key bytes are `pk`)
+    /// with its index entries and children. Returns whether there was one.
+    @discardableResult
+    func erase(storageKey key: [UInt8], pk: [UInt8], in txn: borrowing Transaction, codecs: Codecs) throws -> Bool {
+        guard let value = try txn.get(main, key) else { return false }
+        var indexKeys: [[UInt8]] = []
+        if !indexes.isEmpty {
+            let decoder = codecs.decoder
+            try decoder.load(value)
+            indexKeys = try indexes.map { try indexKey($0, decoder.value(at:)) }
+        }
+        try txn.delete(main, key)
+        for (position, index) in indexes.enumerated() {
+            try txn.delete(index.dbi, indexKeys[position], value: key)
+        }
+        if link != nil { try txn.delete(byId, pk) }
+        for (position, relation) in relations.enumerated() {
+            try relation.eraseChildren(parentKey: pk, in: txn, codecs: codecs.children[position])
+        }
+        return true
+    }
+
+    /// Erases every record of the entity and of its descendants.
+    func eraseEverything(in txn: borrowing Transaction) throws {
+        try txn.empty(main)
+        try txn.empty(byId)
+        for index in indexes { try txn.empty(index.dbi) }
+        for relation in relations { try relation.eraseEverything(in: txn) }
+    }
+
+    // MARK: - Reading
+
+    /// Decodes the value in `buffer` with its children.
+    func decode(_ buffer: UnsafeRawBufferPointer, in txn: borrowing Transaction, codecs: Codecs) throws -> R {
+        let decoder = codecs.decoder
+        try decoder.load(buffer)
+        guard !relations.isEmpty else { return try decoder.decode(R.self, children: []) }
+        var pk: [UInt8] = []
+        KeyCodec.append(untagged: try decoder.value(at: 0), to: &pk)
+        var children: [Any] = []
+        children.reserveCapacity(relations.count)
+        for (position, relation) in relations.enumerated() {
+            children.append(try relation.loadChildren(parentKey: pk, in: txn, codecs: codecs.children[position]))
+        }
+        return try decoder.decode(R.self, children: children)
+    }
+
+    /// The record with primary key bytes `pk`, with its children.
+    func read(pk: [UInt8], in txn: borrowing Transaction, codecs: Codecs) throws -> R? {
+        guard let key = try storageKey(of: pk, in: txn), let value = try txn.get(main, key) else { return nil }
+        return try decode(value, in: txn, codecs: codecs)
+    }
+
+    /// The records stored under keys starting with `prefix`, in key order.
+    func readRange(prefix: [UInt8], in txn: borrowing Transaction, codecs: Codecs) throws -> [R] {
+        var records: [R] = []
+        try txn.scan(main, prefix: prefix) { _, value in
+            records.append(try decode(value, in: txn, codecs: codecs))
+            return true
+        }
+        return records
+    }
+
+    /// The storage keys and primary-key bytes of the records under `prefix`.
+    func keys(prefix: [UInt8], in txn: borrowing Transaction) throws -> [(key: [UInt8], pk: [UInt8])] {
+        var keys: [(key: [UInt8], pk: [UInt8])] = []
+        let prefixCount = prefix.count
+        try txn.scan(main, prefix: prefix) { key, _ in
+            keys.append((key: [UInt8](key), pk: [UInt8](key[prefixCount...])))
+            return true
+        }
+        return keys
+    }
+
+    /// How a predicate's candidates are found.
+    enum Plan: Equatable {
+        /// Every record of the entity.
+        case everything
+        /// One lookup by primary key (its key bytes).
+        case primaryKey([UInt8])
+        /// The children of one parent: one cursor range of the entity's database.
+        case parentRange([UInt8])
+        /// One range of a declared index (its name and the key prefix).
+        case indexRange(String, [UInt8])
+    }
+
+    /// The narrowest way to find the records that can meet `predicate`, from
+    /// its required equalities: on the primary key one lookup; on the leading
+    /// fields of an index that index's range (preferred over the parent key
+    /// when it binds more than one field); on the parent key one cursor range;
+    /// otherwise every record.
+    func plan(for predicate: Predicate<R>?) -> Plan {
+        guard let predicate else { return .everything }
+        let equalities = QueryExpression.translate(predicate).expression.requiredEqualities
+        guard !equalities.isEmpty else { return .everything }
+        func bound(_ field: Int) -> StoredValue? {
+            let declared = entity.fields[field]
+            for equality in equalities where equality.field == declared.name {
+                if let value = KeyCodec.coerce(equality.value, to: declared.type, optional: declared.isOptional) {
+                    return value
+                }
+            }
+            return nil
+        }
+        if let value = bound(0) {
+            var pk: [UInt8] = []
+            KeyCodec.append(untagged: value, to: &pk)
+            return .primaryKey(pk)
+        }
+        var bestIndex: (name: String, prefix: [UInt8], bound: Int)?
+        for index in indexes {
+            var prefix: [UInt8] = []
+            var count = 0
+            for field in index.fields {
+                guard let value = bound(field) else { break }
+                KeyCodec.append(indexed: value, to: &prefix)
+                count += 1
+            }
+            if count > 0 && count > (bestIndex?.bound ?? 0) { bestIndex = (index.index.name, prefix, count) }
+        }
+        let parentValue = link.flatMap { bound($0.foreignKeyIndex) }
+        if let bestIndex, bestIndex.bound > 1 || parentValue == nil {
+            return .indexRange(bestIndex.name, bestIndex.prefix)
+        }
+        if let parentValue {
+            var prefix: [UInt8] = []
+            KeyCodec.append(untagged: parentValue, to: &prefix)
+            return .parentRange(prefix)
+        }
+        return .everything
+    }
+
+    /// A superset of the records that meet `predicate`, found by ``plan(for:)``.
+    func candidates(for predicate: Predicate<R>?, in txn: borrowing Transaction, codecs: Codecs) throws -> [R] {
+        switch plan(for: predicate) {
+        case .everything:
+            return try readRange(prefix: [], in: txn, codecs: codecs)
+        case .primaryKey(let pk):
+            return try read(pk: pk, in: txn, codecs: codecs).map { [$0] } ?? []
+        case .parentRange(let prefix):
+            return try readRange(prefix: prefix, in: txn, codecs: codecs)
+        case .indexRange(let name, let prefix):
+            guard let index = indexes.first(where: { $0.index.name == name }) else { return [] }
+            var keys: [[UInt8]] = []
+            try txn.scan(index.dbi, prefix: prefix) { _, key in
+                keys.append([UInt8](key))
+                return true
+            }
+            var records: [R] = []
+            records.reserveCapacity(keys.count)
+            for key in keys {
+                guard let value = try txn.get(main, key) else {
+                    throw StorageError(
+                        .corrupt, .read, entity: entity.name, path: environment.path,
+                        message: "index '\(name)' names a record that is not stored")
+                }
+                records.append(try decode(value, in: txn, codecs: codecs))
+            }
+            return records
+        }
+    }
+}
+
+// MARK: - Relations
+
+/// The children of one to-many relation, seen from the parent's table.
+protocol ChildSet<Parent>: Sendable {
+    associatedtype Parent: Record
+    func makeCodecs() -> Codecs
+    /// The children of the parent with primary key bytes `parentKey`, as `[Child]`.
+    func loadChildren(parentKey: [UInt8], in txn: borrowing Transaction, codecs: Codecs) throws -> Any
+    /// Stores exactly the children `parent` holds now.
+    func replaceChildren(of parent: Parent, parentKey: [UInt8], in txn: borrowing Transaction, codecs: Codecs) throws
+    /// Erases the children of a parent.
+    func eraseChildren(parentKey: [UInt8], in txn: borrowing Transaction, codecs: Codecs) throws
+    /// Erases every child (all parents are being erased).
+    func eraseEverything(in txn: borrowing Transaction) throws
+}
+
+struct RelationChildren<Relation: ToManyRelation>: ChildSet {
+    typealias Parent = Relation.Parent
+    let relation: Relation
+    let table: EntityTable<Relation.Child>
+
+    func makeCodecs() -> Codecs { table.makeCodecs() }
+
+    func loadChildren(parentKey: [UInt8], in txn: borrowing Transaction, codecs: Codecs) throws -> Any {
+        try table.readRange(prefix: parentKey, in: txn, codecs: codecs)
+    }
+
+    func replaceChildren(of parent: Parent, parentKey: [UInt8], in txn: borrowing Transaction, codecs: Codecs) throws {
+        let children = parent[keyPath: relation.children]
+        let parentPrimaryKey = parent.primaryKey
+        var wanted = Set<[UInt8]>()
+        wanted.reserveCapacity(children.count)
+        for child in children {
+            guard child[keyPath: relation.parentKey] == parentPrimaryKey else {
+                throw StorageError(
+                    .constraint, .persist, entity: Relation.Child.entity.name, path: table.environment.path,
+                    message: "child \(child.primaryKey) in '\(relation.name)' of \(Parent.entity.name) \(parentPrimaryKey) names parent \(child[keyPath: relation.parentKey]) in '\(relation.foreignKeyField)'")
+            }
+            wanted.insert(KeyCodec.encode(primaryKey: child.primaryKey))
+        }
+        for existing in try table.keys(prefix: parentKey, in: txn) where !wanted.contains(existing.pk) {
+            try table.erase(storageKey: existing.key, pk: existing.pk, in: txn, codecs: codecs)
+        }
+        for child in children {
+            try table.persist(child, in: txn, codecs: codecs, parentKnown: true)
+        }
+    }
+
+    func eraseChildren(parentKey: [UInt8], in txn: borrowing Transaction, codecs: Codecs) throws {
+        for existing in try table.keys(prefix: parentKey, in: txn) {
+            try table.erase(storageKey: existing.key, pk: existing.pk, in: txn, codecs: codecs)
+        }
+    }
+
+    func eraseEverything(in txn: borrowing Transaction) throws {
+        try table.eraseEverything(in: txn)
+    }
+}
+
+extension ToManyRelation {
+    /// Builds the child table of this relation, links it to its parent's
+    /// databases and records the link in the environment.
+    func makeChildSet(
+        environment: LMDBEnvironment, parentMain: MDB_dbi, parentById: MDB_dbi?
+    ) throws -> any ChildSet<Parent> {
+        let childEntity = Child.entity
+        guard let foreignKey = childEntity.fields.firstIndex(where: { $0.name == foreignKeyField }) else {
+            throw StorageError(
+                .schemaMismatch, .open, entity: Parent.entity.name,
+                message: "relation '\(name)' names foreign key '\(foreignKeyField)', which is not a field of '\(childEntity.name)'")
+        }
+        let link = ParentLink(
+            parent: Parent.entity.name, foreignKeyIndex: foreignKey, parentMain: parentMain, parentById: parentById)
+        let stored = "\(Parent.entity.name)\n\(foreignKeyField)"
+        let links = try environment.database(EntityTable<Child>.linksDatabase)
+        let childMain = try environment.requireDatabase(childEntity.name)
+        let recorded: String? = try links.flatMap { links in
+            try environment.read(.open) { txn in
+                try txn.get(links, Array(childEntity.name.utf8)).map { String(decoding: $0, as: UTF8.self) }
+            }
+        }
+        if let recorded, recorded != stored {
+            throw StorageError(
+                .schemaMismatch, .open, entity: Parent.entity.name, path: environment.path,
+                message: "'\(childEntity.name)' is stored as a child through '\(recorded.replacingOccurrences(of: "\n", with: "."))', not '\(Parent.entity.name).\(foreignKeyField)'")
+        }
+        if recorded == nil, let links, !environment.isReadOnly {
+            try environment.write(.open) { txn in
+                guard try txn.entryCount(childMain) == 0 else {
+                    throw StorageError(
+                        .schemaMismatch, .open, entity: Parent.entity.name, path: environment.path,
+                        message: "'\(childEntity.name)' already holds records stored on their own, not as children of '\(Parent.entity.name)'")
+                }
+                try txn.put(links, Array(childEntity.name.utf8), Array(stored.utf8))
+            }
+        }
+        environment.register(child: childEntity.name, link: link)
+        let table = try EntityTable<Child>(environment: environment, link: link)
+        return RelationChildren(relation: self, table: table)
+    }
+}
