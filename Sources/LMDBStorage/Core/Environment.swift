@@ -253,10 +253,8 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
             return dbi
         }
         handleLock.unlock()
-        // mdb_dbi_open must not run in two transactions at once: open under the
-        // write lock (the read lock in a read-only environment does the same job
-        // as nothing else opens handles there but this method, so take the
-        // write lock too).
+        // mdb_dbi_open must not run in two transactions at once, so handles are
+        // opened under the write lock, each in a transaction of its own.
         writeLock.lock()
         defer { writeLock.unlock() }
         handleLock.lock()
@@ -266,22 +264,30 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
         }
         handleLock.unlock()
         var flags: UInt32 = duplicateSort ? UInt32(MDB_DUPSORT) : 0
-        var txn: OpaquePointer?
         if !isReadOnly { flags |= UInt32(MDB_CREATE) }
-        try LMDBError.check(
-            mdb_txn_begin(handle, nil, isReadOnly ? UInt32(MDB_RDONLY) : 0, &txn), .open, path: path,
-            call: "mdb_txn_begin")
         var dbi: MDB_dbi = 0
-        let code = mdb_dbi_open(txn, name, flags, &dbi)
-        if code == MDB_NOTFOUND && isReadOnly {
-            mdb_txn_abort(txn)
-            return nil
+        while true {
+            var txn: OpaquePointer?
+            try LMDBError.check(
+                mdb_txn_begin(handle, nil, isReadOnly ? UInt32(MDB_RDONLY) : 0, &txn), .open, path: path,
+                call: "mdb_txn_begin")
+            var code = mdb_dbi_open(txn, name, flags, &dbi)
+            if code == MDB_NOTFOUND && isReadOnly {
+                mdb_txn_abort(txn)
+                return nil
+            }
+            if code == MDB_SUCCESS {
+                code = mdb_txn_commit(txn)
+            } else {
+                mdb_txn_abort(txn)
+            }
+            if code == MDB_MAP_FULL {
+                try grow(.open)
+                continue
+            }
+            try LMDBError.check(code, .open, path: path, call: "mdb_dbi_open", context: "database '\(name)'")
+            break
         }
-        if code != MDB_SUCCESS {
-            mdb_txn_abort(txn)
-            throw LMDBError.error(code, .open, path: path, call: "mdb_dbi_open", context: "database '\(name)'")
-        }
-        try LMDBError.check(mdb_txn_commit(txn), .open, path: path, call: "mdb_txn_commit", context: "database '\(name)'")
         handleLock.lock()
         handles[name] = dbi
         handleLock.unlock()
