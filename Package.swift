@@ -9,7 +9,7 @@ import PackageDescription
 
 let package = Package(
     name: "swift-dao-storage",
-    platforms: [.macOS(.v14)],
+    platforms: [.macOS(.v15)],
     products: [
         .library(name: "DAOCore", targets: ["DAOCore"]),
         .library(name: "FileStorage", targets: ["FileStorage"]),

@@ -104,6 +104,11 @@ public struct Entity<Root: Record>: Sendable {
     public let indexes: [Index]
     /// The to-many relations this entity owns.
     public let relations: [any ToManyRelation<Root>]
+    /// The record type that owns records of this entity through one of its
+    /// relations (`DialogRecord` for `MessageRecord`), or `nil` for a top-level
+    /// entity. Adapters use it to set up the owner (and the foreign key) first
+    /// when a storage for the child is asked for before one for its owner.
+    public let owner: (any Record.Type)?
 
     /// Declares an entity.
     ///
@@ -114,19 +119,22 @@ public struct Entity<Root: Record>: Sendable {
     ///   - fields: the other stored fields, in `Codable` order.
     ///   - indexes: the indexes to maintain.
     ///   - relations: the to-many relations the entity owns.
+    ///   - owner: the record type whose relation owns this entity, if any.
     public init(
         _ name: String,
         primaryKey primaryKeyName: String,
         _ primaryKeyPath: KeyPath<Root, Root.PrimaryKey> & Sendable,
         fields: [Field<Root>],
         indexes: [Index] = [],
-        relations: [any ToManyRelation<Root>] = []
+        relations: [any ToManyRelation<Root>] = [],
+        ownedBy owner: (any Record.Type)? = nil
     ) {
         self.name = name
         self.primaryKeyPath = primaryKeyPath
         self.fields = [Field(primaryKeyName, primaryKeyPath)] + fields
         self.indexes = indexes
         self.relations = relations
+        self.owner = owner
     }
 
     /// The primary key field.
@@ -169,10 +177,28 @@ public struct Entity<Root: Record>: Sendable {
         for relation in relations {
             try relation.validateForeignKey(parent: name)
         }
+        if let owner, owner.ownedRelation(for: Root.self) == nil {
+            throw StorageError(
+                .schemaMismatch, .open, entity: name,
+                message: "the entity names '\(owner.entityName)' as its owner, which has no relation to it")
+        }
+    }
+}
+
+extension Record {
+    /// The name of this record type's entity.
+    public static var entityName: String { entity.name }
+
+    /// The relation of this record type whose children are of type `child`, if any.
+    public static func ownedRelation<C: Record>(for child: C.Type) -> (any ToManyRelation<Self>)? {
+        entity.relations.first { $0.childType == child }
     }
 }
 
 extension ToManyRelation {
+    /// The child record type.
+    public var childType: any Record.Type { Child.self }
+
     /// The child's entity declaration.
     public var childEntity: Entity<Child> { Child.entity }
 

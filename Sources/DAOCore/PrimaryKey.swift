@@ -3,8 +3,29 @@
 ///
 /// Keys order the same way in every adapter: integers numerically, strings by
 /// their UTF-8 bytes.
-public protocol PrimaryKeyValue: FieldValue, Codable, Hashable, Comparable {}
+public protocol PrimaryKeyValue: FieldValue, Codable, Hashable, Comparable {
+    /// The key a stored value holds, or `nil` when it holds another type or an
+    /// out-of-range number.
+    init?(storedValue: StoredValue)
+}
 
-extension Int64: PrimaryKeyValue {}
-extension Int: PrimaryKeyValue {}
-extension String: PrimaryKeyValue {}
+extension Int64: PrimaryKeyValue {
+    public init?(storedValue: StoredValue) {
+        guard case .integer(let value) = storedValue else { return nil }
+        self = value
+    }
+}
+
+extension Int: PrimaryKeyValue {
+    public init?(storedValue: StoredValue) {
+        guard case .integer(let value) = storedValue, let int = Int(exactly: value) else { return nil }
+        self = int
+    }
+}
+
+extension String: PrimaryKeyValue {
+    public init?(storedValue: StoredValue) {
+        guard case .text(let value) = storedValue else { return nil }
+        self = value
+    }
+}

@@ -47,7 +47,8 @@ public struct MessageRecord: Record, Hashable {
             Field("isIncoming", \.isIncoming),
             Field("isRead", \.isRead),
         ],
-        indexes: [Index("messages_by_dialog_unread_date", on: ["dialogId", "isRead", "date"])]
+        indexes: [Index("messages_by_dialog_unread_date", on: ["dialogId", "isRead", "date"])],
+        ownedBy: DialogRecord.self
     )
 }
 

@@ -1,1 +1,227 @@
 import DAOCore
+import Foundation
+
+/// The ``Storage`` of one record type in a ``FileStore``.
+///
+/// Reads are answered from memory: a primary-key lookup is a dictionary lookup,
+/// a query narrows its candidates by the primary key or an indexed field its
+/// predicate fixes (a foreign key, the leading field of a declared index), then
+/// evaluates the predicate in memory. Writes change the in-memory tables and
+/// rewrite the documents of the entities they touched, in one atomic commit.
+public struct FileStorage<R: Record>: Storage {
+    public typealias Record = R
+
+    let store: FileStore
+
+    public func persist(_ records: [R]) throws {
+        try store.write(.persist, R.entity.name) { state in
+            try state.persist(records, checkOwner: true)
+        }
+    }
+
+    public func read(primaryKey key: R.PrimaryKey) throws -> R? {
+        try store.read(.read, R.entity.name) { state in
+            let table = try state.table(R.self)
+            return try table.record(key).map(state.attachChildren)
+        }
+    }
+
+    public func read(primaryKeys keys: [R.PrimaryKey]) throws -> [R] {
+        try store.read(.read, R.entity.name) { state in
+            let table = try state.table(R.self)
+            var records: [R] = []
+            records.reserveCapacity(keys.count)
+            for key in keys {
+                if let record = table.record(key) { records.append(try state.attachChildren(record)) }
+            }
+            return records
+        }
+    }
+
+    public func read(_ query: Query<R>) throws -> [R] {
+        try store.read(.read, R.entity.name) { state in
+            try query.validate()
+            let table = try state.table(R.self)
+            let matches = try query.apply(to: state.candidates(in: table, for: query.predicate))
+            return try matches.map(state.attachChildren)
+        }
+    }
+
+    public func count(where predicate: Predicate<R>?) throws -> Int {
+        try store.read(.count, R.entity.name) { state in
+            let table = try state.table(R.self)
+            guard let predicate else { return table.state.records.count }
+            let query = Query(where: predicate)
+            var count = 0
+            for record in state.candidates(in: table, for: predicate) where try query.matches(record) {
+                count += 1
+            }
+            return count
+        }
+    }
+
+    @discardableResult
+    public func erase(primaryKeys keys: [R.PrimaryKey]) throws -> Int {
+        try store.write(.erase, R.entity.name) { state in
+            let table = try state.table(R.self)
+            var erased = 0
+            for key in keys where try state.erase(key, from: table) {
+                erased += 1
+            }
+            return erased
+        }
+    }
+
+    @discardableResult
+    public func erase(where predicate: Predicate<R>?) throws -> Int {
+        try store.write(.erase, R.entity.name) { state in
+            let table = try state.table(R.self)
+            let query = Query(where: predicate)
+            var erased = 0
+            for record in state.candidates(in: table, for: predicate) where try query.matches(record) {
+                if try state.erase(record.primaryKey, from: table) { erased += 1 }
+            }
+            return erased
+        }
+    }
+}
+
+// MARK: - The operations, on the state under the store's lock
+
+extension StoreState {
+    /// Upserts `records` with their children. With `checkOwner`, each record of
+    /// an owned entity must name an owner that exists.
+    func persist<T: Record>(_ records: [T], checkOwner: Bool) throws {
+        let table = try table(T.self)
+        if checkOwner, let owner = T.entity.owner {
+            try checkOwnersExist(records, owner: owner)
+        }
+        for record in records {
+            try upsert(record, into: table)
+        }
+    }
+
+    private func checkOwnersExist<T: Record, O: Record>(_ records: [T], owner: O.Type) throws {
+        guard let relation = O.ownedRelation(for: T.self),
+            let foreignKey = T.entity.field(named: relation.foreignKeyField)
+        else { return }
+        let owners = try table(O.self)
+        for record in records {
+            let value = foreignKey.value(in: record)
+            guard let key = O.PrimaryKey(storedValue: value), owners.record(key) != nil else {
+                throw StorageError(
+                    .constraint, .persist, entity: T.entity.name,
+                    message: "record \(record.primaryKey) names \(O.entity.name) \(value) in '\(foreignKey.name)', which does not exist")
+            }
+        }
+    }
+
+    private func upsert<T: Record>(_ record: T, into table: Table<T>) throws {
+        var stripped = record
+        for relation in T.entity.relations {
+            try replaceChildren(relation, of: record, stripped: &stripped)
+        }
+        table.insert(stripped)
+    }
+
+    /// Stores exactly the children `parent` holds: removes those it no longer
+    /// holds, upserts the others; empties the relation in `stripped`.
+    private func replaceChildren<Relation: ToManyRelation>(
+        _ relation: Relation, of parent: Relation.Parent, stripped: inout Relation.Parent
+    ) throws {
+        let children = parent[keyPath: relation.children]
+        stripped[keyPath: relation.children] = []
+        let parentKey = parent.primaryKey
+        let childTable = try table(Relation.Child.self)
+        var kept = Set<Relation.Child.PrimaryKey>()
+        kept.reserveCapacity(children.count)
+        for child in children {
+            guard child[keyPath: relation.parentKey] == parentKey else {
+                throw StorageError(
+                    .constraint, .persist, entity: Relation.Parent.entity.name,
+                    message: "\(Relation.Child.entity.name) \(child.primaryKey) is held by \(Relation.Parent.entity.name) \(parentKey) but names \(child[keyPath: relation.parentKey]) in '\(relation.foreignKeyField)'")
+            }
+            kept.insert(child.primaryKey)
+        }
+        let current = childTable.keys(where: relation.foreignKeyField, equals: parentKey.storedValue) ?? []
+        for key in current where !kept.contains(key) {
+            _ = try erase(key, from: childTable)
+        }
+        for child in children {
+            try upsert(child, into: childTable)
+        }
+    }
+
+    /// Erases the record with `key` and, recursively, its children; returns
+    /// whether there was one.
+    func erase<T: Record>(_ key: T.PrimaryKey, from table: Table<T>) throws -> Bool {
+        guard table.remove(key) != nil else { return false }
+        for relation in T.entity.relations {
+            try eraseChildren(relation, parentKey: key)
+        }
+        return true
+    }
+
+    private func eraseChildren<Relation: ToManyRelation>(
+        _ relation: Relation, parentKey: Relation.Parent.PrimaryKey
+    ) throws {
+        let childTable = try table(Relation.Child.self)
+        for key in childTable.keys(where: relation.foreignKeyField, equals: parentKey.storedValue) ?? [] {
+            _ = try erase(key, from: childTable)
+        }
+    }
+
+    /// `record` with its relations filled from the child tables, children in
+    /// primary-key order.
+    func attachChildren<T: Record>(_ record: T) throws -> T {
+        var result = record
+        for relation in T.entity.relations {
+            try attach(relation, to: &result)
+        }
+        return result
+    }
+
+    private func attach<Relation: ToManyRelation>(_ relation: Relation, to parent: inout Relation.Parent) throws {
+        let childTable = try table(Relation.Child.self)
+        let keys = childTable.keys(where: relation.foreignKeyField, equals: parent.primaryKey.storedValue) ?? []
+        var children: [Relation.Child] = []
+        children.reserveCapacity(keys.count)
+        for key in keys.sorted() {
+            if let child = childTable.record(key) { children.append(try attachChildren(child)) }
+        }
+        parent[keyPath: relation.children] = children
+    }
+
+    /// The records that may meet `predicate`: narrowed by an equality on the
+    /// primary key or on an indexed field when the predicate requires one, else
+    /// every record. The caller still evaluates the predicate on each.
+    func candidates<T: Record>(in table: Table<T>, for predicate: Predicate<T>?) -> [T] {
+        guard let predicate else { return Array(table.state.records.values) }
+        let equalities = QueryExpression.translate(predicate).expression.requiredEqualities
+        let primaryKey = T.entity.primaryKeyField.name
+        for (field, value) in equalities where field == primaryKey {
+            guard let key = T.PrimaryKey(storedValue: value) else { return [] }
+            return table.record(key).map { [$0] } ?? []
+        }
+        for (name, value) in equalities {
+            guard let field = T.entity.field(named: name), value.isStorable(as: field.type),
+                let keys = table.keys(where: name, equals: value)
+            else { continue }
+            return keys.compactMap(table.record)
+        }
+        return Array(table.state.records.values)
+    }
+}
+
+extension StoredValue {
+    /// Whether a field of `type` stores values of this case, so that an index
+    /// lookup by this value finds what an evaluation of the predicate would.
+    func isStorable(as type: FieldType) -> Bool {
+        switch (self, type) {
+        case (.integer, .integer), (.integer, .bool), (.real, .real), (.real, .date), (.text, .text),
+            (.blob, .blob), (.null, _):
+            true
+        default: false
+        }
+    }
+}

@@ -1,0 +1,126 @@
+import DAOCore
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The few POSIX file operations the store needs, each checked and reported as a
+/// ``StorageError`` that names the path and `errno`.
+enum FileIO {
+    /// Reads the whole file.
+    static func read(_ url: URL, operation: StorageError.Operation) throws -> Data {
+        do {
+            return try Data(contentsOf: url)
+        } catch {
+            throw StorageError(.io, operation, path: url.path, message: "the file could not be read", underlying: error)
+        }
+    }
+
+    /// Writes `data` to a new file at `url` (which must not exist) and, when
+    /// `sync` is set, flushes it to disk before returning.
+    static func create(_ url: URL, data: Data, sync: Bool, operation: StorageError.Operation) throws {
+        let fd = open(url.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw posixError(operation, url, "the file could not be created") }
+        var closed = false
+        defer { if !closed { close(fd) } }
+        try data.withUnsafeBytes { buffer in
+            var offset = 0
+            while offset < buffer.count {
+                let written = write(fd, buffer.baseAddress.map { $0 + offset }, buffer.count - offset)
+                if written < 0 {
+                    if errno == EINTR { continue }
+                    throw posixError(operation, url, "the file could not be written")
+                }
+                offset += written
+            }
+        }
+        if sync { try fullSync(fd, url, operation) }
+        closed = true
+        if close(fd) != 0 { throw posixError(operation, url, "the file could not be closed") }
+    }
+
+    /// Writes `data` to `url` atomically: a temporary file beside it, synced when
+    /// `sync` is set, renamed over `url`, and the directory synced.
+    static func replace(_ url: URL, data: Data, sync: Bool, operation: StorageError.Operation) throws {
+        let temporary = url.deletingLastPathComponent()
+            .appendingPathComponent(".\(url.lastPathComponent).\(getpid()).tmp")
+        try removeIfPresent(temporary)  // a leftover of a crashed writer
+        try create(temporary, data: data, sync: sync, operation: operation)
+        guard rename(temporary.path, url.path) == 0 else {
+            let error = posixError(operation, url, "the new file could not be renamed into place")
+            unlink(temporary.path)
+            throw error
+        }
+        if sync { try syncDirectory(url.deletingLastPathComponent(), operation: operation) }
+    }
+
+    /// Flushes the directory entry changes (creations, renames) of `directory`.
+    static func syncDirectory(_ directory: URL, operation: StorageError.Operation) throws {
+        let fd = open(directory.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { throw posixError(operation, directory, "the directory could not be opened to sync it") }
+        defer { close(fd) }
+        try fullSync(fd, directory, operation)
+    }
+
+    /// Removes the file at `url` if there is one.
+    static func removeIfPresent(_ url: URL) throws {
+        if unlink(url.path) != 0 && errno != ENOENT {
+            throw posixError(.persist, url, "the file could not be removed")
+        }
+    }
+
+    private static func fullSync(_ fd: Int32, _ url: URL, _ operation: StorageError.Operation) throws {
+        #if canImport(Darwin)
+        if fcntl(fd, F_FULLFSYNC) == 0 { return }
+        #endif
+        guard fsync(fd) == 0 else { throw posixError(operation, url, "the file could not be synced to disk") }
+    }
+
+    /// A ``StorageError`` for the current `errno`.
+    static func posixError(_ operation: StorageError.Operation, _ url: URL, _ what: String) -> StorageError {
+        let code = errno
+        let kind: StorageError.Kind =
+            switch code {
+            case ENOSPC, EDQUOT: .full
+            case EACCES, EPERM, EROFS: .readOnly
+            default: .io
+            }
+        return StorageError(
+            kind, operation, path: url.path, engineCode: code,
+            message: "\(what): \(String(cString: strerror(code)))")
+    }
+}
+
+/// An exclusive advisory lock on the store's directory, held for the life of a
+/// ``FileStore``, so that two stores (in one process or two) never write the same
+/// directory at once.
+final class DirectoryLock: Sendable {
+    private let fd: Int32
+
+    init(directory: URL) throws {
+        let url = directory.appendingPathComponent("store.lock")
+        let fd = open(url.path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw FileIO.posixError(.open, url, "the lock file could not be opened") }
+        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+            let code = errno
+            close(fd)
+            if code == EWOULDBLOCK {
+                throw StorageError(
+                    .busy, .open, path: directory.path, engineCode: code,
+                    message: "another FileStore (in this or another process) has this directory open")
+            }
+            errno = code
+            throw FileIO.posixError(.open, url, "the lock file could not be locked")
+        }
+        self.fd = fd
+    }
+
+    deinit {
+        close(fd)
+    }
+}

@@ -1,0 +1,23 @@
+import DAOCore
+import FileStorage
+import Foundation
+import Testing
+
+/// One adapter under test: how to open its store in a directory.
+struct Backend: Sendable, CustomTestStringConvertible {
+    let name: String
+    let open: @Sendable (_ directory: URL, _ durability: Durability) throws -> any Store
+
+    init(_ name: String, open: @escaping @Sendable (_ directory: URL, _ durability: Durability) throws -> any Store) {
+        self.name = name
+        self.open = open
+    }
+
+    var testDescription: String { name }
+}
+
+/// Every backend the conformance suite runs against: one line each.
+let allBackends: [Backend] = [
+    Backend("json") { try FileStore(directory: $0, format: .json, durability: $1) },
+    Backend("plist") { try FileStore(directory: $0, format: .propertyList, durability: $1) },
+]

@@ -1,0 +1,205 @@
+import DAOCore
+import DialogGraph
+import Foundation
+import Testing
+
+@Suite("Conformance: writes, relations and transactions")
+struct WriteTests {
+    @Test("persist replaces a record with the same key (upsert)", arguments: allBackends)
+    func upsertReplaces(backend: Backend) throws {
+        try withStore(backend) { store, _ in
+            let users = try store.anyStorage(for: UserRecord.self)
+            try users.persist(UserRecord(id: "a", name: "Ann", bio: "x", email: "e", birthDate: .now, gender: .female))
+            let replacement = UserRecord(id: "a", name: "Anna", bio: nil, email: nil, birthDate: nil, gender: nil)
+            try users.persist(replacement)
+            #expect(try users.readAll() == [replacement])
+            #expect(try users.count() == 1)
+        }
+    }
+
+    @Test("in one batch the last record with a key wins", arguments: allBackends)
+    func lastWins(backend: Backend) throws {
+        try withStore(backend) { store, _ in
+            let dialogs = try store.anyStorage(for: DialogRecord.self)
+            try dialogs.persist([dialogRecord(1, messageIds: [1, 2]), dialogRecord(1, pinned: true, messageIds: [3])])
+            #expect(try dialogs.readAll() == [dialogRecord(1, pinned: true, messageIds: [3])])
+            #expect(try store.anyStorage(for: MessageRecord.self).count() == 1)
+        }
+    }
+
+    @Test("a persisted parent keeps exactly the children it holds: no orphans", arguments: allBackends)
+    func noOrphans(backend: Backend) throws {
+        try withStore(backend) { store, _ in
+            let dialogs = try store.anyStorage(for: DialogRecord.self)
+            let messages = try store.anyStorage(for: MessageRecord.self)
+            try dialogs.persist([dialogRecord(1, messageIds: [1, 2, 3]), dialogRecord(2, messageIds: [4])])
+            var changed = dialogRecord(1, messageIds: [2, 5])
+            changed.messages[0].text = "edited"
+            try dialogs.persist(changed)
+
+            #expect(try dialogs.read(primaryKey: 1) == changed)
+            #expect(try messages.read(primaryKey: 1) == nil)
+            #expect(try messages.read(primaryKey: 3) == nil)
+            #expect(try messages.read(primaryKey: 2)?.text == "edited")
+            #expect(try messages.readAll().map(\.id) == [2, 4, 5])
+            #expect(try messages.count(where: #Predicate { $0.dialogId == 1 }) == 2)
+
+            try dialogs.persist(dialogRecord(1, messageIds: []))
+            #expect(try messages.readAll().map(\.id) == [4])
+        }
+    }
+
+    @Test("erasing a parent erases its children, by key and by predicate", arguments: allBackends)
+    func eraseCascades(backend: Backend) throws {
+        try withStore(backend) { store, _ in
+            let dialogs = try store.anyStorage(for: DialogRecord.self)
+            let messages = try store.anyStorage(for: MessageRecord.self)
+            try dialogs.persist([
+                dialogRecord(1, messageIds: [1, 2]), dialogRecord(2, pinned: true, messageIds: [3]),
+                dialogRecord(3, messageIds: [4, 5, 6]), dialogRecord(4, pinned: true, messageIds: []),
+            ])
+            #expect(try dialogs.erase(primaryKeys: [1, 99]) == 1)
+            #expect(try messages.readAll().map(\.id) == [3, 4, 5, 6])
+            #expect(try dialogs.erase(where: #Predicate { $0.isPinned }) == 2)
+            #expect(try messages.readAll().map(\.id) == [4, 5, 6])
+            #expect(try dialogs.erase(primaryKey: 3))
+            #expect(try !dialogs.erase(primaryKey: 3))
+            #expect(try messages.count() == 0)
+            #expect(try dialogs.count() == 0)
+        }
+    }
+
+    @Test("erase all empties the entity and its children", arguments: allBackends)
+    func eraseAll(backend: Backend) throws {
+        try withStore(backend) { store, _ in
+            let dialogs = try store.anyStorage(for: DialogRecord.self)
+            try dialogs.persist((1...10).map { dialogRecord($0, messageIds: [$0 * 10, $0 * 10 + 1]) })
+            #expect(try dialogs.eraseAll() == 10)
+            #expect(try dialogs.count() == 0)
+            #expect(try store.anyStorage(for: MessageRecord.self).count() == 0)
+            #expect(try dialogs.eraseAll() == 0)
+        }
+    }
+
+    @Test("children can be written through their own storage", arguments: allBackends)
+    func childStorage(backend: Backend) throws {
+        try withStore(backend) { store, _ in
+            // The child's storage is asked for first, before its owner's.
+            let messages = try store.anyStorage(for: MessageRecord.self)
+            let dialogs = try store.anyStorage(for: DialogRecord.self)
+            try dialogs.persist([dialogRecord(1, messageIds: [1]), dialogRecord(2, messageIds: [])])
+
+            try messages.persist(messageRecord(2, dialog: 1, text: "added"))
+            #expect(try dialogs.read(primaryKey: 1)?.messages.map(\.id) == [1, 2])
+
+            try messages.persist(messageRecord(1, dialog: 2, text: "moved"))
+            #expect(try dialogs.read(primaryKey: 1)?.messages.map(\.id) == [2])
+            #expect(try dialogs.read(primaryKey: 2)?.messages.map(\.text) == ["moved"])
+
+            #expect(try messages.erase(primaryKey: 2))
+            #expect(try dialogs.read(primaryKey: 1)?.messages == [])
+        }
+    }
+
+    @Test("a child whose owner does not exist is refused, and nothing of its batch is written", arguments: allBackends)
+    func missingOwner(backend: Backend) throws {
+        try withStore(backend) { store, _ in
+            let dialogs = try store.anyStorage(for: DialogRecord.self)
+            let messages = try store.anyStorage(for: MessageRecord.self)
+            try dialogs.persist(dialogRecord(1, messageIds: [1]))
+            let batch = [messageRecord(10, dialog: 1), messageRecord(11, dialog: 404), messageRecord(12, dialog: 1)]
+            let error = #expect(throws: StorageError.self) { try messages.persist(batch) }
+            #expect(error?.kind == .constraint)
+            #expect(error?.entity == "messages")
+            #expect(try messages.readAll().map(\.id) == [1])
+        }
+    }
+
+    @Test("a batch that fails part-way leaves the store as it was", arguments: allBackends)
+    func failedBatchIsAtomic(backend: Backend) throws {
+        try withStore(backend) { store, _ in
+            let dialogs = try store.anyStorage(for: DialogRecord.self)
+            let before = [dialogRecord(1, messageIds: [1, 2]), dialogRecord(2, messageIds: [3])]
+            try dialogs.persist(before)
+
+            // The third dialog holds a message that names another dialog.
+            var bad = dialogRecord(5, messageIds: [50])
+            bad.messages[0].dialogId = 1
+            let batch = [dialogRecord(1, pinned: true, messageIds: [7]), dialogRecord(4, messageIds: [40]), bad]
+            let error = #expect(throws: StorageError.self) { try dialogs.persist(batch) }
+            #expect(error?.kind == .constraint)
+
+            #expect(try dialogs.readAll() == before)
+            #expect(try store.anyStorage(for: MessageRecord.self).readAll().map(\.id) == [1, 2, 3])
+        }
+    }
+
+    @Test("a translator's refusal reaches the caller as a translation error, and nothing is written", arguments: allBackends)
+    func translationError(backend: Backend) throws {
+        try withStore(backend) { store, _ in
+            let dialogs = DAO(storage: try store.anyStorage(for: DialogRecord.self), translator: DialogTranslator())
+            let stray = Message(
+                uniqueId: 1, dialogId: 2, date: .now, text: "", senderId: 1, receiverId: 1, type: 0, isIncoming: true,
+                isRead: true)
+            let good = Dialog(uniqueId: 3, isPinned: false, messages: [])
+            let error = #expect(throws: StorageError.self) {
+                try dialogs.persist([good, Dialog(uniqueId: 1, isPinned: false, messages: [stray])])
+            }
+            #expect(error?.kind == .translation)
+            #expect(try dialogs.count() == 0)
+        }
+    }
+
+    @Test("a new store on the same location sees everything committed", arguments: allBackends)
+    func reopen(backend: Backend) throws {
+        let directory = try TemporaryDirectory()
+        let data = WorkloadData(dialogs: 6, messagesPerDialog: 4, seed: 11)
+        let users = sampleUsers(count: 12)
+        do {
+            let store = try backend.open(directory.url, .full)
+            let dialogs = try store.anyStorage(for: DialogRecord.self)
+            let translator = DialogTranslator()
+            try dialogs.persist(data.initial.map(translator.record(from:)))
+            try dialogs.erase(primaryKeys: [2])
+            try store.anyStorage(for: UserRecord.self).persist(users)
+        }
+        let store = try backend.open(directory.url, .full)
+        let expected = try data.initial.filter { $0.uniqueId != 2 }.map(DialogTranslator().record(from:))
+        #expect(try store.anyStorage(for: DialogRecord.self).readAll() == expected)
+        #expect(try store.anyStorage(for: MessageRecord.self).count() == 5 * 4)
+        #expect(try store.anyStorage(for: UserRecord.self).readAll() == users.sorted { $0.id < $1.id })
+    }
+
+    @Test("durability none stores the same data", arguments: allBackends)
+    func durabilityNone(backend: Backend) throws {
+        let directory = try TemporaryDirectory()
+        do {
+            let store = try backend.open(directory.url, .none)
+            try store.anyStorage(for: DialogRecord.self).persist(dialogRecord(1, messageIds: [1, 2]))
+        }
+        let store = try backend.open(directory.url, .full)
+        #expect(try store.anyStorage(for: DialogRecord.self).readAll() == [dialogRecord(1, messageIds: [1, 2])])
+    }
+
+    @Test("concurrent tasks writing and reading through one store", arguments: allBackends)
+    func concurrentUse(backend: Backend) async throws {
+        let directory = try TemporaryDirectory()
+        let store = try backend.open(directory.url, .none)
+        let users = try store.anyStorage(for: UserRecord.self)
+        let all = sampleUsers(count: 80)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for slice in 0..<8 {
+                let mine = Array(all[(slice * 10)..<(slice * 10 + 10)])
+                group.addTask {
+                    for user in mine {
+                        try users.persist(user)
+                        #expect(try users.read(primaryKey: user.id) == user)
+                        _ = try users.count()
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(try users.readAll() == all.sorted { $0.id < $1.id })
+    }
+}
