@@ -62,6 +62,11 @@ final class EntityTable<R: Record>: Sendable {
             return IndexTable(index: index, fields: fields, dbi: try environment.requireDatabase(entity.name + "#" + index.name, duplicateSort: true))
         }
         var resolvedLink = link
+        if resolvedLink == nil, environment.parentLink(of: entity.name) == nil, let owner = entity.owner {
+            // A child asked for before its owner: set the owner up first, which
+            // links this entity to it.
+            try openOwner(owner, environment: environment)
+        }
         if resolvedLink == nil, environment.parentLink(of: entity.name) == nil {
             resolvedLink = try Self.storedLink(of: entity, environment: environment)
             if let resolvedLink { environment.register(child: entity.name, link: resolvedLink) }
@@ -347,6 +352,11 @@ final class EntityTable<R: Record>: Sendable {
             return records
         }
     }
+}
+
+/// Builds the table of `owner`, which registers the links to its children.
+private func openOwner<Owner: Record>(_ owner: Owner.Type, environment: LMDBEnvironment) throws {
+    _ = try EntityTable<Owner>(environment: environment, link: nil)
 }
 
 // MARK: - Relations
