@@ -155,7 +155,13 @@ final class EntityTable<R: Record>: Sendable {
                 }
             }
             key = parentKey + pk
-            oldKey = try txn.get(byId, pk).map { [UInt8]($0) }
+            // Usually the child is stored under this parent already: one lookup.
+            // Otherwise the id lookup says whether it moves from another parent.
+            if try txn.get(main, key) != nil {
+                oldKey = key
+            } else {
+                oldKey = try txn.get(byId, pk).map { [UInt8]($0) }
+            }
         } else {
             key = pk
             oldKey = pk
@@ -254,12 +260,16 @@ final class EntityTable<R: Record>: Sendable {
         return records
     }
 
-    /// The storage keys and primary-key bytes of the records under `prefix`.
-    func keys(prefix: [UInt8], in txn: borrowing Transaction) throws -> [(key: [UInt8], pk: [UInt8])] {
+    /// The storage keys and primary-key bytes of the records under `prefix`
+    /// whose primary-key bytes pass `include`.
+    func keys(
+        prefix: [UInt8], in txn: borrowing Transaction, where include: (UnsafeRawBufferPointer) -> Bool = { _ in true }
+    ) throws -> [(key: [UInt8], pk: [UInt8])] {
         var keys: [(key: [UInt8], pk: [UInt8])] = []
         let prefixCount = prefix.count
         try txn.scan(main, prefix: prefix) { key, _ in
-            keys.append((key: [UInt8](key), pk: [UInt8](key[prefixCount...])))
+            let pk = UnsafeRawBufferPointer(rebasing: key[prefixCount...])
+            if include(pk) { keys.append((key: [UInt8](key), pk: [UInt8](pk))) }
             return true
         }
         return keys
@@ -389,7 +399,7 @@ struct RelationChildren<Relation: ToManyRelation>: ChildSet {
     func replaceChildren(of parent: Parent, parentKey: [UInt8], in txn: borrowing Transaction, codecs: Codecs) throws {
         let children = parent[keyPath: relation.children]
         let parentPrimaryKey = parent.primaryKey
-        var wanted = Set<[UInt8]>()
+        var wanted = Set<Relation.Child.PrimaryKey>()
         wanted.reserveCapacity(children.count)
         for child in children {
             guard child[keyPath: relation.parentKey] == parentPrimaryKey else {
@@ -397,9 +407,13 @@ struct RelationChildren<Relation: ToManyRelation>: ChildSet {
                     .constraint, .persist, entity: Relation.Child.entity.name, path: table.environment.path,
                     message: "child \(child.primaryKey) in '\(relation.name)' of \(Parent.entity.name) \(parentPrimaryKey) names parent \(child[keyPath: relation.parentKey]) in '\(relation.foreignKeyField)'")
             }
-            wanted.insert(KeyCodec.encode(primaryKey: child.primaryKey))
+            wanted.insert(child.primaryKey)
         }
-        for existing in try table.keys(prefix: parentKey, in: txn) where !wanted.contains(existing.pk) {
+        // The children stored now that the parent no longer holds.
+        let unwanted = try table.keys(prefix: parentKey, in: txn) { pk in
+            KeyCodec.decodePrimaryKey(Relation.Child.PrimaryKey.self, from: pk).map { !wanted.contains($0) } ?? true
+        }
+        for existing in unwanted {
             try table.erase(storageKey: existing.key, pk: existing.pk, in: txn, codecs: codecs)
         }
         for child in children {

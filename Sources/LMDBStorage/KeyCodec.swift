@@ -73,6 +73,30 @@ enum KeyCodec {
         }
     }
 
+    /// The primary key encoded in `bytes` (all of them), or `nil` when they do
+    /// not hold one of type `K`.
+    static func decodePrimaryKey<K: PrimaryKeyValue>(_ type: K.Type, from bytes: UnsafeRawBufferPointer) -> K? {
+        switch K.fieldType {
+        case .integer:
+            guard bytes.count == 8 else { return nil }
+            let ordered = UInt64(bigEndian: bytes.loadUnaligned(as: UInt64.self))
+            return K(storedValue: .integer(Int64(bitPattern: ordered ^ (1 << 63))))
+        case .text:
+            guard bytes.count >= 2, bytes[bytes.count - 1] == 0, bytes[bytes.count - 2] == 0 else { return nil }
+            var utf8: [UInt8] = []
+            utf8.reserveCapacity(bytes.count - 2)
+            var index = 0
+            while index < bytes.count - 2 {
+                let byte = bytes[index]
+                utf8.append(byte)
+                index += byte == 0 ? 2 : 1
+            }
+            return K(storedValue: .text(String(decoding: utf8, as: UTF8.self)))
+        default:
+            return nil
+        }
+    }
+
     /// The primary key's bytes.
     static func encode<K: PrimaryKeyValue>(primaryKey key: K) -> [UInt8] {
         var bytes: [UInt8] = []
