@@ -293,9 +293,18 @@ final class EntityTable<R: Record>: Sendable {
     /// when it binds more than one field); on the parent key one cursor range;
     /// otherwise every record.
     func plan(for predicate: Predicate<R>?) -> Plan {
-        guard let predicate else { return .everything }
-        let equalities = QueryExpression.translate(predicate).expression.requiredEqualities
-        guard !equalities.isEmpty else { return .everything }
+        planWithExactness(for: predicate).plan
+    }
+
+    /// ``plan(for:)``, and whether the plan's records are exactly those that
+    /// meet the predicate: it translates exactly into equalities on distinct
+    /// fields, and the plan's key range binds every one of them. Then the
+    /// predicate need not be evaluated on each record.
+    func planWithExactness(for predicate: Predicate<R>?) -> (plan: Plan, isExact: Bool) {
+        guard let predicate else { return (.everything, true) }
+        let translation = QueryExpression.translate(predicate)
+        let equalities = translation.expression.requiredEqualities
+        guard !equalities.isEmpty else { return (.everything, false) }
         func bound(_ field: Int) -> StoredValue? {
             let declared = entity.fields[field]
             for equality in equalities where equality.field == declared.name {
@@ -305,10 +314,19 @@ final class EntityTable<R: Record>: Sendable {
             }
             return nil
         }
+        var fieldNames = Set<String>()
+        let onlyEqualities =
+            translation.isExact && Self.isConjunctionOfEqualities(translation.expression)
+            && equalities.allSatisfy { equality in
+                if case .real(let real) = equality.value, real.isNaN { return false }
+                return fieldNames.insert(equality.field).inserted
+            }
+        func exact(_ boundFields: Int) -> Bool { onlyEqualities && boundFields == equalities.count }
+
         if let value = bound(0) {
             var pk: [UInt8] = []
             KeyCodec.append(untagged: value, to: &pk)
-            return .primaryKey(pk)
+            return (.primaryKey(pk), exact(1))
         }
         var bestIndex: (name: String, prefix: [UInt8], bound: Int)?
         for index in indexes {
@@ -323,19 +341,33 @@ final class EntityTable<R: Record>: Sendable {
         }
         let parentValue = link.flatMap { bound($0.foreignKeyIndex) }
         if let bestIndex, bestIndex.bound > 1 || parentValue == nil {
-            return .indexRange(bestIndex.name, bestIndex.prefix)
+            return (.indexRange(bestIndex.name, bestIndex.prefix), exact(bestIndex.bound))
         }
         if let parentValue {
             var prefix: [UInt8] = []
             KeyCodec.append(untagged: parentValue, to: &prefix)
-            return .parentRange(prefix)
+            return (.parentRange(prefix), exact(1))
         }
-        return .everything
+        return (.everything, false)
+    }
+
+    /// Whether `expression` is a conjunction of field equalities only.
+    private static func isConjunctionOfEqualities(_ expression: QueryExpression) -> Bool {
+        switch expression {
+        case .compare(_, .equal, _), .isTrue, .not(.isTrue): true
+        case .and(let lhs, let rhs): isConjunctionOfEqualities(lhs) && isConjunctionOfEqualities(rhs)
+        default: false
+        }
     }
 
     /// A superset of the records that meet `predicate`, found by ``plan(for:)``.
     func candidates(for predicate: Predicate<R>?, in txn: borrowing Transaction, codecs: Codecs) throws -> [R] {
-        switch plan(for: predicate) {
+        try candidates(for: plan(for: predicate), in: txn, codecs: codecs)
+    }
+
+    /// The records `plan` finds.
+    func candidates(for plan: Plan, in txn: borrowing Transaction, codecs: Codecs) throws -> [R] {
+        switch plan {
         case .everything:
             return try readRange(prefix: [], in: txn, codecs: codecs)
         case .primaryKey(let pk):

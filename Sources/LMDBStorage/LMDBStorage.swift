@@ -105,10 +105,15 @@ public struct LMDBStorage<Record: DAOCore.Record>: Storage {
     public func read(_ query: Query<Record>) throws -> [Record] {
         do {
             try query.validate()
+            let (plan, isExact) = table.planWithExactness(for: query.predicate)
             let candidates = try table.environment.read(.read) { txn in
-                try table.candidates(for: query.predicate, in: txn, codecs: table.makeCodecs())
+                try table.candidates(for: plan, in: txn, codecs: table.makeCodecs())
             }
-            return try query.apply(to: candidates)
+            guard isExact else { return try query.apply(to: candidates) }
+            // The key range answered the predicate exactly: sort and limit only.
+            var records = Query<Record>.sorted(candidates, by: query.sortedBy)
+            if let limit = query.limit, records.count > limit { records.removeSubrange(limit...) }
+            return records
         } catch {
             throw failing(error, .read)
         }
@@ -122,10 +127,12 @@ public struct LMDBStorage<Record: DAOCore.Record>: Storage {
         do {
             return try table.environment.read(.count) { txn in
                 guard let predicate else { return try txn.entryCount(table.main) }
+                let (plan, isExact) = table.planWithExactness(for: predicate)
+                let candidates = try table.candidates(for: plan, in: txn, codecs: table.makeCodecs())
+                if isExact { return candidates.count }
                 let query = Query(where: predicate)
                 var count = 0
-                for record in try table.candidates(for: predicate, in: txn, codecs: table.makeCodecs())
-                where try query.matches(record) {
+                for record in candidates where try query.matches(record) {
                     count += 1
                 }
                 return count

@@ -122,6 +122,7 @@ struct LMDBStorageTests {
                     continue
                 }
                 #expect(name == "messages_by_dialog_unread_date")
+                #expect(messages.table.planWithExactness(for: predicate).isExact)
                 let result = try messages.read(where: predicate, sortedBy: [SortDescriptor(\.date, order: .reverse)])
                 let expected = records.flatMap(\.messages).filter { $0.dialogId == dialogId && !$0.isRead }
                     .sorted { ($0.date, $0.id) > ($1.date, $1.id) }
@@ -130,6 +131,15 @@ struct LMDBStorageTests {
                 let limited = try messages.read(where: predicate, sortedBy: [SortDescriptor(\.date, order: .reverse)], limit: 3)
                 #expect(limited == Array(expected.prefix(3)))
             }
+            // A predicate with more than the key range can answer is checked on each record.
+            let partly = #Predicate<MessageRecord> { $0.dialogId == 3 && !$0.isRead && $0.text.count > 100 }
+            #expect(!messages.table.planWithExactness(for: partly).isExact)
+            #expect(
+                try messages.read(where: partly).map(\.id)
+                    == records[2].messages.filter { !$0.isRead && $0.text.count > 100 }.map(\.id))
+            let twice = #Predicate<MessageRecord> { $0.dialogId == 3 && $0.dialogId == 4 }
+            #expect(!messages.table.planWithExactness(for: twice).isExact)
+            #expect(try messages.read(where: twice).isEmpty)
             // A parent-key equality alone reads that parent's cursor range.
             #expect(messages.table.plan(for: #Predicate { $0.dialogId == 3 }) != .everything)
             #expect(try messages.count(where: #Predicate { $0.dialogId == 3 }) == 40)
