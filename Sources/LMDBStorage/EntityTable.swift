@@ -360,6 +360,42 @@ final class EntityTable<R: Record>: Sendable {
         }
     }
 
+    /// `records` in the order of `descriptors`, ties broken by primary key: the
+    /// order of ``Query/sorted(_:by:)``. When every descriptor names a
+    /// non-optional integer or date field, the sort keys are read once per
+    /// record and compared as stored values (the same order those types have);
+    /// otherwise the descriptors compare.
+    func sorted(_ records: [R], by descriptors: [SortDescriptor<R>]) -> [R] {
+        var fields: [(field: Field<R>, ascending: Bool)] = []
+        for descriptor in descriptors {
+            guard let keyPath = descriptor.keyPath, let field = entity.field(for: keyPath), !field.isOptional,
+                field.type == .integer || field.type == .date
+            else {
+                return Query<R>.sorted(records, by: descriptors)
+            }
+            fields.append((field, descriptor.order == .forward))
+        }
+        let width = fields.count
+        var keys: [StoredValue] = []
+        keys.reserveCapacity(records.count * width)
+        var primaryKeys: [R.PrimaryKey] = []
+        primaryKeys.reserveCapacity(records.count)
+        for record in records {
+            for field in fields { keys.append(field.field.value(in: record)) }
+            primaryKeys.append(record.primaryKey)
+        }
+        let order = records.indices.sorted { lhs, rhs in
+            for (position, field) in fields.enumerated() {
+                let a = keys[lhs * width + position]
+                let b = keys[rhs * width + position]
+                if a == b { continue }
+                return field.ascending ? a < b : b < a
+            }
+            return primaryKeys[lhs] < primaryKeys[rhs]
+        }
+        return order.map { records[$0] }
+    }
+
     /// A superset of the records that meet `predicate`, found by ``plan(for:)``.
     func candidates(for predicate: Predicate<R>?, in txn: borrowing Transaction, codecs: Codecs) throws -> [R] {
         try candidates(for: plan(for: predicate), in: txn, codecs: codecs)

@@ -109,9 +109,16 @@ public struct LMDBStorage<Record: DAOCore.Record>: Storage {
             let candidates = try table.environment.read(.read) { txn in
                 try table.candidates(for: plan, in: txn, codecs: table.makeCodecs())
             }
-            guard isExact else { return try query.apply(to: candidates) }
+            guard isExact else {
+                // Filter here, so that the sort below can take the quick path.
+                var matching: [Record] = []
+                for record in candidates where try query.matches(record) { matching.append(record) }
+                var records = table.sorted(matching, by: query.sortedBy)
+                if let limit = query.limit, records.count > limit { records.removeSubrange(limit...) }
+                return records
+            }
             // The key range answered the predicate exactly: sort and limit only.
-            var records = Query<Record>.sorted(candidates, by: query.sortedBy)
+            var records = table.sorted(candidates, by: query.sortedBy)
             if let limit = query.limit, records.count > limit { records.removeSubrange(limit...) }
             return records
         } catch {

@@ -140,6 +140,15 @@ struct LMDBStorageTests {
             let twice = #Predicate<MessageRecord> { $0.dialogId == 3 && $0.dialogId == 4 }
             #expect(!messages.table.planWithExactness(for: twice).isExact)
             #expect(try messages.read(where: twice).isEmpty)
+            // The quick sort orders exactly as the sort descriptors do.
+            let all = records.flatMap(\.messages)
+            for descriptors: [SortDescriptor<MessageRecord>] in [
+                [SortDescriptor(\.type), SortDescriptor(\.date, order: .reverse)],
+                [SortDescriptor(\.senderId, order: .reverse)],
+                [SortDescriptor(\.text), SortDescriptor(\.id, order: .reverse)],
+            ] {
+                #expect(messages.table.sorted(all.shuffled(), by: descriptors) == Query.sorted(all, by: descriptors))
+            }
             // A parent-key equality alone reads that parent's cursor range.
             #expect(messages.table.plan(for: #Predicate { $0.dialogId == 3 }) != .everything)
             #expect(try messages.count(where: #Predicate { $0.dialogId == 3 }) == 40)
