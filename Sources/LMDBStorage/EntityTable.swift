@@ -366,34 +366,27 @@ final class EntityTable<R: Record>: Sendable {
     /// record and compared as stored values (the same order those types have);
     /// otherwise the descriptors compare.
     func sorted(_ records: [R], by descriptors: [SortDescriptor<R>]) -> [R] {
-        var fields: [(field: Field<R>, ascending: Bool)] = []
+        guard R.PrimaryKey.fieldType == .integer else { return Query<R>.sorted(records, by: descriptors) }
+        var fields: [Field<R>] = []
+        var ascending: [Bool] = []
         for descriptor in descriptors {
             guard let keyPath = descriptor.keyPath, let field = entity.field(for: keyPath), !field.isOptional,
                 field.type == .integer || field.type == .date
             else {
                 return Query<R>.sorted(records, by: descriptors)
             }
-            fields.append((field, descriptor.order == .forward))
+            fields.append(field)
+            ascending.append(descriptor.order == .forward)
         }
-        let width = fields.count
+        // The primary key (an integer) breaks ties, ascending.
+        fields.append(entity.primaryKeyField)
+        ascending.append(true)
         var keys: [StoredValue] = []
-        keys.reserveCapacity(records.count * width)
-        var primaryKeys: [R.PrimaryKey] = []
-        primaryKeys.reserveCapacity(records.count)
+        keys.reserveCapacity(records.count * fields.count)
         for record in records {
-            for field in fields { keys.append(field.field.value(in: record)) }
-            primaryKeys.append(record.primaryKey)
+            for field in fields { keys.append(field.value(in: record)) }
         }
-        let order = records.indices.sorted { lhs, rhs in
-            for (position, field) in fields.enumerated() {
-                let a = keys[lhs * width + position]
-                let b = keys[rhs * width + position]
-                if a == b { continue }
-                return field.ascending ? a < b : b < a
-            }
-            return primaryKeys[lhs] < primaryKeys[rhs]
-        }
-        return order.map { records[$0] }
+        return SortKeys.order(keys, width: fields.count, ascending: ascending).map { records[$0] }
     }
 
     /// A superset of the records that meet `predicate`, found by ``plan(for:)``.
@@ -428,6 +421,29 @@ final class EntityTable<R: Record>: Sendable {
                 records.append(try decode(value, in: txn, codecs: codecs))
             }
             return records
+        }
+    }
+}
+
+/// Sorting by precomputed keys, in code that is not generic over the record.
+enum SortKeys {
+    /// The positions of the rows of `keys` (`width` values each) in ascending
+    /// order of their values, column by column, each column ascending or not.
+    static func order(_ keys: [StoredValue], width: Int, ascending: [Bool]) -> [Int] {
+        let count = width == 0 ? 0 : keys.count / width
+        return keys.withUnsafeBufferPointer { keys in
+            ascending.withUnsafeBufferPointer { ascending in
+                (0..<count).sorted { lhs, rhs in
+                    var position = 0
+                    while position < width {
+                        let a = keys[lhs * width + position]
+                        let b = keys[rhs * width + position]
+                        if a != b { return ascending[position] ? a < b : b < a }
+                        position += 1
+                    }
+                    return false
+                }
+            }
         }
     }
 }
