@@ -141,6 +141,44 @@ final class ValueDecoder {
         return try value(at: slot)
     }
 
+    /// The integer field `key`, read straight from the value; `nil` when the
+    /// field is not a non-nil integer (the caller then takes the general path).
+    @inline(__always)
+    fileprivate func integer(_ key: String) throws -> Int64? {
+        let slot = try slot(key)
+        guard slot < schema.fieldCount, schema.types[slot] == .integer, offsets[slot] >= 0 else {
+            nextGuess = slot
+            return nil
+        }
+        var position = offsets[slot]
+        let raw = try readVarint(&position)
+        return Int64(bitPattern: raw >> 1) ^ -Int64(bitPattern: raw & 1)
+    }
+
+    /// The text field `key`, read straight from the value; `nil` as for ``integer(_:)``.
+    @inline(__always)
+    fileprivate func text(_ key: String) throws -> String? {
+        let slot = try slot(key)
+        guard slot < schema.fieldCount, schema.types[slot] == .text, offsets[slot] >= 0 else {
+            nextGuess = slot
+            return nil
+        }
+        var position = offsets[slot]
+        let length = Int(try readVarint(&position))
+        return String(decoding: UnsafeRawBufferPointer(rebasing: base[position..<position + length]), as: UTF8.self)
+    }
+
+    /// The boolean field `key`; `nil` as for ``integer(_:)``.
+    @inline(__always)
+    fileprivate func bool(_ key: String) throws -> Bool? {
+        let slot = try slot(key)
+        guard slot < schema.fieldCount, schema.types[slot] == .bool, offsets[slot] >= 0 else {
+            nextGuess = slot
+            return nil
+        }
+        return base[offsets[slot]] != 0
+    }
+
     fileprivate func isNil(_ key: String) throws -> Bool {
         let slot = try slot(key)
         nextGuess = slot  // the value itself is read next
@@ -204,12 +242,14 @@ private struct RecordDecodingContainer<Key: CodingKey>: KeyedDecodingContainerPr
     func decodeNil(forKey key: Key) throws -> Bool { try state.isNil(key.stringValue) }
 
     func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool {
+        if let bool = try state.bool(key.stringValue) { return bool }
         let value = try state.fieldValue(key.stringValue)
         guard case .integer(let integer) = value else { throw mismatch(type, value, [key]) }
         return integer != 0
     }
 
     func decode(_ type: String.Type, forKey key: Key) throws -> String {
+        if let text = try state.text(key.stringValue) { return text }
         let value = try state.fieldValue(key.stringValue)
         guard case .text(let text) = value else { throw mismatch(type, value, [key]) }
         return text
@@ -231,7 +271,10 @@ private struct RecordDecodingContainer<Key: CodingKey>: KeyedDecodingContainerPr
     func decode(_ type: Int8.Type, forKey key: Key) throws -> Int8 { try integer(type, state.fieldValue(key.stringValue), [key]) }
     func decode(_ type: Int16.Type, forKey key: Key) throws -> Int16 { try integer(type, state.fieldValue(key.stringValue), [key]) }
     func decode(_ type: Int32.Type, forKey key: Key) throws -> Int32 { try integer(type, state.fieldValue(key.stringValue), [key]) }
-    func decode(_ type: Int64.Type, forKey key: Key) throws -> Int64 { try integer(type, state.fieldValue(key.stringValue), [key]) }
+    func decode(_ type: Int64.Type, forKey key: Key) throws -> Int64 {
+        if let integer = try state.integer(key.stringValue) { return integer }
+        return try integer(type, state.fieldValue(key.stringValue), [key])
+    }
     func decode(_ type: UInt.Type, forKey key: Key) throws -> UInt { try integer(type, state.fieldValue(key.stringValue), [key]) }
     func decode(_ type: UInt8.Type, forKey key: Key) throws -> UInt8 { try integer(type, state.fieldValue(key.stringValue), [key]) }
     func decode(_ type: UInt16.Type, forKey key: Key) throws -> UInt16 { try integer(type, state.fieldValue(key.stringValue), [key]) }
