@@ -125,9 +125,16 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
             openPaths.remove(path)
             throw error
         }
+        let resizeLock = UnsafeMutablePointer<pthread_rwlock_t>.allocate(capacity: 1)
+        code = pthread_rwlock_init(resizeLock, nil)
+        guard code == 0 else {
+            resizeLock.deallocate()
+            mdb_env_close(env)
+            openPaths.remove(path)
+            throw LMDBError.error(code, .open, path: path, call: "pthread_rwlock_init")
+        }
         self.handle = env
-        self.resizeLock = UnsafeMutablePointer<pthread_rwlock_t>.allocate(capacity: 1)
-        pthread_rwlock_init(resizeLock, nil)
+        self.resizeLock = resizeLock
     }
 
     deinit {
@@ -154,7 +161,7 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
     /// The current size of the memory map in bytes.
     public var mapSize: Int {
         var info = MDB_envinfo()
-        mdb_env_info(handle, &info)
+        guard mdb_env_info(handle, &info) == MDB_SUCCESS else { return 0 }
         return info.me_mapsize
     }
 

@@ -101,31 +101,4 @@ struct Transaction: ~Copyable {
     func empty(_ dbi: MDB_dbi) throws {
         try check(mdb_drop(handle, dbi, 0), "mdb_drop")
     }
-
-    /// Calls `body` with every key and value whose key starts with `prefix`, in
-    /// key order (every entry for an empty prefix); `body` returns `false` to
-    /// stop. The buffers are valid only during the call.
-    func scan(
-        _ dbi: MDB_dbi, prefix: [UInt8],
-        _ body: (_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) throws -> Bool
-    ) throws {
-        var cursor: OpaquePointer?
-        try check(mdb_cursor_open(handle, dbi, &cursor), "mdb_cursor_open")
-        defer { mdb_cursor_close(cursor) }
-        var k = MDB_val()
-        var v = MDB_val()
-        var code: Int32 = prefix.withUnsafeBytes { prefix in
-            if prefix.isEmpty { return mdb_cursor_get(cursor, &k, &v, MDB_FIRST) }
-            k.mv_size = prefix.count
-            k.mv_data = UnsafeMutableRawPointer(mutating: prefix.baseAddress)
-            return mdb_cursor_get(cursor, &k, &v, MDB_SET_RANGE)
-        }
-        while code == MDB_SUCCESS {
-            let key = UnsafeRawBufferPointer(start: k.mv_data, count: k.mv_size)
-            guard key.starts(with: prefix) else { return }
-            guard try body(key, UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size)) else { return }
-            code = mdb_cursor_get(cursor, &k, &v, MDB_NEXT)
-        }
-        if code != MDB_NOTFOUND { try check(code, "mdb_cursor_get") }
-    }
 }
