@@ -131,57 +131,81 @@ final class EntityTable<R: Record>: Sendable {
 
     // MARK: - Writing
 
+    /// What the caller knows about the parent of a child being persisted.
+    enum ParentContext {
+        /// Nothing: the child is persisted through its own storage, so its
+        /// parent must be looked up.
+        case unknown
+        /// The parent with this primary key is being persisted; `hadChildren`
+        /// says whether any child was stored under it before.
+        case persisting(primaryKey: StoredValue, hadChildren: Bool)
+    }
+
     /// Inserts or replaces `record` with its children.
-    ///
-    /// - Parameter parentKnown: the caller is persisting the parent itself, so
-    ///   its existence need not be checked.
-    func persist(_ record: R, in txn: borrowing Transaction, codecs: Codecs, parentKnown: Bool = false) throws {
+    func persist(_ record: R, in txn: borrowing Transaction, codecs: Codecs, parent: ParentContext = .unknown) throws {
         let encoder = codecs.encoder
         try encoder.encode(record)
-        let pk = KeyCodec.encode(primaryKey: record.primaryKey)
+        var pk: [UInt8] = []
+        KeyCodec.append(untagged: encoder.value(at: 0), to: &pk)
         let key: [UInt8]
-        let oldKey: [UInt8]?
+        var oldKey: [UInt8]?
+        var oldValue: UnsafeRawBufferPointer?
         let link = self.link
         if let link {
+            let parentValue = encoder.value(at: link.foreignKeyIndex)
             var parentKey: [UInt8] = []
-            KeyCodec.append(untagged: encoder.value(at: link.foreignKeyIndex), to: &parentKey)
-            if !parentKnown {
-                let parentExists = try txn.get(link.parentById ?? link.parentMain, parentKey) != nil
-                guard parentExists else {
+            KeyCodec.append(untagged: parentValue, to: &parentKey)
+            var lookUnderParent = true
+            switch parent {
+            case .unknown:
+                guard try txn.get(link.parentById ?? link.parentMain, parentKey) != nil else {
                     throw StorageError(
                         .constraint, .persist, entity: entity.name, path: environment.path,
-                        message: "its parent '\(link.parent)' with key \(encoder.value(at: link.foreignKeyIndex)) does not exist",
-                        context: "record \(record.primaryKey)")
+                        message: "its parent '\(link.parent)' with key \(parentValue) does not exist",
+                        context: "record \(encoder.value(at: 0))")
                 }
+            case .persisting(let expected, let hadChildren):
+                guard parentValue == expected else {
+                    throw StorageError(
+                        .constraint, .persist, entity: entity.name, path: environment.path,
+                        message: "a child of '\(link.parent)' \(expected) names parent \(parentValue) in its foreign key",
+                        context: "record \(encoder.value(at: 0))")
+                }
+                lookUnderParent = hadChildren
             }
             key = parentKey + pk
-            // Usually the child is stored under this parent already: one lookup.
-            // Otherwise the id lookup says whether it moves from another parent.
-            if try txn.get(main, key) != nil {
+            // Usually an existing child is stored under this parent already: one
+            // lookup. Otherwise the id lookup says whether it moves from another.
+            if lookUnderParent, let value = try txn.get(main, key) {
                 oldKey = key
-            } else {
-                oldKey = try txn.get(byId, pk).map { [UInt8]($0) }
+                oldValue = value
+            } else if let elsewhere = try txn.get(byId, pk) {
+                let storedKey = [UInt8](elsewhere)
+                oldKey = storedKey
+                oldValue = try txn.get(main, storedKey)
             }
         } else {
             key = pk
-            oldKey = pk
+            // The old value matters only for its index entries.
+            if !indexes.isEmpty, let value = try txn.get(main, key) {
+                oldKey = key
+                oldValue = value
+            }
         }
 
         var oldIndexKeys: [[UInt8]] = []
-        var existed = false
-        if let oldKey, let oldValue = try txn.get(main, oldKey) {
-            existed = true
-            if !indexes.isEmpty {
-                // Read the old index keys before any write moves the page.
-                let decoder = codecs.decoder
-                try decoder.load(oldValue)
-                oldIndexKeys = try indexes.map { try indexKey($0, decoder.value(at:)) }
-            }
+        if let oldValue, !indexes.isEmpty {
+            // Read the old index keys before any write moves the page.
+            let decoder = codecs.decoder
+            try decoder.load(oldValue)
+            oldIndexKeys = try indexes.map { try indexKey($0, decoder.value(at:)) }
         }
+        let existed = oldValue != nil
         let moved = existed && oldKey != key
         if moved, let oldKey { try txn.delete(main, oldKey) }
         try txn.put(main, key, encoder.bytes)
-        for (position, index) in indexes.enumerated() {
+        for position in indexes.indices {
+            let index = indexes[position]
             let newIndexKey = indexKey(index, encoder.value(at:))
             if existed, let oldKey {
                 if !moved && oldIndexKeys[position] == newIndexKey { continue }
@@ -192,8 +216,12 @@ final class EntityTable<R: Record>: Sendable {
         if link != nil && (!existed || moved) {
             try txn.put(byId, pk, key)
         }
-        for (position, relation) in relations.enumerated() {
-            try relation.replaceChildren(of: record, parentKey: pk, in: txn, codecs: codecs.children[position])
+        if !relations.isEmpty {
+            let primaryKey = encoder.value(at: 0)
+            for position in relations.indices {
+                try relations[position].replaceChildren(
+                    of: record, primaryKey: primaryKey, parentKey: pk, in: txn, codecs: codecs.children[position])
+            }
         }
     }
 
@@ -209,12 +237,12 @@ final class EntityTable<R: Record>: Sendable {
             indexKeys = try indexes.map { try indexKey($0, decoder.value(at:)) }
         }
         try txn.delete(main, key)
-        for (position, index) in indexes.enumerated() {
-            try txn.delete(index.dbi, indexKeys[position], value: key)
+        for position in indexes.indices {
+            try txn.delete(indexes[position].dbi, indexKeys[position], value: key)
         }
         if link != nil { try txn.delete(byId, pk) }
-        for (position, relation) in relations.enumerated() {
-            try relation.eraseChildren(parentKey: pk, in: txn, codecs: codecs.children[position])
+        for position in relations.indices {
+            try relations[position].eraseChildren(parentKey: pk, in: txn, codecs: codecs.children[position])
         }
         return true
     }
@@ -238,8 +266,8 @@ final class EntityTable<R: Record>: Sendable {
         KeyCodec.append(untagged: try decoder.value(at: 0), to: &pk)
         var children: [Any] = []
         children.reserveCapacity(relations.count)
-        for (position, relation) in relations.enumerated() {
-            children.append(try relation.loadChildren(parentKey: pk, in: txn, codecs: codecs.children[position]))
+        for position in relations.indices {
+            children.append(try relations[position].loadChildren(parentKey: pk, in: txn, codecs: codecs.children[position]))
         }
         return try decoder.decode(R.self, children: children)
     }
@@ -461,8 +489,11 @@ protocol ChildSet<Parent>: Sendable {
     func makeCodecs() -> Codecs
     /// The children of the parent with primary key bytes `parentKey`, as `[Child]`.
     func loadChildren(parentKey: [UInt8], in txn: borrowing Transaction, codecs: Codecs) throws -> Any
-    /// Stores exactly the children `parent` holds now.
-    func replaceChildren(of parent: Parent, parentKey: [UInt8], in txn: borrowing Transaction, codecs: Codecs) throws
+    /// Stores exactly the children `parent` holds now; `primaryKey` is the
+    /// parent's primary key and `parentKey` its bytes.
+    func replaceChildren(
+        of parent: Parent, primaryKey: StoredValue, parentKey: [UInt8], in txn: borrowing Transaction, codecs: Codecs
+    ) throws
     /// Erases the children of a parent.
     func eraseChildren(parentKey: [UInt8], in txn: borrowing Transaction, codecs: Codecs) throws
     /// Erases every child (all parents are being erased).
@@ -480,28 +511,27 @@ struct RelationChildren<Relation: ToManyRelation>: ChildSet {
         try table.readRange(prefix: parentKey, in: txn, codecs: codecs)
     }
 
-    func replaceChildren(of parent: Parent, parentKey: [UInt8], in txn: borrowing Transaction, codecs: Codecs) throws {
+    func replaceChildren(
+        of parent: Parent, primaryKey: StoredValue, parentKey: [UInt8], in txn: borrowing Transaction, codecs: Codecs
+    ) throws {
         let children = parent[keyPath: relation.children]
-        let parentPrimaryKey = parent.primaryKey
-        var wanted = Set<Relation.Child.PrimaryKey>()
-        wanted.reserveCapacity(children.count)
-        for child in children {
-            guard child[keyPath: relation.parentKey] == parentPrimaryKey else {
-                throw StorageError(
-                    .constraint, .persist, entity: Relation.Child.entity.name, path: table.environment.path,
-                    message: "child \(child.primaryKey) in '\(relation.name)' of \(Parent.entity.name) \(parentPrimaryKey) names parent \(child[keyPath: relation.parentKey]) in '\(relation.foreignKeyField)'")
-            }
-            wanted.insert(child.primaryKey)
-        }
         // The children stored now that the parent no longer holds.
+        var wanted: Set<Relation.Child.PrimaryKey>?
+        var hadChildren = false
         let unwanted = try table.keys(prefix: parentKey, in: txn) { pk in
-            KeyCodec.decodePrimaryKey(Relation.Child.PrimaryKey.self, from: pk).map { !wanted.contains($0) } ?? true
+            hadChildren = true
+            if wanted == nil { wanted = Set(children.map(\.primaryKey)) }
+            guard let wanted, let key = KeyCodec.decodePrimaryKey(Relation.Child.PrimaryKey.self, from: pk) else {
+                return true
+            }
+            return !wanted.contains(key)
         }
         for existing in unwanted {
             try table.erase(storageKey: existing.key, pk: existing.pk, in: txn, codecs: codecs)
         }
+        let context = EntityTable<Relation.Child>.ParentContext.persisting(primaryKey: primaryKey, hadChildren: hadChildren)
         for child in children {
-            try table.persist(child, in: txn, codecs: codecs, parentKnown: true)
+            try table.persist(child, in: txn, codecs: codecs, parent: context)
         }
     }
 

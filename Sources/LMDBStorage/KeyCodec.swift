@@ -41,15 +41,7 @@ enum KeyCodec {
     /// Appends a primary key (no tag).
     @inline(__always)
     static func append<K: PrimaryKeyValue>(primaryKey key: K, to bytes: inout [UInt8]) {
-        if let key = key as? Int64 {
-            append(integer: key, to: &bytes)
-        } else if let key = key as? Int {
-            append(integer: Int64(key), to: &bytes)
-        } else if let key = key as? String {
-            append(escaped: key.utf8, to: &bytes)
-        } else {
-            append(untagged: key.storedValue, to: &bytes)
-        }
+        append(untagged: key.storedValue, to: &bytes)
     }
 
     /// Appends a stored value without a tag (for primary keys).

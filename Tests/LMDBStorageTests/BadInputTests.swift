@@ -194,6 +194,12 @@ struct BadInputTests {
             #expect(error?.kind == .constraint)
             #expect(error?.entity == "messages")
             #expect(try messages.read(primaryKey: fine.id) == records[0].messages[0])
+            // A parent holding a child that names another parent is refused too.
+            var foreign = records[1]
+            foreign.messages[0].dialogId = 1
+            let mismatch = storageError { try env.storage(for: DialogRecord.self).persist(foreign) }
+            #expect(mismatch?.kind == .constraint)
+            #expect(try env.storage(for: DialogRecord.self).readAll() == records)
         }
     }
 }
