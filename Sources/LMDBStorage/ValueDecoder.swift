@@ -168,6 +168,18 @@ final class ValueDecoder {
         return String(decoding: UnsafeRawBufferPointer(rebasing: base[position..<position + length]), as: UTF8.self)
     }
 
+    /// The date field `key`; `nil` as for ``integer(_:)``.
+    @inline(__always)
+    fileprivate func date(_ key: String) throws -> Date? {
+        let slot = try slot(key)
+        guard slot < schema.fieldCount, schema.types[slot] == .date, offsets[slot] >= 0 else {
+            nextGuess = slot
+            return nil
+        }
+        let bits = UInt64(littleEndian: base.loadUnaligned(fromByteOffset: offsets[slot], as: UInt64.self))
+        return Date(timeIntervalSinceReferenceDate: Double(bitPattern: bits))
+    }
+
     /// The boolean field `key`; `nil` as for ``integer(_:)``.
     @inline(__always)
     fileprivate func bool(_ key: String) throws -> Bool? {
@@ -282,6 +294,9 @@ private struct RecordDecodingContainer<Key: CodingKey>: KeyedDecodingContainerPr
     func decode(_ type: UInt64.Type, forKey key: Key) throws -> UInt64 { try integer(type, state.fieldValue(key.stringValue), [key]) }
 
     func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
+        if T.self == Date.self, let date = try state.date(key.stringValue), let value = date as? T {
+            return value
+        }
         let slot = try state.slot(key.stringValue)
         let fieldCount = state.schema.fieldCount
         if slot >= fieldCount {
