@@ -49,8 +49,19 @@ final class EntityTable<R: Record>: Sendable {
     /// The name of the database that records which entities are children of which.
     static var linksDatabase: String { "__links" }
 
+    /// Opens the entity's databases, and its children's.
+    ///
+    /// - Throws: ``StorageError/Kind/schemaMismatch`` for a declaration that
+    ///   cannot be stored, such as relations that loop back to an entity.
     init(environment: LMDBEnvironment, link: ParentLink?) throws {
         let entity = R.entity
+        // Checked before `validate()`, which recurses into the children's
+        // declarations and would not come back from a loop.
+        if link == nil, let loop = relationLoop(R.self, path: []) {
+            throw StorageError(
+                .schemaMismatch, .open, entity: entity.name, path: environment.path,
+                message: "the relations form a loop: \(loop.joined(separator: " → "))")
+        }
         try entity.validate()
         self.environment = environment
         self.entity = entity
@@ -473,6 +484,24 @@ enum SortKeys {
                 }
             }
         }
+    }
+}
+
+/// The entity names along a chain of relations from `type` that comes back to
+/// an entity already on `path`, if there is one.
+private func relationLoop<E: Record>(_ type: E.Type, path: [String]) -> [String]? {
+    let name = E.entity.name
+    if path.contains(name) { return path + [name] }
+    for relation in E.entity.relations {
+        if let loop = relation.loop(path: path + [name]) { return loop }
+    }
+    return nil
+}
+
+extension ToManyRelation {
+    /// ``relationLoop(_:path:)`` from this relation's child.
+    fileprivate func loop(path: [String]) -> [String]? {
+        relationLoop(Child.self, path: path)
     }
 }
 

@@ -54,8 +54,30 @@ struct LooseUserRecord: Record {
         indexes: [Index("users_by_email", on: ["email"])])
 }
 
+/// A comment that owns its replies, which are comments too: a relation loop.
+struct ThreadedCommentRecord: Record, Equatable {
+    typealias PrimaryKey = Int64
+    var id: Int64
+    var parentId: Int64
+    var replies: [ThreadedCommentRecord]
+
+    static let entity = Entity<ThreadedCommentRecord>(
+        "comments", primaryKey: "id", \.id, fields: [Field("parentId", \.parentId)],
+        relations: [Relation("replies", \.replies, foreignKey: "parentId", \ThreadedCommentRecord.parentId)])
+}
+
 @Suite("LMDB bad input: foreign files, damaged values, read-only writes")
 struct BadInputTests {
+    @Test("relations that loop back to an entity are a schema mismatch, not endless recursion")
+    func relationLoop() throws {
+        try withTemporaryDirectory { directory in
+            let env = try LMDBEnvironment(directory: directory.store)
+            let error = storageError { _ = try env.storage(for: ThreadedCommentRecord.self) }
+            #expect(error?.kind == .schemaMismatch)
+            #expect(error?.entity == "comments")
+        }
+    }
+
     @Test("a non-LMDB data file in the directory is corrupt")
     func garbageDataFile() throws {
         try withTemporaryDirectory { directory in
