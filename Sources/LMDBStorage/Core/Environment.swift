@@ -126,7 +126,17 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
             throw error
         }
         let resizeLock = UnsafeMutablePointer<pthread_rwlock_t>.allocate(capacity: 1)
-        code = pthread_rwlock_init(resizeLock, nil)
+        #if os(Linux)
+            // Prefer the (rare) map resize over new readers, so a steady stream
+            // of readers cannot starve a writer whose map is full.
+            var attributes = pthread_rwlockattr_t()
+            pthread_rwlockattr_init(&attributes)
+            pthread_rwlockattr_setkind_np(&attributes, Int32(PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP))
+            code = pthread_rwlock_init(resizeLock, &attributes)
+            pthread_rwlockattr_destroy(&attributes)
+        #else
+            code = pthread_rwlock_init(resizeLock, nil)
+        #endif
         guard code == 0 else {
             resizeLock.deallocate()
             mdb_env_close(env)
