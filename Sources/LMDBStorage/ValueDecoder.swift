@@ -35,8 +35,13 @@ final class ValueDecoder {
         guard version == ValueSchema.formatVersion else {
             throw corrupt("its format version is \(version); this build reads version \(ValueSchema.formatVersion)")
         }
+        // Work on a local array (moved out and back), not on the property.
+        var offsets: [Int] = []
+        swap(&offsets, &self.offsets)
+        defer { swap(&offsets, &self.offsets) }
         var position = 1
         let count = value.count
+        let schema = self.schema
         for index in 0..<schema.fieldCount {
             if schema.optional[index] {
                 guard position < count else { throw corrupt("it ends before field '\(schema.names[index])'") }
@@ -51,13 +56,13 @@ final class ValueDecoder {
             offsets[index] = position
             switch schema.types[index] {
             case .integer:
-                _ = try readVarint(&position)
+                _ = try readVarint(value, &position)
             case .bool:
                 position += 1
             case .real, .date:
                 position += 8
             case .text, .blob:
-                let length = try readVarint(&position)
+                let length = try readVarint(value, &position)
                 guard length <= UInt64(count) else { throw corrupt("field '\(schema.names[index])' overruns the value") }
                 position += Int(length)
             }
@@ -68,6 +73,11 @@ final class ValueDecoder {
 
     @inline(__always)
     private func readVarint(_ position: inout Int) throws -> UInt64 {
+        try readVarint(base, &position)
+    }
+
+    @inline(__always)
+    private func readVarint(_ base: UnsafeRawBufferPointer, _ position: inout Int) throws -> UInt64 {
         var result: UInt64 = 0
         var shift: UInt64 = 0
         while true {

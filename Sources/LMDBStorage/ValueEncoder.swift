@@ -46,14 +46,19 @@ final class ValueEncoder {
                 underlying: error)
         }
         if let failure { throw failure }
-        bytes.removeAll(keepingCapacity: true)
-        bytes.append(ValueSchema.formatVersion)
+        // Work on a local buffer (moved out and back), not on the property.
+        var out: [UInt8] = []
+        swap(&out, &bytes)
+        defer { swap(&out, &bytes) }
+        out.removeAll(keepingCapacity: true)
+        out.append(ValueSchema.formatVersion)
+        let slots = self.slots
         for index in slots.indices {
-            try write(slots[index], field: index)
+            try write(slots[index], field: index, to: &out)
         }
     }
 
-    private func write(_ value: StoredValue?, field index: Int) throws {
+    private func write(_ value: StoredValue?, field index: Int, to bytes: inout [UInt8]) throws {
         let isOptional = schema.optional[index]
         guard let value else {
             guard isOptional else {
