@@ -34,9 +34,11 @@ public struct LMDBStorage<Record: DAOCore.Record>: Storage {
         }
     }
 
+    /// `error` with the call's operation, and the entity and path where the
+    /// thrower left them out.
     private func failing(_ error: any Error, _ operation: StorageError.Operation) -> any Error {
         guard let error = error as? StorageError else { return error }
-        return error.with(entity: Record.entity.name, path: table.environment.path)
+        return error.with(operation: operation, entity: Record.entity.name, path: table.environment.path)
     }
 
     /// Inserts or replaces the records with their children, in one write
