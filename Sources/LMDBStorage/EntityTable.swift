@@ -83,7 +83,8 @@ final class EntityTable<R: Record>: Sendable {
             if let resolvedLink { environment.register(child: entity.name, link: resolvedLink) }
         }
         declaredLink = resolvedLink
-        let parentById: MDB_dbi? = resolvedLink == nil ? nil : byId
+        let isChild = resolvedLink != nil || environment.parentLink(of: entity.name) != nil
+        let parentById: MDB_dbi? = isChild ? byId : nil
         let main = self.main
         relations = try entity.relations.map { relation in
             try relation.makeChildSet(environment: environment, parentMain: main, parentById: parentById)
