@@ -60,6 +60,12 @@ struct LMDBStorageTests {
             let byEmail = try users.read(where: #Predicate { $0.email == "ada@example.com" })
             #expect(byEmail == [sampleUsers[0], sampleUsers[3]])
             #expect(users.table.plan(for: #Predicate { $0.email == "ada@example.com" }) != .everything)
+            // Nil is indexed too, sorting first.
+            let noEmail = #Predicate<UserRecord> { $0.email == nil }
+            #expect(users.table.planWithExactness(for: noEmail).isExact)
+            #expect(try users.read(where: noEmail) == [sampleUsers[1]])
+            #expect(try users.count(where: noEmail) == 1)
+            #expect(try users.count(where: #Predicate { $0.email != nil }) == 3)
         }
     }
 
