@@ -8,6 +8,18 @@ extension EntityTable {
     func decode(_ buffer: UnsafeRawBufferPointer, in txn: borrowing Transaction, codecs: Codecs) throws -> R {
         let decoder = codecs.decoder
         try decoder.load(buffer)
+        if let fieldwiseType {
+            var record = try decoder.decodeFieldwise(fieldwiseType, as: R.self)
+            guard !relations.isEmpty else { return record }
+            var pk: [UInt8] = []
+            KeyCodec.append(untagged: try decoder.value(at: 0), to: &pk)
+            for position in relations.indices {
+                let relation = relations[position]
+                let children = try relation.loadChildren(parentKey: pk, in: txn, codecs: codecs.children[position])
+                try relation.attach(children, to: &record)
+            }
+            return record
+        }
         guard !relations.isEmpty else { return try decoder.decode(R.self, children: []) }
         var pk: [UInt8] = []
         KeyCodec.append(untagged: try decoder.value(at: 0), to: &pk)

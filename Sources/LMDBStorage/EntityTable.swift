@@ -43,6 +43,8 @@ final class EntityTable<R: Record>: Sendable {
     let byId: MDB_dbi
     let indexes: [IndexTable]
     let relations: [any ChildSet<R>]
+    /// `R` as a ``FieldwiseRecord``, when it reads its fields by position.
+    let fieldwiseType: (any FieldwiseRecord.Type)? = R.self as? any FieldwiseRecord.Type
     /// The link to the parent when a parent's table built this one.
     private let declaredLink: ParentLink?
 

@@ -8,6 +8,8 @@ protocol ChildSet<Parent>: Sendable {
     func makeCodecs() -> Codecs
     /// The children of the parent with primary key bytes `parentKey`, as `[Child]`.
     func loadChildren(parentKey: [UInt8], in txn: borrowing Transaction, codecs: Codecs) throws -> Any
+    /// Puts `children`, as ``loadChildren(parentKey:in:codecs:)`` returned them, into `parent`.
+    func attach(_ children: Any, to parent: inout Parent) throws
     /// Stores exactly the children `parent` holds now; `primaryKey` is the
     /// parent's primary key and `parentKey` its bytes.
     func replaceChildren(
@@ -28,6 +30,15 @@ struct RelationChildren<Relation: ToManyRelation>: ChildSet {
 
     func loadChildren(parentKey: [UInt8], in txn: borrowing Transaction, codecs: Codecs) throws -> Any {
         try table.readRange(prefix: parentKey, in: txn, codecs: codecs)
+    }
+
+    func attach(_ children: Any, to parent: inout Parent) throws {
+        guard let children = children as? [Relation.Child] else {
+            throw StorageError(
+                .decoding, .read, entity: Parent.entity.name,
+                message: "the children of relation '\(relation.name)' are not \([Relation.Child].self)")
+        }
+        parent[keyPath: relation.children] = children
     }
 
     func replaceChildren(

@@ -117,6 +117,54 @@ final class ValueDecoder {
     /// - Throws: ``StorageError``: ``StorageError/Kind/decoding`` when the record
     ///   refuses a value, ``StorageError/Kind/schemaMismatch`` when it reads a key
     ///   the entity does not declare.
+    /// Decodes the loaded value as a ``FieldwiseRecord``, reading its fields by
+    /// position; its relations are left empty for the caller to attach.
+    func decodeFieldwise<F: FieldwiseRecord, R>(_ type: F.Type, as: R.Type) throws -> R {
+        var reader = LoadedValueReader(decoder: self)
+        guard let record = try F(fields: &reader) as? R else {
+            throw StorageError(.decoding, .read, entity: schema.entity, message: "\(F.self) is not \(R.self)")
+        }
+        return record
+    }
+
+    /// The integer, double or text of field `index` of the loaded value, which
+    /// `load(_:)` checked to be present and of that type's shape.
+    @inline(__always)
+    func integer(at index: Int) throws -> Int64 {
+        var position = offsets[index]
+        let raw = try readVarint(&position)
+        return Int64(bitPattern: raw >> 1) ^ -Int64(bitPattern: raw & 1)
+    }
+
+    @inline(__always)
+    func real(at index: Int) -> Double {
+        Double(bitPattern: UInt64(littleEndian: base.loadUnaligned(fromByteOffset: offsets[index], as: UInt64.self)))
+    }
+
+    @inline(__always)
+    func bool(at index: Int) -> Bool {
+        base[offsets[index]] != 0
+    }
+
+    @inline(__always)
+    func text(at index: Int) throws -> String {
+        var position = offsets[index]
+        let length = Int(try readVarint(&position))
+        return String(decoding: UnsafeRawBufferPointer(rebasing: base[position..<position + length]), as: UTF8.self)
+    }
+
+    @inline(__always)
+    func bytes(at index: Int) throws -> Data {
+        var position = offsets[index]
+        let length = Int(try readVarint(&position))
+        return Data(base[position..<position + length])
+    }
+
+    @inline(__always)
+    func isNull(at index: Int) -> Bool {
+        offsets[index] < 0
+    }
+
     func decode<R: Record>(_ type: R.Type, children: [Any]) throws -> R {
         self.children = children
         nextGuess = 0
@@ -383,4 +431,45 @@ private struct StoredValueDecoder: Decoder, SingleValueDecodingContainer {
     func decode(_ type: UInt32.Type) throws -> UInt32 { try integer(type, value, codingPath) }
     func decode(_ type: UInt64.Type) throws -> UInt64 { try integer(type, value, codingPath) }
     func decode<T: Decodable>(_ type: T.Type) throws -> T { try decodeValue(type, from: value, path: codingPath) }
+}
+
+/// Reads the fields of the value loaded in a ``ValueDecoder`` one after another,
+/// for a ``FieldwiseRecord``: the stored fields are in declaration order already.
+struct LoadedValueReader: FieldReader {
+    let decoder: ValueDecoder
+    var index = 0
+
+    /// The next field, checked to exist, to be present and to be stored as `type`.
+    @inline(__always)
+    private mutating func next(_ type: FieldType, or other: FieldType? = nil) throws -> Int {
+        let schema = decoder.schema
+        guard index < schema.fieldCount else { throw error("the value has only \(schema.fieldCount) fields") }
+        let stored = schema.types[index]
+        guard stored == type || stored == other else {
+            throw error("field '\(schema.names[index])' is stored as \(stored), not read as \(type)")
+        }
+        guard !decoder.isNull(at: index) else { throw error("field '\(schema.names[index])' is null") }
+        defer { index += 1 }
+        return index
+    }
+
+    mutating func decode(_ type: Int64.Type) throws -> Int64 { try decoder.integer(at: next(.integer)) }
+    mutating func decode(_ type: Double.Type) throws -> Double { decoder.real(at: try next(.real, or: .date)) }
+    mutating func decode(_ type: String.Type) throws -> String { try decoder.text(at: next(.text)) }
+    mutating func decode(_ type: Bool.Type) throws -> Bool { decoder.bool(at: try next(.bool)) }
+    mutating func decode(_ type: Data.Type) throws -> Data { try decoder.bytes(at: next(.blob)) }
+
+    mutating func decode(_ type: Date.Type) throws -> Date {
+        Date(timeIntervalSinceReferenceDate: decoder.real(at: try next(.date, or: .real)))
+    }
+
+    mutating func decodeNil() throws -> Bool {
+        guard index < decoder.schema.fieldCount, decoder.isNull(at: index) else { return false }
+        index += 1
+        return true
+    }
+
+    func error(_ message: String) -> StorageError {
+        StorageError(.decoding, .read, entity: decoder.schema.entity, message: message)
+    }
 }
