@@ -17,7 +17,11 @@ extension EntityTable {
     /// Inserts or replaces `record` with its children.
     func persist(_ record: R, in txn: borrowing Transaction, codecs: Codecs, parent: ParentContext = .unknown) throws {
         let encoder = codecs.encoder
-        try encoder.encode(record)
+        if let writeFields {
+            try encoder.encodeFields { try writeFields(record, &$0) }
+        } else {
+            try encoder.encode(record)
+        }
         var pk: [UInt8] = []
         KeyCodec.append(untagged: encoder.value(at: 0), to: &pk)
         let key: [UInt8]

@@ -45,6 +45,9 @@ final class EntityTable<R: Record>: Sendable {
     let relations: [any ChildSet<R>]
     /// `R` as a ``FieldwiseRecord``, when it reads its fields by position.
     let fieldwiseType: (any FieldwiseRecord.Type)? = R.self as? any FieldwiseRecord.Type
+    /// Writes a record's fields by position, when `R` is a ``FieldwiseRecord``.
+    let writeFields: (@Sendable (R, inout SlotWriter) throws -> Void)? =
+        (R.self as? any FieldwiseRecord.Type).map { fieldWriter(for: R.self, $0) }
     /// The link to the parent when a parent's table built this one.
     private let declaredLink: ParentLink?
 
@@ -165,4 +168,12 @@ extension ToManyRelation {
 /// Builds the table of `owner`, which registers the links to its children.
 private func openOwner<Owner: Record>(_ owner: Owner.Type, environment: LMDBEnvironment) throws {
     _ = try EntityTable<Owner>(environment: environment, link: nil)
+}
+
+/// `write(fields:)` of `F`, which is `R` (found by casting `R.self`), so a
+/// record converts to it without a cast per record.
+private func fieldWriter<R: Record, F: FieldwiseRecord>(for record: R.Type, _ type: F.Type)
+    -> @Sendable (R, inout SlotWriter) throws -> Void
+{
+    { record, writer in try unsafeBitCast(record, to: F.self).write(fields: &writer) }
 }

@@ -46,6 +46,25 @@ final class ValueEncoder {
                 underlying: error)
         }
         if let failure { throw failure }
+        try serialize()
+    }
+
+    /// Encodes a ``FieldwiseRecord`` whose `write(fields:)` `body` runs: its
+    /// fields fill the slots by position, without an `Encodable` pass.
+    func encodeFields(_ body: (inout SlotWriter) throws -> Void) throws {
+        for index in slots.indices { slots[index] = nil }
+        var writer = SlotWriter(encoder: self)
+        try body(&writer)
+        guard writer.index == slots.count else {
+            throw StorageError(
+                .schemaMismatch, .persist, entity: schema.entity,
+                message: "the record wrote \(writer.index) fields; '\(schema.entity)' declares \(slots.count)")
+        }
+        try serialize()
+    }
+
+    /// Writes the filled slots as the value's bytes.
+    private func serialize() throws {
         // Work on a local buffer (moved out and back), not on the property.
         var out: [UInt8] = []
         swap(&out, &bytes)
@@ -132,6 +151,35 @@ final class ValueEncoder {
 }
 
 /// Integer varints.
+/// Fills a ``ValueEncoder``'s slots in field order, for a ``FieldwiseRecord``.
+struct SlotWriter: FieldWriter {
+    let encoder: ValueEncoder
+    private(set) var index = 0
+
+    init(encoder: ValueEncoder) {
+        self.encoder = encoder
+    }
+
+    @inline(__always)
+    private mutating func put(_ value: StoredValue) throws {
+        guard index < encoder.slots.count else {
+            throw StorageError(
+                .schemaMismatch, .persist, entity: encoder.schema.entity,
+                message: "the record writes more fields than the \(encoder.slots.count) '\(encoder.schema.entity)' declares")
+        }
+        encoder.slots[index] = value
+        index += 1
+    }
+
+    mutating func encode(_ value: Int64) throws { try put(.integer(value)) }
+    mutating func encode(_ value: Double) throws { try put(.real(value)) }
+    mutating func encode(_ value: String) throws { try put(.text(value)) }
+    mutating func encode(_ value: Bool) throws { try put(.integer(value ? 1 : 0)) }
+    mutating func encode(_ value: Date) throws { try put(.real(value.timeIntervalSinceReferenceDate)) }
+    mutating func encode(_ value: Data) throws { try put(.blob([UInt8](value))) }
+    mutating func encodeNil() throws { try put(.null) }
+}
+
 enum Varint {
     @inline(__always)
     static func append(_ value: UInt64, to bytes: inout [UInt8]) {
