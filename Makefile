@@ -29,8 +29,9 @@ test: setup
 	@bash scripts/build-checked.sh --build-tests
 	$(SWIFT) test --skip-build
 
+# Build output goes to standard error, so `make compare` prints only the comparison.
 bench-release: setup
-	@bash scripts/build-checked.sh -c release --product storage-bench
+	@bash scripts/build-checked.sh -c release --product storage-bench >&2
 
 bench: bench-release
 	$(BENCH) run $(BENCH_ARGS)
@@ -39,7 +40,7 @@ bench-smoke: bench-release
 	$(BENCH) run $(SMOKE_ARGS)
 
 compare: bench-release
-	$(BENCH) compare $(BASELINE) $(CURRENT) --threshold $(THRESHOLD) $(COMPARE_ARGS)
+	@$(BENCH) compare $(BASELINE) $(CURRENT) --threshold $(THRESHOLD) $(COMPARE_ARGS)
 
 plot:
 	@bash scripts/setup.sh plot
