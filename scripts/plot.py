@@ -20,6 +20,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.ticker  # noqa: E402
 
 OPERATIONS = ["persist", "read-all", "read-by-id", "query", "update", "persist-single", "erase-by-id", "erase-all"]
 UNITS = {
@@ -93,6 +94,7 @@ def sweep(rows, title, path):
                 axis.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=backend)
         axis.set_xscale("log")
         axis.set_yscale("log")
+        axis.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
         axis.set_title(operation, fontsize=10)
         axis.set_xlabel("messages in the graph (D x M)", fontsize=8)
         axis.set_ylabel(UNITS.get(operation, "/s"), fontsize=8)
