@@ -93,7 +93,10 @@ public struct Relation<Parent: Record, Child: Record>: ToManyRelation {
 
 /// How a record type is stored: its name, primary key, fields, indexes and
 /// to-many relations. Every adapter reads the same declaration.
-public struct Entity<Root: Record>: Sendable {
+///
+/// A class, so that reading `Record.entity` on a hot path hands out one
+/// reference instead of copying the declaration.
+public final class Entity<Root: Record>: Sendable {
     /// The entity's name: a table, a named database, a document.
     public let name: String
     /// All stored fields, primary key first, then in declaration order.

@@ -112,24 +112,28 @@ public struct WorkloadData: Sendable {
         return Dialog(uniqueId: id, isPinned: isPinned, messages: messages)
     }
 
-    private static let vocabularyScalars: [[Unicode.Scalar]] = vocabulary.map { Array($0.unicodeScalars) }
+    /// Each vocabulary word as its scalars, each scalar as its UTF-8 bytes.
+    private static let vocabularyUTF8: [[[UInt8]]] = vocabulary.map { word in
+        word.unicodeScalars.map { Array(String($0).utf8) }
+    }
 
     private static func text(random: inout SplitMix64) -> String {
         let length = 16 + Int(random.next() % 241)
-        var scalars = String.UnicodeScalarView()
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(length * 2)
         var count = 0
         while count < length {
             if count > 0 {
-                scalars.append(" ")
+                bytes.append(0x20)
                 count += 1
                 if count == length { break }
             }
-            let word = vocabularyScalars[Int(random.next() % 42)]
+            let word = vocabularyUTF8[Int(random.next() % 42)]
             for scalar in word.prefix(length - count) {
-                scalars.append(scalar)
+                bytes.append(contentsOf: scalar)
             }
             count += min(word.count, length - count)
         }
-        return String(scalars)
+        return String(decoding: bytes, as: UTF8.self)
     }
 }

@@ -22,7 +22,7 @@ public struct FileStorage<R: Record>: Storage {
     public func read(primaryKey key: R.PrimaryKey) throws -> R? {
         try store.read(.read, R.entity.name) { state in
             let table = try state.table(R.self)
-            return try table.record(key).map(state.attachChildren)
+            return try table.record(key.storedValue).map(state.attachChildren)
         }
     }
 
@@ -32,7 +32,7 @@ public struct FileStorage<R: Record>: Storage {
             var records: [R] = []
             records.reserveCapacity(keys.count)
             for key in keys {
-                if let record = table.record(key) { records.append(try state.attachChildren(record)) }
+                if let record = table.record(key.storedValue) { records.append(try state.attachChildren(record)) }
             }
             return records
         }
@@ -65,7 +65,7 @@ public struct FileStorage<R: Record>: Storage {
         try store.write(.erase, R.entity.name) { state in
             let table = try state.table(R.self)
             var erased = 0
-            for key in keys where try state.erase(key, from: table) {
+            for key in keys where try state.erase(key.storedValue, from: table) {
                 erased += 1
             }
             return erased
@@ -79,7 +79,7 @@ public struct FileStorage<R: Record>: Storage {
             let query = Query(where: predicate)
             var erased = 0
             for record in state.candidates(in: table, for: predicate) where try query.matches(record) {
-                if try state.erase(record.primaryKey, from: table) { erased += 1 }
+                if try state.erase(record.primaryKey.storedValue, from: table) { erased += 1 }
             }
             return erased
         }
@@ -108,7 +108,7 @@ extension StoreState {
         let owners = try table(O.self)
         for record in records {
             let value = foreignKey.value(in: record)
-            guard let key = O.PrimaryKey(storedValue: value), owners.record(key) != nil else {
+            guard owners.record(value) != nil else {
                 throw StorageError(
                     .constraint, .persist, entity: T.entity.name,
                     message: "record \(record.primaryKey) names \(O.entity.name) \(value) in '\(foreignKey.name)', which does not exist")
@@ -133,7 +133,7 @@ extension StoreState {
         stripped[keyPath: relation.children] = []
         let parentKey = parent.primaryKey
         let childTable = try table(Relation.Child.self)
-        var kept = Set<Relation.Child.PrimaryKey>()
+        var kept = Set<StoredValue>()
         kept.reserveCapacity(children.count)
         for child in children {
             guard child[keyPath: relation.parentKey] == parentKey else {
@@ -141,7 +141,7 @@ extension StoreState {
                     .constraint, .persist, entity: Relation.Parent.entity.name,
                     message: "\(Relation.Child.entity.name) \(child.primaryKey) is held by \(Relation.Parent.entity.name) \(parentKey) but names \(child[keyPath: relation.parentKey]) in '\(relation.foreignKeyField)'")
             }
-            kept.insert(child.primaryKey)
+            kept.insert(child.primaryKey.storedValue)
         }
         let current = childTable.keys(where: relation.foreignKeyField, equals: parentKey.storedValue) ?? []
         for key in current where !kept.contains(key) {
@@ -154,7 +154,7 @@ extension StoreState {
 
     /// Erases the record with `key` and, recursively, its children; returns
     /// whether there was one.
-    func erase<T: Record>(_ key: T.PrimaryKey, from table: Table<T>) throws -> Bool {
+    func erase<T: Record>(_ key: StoredValue, from table: Table<T>) throws -> Bool {
         guard table.remove(key) != nil else { return false }
         for relation in T.entity.relations {
             try eraseChildren(relation, parentKey: key)
@@ -162,11 +162,9 @@ extension StoreState {
         return true
     }
 
-    private func eraseChildren<Relation: ToManyRelation>(
-        _ relation: Relation, parentKey: Relation.Parent.PrimaryKey
-    ) throws {
+    private func eraseChildren<Relation: ToManyRelation>(_ relation: Relation, parentKey: StoredValue) throws {
         let childTable = try table(Relation.Child.self)
-        for key in childTable.keys(where: relation.foreignKeyField, equals: parentKey.storedValue) ?? [] {
+        for key in childTable.keys(where: relation.foreignKeyField, equals: parentKey) ?? [] {
             _ = try erase(key, from: childTable)
         }
     }
@@ -200,8 +198,7 @@ extension StoreState {
         let equalities = QueryExpression.translate(predicate).expression.requiredEqualities
         let primaryKey = T.entity.primaryKeyField.name
         for (field, value) in equalities where field == primaryKey {
-            guard let key = T.PrimaryKey(storedValue: value) else { return [] }
-            return table.record(key).map { [$0] } ?? []
+            return table.record(value).map { [$0] } ?? []
         }
         for (name, value) in equalities {
             guard let field = T.entity.field(named: name), value.isStorable(as: field.type),

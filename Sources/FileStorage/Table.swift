@@ -4,11 +4,20 @@ import Foundation
 /// The in-memory copy of one entity's document: records by primary key (parents
 /// with their relations emptied) and equality indexes on the fields that
 /// queries and relations look up by.
+///
+/// Keys are held as ``StoredValue``s, a concrete type, rather than as the
+/// record's generic primary key: the adapter's code runs unspecialized for the
+/// caller's record types (and inside opened relation existentials), where every
+/// dictionary, set and sort over a generic key costs far more than over a
+/// concrete one.
 struct TableState<R: Record> {
-    /// The records, relations emptied.
-    var records: [R.PrimaryKey: R] = [:]
-    /// For each indexed field: value → keys of the records holding it.
-    var indexes: [String: [StoredValue: Set<R.PrimaryKey>]] = [:]
+    /// The records by primary key, relations emptied.
+    var records: [StoredValue: R] = [:]
+    /// For each indexed field: value → primary keys of the records holding it.
+    var indexes: [String: [StoredValue: Set<StoredValue>]] = [:]
+    /// The encoded form of records that have not changed since they were last
+    /// written (JSON only), so a commit re-encodes only what changed.
+    var encoded: [StoredValue: Data] = [:]
 }
 
 /// A table as the store holds it, behind the store's lock.
@@ -73,10 +82,10 @@ final class Table<R: Record>: AnyTable {
 
     // MARK: Reads
 
-    func record(_ key: R.PrimaryKey) -> R? { state.records[key] }
+    func record(_ key: StoredValue) -> R? { state.records[key] }
 
-    /// The keys of the records whose `field` holds `value`, if `field` is indexed.
-    func keys(where field: String, equals value: StoredValue) -> Set<R.PrimaryKey>? {
+    /// The primary keys of the records whose `field` holds `value`, if `field` is indexed.
+    func keys(where field: String, equals value: StoredValue) -> Set<StoredValue>? {
         guard let index = state.indexes[field] else { return nil }
         return index[value] ?? []
     }
@@ -85,9 +94,10 @@ final class Table<R: Record>: AnyTable {
 
     /// Inserts or replaces `record` (relations already emptied).
     func insert(_ record: R) {
-        let key = record.primaryKey
+        let key = record.primaryKey.storedValue
         if let old = state.records.updateValue(record, forKey: key) {
             unindex(old, key)
+            state.encoded[key] = nil
         }
         for field in indexedFields {
             state.indexes[field.name, default: [:]][field.value(in: record), default: []].insert(key)
@@ -97,14 +107,15 @@ final class Table<R: Record>: AnyTable {
 
     /// Removes the record with `key`; returns it if there was one.
     @discardableResult
-    func remove(_ key: R.PrimaryKey) -> R? {
+    func remove(_ key: StoredValue) -> R? {
         guard let old = state.records.removeValue(forKey: key) else { return nil }
         unindex(old, key)
+        state.encoded[key] = nil
         isDirty = true
         return old
     }
 
-    private func unindex(_ record: R, _ key: R.PrimaryKey) {
+    private func unindex(_ record: R, _ key: StoredValue) {
         for field in indexedFields {
             let value = field.value(in: record)
             state.indexes[field.name]?[value]?.remove(key)
@@ -115,8 +126,39 @@ final class Table<R: Record>: AnyTable {
     }
 
     func encodeDocument(with coder: DocumentCoder) throws -> Data {
-        let records = state.records.values.sorted { $0.primaryKey < $1.primaryKey }
-        let document = Document<R>(version: Document<R>.currentVersion, entity: entityName, records: records)
-        return try coder.encode(document)
+        let keys = state.records.keys.sorted()  // a concrete sort, see TableState
+        guard coder.format == .json else {
+            let records = keys.compactMap { state.records[$0] }
+            return try coder.encode(Document<R>(version: Document<R>.currentVersion, entity: entityName, records: records))
+        }
+        // A JSON array is its elements joined by commas: splice the cached
+        // encoding of unchanged records with fresh encodings of the rest. The
+        // result decodes as a `Document<R>` like any other.
+        var fragments: [Data] = []
+        fragments.reserveCapacity(keys.count)
+        var size = 0
+        for key in keys {
+            guard let record = state.records[key] else { continue }
+            let fragment: Data
+            if let cached = state.encoded[key] {
+                fragment = cached
+            } else {
+                fragment = try coder.encode(record)
+                state.encoded[key] = fragment
+            }
+            fragments.append(fragment)
+            size += fragment.count + 1
+        }
+        var document = Data()
+        document.reserveCapacity(size + 128)
+        document.append(contentsOf: #"{"entity":"#.utf8)
+        document.append(try coder.encode(entityName))
+        document.append(contentsOf: #","records":["#.utf8)
+        for (index, fragment) in fragments.enumerated() {
+            if index > 0 { document.append(UInt8(ascii: ",")) }
+            document.append(fragment)
+        }
+        document.append(contentsOf: #"],"version":\#(Document<R>.currentVersion)}"#.utf8)
+        return document
     }
 }

@@ -1,0 +1,96 @@
+import DAOCore
+import DialogGraph
+import Foundation
+import Testing
+
+struct Tag: Record, Hashable {
+    typealias PrimaryKey = String
+    var name: String
+    var weight: Double
+    static let entity = Entity<Tag>(
+        "tags", primaryKey: "name", \.name, fields: [Field("weight", \.weight)],
+        indexes: [Index("tags_by_colour", on: ["colour"])])
+}
+
+struct Twice: Record {
+    typealias PrimaryKey = Int64
+    var id: Int64
+    static let entity = Entity<Twice>("twice", primaryKey: "id", \.id, fields: [Field("id", \.id)])
+}
+
+@Suite("The core: values, declarations, queries, errors")
+struct CoreTests {
+    @Test("stored values order like SQLite: null, numbers, text by UTF-8 bytes, blobs")
+    func storedValueOrder() {
+        let sorted: [StoredValue] = [.null, .integer(-5), .real(-4.5), .integer(0), .real(0.5), .integer(1),
+                                     .text(""), .text("Z"), .text("a"), .text("é"), .text("🚀"), .blob([]), .blob([0])]
+        #expect(sorted.shuffled().sorted() == sorted)
+    }
+
+    @Test("field values know their storage class")
+    func fieldValues() {
+        #expect(Date(timeIntervalSinceReferenceDate: 1.5).storedValue == .real(1.5))
+        #expect(true.storedValue == .integer(1))
+        #expect((nil as String?).storedValue == .null)
+        #expect(Gender.female.storedValue == .text("female"))
+        #expect(Gender?.none.storedValue == .null)
+        #expect(String?.isOptional && !String.isOptional)
+        #expect(Int64(storedValue: .text("1")) == nil)
+        #expect(String(storedValue: .text("k")) == "k")
+    }
+
+    @Test("a declaration with an index over an unknown field is refused")
+    func badIndex() {
+        let error = #expect(throws: StorageError.self) { try Tag.entity.validate() }
+        #expect(error?.kind == .schemaMismatch)
+        #expect(error?.message.contains("colour") == true)
+    }
+
+    @Test("a declaration with a name twice is refused")
+    func duplicateName() {
+        let error = #expect(throws: StorageError.self) { try Twice.entity.validate() }
+        #expect(error?.kind == .schemaMismatch)
+    }
+
+    @Test("the dialog graph's declarations are valid, and messages name their owner")
+    func dialogGraphDeclarations() throws {
+        try DialogRecord.entity.validate()
+        try MessageRecord.entity.validate()
+        try UserRecord.entity.validate()
+        #expect(MessageRecord.entity.owner == DialogRecord.self)
+        #expect(DialogRecord.ownedRelation(for: MessageRecord.self)?.foreignKeyField == "dialogId")
+        #expect(DialogRecord.entity.codingKeys == ["id", "isPinned", "messages"])
+    }
+
+    @Test("in-memory queries sort by descriptors, then by primary key, then limit")
+    func queryApply() throws {
+        let tags = [Tag(name: "b", weight: 1), Tag(name: "a", weight: 1), Tag(name: "c", weight: 0.5), Tag(name: "d", weight: 3)]
+        let query = Query<Tag>(where: #Predicate { $0.weight >= 1 }, sortedBy: [SortDescriptor(\.weight)], limit: 2)
+        #expect(try query.apply(to: tags).map(\.name) == ["a", "b"])
+        #expect(try Query<Tag>().apply(to: tags).map(\.name) == ["a", "b", "c", "d"])
+        #expect(throws: StorageError.self) { try Query<Tag>(limit: -1).apply(to: tags) }
+    }
+
+    @Test("an error prints as one sentence with everything it knows")
+    func errorDescription() {
+        let error = StorageError(
+            .constraint, .persist, entity: "messages", path: "/tmp/x.sqlite", engineCode: 787,
+            message: "FOREIGN KEY constraint failed", context: "INSERT INTO messages")
+        #expect("\(error)" == "persist 'messages' failed (constraint): FOREIGN KEY constraint failed [code 787] at /tmp/x.sqlite; INSERT INTO messages")
+    }
+
+    @Test("the predicate translator handles optionals, lists, prefixes and constants")
+    func translator() {
+        let ids: [String] = ["a", "b"]
+        #expect(QueryExpression.translate(#Predicate<UserRecord> { $0.bio == nil }).expression
+            == .compare(field: "bio", .equal, .null))
+        #expect(QueryExpression.translate(#Predicate<UserRecord> { ids.contains($0.id) }).expression
+            == .isIn(field: "id", values: [.text("a"), .text("b")]))
+        #expect(QueryExpression.translate(#Predicate<UserRecord> { $0.name.starts(with: "An") }).expression
+            == .hasPrefix(field: "name", prefix: "An"))
+        #expect(QueryExpression.translate(#Predicate<UserRecord> { "m" <= $0.name }).expression
+            == .compare(field: "name", .greaterOrEqual, .text("m")))
+        let t = QueryExpression.translate(#Predicate<UserRecord> { _ in false })
+        #expect(t.isExact && t.expression == .constant(false))
+    }
+}

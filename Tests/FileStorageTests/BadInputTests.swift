@@ -1,0 +1,218 @@
+import DAOCore
+import DialogGraph
+import FileStorage
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A fresh directory for one test, removed afterwards.
+final class Scratch {
+    let url: URL
+
+    init() throws {
+        url = FileManager.default.temporaryDirectory.appendingPathComponent("file-store-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+
+    deinit {
+        try? FileManager.default.removeItem(at: url)  // test clean-up; a leftover is harmless
+    }
+
+    func file(_ name: String) -> URL { url.appendingPathComponent(name) }
+}
+
+/// Writes one dialog with two messages through a store that is closed again.
+func seed(_ directory: URL, format: FileFormat) throws {
+    let store = try FileStore(directory: directory, format: format)
+    let message = MessageRecord(
+        id: 1, dialogId: 1, date: Date(timeIntervalSince1970: 1), text: "hi", senderId: 1, receiverId: 2, type: 0,
+        isIncoming: true, isRead: false)
+    var second = message
+    second.id = 2
+    try store.storage(for: DialogRecord.self).persist(DialogRecord(id: 1, isPinned: false, messages: [message, second]))
+}
+
+/// The current document of `entity`, as the manifest names it.
+func documentURL(_ directory: URL, _ entity: String) throws -> URL {
+    let manifest = try JSONSerialization.jsonObject(with: Data(contentsOf: directory.appendingPathComponent("manifest.json")))
+    let documents = try #require((manifest as? [String: Any])?["documents"] as? [String: String])
+    return directory.appendingPathComponent(try #require(documents[entity]))
+}
+
+@Suite("File store: bad input gives a typed error and loses no data")
+struct BadInputTests {
+    @Test("a truncated document", arguments: FileFormat.allCases)
+    func truncated(format: FileFormat) throws {
+        let scratch = try Scratch()
+        try seed(scratch.url, format: format)
+        let url = try documentURL(scratch.url, "messages")
+        let data = try Data(contentsOf: url)
+        try data.prefix(data.count / 2).write(to: url)
+
+        let store = try FileStore(directory: scratch.url, format: format)
+        let error = #expect(throws: StorageError.self) { try store.storage(for: DialogRecord.self) }
+        #expect(error?.kind == .corrupt)
+        #expect(error?.path == url.path)
+        #expect(error?.entity == "messages")
+    }
+
+    @Test("a document of garbage bytes", arguments: FileFormat.allCases)
+    func garbage(format: FileFormat) throws {
+        let scratch = try Scratch()
+        try seed(scratch.url, format: format)
+        let url = try documentURL(scratch.url, "dialogs")
+        try Data([0x00, 0xFF, 0x13, 0x37, 0x42]).write(to: url)
+
+        let store = try FileStore(directory: scratch.url, format: format)
+        let error = #expect(throws: StorageError.self) { try store.storage(for: MessageRecord.self) }
+        #expect(error?.kind == .corrupt)
+        #expect(error?.path == url.path)
+        #expect(error.map { "\($0)".contains(url.lastPathComponent) } == true)
+    }
+
+    @Test("a document of the wrong shape names the missing field")
+    func wrongShape() throws {
+        let scratch = try Scratch()
+        try seed(scratch.url, format: .json)
+        let url = try documentURL(scratch.url, "messages")
+        let text = try String(contentsOf: url, encoding: .utf8).replacingOccurrences(of: "\"senderId\"", with: "\"sender\"")
+        try text.write(to: url, atomically: true, encoding: .utf8)
+
+        let store = try FileStore(directory: scratch.url, format: .json)
+        let error = #expect(throws: StorageError.self) { try store.storage(for: MessageRecord.self) }
+        #expect(error?.kind == .corrupt)
+        #expect(error?.message.contains("senderId") == true)
+    }
+
+    @Test("a document whose values have the wrong type")
+    func wrongType() throws {
+        let scratch = try Scratch()
+        try seed(scratch.url, format: .json)
+        let url = try documentURL(scratch.url, "dialogs")
+        let text = try String(contentsOf: url, encoding: .utf8).replacingOccurrences(of: "\"isPinned\":false", with: "\"isPinned\":\"no\"")
+        try text.write(to: url, atomically: true, encoding: .utf8)
+
+        let store = try FileStore(directory: scratch.url, format: .json)
+        let error = #expect(throws: StorageError.self) { try store.storage(for: DialogRecord.self) }
+        #expect(error?.kind == .corrupt)
+        #expect(error?.message.contains("isPinned") == true)
+    }
+
+    @Test("a damaged manifest")
+    func damagedManifest() throws {
+        let scratch = try Scratch()
+        try seed(scratch.url, format: .json)
+        try Data("{\"version\": 1, \"form".utf8).write(to: scratch.file("manifest.json"))
+        let error = #expect(throws: StorageError.self) { try FileStore(directory: scratch.url, format: .json) }
+        #expect(error?.kind == .corrupt)
+        #expect(error?.path == scratch.file("manifest.json").path)
+    }
+
+    @Test("a store written as JSON opened as a property list")
+    func formatMismatch() throws {
+        let scratch = try Scratch()
+        try seed(scratch.url, format: .json)
+        let error = #expect(throws: StorageError.self) { try FileStore(directory: scratch.url, format: .propertyList) }
+        #expect(error?.kind == .schemaMismatch)
+        // Nothing was lost: the store still opens as JSON.
+        let store = try FileStore(directory: scratch.url, format: .json)
+        #expect(try store.storage(for: MessageRecord.self).count() == 2)
+    }
+
+    @Test("a directory that cannot be created")
+    func uncreatableDirectory() throws {
+        let scratch = try Scratch()
+        let blocker = scratch.file("a-file")
+        try Data("not a directory".utf8).write(to: blocker)
+        let target = blocker.appendingPathComponent("store")
+        let error = #expect(throws: StorageError.self) { try FileStore(directory: target) }
+        #expect(error?.kind == .io)
+        #expect(error?.path == target.path)
+    }
+
+    @Test("a directory that cannot be written", .enabled(if: getuid() != 0, "root writes through permissions"))
+    func readOnlyDirectory() throws {
+        let scratch = try Scratch()
+        try seed(scratch.url, format: .json)
+        let store = try FileStore(directory: scratch.url, format: .json)
+        let dialogs = try store.storage(for: DialogRecord.self)
+        try FileManager.default.setAttributes([.posixPermissions: 0o500], ofItemAtPath: scratch.url.path)
+        defer { _ = try? FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: scratch.url.path) }
+        let error = #expect(throws: StorageError.self) { try dialogs.persist(DialogRecord(id: 2, isPinned: true, messages: [])) }
+        #expect(error?.kind == .readOnly)
+        #expect(try dialogs.count() == 1)
+    }
+
+    @Test("a commit that cannot write its document changes nothing, in memory or on disk")
+    func failedCommit() throws {
+        let scratch = try Scratch()
+        try seed(scratch.url, format: .json)
+        let before = try Data(contentsOf: scratch.file("manifest.json"))
+        do {
+            let store = try FileStore(directory: scratch.url, format: .json)
+            let dialogs = try store.storage(for: DialogRecord.self)
+            // Occupy the names the next commit writes, as a directory, so the write fails.
+            for entity in ["dialogs", "messages"] {
+                try FileManager.default.createDirectory(at: scratch.file("\(entity)-2.json"), withIntermediateDirectories: false)
+            }
+            let error = #expect(throws: StorageError.self) {
+                try dialogs.persist(DialogRecord(id: 9, isPinned: true, messages: []))
+            }
+            #expect(error?.kind == .io)
+            #expect(error?.operation == .persist)
+            #expect(try dialogs.count() == 1)
+            #expect(try dialogs.read(primaryKey: 9) == nil)
+            #expect(try Data(contentsOf: scratch.file("manifest.json")) == before)
+        }
+        for entity in ["dialogs", "messages"] {
+            try FileManager.default.removeItem(at: scratch.file("\(entity)-2.json"))
+        }
+        let store = try FileStore(directory: scratch.url, format: .json)
+        #expect(try store.storage(for: DialogRecord.self).readAll().map(\.id) == [1])
+    }
+
+    @Test("what a crash mid-commit leaves behind is ignored and removed")
+    func crashLeftovers() throws {
+        let scratch = try Scratch()
+        try seed(scratch.url, format: .json)
+        // A document written by a commit whose manifest never landed, and a temporary file.
+        try Data("[]".utf8).write(to: scratch.file("dialogs-7.json"))
+        try Data("partial".utf8).write(to: scratch.file(".manifest.json.123.tmp"))
+        try Data("mine".utf8).write(to: scratch.file("notes.txt"))
+
+        let store = try FileStore(directory: scratch.url, format: .json)
+        #expect(try store.storage(for: DialogRecord.self).read(primaryKey: 1)?.messages.count == 2)
+        let names = try Set(FileManager.default.contentsOfDirectory(atPath: scratch.url.path))
+        #expect(!names.contains("dialogs-7.json"))
+        #expect(!names.contains(".manifest.json.123.tmp"))
+        #expect(names.contains("notes.txt"))
+    }
+
+    @Test("a second store on the same directory is refused while the first is open")
+    func busy() throws {
+        let scratch = try Scratch()
+        do {
+            let first = try FileStore(directory: scratch.url, format: .json)
+            let error = #expect(throws: StorageError.self) { try FileStore(directory: scratch.url, format: .json) }
+            #expect(error?.kind == .busy)
+            withExtendedLifetime(first) {}
+        }
+        // Once the first is gone, the directory opens again.
+        #expect(throws: Never.self) { try FileStore(directory: scratch.url, format: .json) }
+    }
+
+    @Test("superseded documents are removed after each commit")
+    func noGarbage() throws {
+        let scratch = try Scratch()
+        let store = try FileStore(directory: scratch.url, format: .propertyList)
+        let users = try store.storage(for: UserRecord.self)
+        for index in 0..<5 {
+            try users.persist(UserRecord(id: "u\(index)", name: "n", bio: nil, email: nil, birthDate: nil, gender: nil))
+        }
+        let names = try FileManager.default.contentsOfDirectory(atPath: scratch.url.path).sorted()
+        #expect(names == ["manifest.json", "store.lock", "users-5.plist"])
+    }
+}

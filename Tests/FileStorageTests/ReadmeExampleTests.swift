@@ -1,0 +1,35 @@
+import DAOCore
+import DialogGraph
+import FileStorage
+import Foundation
+import Testing
+
+/// The library example of README.md, as written there, but for the directory:
+/// if this stops compiling or passing, the README is wrong.
+@Test("the README's library example compiles and does what it says")
+func readmeExample() throws {
+    let scratch = try Scratch()
+    let directory = scratch.url.appendingPathComponent("chat")
+
+    // --- README example begins ---
+    let store = try FileStore(directory: directory, format: .json)
+    let dialogs = DAO(storage: try store.storage(for: DialogRecord.self), translator: DialogTranslator())
+    let messages = DAO(storage: try store.storage(for: MessageRecord.self), translator: MessageTranslator())
+
+    let hello = Message(
+        uniqueId: 1, dialogId: 1, date: .now, text: "Hello, world", senderId: 7, receiverId: 8,
+        type: 0, isIncoming: true, isRead: false)
+    try dialogs.persist(Dialog(uniqueId: 1, isPinned: true, messages: [hello]))
+
+    let dialog = try dialogs.read(byPrimaryKey: 1)  // the dialog with its message
+    let unread = try messages.read(
+        where: #Predicate { $0.dialogId == 1 && !$0.isRead },
+        sortedBy: [SortDescriptor(\.date, order: .reverse)],
+        limit: 20)
+    try dialogs.erase(byPrimaryKey: 1)  // erases its messages too
+    // --- README example ends ---
+
+    #expect(dialog?.messages == [hello])
+    #expect(unread == [hello])
+    #expect(try messages.count() == 0)
+}

@@ -1,0 +1,1 @@
+// The tests of this module land with the module itself.
