@@ -11,6 +11,7 @@ public struct ConfigurationError: Error, Sendable, Equatable, CustomStringConver
         self.message = message
     }
 
+    /// The message.
     public var description: String { message }
 }
 

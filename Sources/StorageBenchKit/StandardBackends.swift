@@ -1,6 +1,8 @@
 import DAOCore
 import FileStorage
 import Foundation
+import LMDBStorage
+import SQLiteStorage
 
 extension BackendRegistry {
     /// The backends of this package, one line each, in report order.
@@ -10,5 +12,8 @@ extension BackendRegistry {
     public static let standard = BackendRegistry([
         Backend("json", singleCallLimit: 10) { try FileStore(directory: $0, format: .json, durability: $1) },
         Backend("plist", singleCallLimit: 10) { try FileStore(directory: $0, format: .propertyList, durability: $1) },
+        // When the adapters land, one line each:
+        // Backend("sqlite") { try SQLiteDatabase(path: $0.appendingPathComponent("store.sqlite"), durability: $1) },
+        // Backend("lmdb") { try LMDBEnvironment(directory: $0, durability: $1) },
     ])
 }

@@ -7,6 +7,9 @@ import Darwin
 #endif
 
 /// Facts about the machine and the process, for a report's provenance columns.
+///
+/// Each fact falls back to a coarser source (or an empty value) when a system
+/// file is missing; none of them is on a data path.
 public enum SystemInfo {
     /// The peak resident memory of this process so far, in bytes: `VmHWM` from
     /// `/proc/self/status` on Linux, else `getrusage`'s `ru_maxrss`.
