@@ -99,6 +99,10 @@ struct Run: ParsableCommand {
 
     func run() throws {
         let plan = try plan()
+        if SystemInfo.build != "release" {
+            FileHandle.standardError.write(
+                Data("storage-bench: warning: this is a \(SystemInfo.build) build; measure with -c release (make bench)\n".utf8))
+        }
         let started = Date()
         let host = SystemInfo.host
         let timestamp = ISO8601DateFormatter().string(from: started)

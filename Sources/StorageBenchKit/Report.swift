@@ -240,7 +240,7 @@ public struct Report: Sendable, Hashable {
             var object: [String: Any] = [:]
             for (name, value) in zip(ReportRow.columns, row.fields) {
                 if numeric.contains(name) {
-                    object[name] = value.isEmpty ? NSNull() : (Double(value).map { NSNumber(value: $0) } ?? NSNull())
+                    object[name] = Self.jsonNumber(value)
                 } else {
                     object[name] = value
                 }
@@ -249,6 +249,15 @@ public struct Report: Sendable, Hashable {
         }
         let data = try JSONSerialization.data(withJSONObject: objects, options: [.prettyPrinted, .sortedKeys])
         return String(decoding: data, as: UTF8.self) + "\n"
+    }
+
+    /// A CSV cell as a JSON number: integers exactly (a seed may exceed 2^53),
+    /// others as doubles, an empty cell as null.
+    static func jsonNumber(_ value: String) -> Any {
+        if let integer = Int64(value) { return NSNumber(value: integer) }
+        if let integer = UInt64(value) { return NSNumber(value: integer) }
+        if let real = Double(value) { return NSNumber(value: real) }
+        return NSNull()
     }
 
     /// The report as a Markdown table of the figures that differ between rows.

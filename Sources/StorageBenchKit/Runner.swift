@@ -236,7 +236,8 @@ public enum SummaryTable {
                         line.append("error")
                         notes.append("\(backend) \(operation): \(row.error)")
                     } else if let throughput = row.throughputPerSecond, let fastest, fastest > 0 {
-                        let ratio = String(format: "%.2f×", throughput / fastest)
+                        let share = throughput / fastest
+                        let ratio = String(format: share >= 0.1 ? "%.2f×" : "%.2g×", share)
                         line.append("\(Format.compact(throughput)) \(unit) \(ratio)")
                     } else {
                         line.append("–")

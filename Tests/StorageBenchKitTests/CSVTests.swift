@@ -66,6 +66,19 @@ import Testing
         #expect(ReportRow.columns.joined(separator: ",").hasPrefix(required))
     }
 
+    @Test func jsonKeepsIntegersExact() throws {
+        let provenance = Provenance(
+            runId: "r", timestamp: "t", gitCommit: "", host: "h", os: "o", cpu: "c", swiftVersion: "6", build: "release")
+        let row = ReportRow(
+            workload: "dialog-graph-v1", provenance: provenance, backend: "json", durability: "full",
+            operation: "persist", dialogs: 1, messagesPerDialog: 1, units: 1, unit: "messages", iterations: 1,
+            medianSeconds: 0.5, throughputPerSecond: 2, seed: UInt64.max)
+        let json = try Report(rows: [row]).json()
+        #expect(json.contains("\"seed\" : 18446744073709551615"))
+        #expect(json.contains("\"median_s\" : 0.5"))
+        #expect(json.contains("\"p50_us\" : null"))
+    }
+
     @Test func aReportWithoutARequiredColumnIsRejected() {
         #expect(throws: ConfigurationError.self) { try Report(csv: "workload,backend\r\nx,y\r\n") }
     }
