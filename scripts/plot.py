@@ -113,6 +113,9 @@ def main(argv):
         print(__doc__, file=sys.stderr)
         return 64
     report = argv[1]
+    if not os.path.isfile(report):
+        print(f"plot: no report at {report}; run make bench (or make bench-smoke) first", file=sys.stderr)
+        return 1
     rows = read(report)
     if not rows:
         print(f"plot: {report} has no rows", file=sys.stderr)
