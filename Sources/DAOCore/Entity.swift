@@ -112,6 +112,9 @@ public final class Entity<Root: Record>: Sendable {
     /// entity. Adapters use it to set up the owner (and the foreign key) first
     /// when a storage for the child is asked for before one for its owner.
     public let owner: (any Record.Type)?
+    /// Field positions by key path and by name, for lookups on hot paths.
+    private let positionByKeyPath: [KeyPathKey: Int]
+    private let positionByName: [String: Int]
 
     /// Declares an entity.
     ///
@@ -138,6 +141,14 @@ public final class Entity<Root: Record>: Sendable {
         self.indexes = indexes
         self.relations = relations
         self.owner = owner
+        var byKeyPath: [KeyPathKey: Int] = [:]
+        var byName: [String: Int] = [:]
+        for (position, field) in self.fields.enumerated() {
+            byKeyPath[KeyPathKey(field.keyPath)] = byKeyPath[KeyPathKey(field.keyPath)] ?? position
+            byName[field.name] = byName[field.name] ?? position
+        }
+        positionByKeyPath = byKeyPath
+        positionByName = byName
     }
 
     /// The primary key field.
@@ -145,12 +156,17 @@ public final class Entity<Root: Record>: Sendable {
 
     /// The field called `name`, if there is one.
     public func field(named name: String) -> Field<Root>? {
-        fields.first { $0.name == name }
+        positionByName[name].map { fields[$0] }
+    }
+
+    /// The position of the field called `name` in ``fields``, if there is one.
+    public func position(ofField name: String) -> Int? {
+        positionByName[name]
     }
 
     /// The field read by `keyPath`, if it is a declared field.
     public func field(for keyPath: AnyKeyPath) -> Field<Root>? {
-        fields.first { $0.keyPath == keyPath }
+        positionByKeyPath[KeyPathKey(keyPath)].map { fields[$0] }
     }
 
     /// The names of every `Codable` key a record of this entity has: its fields,
@@ -163,6 +179,13 @@ public final class Entity<Root: Record>: Sendable {
     ///
     /// - Throws: ``StorageError`` of kind ``StorageError/Kind/schemaMismatch``.
     public func validate() throws {
+        var visited: Set<String> = []
+        try validate(visited: &visited)
+    }
+
+    /// Validates this entity and, once each, the entities its relations own.
+    func validate(visited: inout Set<String>) throws {
+        guard visited.insert(name).inserted else { return }
         var seen = Set<String>()
         for key in codingKeys where !seen.insert(key).inserted {
             throw StorageError(.schemaMismatch, .open, entity: name, message: "the name '\(key)' is declared twice")
@@ -178,7 +201,7 @@ public final class Entity<Root: Record>: Sendable {
             }
         }
         for relation in relations {
-            try relation.validateForeignKey(parent: name)
+            try relation.validateForeignKey(parent: name, visited: &visited)
         }
         if let owner, owner.ownedRelation(for: Root.self) == nil {
             throw StorageError(
@@ -205,7 +228,7 @@ extension ToManyRelation {
     /// The child's entity declaration.
     public var childEntity: Entity<Child> { Child.entity }
 
-    func validateForeignKey(parent: String) throws {
+    func validateForeignKey(parent: String, visited: inout Set<String>) throws {
         guard let field = Child.entity.field(named: foreignKeyField) else {
             throw StorageError(
                 .schemaMismatch, .open, entity: parent,
@@ -216,6 +239,19 @@ extension ToManyRelation {
                 .schemaMismatch, .open, entity: parent,
                 message: "relation '\(name)': field '\(foreignKeyField)' of '\(Child.entity.name)' is not the key path given as the parent key")
         }
-        try Child.entity.validate()
+        try Child.entity.validate(visited: &visited)
+    }
+}
+
+/// A key path as a dictionary key.
+///
+/// `@unchecked Sendable`: key paths are immutable objects; `AnyKeyPath` is not
+/// marked `Sendable` only because its subclasses may capture non-Sendable
+/// subscript arguments, and a declared field's key path has none.
+struct KeyPathKey: Hashable, @unchecked Sendable {
+    let keyPath: AnyKeyPath
+
+    init(_ keyPath: AnyKeyPath) {
+        self.keyPath = keyPath
     }
 }

@@ -122,24 +122,29 @@ enum PartialTranslation {
 struct TranslationContext<R: Record> {
     let variable: PredicateExpressions.VariableID
 
-    func translate(_ expression: Any) -> PartialTranslation {
+    func translate<E>(_ expression: E) -> PartialTranslation {
         guard let node = expression as? any TranslatableExpression else { return .none }
         return node.translate(in: self)
     }
 
     /// The declared field a key-path operand reads, if the operand is a key path
     /// on the predicate's own input.
-    func field(_ operand: Any) -> Field<R>? {
-        guard let keyPath = operand as? any KeyPathOperand, keyPath.variableKey == variable else { return nil }
+    func field<E>(_ operand: E) -> Field<R>? {
+        guard let keyPath = operand as? any KeyPathOperand else { return nil }
+        return field(keyPath)
+    }
+
+    func field(_ keyPath: some KeyPathOperand) -> Field<R>? {
+        guard keyPath.variableKey == variable else { return nil }
         return R.entity.field(for: keyPath.anyKeyPath)
     }
 
     /// The constant a value operand holds, in stored form.
-    func value(_ operand: Any) -> StoredValue? {
+    func value<E>(_ operand: E) -> StoredValue? {
         (operand as? any ValueOperand)?.storedValue
     }
 
-    func comparison(_ lhs: Any, _ rhs: Any, _ op: QueryExpression.Comparison) -> PartialTranslation {
+    func comparison<Left, Right>(_ lhs: Left, _ rhs: Right, _ op: QueryExpression.Comparison) -> PartialTranslation {
         if let field = field(lhs), let value = value(rhs) {
             return .exact(.compare(field: field.name, op, value))
         }
@@ -173,9 +178,10 @@ extension Optional: OptionalValue {
 
 /// `value` in stored form, `.null` for a `nil` optional, `nil` when it is not a
 /// field value at all.
-func storedValue(of value: Any) -> StoredValue? {
+func storedValue<V>(of value: V) -> StoredValue? {
+    if let value = value as? any FieldValue { return value.storedValue }
     if let optional = value as? any OptionalValue, optional.isNil { return .null }
-    return (value as? any FieldValue)?.storedValue
+    return nil
 }
 
 extension PredicateExpressions.KeyPath: KeyPathOperand {

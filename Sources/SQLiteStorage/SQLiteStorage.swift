@@ -1,1 +1,229 @@
 import DAOCore
+import Foundation
+
+/// The records of one entity in an ``SQLiteDatabase``: one table, one typed
+/// column per field, its relations in child tables.
+///
+/// Every call is one SQLite transaction. Predicates are compiled to a `WHERE`
+/// clause with bound parameters and sort descriptors to `ORDER BY` where SQLite
+/// can run them exactly as Foundation would; anything else is evaluated in
+/// memory over the rows a coarser query returns.
+///
+/// ```swift
+/// let messages = try db.storage(for: MessageRecord.self)
+/// let unread = try messages.read(
+///     where: #Predicate { $0.dialogId == 7 && !$0.isRead },
+///     sortedBy: [SortDescriptor(\.date, order: .reverse)])
+/// ```
+public struct SQLiteStorage<Record: DAOCore.Record>: Storage {
+    /// The database that holds the table.
+    public let database: SQLiteDatabase
+    let table: Table<Record>
+
+    init(database: SQLiteDatabase, table: Table<Record>) {
+        self.database = database
+        self.table = table
+    }
+
+    private var entityName: String { table.entity.name }
+    private var hasChildren: Bool { !table.links.isEmpty }
+
+    /// Upserts the records with their children in one transaction.
+    /// - Throws: ``StorageError``; nothing is written then.
+    public func persist(_ records: [Record]) throws {
+        guard !records.isEmpty else { return }
+        try database.withConnection(.persist, entity: entityName) { connection in
+            try connection.transaction(immediate: true) {
+                let writer = try TableWriter(table, connection)
+                for record in records {
+                    try writer.write(record)
+                }
+            }
+        }
+    }
+
+    /// The record with primary key `key`, with its children, or `nil`.
+    /// - Throws: ``StorageError``.
+    public func read(primaryKey key: Record.PrimaryKey) throws -> Record? {
+        try read(primaryKeys: [key]).first
+    }
+
+    /// The records with these keys, in the order of `keys`, missing keys skipped.
+    /// - Throws: ``StorageError``.
+    public func read(primaryKeys keys: [Record.PrimaryKey]) throws -> [Record] {
+        guard !keys.isEmpty else { return [] }
+        return try database.withReader(.read, entity: entityName) { connection in
+            let reader = TableReader(table: table, connection: connection)
+            if hasChildren {
+                return try connection.transaction(immediate: false) { try reader.read(keys: keys) }
+            }
+            return try reader.read(keys: keys)
+        }
+    }
+
+    /// The records that answer `query`: filtered, sorted and limited by SQLite
+    /// when it can run the predicate and the sort exactly, otherwise finished in
+    /// memory.
+    /// - Throws: ``StorageError``; ``StorageError/Kind/invalidArgument`` for a negative limit.
+    public func read(_ query: Query<Record>) throws -> [Record] {
+        try query.validate()
+        if query.limit == 0 { return [] }
+        let plan = Plan(query.predicate, entity: table.entity)
+        let order = PredicateSQL.orderBy(query.sortedBy, entity: table.entity)
+        return try database.withReader(.read, entity: entityName) { connection in
+            try transactionIfNeeded(connection) {
+                let reader = TableReader(table: table, connection: connection)
+                if plan.isExact, let order {
+                    let statement = try connection.statement(
+                        table.selectSQL(where: plan.condition?.sql, orderBy: order, limit: query.limit != nil))
+                    try statement.bind(plan.condition?.parameters ?? [])
+                    if let limit = query.limit {
+                        let index = Int32((plan.condition?.parameters.count ?? 0) + 1)
+                        try statement.bind(Int64(limit), at: index)
+                    }
+                    var records = try reader.rows(statement)
+                    try reader.attachChildren(to: &records, all: plan.condition == nil && query.limit == nil)
+                    return records
+                }
+                let candidates = try candidates(plan, reader, connection)
+                let remaining = Query(
+                    where: plan.isExact ? nil : query.predicate, sortedBy: query.sortedBy, limit: query.limit)
+                return try remaining.apply(to: candidates)
+            }
+        }
+    }
+
+    /// How many records meet `predicate`.
+    /// - Throws: ``StorageError``.
+    public func count(where predicate: Predicate<Record>?) throws -> Int {
+        let plan = Plan(predicate, entity: table.entity)
+        return try database.withReader(.count, entity: entityName) { connection in
+            if plan.isExact {
+                var sql = "SELECT count(*) FROM \(quoted(table.name))"
+                if let condition = plan.condition { sql += " WHERE \(condition.sql)" }
+                let statement = try connection.statement(sql)
+                defer { statement.reset() }
+                try statement.bind(plan.condition?.parameters ?? [])
+                guard try statement.step() else { return 0 }
+                return Int(statement.int64(0))
+            }
+            return try transactionIfNeeded(connection) {
+                let reader = TableReader(table: table, connection: connection)
+                let query = Query(where: predicate)
+                return try candidates(plan, reader, connection).reduce(0) { try query.matches($1) ? $0 + 1 : $0 }
+            }
+        }
+    }
+
+    /// Erases the records with these keys and their children; returns how many
+    /// records were erased.
+    /// - Throws: ``StorageError``; nothing is erased then.
+    @discardableResult
+    public func erase(primaryKeys keys: [Record.PrimaryKey]) throws -> Int {
+        guard !keys.isEmpty else { return 0 }
+        return try database.withConnection(.erase, entity: entityName) { connection in
+            try connection.transaction(immediate: true) {
+                try erase(keys, connection)
+            }
+        }
+    }
+
+    /// Erases the records that meet `predicate` (all when `nil`) and their
+    /// children; returns how many records were erased.
+    /// - Throws: ``StorageError``; nothing is erased then.
+    @discardableResult
+    public func erase(where predicate: Predicate<Record>?) throws -> Int {
+        let plan = Plan(predicate, entity: table.entity)
+        return try database.withConnection(.erase, entity: entityName) { connection in
+            try connection.transaction(immediate: true) {
+                if plan.isExact {
+                    var sql = "DELETE FROM \(quoted(table.name))"
+                    if let condition = plan.condition { sql += " WHERE \(condition.sql)" }
+                    let statement = try connection.statement(sql)
+                    try statement.bind(plan.condition?.parameters ?? [])
+                    try statement.run()
+                    return connection.changes
+                }
+                let reader = TableReader(table: table, connection: connection)
+                let query = Query(where: predicate)
+                let keys = try candidates(plan, reader, connection).filter { try query.matches($0) }.map(\.primaryKey)
+                return try erase(keys, connection)
+            }
+        }
+    }
+
+    /// The `EXPLAIN QUERY PLAN` details of the statement `read(query)` runs for
+    /// the parent rows, and whether SQLite runs the whole query (filter, sort,
+    /// limit) rather than leaving part of it to memory.
+    func queryPlan(_ query: Query<Record>) throws -> (details: [String], pushedDown: Bool) {
+        let plan = Plan(query.predicate, entity: table.entity)
+        let order = PredicateSQL.orderBy(query.sortedBy, entity: table.entity)
+        let pushedDown = plan.isExact && order != nil
+        let sql = table.selectSQL(
+            where: plan.condition?.sql, orderBy: pushedDown ? order ?? [] : [],
+            limit: pushedDown && query.limit != nil)
+        return try database.withConnection(.read, entity: entityName) { connection in
+            let statement = try Statement(db: connection.handle, sql: "EXPLAIN QUERY PLAN " + sql, persistent: false)
+            try statement.bind(plan.condition?.parameters ?? [])
+            if pushedDown, let limit = query.limit {
+                try statement.bind(Int64(limit), at: Int32((plan.condition?.parameters.count ?? 0) + 1))
+            }
+            var details: [String] = []
+            while try statement.step() {
+                details.append(statement.text(3) ?? "")
+            }
+            return (details, pushedDown)
+        }
+    }
+
+    // MARK: Helpers
+
+    private func erase(_ keys: [Record.PrimaryKey], _ connection: Connection) throws -> Int {
+        let statement = try connection.statement(table.deleteByKeySQL)
+        var erased = 0
+        for key in keys {
+            try statement.bind(key.storedValue, at: 1)
+            try statement.run()
+            erased += connection.changes
+        }
+        return erased
+    }
+
+    /// The records the plan's SQL condition selects (a superset of the answer
+    /// when the plan is inexact), in primary-key order, with their children.
+    private func candidates(_ plan: Plan, _ reader: TableReader<Record>, _ connection: Connection) throws -> [Record] {
+        let statement = try connection.statement(table.selectSQL(where: plan.condition?.sql, orderBy: [], limit: false))
+        try statement.bind(plan.condition?.parameters ?? [])
+        var records = try reader.rows(statement)
+        try reader.attachChildren(to: &records, all: plan.condition == nil)
+        return records
+    }
+
+    /// Reads that run more than one statement (parents, then children) run in
+    /// one read transaction, so they see one state of the database.
+    private func transactionIfNeeded<T>(_ connection: Connection, _ body: () throws -> T) throws -> T {
+        hasChildren ? try connection.transaction(immediate: false, body) : try body()
+    }
+
+    /// How a predicate runs: the SQL condition (none = every row) and whether it
+    /// is the whole answer or a superset to filter in memory.
+    private struct Plan {
+        var condition: SQLCondition?
+        var isExact: Bool
+
+        init(_ predicate: Predicate<Record>?, entity: Entity<Record>) {
+            guard let predicate else {
+                condition = nil
+                isExact = true
+                return
+            }
+            let translation = QueryExpression.translate(predicate)
+            if case .constant(true) = translation.expression {
+                condition = nil
+            } else {
+                condition = PredicateSQL.compile(translation.expression, entity: entity)
+            }
+            isExact = translation.isExact && (condition != nil || translation.expression == .constant(true))
+        }
+    }
+}

@@ -1,6 +1,7 @@
 import DAOCore
 import FileStorage
 import Foundation
+import SQLiteStorage
 import Testing
 
 /// One adapter under test: how to open its store in a directory.
@@ -20,4 +21,5 @@ struct Backend: Sendable, CustomTestStringConvertible {
 let allBackends: [Backend] = [
     Backend("json") { try FileStore(directory: $0, format: .json, durability: $1) },
     Backend("plist") { try FileStore(directory: $0, format: .propertyList, durability: $1) },
+    Backend("sqlite") { try SQLiteDatabase(path: $0.appending(path: "store.sqlite"), durability: $1) },
 ]

@@ -94,3 +94,18 @@ struct CoreTests {
         #expect(t.isExact && t.expression == .constant(false))
     }
 }
+
+struct Folder: Record {
+    typealias PrimaryKey = Int64
+    var id: Int64
+    var parentId: Int64
+    var folders: [Folder]
+    static let entity = Entity<Folder>(
+        "folders", primaryKey: "id", \.id, fields: [Field("parentId", \.parentId)],
+        relations: [Relation("folders", \.folders, foreignKey: "parentId", \Folder.parentId)], ownedBy: Folder.self)
+}
+
+@Test("validating a relation that leads back to its own entity terminates")
+func selfReferenceValidates() throws {
+    try Folder.entity.validate()
+}

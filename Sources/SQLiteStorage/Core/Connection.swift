@@ -1,0 +1,99 @@
+import CSQLite
+import DAOCore
+
+/// One SQLite connection, the single owner of its `sqlite3*`: opened in the
+/// throwing initializer (and closed again if the rest of opening fails), closed in
+/// `deinit` after its cached statements are finalized.
+///
+/// Not `Sendable`: ``SQLiteDatabase`` hands it to one thread at a time under a lock.
+final class Connection {
+    /// The connection handle.
+    let handle: OpaquePointer
+    /// The database file.
+    let path: String
+    private var cache: [String: Statement] = [:]
+    private static let cacheLimit = 256
+
+    /// Opens the database at `path` with `flags` (`SQLITE_OPEN_*`).
+    /// - Throws: ``StorageError`` (kind ``StorageError/Kind/io`` when the file cannot be opened).
+    init(path: String, flags: Int32) throws {
+        var db: OpaquePointer?
+        let code = sqlite3_open_v2(path, &db, flags, nil)
+        guard code == SQLITE_OK, let db else {
+            let error = sqliteError(code, db: db, sql: nil, operation: .open)
+            sqlite3_close_v2(db)
+            throw error.with(path: path)
+        }
+        self.handle = db
+        self.path = path
+        sqlite3_extended_result_codes(db, 1)
+    }
+
+    deinit {
+        cache.removeAll()
+        sqlite3_close_v2(handle)
+    }
+
+    /// A prepared statement for `sql`, prepared once and reused afterwards.
+    /// The caller resets it after use (``Statement/run()`` does).
+    func statement(_ sql: String) throws -> Statement {
+        if let cached = cache[sql] { return cached }
+        let statement = try Statement(db: handle, sql: sql, persistent: true)
+        if cache.count >= Self.cacheLimit { cache.removeAll(keepingCapacity: true) }
+        cache[sql] = statement
+        return statement
+    }
+
+    /// Runs one or more SQL statements that take no parameters.
+    func execute(_ sql: String) throws {
+        var message: UnsafeMutablePointer<CChar>?
+        let code = sqlite3_exec(handle, sql, nil, nil, &message)
+        defer { sqlite3_free(message) }
+        if code != SQLITE_OK {
+            var error = sqliteError(code, db: handle, sql: sql)
+            if let message { error.message = "SQLite: " + String(cString: message) }
+            throw error
+        }
+    }
+
+    /// The first column of the first row of `sql` as text (`nil` when there is none).
+    func scalarText(_ sql: String) throws -> String? {
+        let statement = try Statement(db: handle, sql: sql, persistent: false)
+        guard try statement.step() else { return nil }
+        return statement.text(0)
+    }
+
+    /// The first column of the first row of `sql` as an integer (`nil` when there is none).
+    func scalarInt(_ sql: String) throws -> Int64? {
+        let statement = try Statement(db: handle, sql: sql, persistent: false)
+        guard try statement.step() else { return nil }
+        return statement.int64(0)
+    }
+
+    /// The number of rows the last INSERT, UPDATE or DELETE changed directly
+    /// (not counting foreign-key cascades).
+    var changes: Int { Int(sqlite3_changes64(handle)) }
+
+    /// Runs `body` in one transaction: committed when it returns, rolled back when
+    /// it (or the commit) throws.
+    ///
+    /// `immediate` takes the write lock at once (`BEGIN IMMEDIATE`), so a write
+    /// never fails half-way for want of it.
+    func transaction<T>(immediate: Bool, _ body: () throws -> T) throws -> T {
+        try statement(immediate ? "BEGIN IMMEDIATE" : "BEGIN").run()
+        do {
+            let result = try body()
+            try statement("COMMIT").run()
+            return result
+        } catch {
+            if sqlite3_get_autocommit(handle) == 0 {
+                // The caller needs the original error, so that is what is thrown.
+                // Should the rollback itself fail, SQLite has already rolled the
+                // transaction back (that is when ROLLBACK fails), or it is rolled
+                // back when the connection closes.
+                sqlite3_exec(handle, "ROLLBACK", nil, nil, nil)
+            }
+            throw error
+        }
+    }
+}

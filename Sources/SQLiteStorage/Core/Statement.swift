@@ -1,0 +1,187 @@
+import CSQLite
+import DAOCore
+
+/// A prepared SQLite statement, the single owner of its `sqlite3_stmt`: prepared
+/// in the throwing initializer, finalized in `deinit`.
+///
+/// Not `Sendable`: a statement belongs to its ``Connection`` and is used only
+/// while the connection's lock is held.
+final class Statement {
+    /// The statement handle.
+    let handle: OpaquePointer
+    /// The SQL text, for error messages.
+    let sql: String
+
+    /// Prepares `sql` on `db`.
+    /// - Throws: ``StorageError`` with SQLite's code and message.
+    init(db: OpaquePointer, sql: String, persistent: Bool) throws {
+        var statement: OpaquePointer?
+        let flags = persistent ? UInt32(SQLITE_PREPARE_PERSISTENT) : 0
+        let code = sqlite3_prepare_v3(db, sql, -1, flags, &statement, nil)
+        guard code == SQLITE_OK, let statement else {
+            sqlite3_finalize(statement)
+            throw sqliteError(code == SQLITE_OK ? SQLITE_MISUSE : code, db: db, sql: sql)
+        }
+        self.handle = statement
+        self.sql = sql
+    }
+
+    deinit {
+        sqlite3_finalize(handle)
+    }
+
+    // MARK: Binding (1-based parameter indexes)
+
+    @inline(__always)
+    func check(_ code: Int32) throws {
+        if code != SQLITE_OK {
+            throw sqliteError(code, db: sqlite3_db_handle(handle), sql: sql)
+        }
+    }
+
+    func bind(_ value: Int64, at index: Int32) throws {
+        try check(sqlite3_bind_int64(handle, index, value))
+    }
+
+    func bind(_ value: Double, at index: Int32) throws {
+        try check(sqlite3_bind_double(handle, index, value))
+    }
+
+    func bindNull(at index: Int32) throws {
+        try check(sqlite3_bind_null(handle, index))
+    }
+
+    /// Binds the string's UTF-8 bytes (NUL characters included); SQLite copies
+    /// them once, straight from the string's storage.
+    func bind(_ value: String, at index: Int32) throws {
+        try check(bindText(handle, value, index))
+    }
+
+    /// Binds raw bytes as text without checking that they are UTF-8 (used for
+    /// the exclusive upper bound of a prefix range).
+    func bindTextBytes(_ bytes: [UInt8], at index: Int32) throws {
+        let code = bytes.withUnsafeBufferPointer { buffer -> Int32 in
+            guard let base = buffer.baseAddress else {
+                return sqlite3_bind_text64(handle, index, "", 0, sqliteTransient, UInt8(SQLITE_UTF8))
+            }
+            return base.withMemoryRebound(to: CChar.self, capacity: buffer.count) {
+                sqlite3_bind_text64(handle, index, $0, UInt64(buffer.count), sqliteTransient, UInt8(SQLITE_UTF8))
+            }
+        }
+        try check(code)
+    }
+
+    func bind(blob bytes: UnsafeRawBufferPointer, at index: Int32) throws {
+        let code: Int32
+        if let base = bytes.baseAddress {
+            code = sqlite3_bind_blob64(handle, index, base, UInt64(bytes.count), sqliteTransient)
+        } else {
+            code = sqlite3_bind_zeroblob(handle, index, 0)
+        }
+        try check(code)
+    }
+
+    /// Binds an engine-neutral value.
+    func bind(_ value: StoredValue, at index: Int32) throws {
+        switch value {
+        case .null: try bindNull(at: index)
+        case .integer(let value): try bind(value, at: index)
+        case .real(let value): try bind(value, at: index)
+        case .text(let value): try bind(value, at: index)
+        case .blob(let bytes): try bytes.withUnsafeBytes { try bind(blob: $0, at: index) }
+        }
+    }
+
+    /// Binds `values` to parameters 1, 2, … in order.
+    func bind(_ values: [StoredValue], from first: Int32 = 1) throws {
+        var index = first
+        for value in values {
+            try bind(value, at: index)
+            index += 1
+        }
+    }
+
+    // MARK: Stepping
+
+    /// Advances to the next row: `true` when there is a row, `false` when done.
+    /// - Throws: ``StorageError`` for any other result.
+    @inline(__always)
+    func step() throws -> Bool {
+        let code = sqlite3_step(handle)
+        if code == SQLITE_ROW { return true }
+        if code == SQLITE_DONE { return false }
+        throw sqliteError(code, db: sqlite3_db_handle(handle), sql: sql)
+    }
+
+    /// Runs a statement that returns no rows (or ignores them).
+    func run() throws {
+        defer { reset() }
+        while try step() {}
+    }
+
+    /// Resets the statement for its next use, keeping its bindings. SQLite's
+    /// return value here repeats the error of the last `step`, which `step`
+    /// already threw, so it is not checked again.
+    @inline(__always)
+    func reset() {
+        sqlite3_reset(handle)
+    }
+
+    // MARK: Columns (0-based)
+
+    @inline(__always)
+    func isNull(_ column: Int32) -> Bool {
+        sqlite3_column_type(handle, column) == SQLITE_NULL
+    }
+
+    @inline(__always)
+    func int64(_ column: Int32) -> Int64 {
+        sqlite3_column_int64(handle, column)
+    }
+
+    @inline(__always)
+    func double(_ column: Int32) -> Double {
+        sqlite3_column_double(handle, column)
+    }
+
+    /// The column as a string (one copy of SQLite's UTF-8 bytes), `nil` for NULL.
+    @inline(__always)
+    func text(_ column: Int32) -> String? {
+        guard let bytes = sqlite3_column_text(handle, column) else { return nil }
+        let count = Int(sqlite3_column_bytes(handle, column))
+        return String(decoding: UnsafeBufferPointer(start: bytes, count: count), as: UTF8.self)
+    }
+
+    /// The column as an engine-neutral value, by its stored type.
+    func storedValue(_ column: Int32) -> StoredValue {
+        switch sqlite3_column_type(handle, column) {
+        case SQLITE_INTEGER: .integer(int64(column))
+        case SQLITE_FLOAT: .real(double(column))
+        case SQLITE_TEXT: text(column).map { .text($0) } ?? .null
+        case SQLITE_BLOB: blob(column).map { .blob($0) } ?? .null
+        default: .null
+        }
+    }
+
+    /// The column's bytes, `nil` for NULL.
+    func blob(_ column: Int32) -> [UInt8]? {
+        if isNull(column) { return nil }
+        let count = Int(sqlite3_column_bytes(handle, column))
+        guard count > 0, let bytes = sqlite3_column_blob(handle, column) else { return [] }
+        return [UInt8](UnsafeRawBufferPointer(start: bytes, count: count))
+    }
+}
+
+/// Binds `value`'s UTF-8 bytes to parameter `index` of `statement`.
+@inline(__always)
+func bindText(_ statement: OpaquePointer, _ value: String, _ index: Int32) -> Int32 {
+    var value = value
+    return value.withUTF8 { buffer -> Int32 in
+        guard let base = buffer.baseAddress else {
+            return sqlite3_bind_text64(statement, index, "", 0, sqliteTransient, UInt8(SQLITE_UTF8))
+        }
+        return base.withMemoryRebound(to: CChar.self, capacity: buffer.count) {
+            sqlite3_bind_text64(statement, index, $0, UInt64(buffer.count), sqliteTransient, UInt8(SQLITE_UTF8))
+        }
+    }
+}

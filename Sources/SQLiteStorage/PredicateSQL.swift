@@ -1,0 +1,162 @@
+import DAOCore
+import Foundation
+
+/// A `WHERE` clause and the values bound to its `?` parameters, in order.
+struct SQLCondition: Sendable {
+    var sql: String
+    var parameters: [SQLParameter]
+}
+
+/// A value bound to a parameter: a stored value, or raw text bytes (the exclusive
+/// upper bound of a prefix range, which need not be valid UTF-8).
+enum SQLParameter: Sendable, Hashable {
+    case value(StoredValue)
+    case textBytes([UInt8])
+}
+
+extension Statement {
+    /// Binds `parameters` to `?1`, `?2`, … in order.
+    func bind(_ parameters: [SQLParameter]) throws {
+        var index: Int32 = 1
+        for parameter in parameters {
+            switch parameter {
+            case .value(let value): try bind(value, at: index)
+            case .textBytes(let bytes): try bindTextBytes(bytes, at: index)
+            }
+            index += 1
+        }
+    }
+}
+
+/// Compiles ``QueryExpression``s (translated from Foundation predicates) into SQL
+/// with bound parameters, and sort descriptors into `ORDER BY`.
+///
+/// Every compiled condition is two-valued (never SQL NULL), so `NOT`, `AND` and
+/// `OR` keep Swift's meaning: equality on an optional column is null-safe
+/// (`IS` / `IS NOT`), as the predicate's `==` and `!=` are.
+enum PredicateSQL {
+    /// The most parameters a compiled condition may bind (SQLite's limit is
+    /// 32766; one is kept for `LIMIT`).
+    static let maximumParameters = 32_000
+
+    /// The condition for `expression` over `entity`'s table, or `nil` when some
+    /// part has no faithful SQL form (the caller then filters in memory).
+    static func compile<R: Record>(_ expression: QueryExpression, entity: Entity<R>) -> SQLCondition? {
+        var parameters: [SQLParameter] = []
+        guard let sql = compile(expression, entity: entity, into: &parameters),
+            // SQLite allows 32766 parameters; a larger IN list is filtered in memory.
+            parameters.count <= maximumParameters
+        else { return nil }
+        return SQLCondition(sql: sql, parameters: parameters)
+    }
+
+    private static func compile<R: Record>(
+        _ expression: QueryExpression, entity: Entity<R>, into parameters: inout [SQLParameter]
+    ) -> String? {
+        switch expression {
+        case .constant(let value):
+            return value ? "1" : "0"
+
+        case .isTrue(let name):
+            guard let field = entity.field(named: name), !field.isOptional else { return nil }
+            return "\(quoted(name)) = 1"
+
+        case .not(.isTrue(let name)):
+            guard let field = entity.field(named: name), !field.isOptional else { return nil }
+            return "\(quoted(name)) = 0"
+
+        case .compare(let name, let comparison, let value):
+            guard let field = entity.field(named: name) else { return nil }
+            let column = quoted(name)
+            let nullable = field.isOptional || value == .null
+            switch comparison {
+            case .equal:
+                if value == .null { return "\(column) IS NULL" }
+                parameters.append(.value(value))
+                return nullable ? "\(column) IS ?" : "\(column) = ?"
+            case .notEqual:
+                if value == .null { return "\(column) IS NOT NULL" }
+                parameters.append(.value(value))
+                return nullable ? "\(column) IS NOT ?" : "\(column) <> ?"
+            case .less, .lessOrEqual, .greater, .greaterOrEqual:
+                // Swift cannot order an optional against nil; leave such a
+                // comparison to the in-memory evaluation.
+                if nullable { return nil }
+                parameters.append(.value(value))
+                return "\(column) \(comparison.rawValue) ?"
+            }
+
+        case .contains(let name, let substring):
+            guard let field = entity.field(named: name), !field.isOptional, field.type == .text else { return nil }
+            if substring.isEmpty { return "1" }
+            parameters.append(.value(.text(substring)))
+            return "instr(\(quoted(name)), ?) > 0"
+
+        case .hasPrefix(let name, let prefix):
+            guard let field = entity.field(named: name), !field.isOptional, field.type == .text else { return nil }
+            if prefix.isEmpty { return "1" }
+            // [prefix, prefix with its last byte + 1): a byte-exact range that an
+            // index on the column can serve. UTF-8 never contains 0xFF, so the
+            // last byte can always be incremented.
+            var upper = Array(prefix.utf8)
+            upper[upper.count - 1] += 1
+            parameters.append(.value(.text(prefix)))
+            parameters.append(.textBytes(upper))
+            let column = quoted(name)
+            return "(\(column) >= ? AND \(column) < ?)"
+
+        case .isIn(let name, let values):
+            guard let field = entity.field(named: name) else { return nil }
+            let column = quoted(name)
+            let present = values.filter { $0 != .null }
+            let includesNull = present.count != values.count
+            var parts: [String] = []
+            if !present.isEmpty {
+                parameters.append(contentsOf: present.map { .value($0) })
+                let list = "\(column) IN (\(Array(repeating: "?", count: present.count).joined(separator: ", ")))"
+                // IN over a NULL column is NULL; keep it two-valued.
+                parts.append(field.isOptional ? "(\(column) IS NOT NULL AND \(list))" : list)
+            }
+            if includesNull { parts.append("\(column) IS NULL") }
+            if parts.isEmpty { return "0" }
+            return parts.count == 1 ? parts[0] : "(\(parts.joined(separator: " OR ")))"
+
+        case .and(let lhs, let rhs):
+            guard let left = compile(lhs, entity: entity, into: &parameters),
+                let right = compile(rhs, entity: entity, into: &parameters)
+            else { return nil }
+            return "(\(left) AND \(right))"
+
+        case .or(let lhs, let rhs):
+            guard let left = compile(lhs, entity: entity, into: &parameters),
+                let right = compile(rhs, entity: entity, into: &parameters)
+            else { return nil }
+            return "(\(left) OR \(right))"
+
+        case .not(let wrapped):
+            guard let inner = compile(wrapped, entity: entity, into: &parameters) else { return nil }
+            return "NOT (\(inner))"
+        }
+    }
+
+    /// `ORDER BY` terms for `descriptors` (without the primary-key tie-break), or
+    /// `nil` when one of them cannot be run by SQLite exactly as Foundation would
+    /// sort: a key path that is not a declared field, or a descriptor with a
+    /// string comparator (those are Unicode- or locale-aware; SQLite's BINARY
+    /// collation is not). A descriptor without one compares with `<`, which for
+    /// NFC strings is SQLite's byte order, the order every adapter agrees on.
+    static func orderBy<R: Record>(_ descriptors: [SortDescriptor<R>], entity: Entity<R>) -> [String]? {
+        var terms: [String] = []
+        for descriptor in descriptors {
+            guard let keyPath = descriptor.keyPath, let field = entity.field(for: keyPath) else { return nil }
+            if field.type == .blob || descriptor.stringComparator != nil { return nil }
+            terms.append("\(quoted(field.name)) \(descriptor.order == .forward ? "ASC" : "DESC")")
+        }
+        return terms
+    }
+}
+
+/// `name` as an SQL identifier.
+func quoted(_ name: String) -> String {
+    "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+}

@@ -1,0 +1,246 @@
+import CSQLite
+import DAOCore
+import Foundation
+
+/// Decodes records straight from the current row of a statement through their
+/// `Codable` conformance: each key reads the column of its field. One decoder
+/// serves every row of a call.
+///
+/// A relation key decodes as an empty array; the storage attaches the children
+/// read from the child table afterwards. A key the entity does not declare throws
+/// ``StorageError/Kind/schemaMismatch``.
+final class RowDecoder: Decoder {
+    let layout: RowLayout
+    let statement: Statement
+    let handle: OpaquePointer
+    var next = 0
+
+    var codingPath: [any CodingKey] { [] }
+    var userInfo: [CodingUserInfoKey: Any] { [:] }
+
+    init(layout: RowLayout, statement: Statement) {
+        self.layout = layout
+        self.statement = statement
+        self.handle = statement.handle
+    }
+
+    /// Decodes the statement's current row as a `T`.
+    @inline(__always)
+    func decodeRow<T: Decodable>(_ type: T.Type) throws -> T {
+        next = 0
+        return try T(from: self)
+    }
+
+    func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
+        KeyedDecodingContainer(RowDecodingContainer<Key>(decoder: self))
+    }
+
+    func unkeyedContainer() throws -> any UnkeyedDecodingContainer { throw shapeError() }
+    func singleValueContainer() throws -> any SingleValueDecodingContainer { throw shapeError() }
+
+    func shapeError() -> StorageError {
+        StorageError(
+            .decoding, .read, entity: layout.entityName,
+            message: "a record must decode from a keyed container, one key per column")
+    }
+
+    /// The 0-based column of `key`.
+    @inline(__always)
+    func column(for key: some CodingKey) throws -> Int32 {
+        let name = key.stringValue
+        guard let column = layout.column(of: name, guess: next) else { throw layout.unknownKey(name, .read) }
+        next = column + 1
+        return Int32(column)
+    }
+
+    func nullError(_ column: Int32) -> StorageError {
+        StorageError(
+            .decoding, .read, entity: layout.entityName,
+            message: "column '\(layout.names[Int(column)])' is NULL but the record's field is not optional")
+    }
+
+    func rangeError(_ column: Int32, _ type: Any.Type) -> StorageError {
+        StorageError(
+            .decoding, .read, entity: layout.entityName,
+            message: "the value \(sqlite3_column_int64(handle, column)) of column '\(layout.names[Int(column)])' does not fit \(type)")
+    }
+
+    @inline(__always)
+    func int64(_ column: Int32) throws -> Int64 {
+        let value = sqlite3_column_int64(handle, column)
+        // NULL reads as 0; only then is the type worth asking for.
+        if value == 0, sqlite3_column_type(handle, column) == SQLITE_NULL { throw nullError(column) }
+        return value
+    }
+
+    @inline(__always)
+    func integer<I: FixedWidthInteger>(_ column: Int32, as type: I.Type) throws -> I {
+        guard let value = I(exactly: try int64(column)) else { throw rangeError(column, type) }
+        return value
+    }
+
+    @inline(__always)
+    func double(_ column: Int32) throws -> Double {
+        let value = sqlite3_column_double(handle, column)
+        if value == 0, sqlite3_column_type(handle, column) == SQLITE_NULL { throw nullError(column) }
+        return value
+    }
+
+    @inline(__always)
+    func string(_ column: Int32) throws -> String {
+        guard let text = statement.text(column) else { throw nullError(column) }
+        return text
+    }
+
+    func value<T: Decodable>(_ type: T.Type, at column: Int32) throws -> T {
+        if T.self == Date.self {
+            return unsafeBitCast(Date(timeIntervalSinceReferenceDate: try double(column)), to: T.self)
+        }
+        if T.self == Data.self {
+            guard let bytes = statement.blob(column) else { throw nullError(column) }
+            return unsafeBitCast(Data(bytes), to: T.self)
+        }
+        return try T(from: ColumnDecoder(decoder: self, column: column))
+    }
+}
+
+/// The keyed container of ``RowDecoder``.
+struct RowDecodingContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
+    let decoder: RowDecoder
+    var codingPath: [any CodingKey] { [] }
+
+    var allKeys: [Key] {
+        (decoder.layout.names + decoder.layout.relationPlaceholders.keys).compactMap { Key(stringValue: $0) }
+    }
+
+    func contains(_ key: Key) -> Bool {
+        let name = key.stringValue
+        return decoder.layout.indexByName[name] != nil || decoder.layout.relationPlaceholders[name] != nil
+    }
+
+    func decodeNil(forKey key: Key) throws -> Bool {
+        if decoder.layout.relationPlaceholders[key.stringValue] != nil { return false }
+        let column = try decoder.column(for: key)
+        // A second lookup of the same key (decodeIfPresent asks decodeNil, then
+        // decode) should find it by the guess again.
+        decoder.next = Int(column)
+        return sqlite3_column_type(decoder.handle, column) == SQLITE_NULL
+    }
+
+    func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool {
+        try decoder.int64(decoder.column(for: key)) != 0
+    }
+    func decode(_ type: String.Type, forKey key: Key) throws -> String {
+        try decoder.string(decoder.column(for: key))
+    }
+    func decode(_ type: Double.Type, forKey key: Key) throws -> Double {
+        try decoder.double(decoder.column(for: key))
+    }
+    func decode(_ type: Float.Type, forKey key: Key) throws -> Float {
+        Float(try decoder.double(decoder.column(for: key)))
+    }
+    func decode(_ type: Int64.Type, forKey key: Key) throws -> Int64 {
+        try decoder.int64(decoder.column(for: key))
+    }
+    func decode(_ type: Int.Type, forKey key: Key) throws -> Int {
+        try decoder.integer(decoder.column(for: key), as: Int.self)
+    }
+    func decode(_ type: Int8.Type, forKey key: Key) throws -> Int8 {
+        try decoder.integer(decoder.column(for: key), as: Int8.self)
+    }
+    func decode(_ type: Int16.Type, forKey key: Key) throws -> Int16 {
+        try decoder.integer(decoder.column(for: key), as: Int16.self)
+    }
+    func decode(_ type: Int32.Type, forKey key: Key) throws -> Int32 {
+        try decoder.integer(decoder.column(for: key), as: Int32.self)
+    }
+    func decode(_ type: UInt.Type, forKey key: Key) throws -> UInt {
+        try decoder.integer(decoder.column(for: key), as: UInt.self)
+    }
+    func decode(_ type: UInt8.Type, forKey key: Key) throws -> UInt8 {
+        try decoder.integer(decoder.column(for: key), as: UInt8.self)
+    }
+    func decode(_ type: UInt16.Type, forKey key: Key) throws -> UInt16 {
+        try decoder.integer(decoder.column(for: key), as: UInt16.self)
+    }
+    func decode(_ type: UInt32.Type, forKey key: Key) throws -> UInt32 {
+        try decoder.integer(decoder.column(for: key), as: UInt32.self)
+    }
+    func decode(_ type: UInt64.Type, forKey key: Key) throws -> UInt64 {
+        try decoder.integer(decoder.column(for: key), as: UInt64.self)
+    }
+
+    func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
+        let name = key.stringValue
+        if let column = decoder.layout.column(of: name, guess: decoder.next) {
+            decoder.next = column + 1
+            return try decoder.value(type, at: Int32(column))
+        }
+        if let placeholder = decoder.layout.relationPlaceholders[name] {
+            guard let empty = placeholder as? T else {
+                throw StorageError(
+                    .decoding, .read, entity: decoder.layout.entityName,
+                    message: "relation '\(name)' does not decode as \(T.self)")
+            }
+            return empty
+        }
+        throw decoder.layout.unknownKey(name, .read)
+    }
+
+    func nestedContainer<NestedKey: CodingKey>(
+        keyedBy type: NestedKey.Type, forKey key: Key
+    ) throws -> KeyedDecodingContainer<NestedKey> {
+        throw decoder.shapeError()
+    }
+    func nestedUnkeyedContainer(forKey key: Key) throws -> any UnkeyedDecodingContainer {
+        throw decoder.shapeError()
+    }
+    func superDecoder() throws -> any Decoder { throw decoder.shapeError() }
+    func superDecoder(forKey key: Key) throws -> any Decoder { throw decoder.shapeError() }
+}
+
+/// Decodes a field's custom type (a raw-value enum, a UUID) from one column
+/// through its single-value container.
+struct ColumnDecoder: Decoder, SingleValueDecodingContainer {
+    let decoder: RowDecoder
+    let column: Int32
+
+    var codingPath: [any CodingKey] { [] }
+    var userInfo: [CodingUserInfoKey: Any] { [:] }
+
+    func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
+        throw decoder.shapeError()
+    }
+    func unkeyedContainer() throws -> any UnkeyedDecodingContainer { throw decoder.shapeError() }
+    func singleValueContainer() throws -> any SingleValueDecodingContainer { self }
+
+    func decodeNil() -> Bool { sqlite3_column_type(decoder.handle, column) == SQLITE_NULL }
+    func decode(_ type: Bool.Type) throws -> Bool { try decoder.int64(column) != 0 }
+    func decode(_ type: String.Type) throws -> String { try decoder.string(column) }
+    func decode(_ type: Double.Type) throws -> Double { try decoder.double(column) }
+    func decode(_ type: Float.Type) throws -> Float { Float(try decoder.double(column)) }
+    func decode(_ type: Int.Type) throws -> Int { try decoder.integer(column, as: Int.self) }
+    func decode(_ type: Int8.Type) throws -> Int8 { try decoder.integer(column, as: Int8.self) }
+    func decode(_ type: Int16.Type) throws -> Int16 { try decoder.integer(column, as: Int16.self) }
+    func decode(_ type: Int32.Type) throws -> Int32 { try decoder.integer(column, as: Int32.self) }
+    func decode(_ type: Int64.Type) throws -> Int64 { try decoder.int64(column) }
+    func decode(_ type: UInt.Type) throws -> UInt { try decoder.integer(column, as: UInt.self) }
+    func decode(_ type: UInt8.Type) throws -> UInt8 { try decoder.integer(column, as: UInt8.self) }
+    func decode(_ type: UInt16.Type) throws -> UInt16 { try decoder.integer(column, as: UInt16.self) }
+    func decode(_ type: UInt32.Type) throws -> UInt32 { try decoder.integer(column, as: UInt32.self) }
+    func decode(_ type: UInt64.Type) throws -> UInt64 { try decoder.integer(column, as: UInt64.self) }
+    func decode<T: Decodable>(_ type: T.Type) throws -> T { try decoder.value(type, at: column) }
+}
+
+/// Reads a primary key from a column without going through `Codable` for the
+/// common key types.
+@inline(__always)
+func readKey<K: PrimaryKeyValue>(_ type: K.Type, from statement: Statement, column: Int32) throws -> K {
+    if K.self == Int64.self { return unsafeBitCast(statement.int64(column), to: K.self) }
+    if K.self == Int.self { return unsafeBitCast(Int(statement.int64(column)), to: K.self) }
+    guard let text = statement.text(column) else {
+        throw StorageError(.decoding, .read, message: "a primary key column is NULL", context: statement.sql)
+    }
+    if K.self == String.self { return unsafeBitCast(text, to: K.self) }
+    throw StorageError(.decoding, .read, message: "primary keys of type \(K.self) are not supported", context: statement.sql)
+}

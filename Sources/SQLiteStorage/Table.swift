@@ -1,0 +1,369 @@
+import DAOCore
+import Foundation
+
+/// How one entity is stored in SQLite: its table, the SQL the storage runs on
+/// it, and its relations' child tables. Immutable, built from the entity's
+/// declaration.
+final class Table<R: Record>: Sendable {
+    let entity: Entity<R>
+    /// The table's name (unquoted).
+    let name: String
+    let layout: RowLayout
+    let links: [any ChildLink<R>]
+    /// The foreign key this table holds to a parent, when it is a relation's child.
+    let foreignKey: ForeignKey?
+
+    /// The quoted column list, in field order.
+    let selectList: String
+    let upsertSQL: String
+    let selectAllSQL: String
+    let selectByKeySQL: String
+    let deleteByKeySQL: String
+
+    /// Set when a relation leads back to an entity that owns this one: such a
+    /// table cannot be set up (``ensureSchema(_:foreignKey:)`` throws this).
+    let cycle: String?
+
+    /// Describes how `entity` is stored. `owners` are the entities whose
+    /// relations lead to this one, to stop at a relation that loops back.
+    init(_ entity: Entity<R>, foreignKey: ForeignKey? = nil, owners: [String] = []) {
+        self.entity = entity
+        self.name = entity.name
+        self.foreignKey = foreignKey
+        let links: [any ChildLink<R>]
+        if owners.contains(entity.name) {
+            cycle = "its relations lead back to it through \((owners + [entity.name]).joined(separator: " → "))"
+            links = []
+        } else {
+            links = entity.relations.map {
+                makeLink($0, parentTable: entity.name, parentKey: entity.primaryKeyField.name, owners: owners + [entity.name])
+            }
+            cycle = links.lazy.compactMap(\.cycle).first
+        }
+        self.links = links
+        var placeholders: [String: any Sendable] = [:]
+        for link in links { placeholders[link.name] = link.placeholder }
+        let names = entity.fields.map(\.name)
+        self.layout = RowLayout(entityName: entity.name, names: names, relationPlaceholders: placeholders)
+
+        let table = quoted(entity.name)
+        let key = quoted(names[0])
+        let columns = names.map(quoted)
+        selectList = columns.joined(separator: ", ")
+        let values = (1...columns.count).map { "?\($0)" }.joined(separator: ", ")
+        let updates = columns.dropFirst().map { "\($0) = excluded.\($0)" }.joined(separator: ", ")
+        upsertSQL =
+            "INSERT INTO \(table) (\(selectList)) VALUES (\(values)) ON CONFLICT (\(key)) "
+            + (updates.isEmpty ? "DO NOTHING" : "DO UPDATE SET \(updates)")
+        selectAllSQL = "SELECT \(selectList) FROM \(table) ORDER BY \(key)"
+        selectByKeySQL = "SELECT \(selectList) FROM \(table) WHERE \(key) = ?1"
+        deleteByKeySQL = "DELETE FROM \(table) WHERE \(key) = ?1"
+    }
+
+    /// `SELECT … WHERE condition ORDER BY terms, key LIMIT ?` (each part optional).
+    func selectSQL(where condition: String?, orderBy terms: [String], limit: Bool) -> String {
+        var sql = "SELECT \(selectList) FROM \(quoted(name))"
+        if let condition { sql += " WHERE \(condition)" }
+        sql += " ORDER BY " + (terms + [quoted(entity.primaryKeyField.name)]).joined(separator: ", ")
+        if limit { sql += " LIMIT ?" }
+        return sql
+    }
+}
+
+/// Builds the link of a relation, opening its existential to reach the child type.
+private func makeLink<Rel: ToManyRelation>(_ relation: Rel, parentTable: String, parentKey: String, owners: [String])
+    -> any ChildLink<Rel.Parent>
+{
+    RelationLink(
+        relation, foreignKey: ForeignKey(column: relation.foreignKeyField, parentTable: parentTable, parentColumn: parentKey),
+        owners: owners)
+}
+
+// MARK: - Writing
+
+/// Writes records of one table within one storage call: one upsert statement
+/// and one encoder for every row, and a writer per relation.
+final class TableWriter<R: Record> {
+    let upsert: Statement
+    let encoder: RowEncoder
+    let children: [any ChildWriter<R>]
+
+    init(_ table: Table<R>, _ connection: Connection) throws {
+        upsert = try connection.statement(table.upsertSQL)
+        encoder = RowEncoder(layout: table.layout)
+        if let foreignKey = table.foreignKey, let column = table.layout.indexByName[foreignKey.column] {
+            encoder.parentParameter = Int32(column + 1)
+        }
+        children = try table.links.map { try $0.makeWriter(connection) }
+    }
+
+    /// Upserts `record`'s row, then makes its children exactly the ones it holds.
+    func write(_ record: R) throws {
+        try encoder.encode(record, into: upsert)
+        try finish(record)
+    }
+
+    /// Runs the upsert bound by `encoder.encode(record, into: upsert)`, then
+    /// writes the record's children.
+    func finish(_ record: R) throws {
+        try upsert.run()
+        for child in children {
+            try child.write(childrenOf: record)
+        }
+    }
+}
+
+/// Writes the children of one relation.
+protocol ChildWriter<Parent> {
+    associatedtype Parent: Record
+    func write(childrenOf parent: Parent) throws
+}
+
+// MARK: - Reading
+
+/// Reads records of one table within one storage call.
+struct TableReader<R: Record> {
+    let table: Table<R>
+    let connection: Connection
+
+    /// Runs `statement` (already bound) and decodes every row.
+    func rows(_ statement: Statement) throws -> [R] {
+        defer { statement.reset() }
+        let decoder = RowDecoder(layout: table.layout, statement: statement)
+        var records: [R] = []
+        while try statement.step() {
+            records.append(try decoder.decodeRow(R.self))
+        }
+        return records
+    }
+
+    /// Runs `statement` (already bound), decodes every row, and collects the
+    /// value of column `keyColumn` of each row into `keys`.
+    func rows(_ statement: Statement, keyColumn: Int32, keys: inout [StoredValue]) throws -> [R] {
+        defer { statement.reset() }
+        let decoder = RowDecoder(layout: table.layout, statement: statement)
+        var records: [R] = []
+        while try statement.step() {
+            records.append(try decoder.decodeRow(R.self))
+            keys.append(statement.storedValue(keyColumn))
+        }
+        return records
+    }
+
+    /// Fills in every relation of `records` from the child tables. `all` says
+    /// that `records` are all the rows of the table, so the children can be read
+    /// in one scan without naming parents.
+    func attachChildren(to records: inout [R], all: Bool) throws {
+        guard !records.isEmpty else { return }
+        for link in table.links {
+            try link.attach(to: &records, all: all, connection)
+        }
+    }
+
+    /// The records with these keys (in key order, missing keys skipped), with
+    /// their children.
+    func read(keys: [R.PrimaryKey]) throws -> [R] {
+        let statement = try connection.statement(table.selectByKeySQL)
+        var records: [R] = []
+        records.reserveCapacity(keys.count)
+        for key in keys {
+            try statement.bind(key.storedValue, at: 1)
+            records.append(contentsOf: try rows(statement))
+        }
+        try attachChildren(to: &records, all: false)
+        return records
+    }
+}
+
+// MARK: - Relations
+
+/// A relation seen from its parent's table: how to create, write and read the
+/// child rows.
+protocol ChildLink<Parent>: Sendable {
+    associatedtype Parent: Record
+    /// The relation's name (the parent's `Codable` key).
+    var name: String { get }
+    /// An empty children array, what the parent's row decodes to before the
+    /// children are attached.
+    var placeholder: any Sendable { get }
+    /// Why the child's table cannot be set up (a relation loop), if it cannot.
+    var cycle: String? { get }
+    func ensureSchema(_ connection: Connection) throws
+    func makeWriter(_ connection: Connection) throws -> any ChildWriter<Parent>
+    func attach(to parents: inout [Parent], all: Bool, _ connection: Connection) throws
+}
+
+/// The link of one ``ToManyRelation``: the child table with its foreign key.
+final class RelationLink<Rel: ToManyRelation>: ChildLink {
+    typealias Parent = Rel.Parent
+    typealias Child = Rel.Child
+
+    let relation: Rel
+    let child: Table<Child>
+    let foreignKey: ForeignKey
+    let childKeysSQL: String
+    let childrenOfParentSQL: String
+    /// The child table's column holding the parent key.
+    let foreignKeyColumn: Int32
+
+    init(_ relation: Rel, foreignKey: ForeignKey, owners: [String]) {
+        self.relation = relation
+        self.foreignKey = foreignKey
+        self.child = Table(Child.entity, foreignKey: foreignKey, owners: owners)
+        // Entity.validate (run before any statement) guarantees the field exists.
+        self.foreignKeyColumn = Int32(child.layout.indexByName[foreignKey.column] ?? 0)
+        let table = quoted(child.name)
+        let key = quoted(Child.entity.primaryKeyField.name)
+        let fk = quoted(foreignKey.column)
+        childKeysSQL = "SELECT \(key) FROM \(table) WHERE \(fk) = ?1"
+        childrenOfParentSQL = "SELECT \(child.selectList) FROM \(table) WHERE \(fk) = ?1 ORDER BY \(key)"
+    }
+
+    var name: String { relation.name }
+    var placeholder: any Sendable { [Child]() }
+    var cycle: String? { child.cycle }
+
+    func ensureSchema(_ connection: Connection) throws {
+        try child.ensureSchema(connection, foreignKey: foreignKey)
+    }
+
+    func makeWriter(_ connection: Connection) throws -> any ChildWriter<Parent> {
+        try RelationWriter(link: self, connection)
+    }
+
+    /// `SELECT … WHERE fk IN (?1, …, ?n) ORDER BY key`, for n from a few fixed
+    /// sizes so the statements are reused.
+    func childrenOfParentsSQL(count: Int) -> String {
+        let list = (1...count).map { "?\($0)" }.joined(separator: ", ")
+        return "SELECT \(child.selectList) FROM \(quoted(child.name)) WHERE \(quoted(foreignKey.column)) IN (\(list))"
+            + " ORDER BY \(quoted(Child.entity.primaryKeyField.name))"
+    }
+
+    static var batchSizes: [Int] { [8, 64, 512] }
+
+    func attach(to parents: inout [Parent], all: Bool, _ connection: Connection) throws {
+        let reader = TableReader(table: child, connection: connection)
+        var groups: [StoredValue: [Child]] = [:]
+        func read(_ statement: Statement, all: Bool) throws {
+            var keys: [StoredValue] = []
+            var children = try reader.rows(statement, keyColumn: foreignKeyColumn, keys: &keys)
+            try reader.attachChildren(to: &children, all: all)
+            group(children, by: keys, into: &groups)
+        }
+        if all {
+            try read(connection.statement(child.selectAllSQL), all: true)
+        } else if parents.count == 1 {
+            let statement = try connection.statement(childrenOfParentSQL)
+            try statement.bind(parents[0].primaryKey.storedValue, at: 1)
+            try read(statement, all: false)
+        } else {
+            var keys: [StoredValue] = []
+            var seen = Set<StoredValue>()
+            for parent in parents {
+                let key = parent.primaryKey.storedValue
+                if seen.insert(key).inserted { keys.append(key) }
+            }
+            var start = 0
+            while start < keys.count {
+                let remaining = keys.count - start
+                let size = Self.batchSizes.first { $0 >= remaining } ?? Self.batchSizes[Self.batchSizes.count - 1]
+                let end = min(start + size, keys.count)
+                let statement = try connection.statement(childrenOfParentsSQL(count: size))
+                for slot in 0..<size {
+                    // Pad a short batch by repeating its last key.
+                    try statement.bind(keys[min(start + slot, end - 1)], at: Int32(slot + 1))
+                }
+                try read(statement, all: false)
+                start = end
+            }
+        }
+        let path = relation.children
+        for index in parents.indices {
+            parents[index][keyPath: path] = groups[parents[index].primaryKey.storedValue] ?? []
+        }
+    }
+
+    /// Groups children by their parent keys (`keys[i]` is the parent of
+    /// `children[i]`), keeping their order; children of one parent usually come
+    /// together, so the dictionary is touched once per run.
+    private func group(_ children: [Child], by keys: [StoredValue], into groups: inout [StoredValue: [Child]]) {
+        var start = 0
+        while start < children.count {
+            let key = keys[start]
+            var end = start + 1
+            while end < children.count, keys[end] == key { end += 1 }
+            if groups[key] == nil {
+                groups[key] = Array(children[start..<end])
+            } else {
+                groups[key, default: []].append(contentsOf: children[start..<end])
+            }
+            start = end
+        }
+    }
+}
+
+/// Makes a parent's children in the child table exactly the ones it holds:
+/// upserts the children it holds, then deletes the rows of those it no longer
+/// holds (their keys come from the foreign-key index, a covering read).
+///
+/// Measured on the workload's `update` (every dialog persisted again with the
+/// same message ids, 1,000 × 100 messages, plain C loops): upserting took 370 ms
+/// against 390 ms for deleting a parent's children and inserting them again, and
+/// upserting leaves the rows of unchanged children in place.
+final class RelationWriter<Rel: ToManyRelation>: ChildWriter {
+    typealias Parent = Rel.Parent
+    typealias Child = Rel.Child
+
+    let link: RelationLink<Rel>
+    let writer: TableWriter<Child>
+    let existingKeys: Statement
+    let deleteByKey: Statement
+
+    init(link: RelationLink<Rel>, _ connection: Connection) throws {
+        self.link = link
+        writer = try TableWriter(link.child, connection)
+        existingKeys = try connection.statement(link.childKeysSQL)
+        deleteByKey = try connection.statement(link.child.deleteByKeySQL)
+    }
+
+    func write(childrenOf parent: Parent) throws {
+        let key = parent.primaryKey.storedValue
+        let children = parent[keyPath: link.relation.children]
+        // The keys stored for this parent now (read from the foreign-key index),
+        // to delete afterwards those the parent no longer holds.
+        try existingKeys.bind(key, at: 1)
+        var existing: [StoredValue] = []
+        do {
+            defer { existingKeys.reset() }
+            while try existingKeys.step() {
+                existing.append(existingKeys.storedValue(0))
+            }
+        }
+        var held: [StoredValue] = []
+        if !existing.isEmpty { held.reserveCapacity(children.count) }
+        let encoder = writer.encoder
+        for child in children {
+            try encoder.encode(child, into: writer.upsert)
+            var parentOfChild = encoder.capturedParent
+            if parentOfChild == .null { parentOfChild = child[keyPath: link.relation.parentKey].storedValue }
+            guard parentOfChild == key else {
+                throw StorageError(
+                    .constraint, .persist, entity: Child.entity.name,
+                    message: "a child in relation '\(link.relation.name)' names parent \(child[keyPath: link.relation.parentKey]) in '\(link.relation.foreignKeyField)' but is held by parent \(parent.primaryKey)"
+                )
+            }
+            if !existing.isEmpty {
+                let childKey = encoder.capturedKey
+                held.append(childKey == .null ? child.primaryKey.storedValue : childKey)
+            }
+            try writer.finish(child)
+        }
+        if !existing.isEmpty {
+            let kept = Set(held)
+            for childKey in existing where !kept.contains(childKey) {
+                try deleteByKey.bind(childKey, at: 1)
+                try deleteByKey.run()
+            }
+        }
+    }
+}

@@ -1,0 +1,91 @@
+import DAOCore
+import DialogGraph
+import Foundation
+@testable import SQLiteStorage
+import Testing
+
+@Suite("Hostile input")
+struct HostileInputTests {
+    static let strings = [
+        "'); DROP TABLE messages; --",
+        "\"; DELETE FROM dialogs; --",
+        "a\u{0}b\u{0}",
+        "\u{0}",
+        "it's \"quoted\" `twice`",
+        "emoji 🚀👩‍👩‍👧 and flags 🇺🇦",
+        "Zürich — привет — 你好",
+        "?1 ?2 :name @x $y",
+        "",
+        String(repeating: "long ", count: 10_000),
+    ]
+
+    @Test("hostile strings round-trip as data, as values and as keys")
+    func roundTrip() throws {
+        try withDatabase { database in
+            let dialogs = try database.storage(for: DialogRecord.self)
+            let messages = try database.storage(for: MessageRecord.self)
+            let users = try database.storage(for: UserRecord.self)
+            let records = Self.strings.enumerated().map { offset, text in message(Int64(offset + 1), dialog: 1, text: text) }
+            try dialogs.persist(DialogRecord(id: 1, isPinned: false, messages: records))
+            #expect(try dialogs.read(primaryKey: 1)?.messages == records)
+            #expect(try messages.count() == Self.strings.count)
+
+            for (offset, text) in Self.strings.enumerated() {
+                let found = try messages.read(where: #Predicate { $0.text == text })
+                #expect(found.map(\.id) == [Int64(offset + 1)], "\(text.prefix(40).debugDescription)")
+                try users.persist(UserRecord(id: text, name: text, bio: text, email: nil, birthDate: nil, gender: nil))
+                #expect(try users.read(primaryKey: text)?.bio == text)
+            }
+            #expect(try users.count() == Self.strings.count)
+            #expect(try messages.read(where: #Predicate { $0.text.contains("\u{0}b") }).map(\.id) == [3])
+        }
+    }
+
+    @Test("a file that is not an SQLite database is a corrupt-store error at open",
+          arguments: ["this is not a database, just text\n", String(repeating: "\u{0}garbage", count: 1000)])
+    func notADatabase(contents: String) throws {
+        try withTemporaryDirectory { directory in
+            let url = directory.appending(path: "store.sqlite")
+            try Data(contents.utf8).write(to: url)
+            let error = #expect(throws: StorageError.self) { try SQLiteDatabase(path: url) }
+            #expect(error?.kind == .corrupt)
+            #expect(error?.operation == .open)
+            #expect(error?.path == url.path(percentEncoded: false))
+        }
+    }
+
+    @Test("a damaged database file gives a StorageError, not a crash")
+    func damagedDatabase() throws {
+        try withTemporaryDirectory { directory in
+            let url = directory.appending(path: "store.sqlite")
+            do {
+                let database = try SQLiteDatabase(path: url)
+                try database.storage(for: DialogRecord.self).persist(try workloadRecords(dialogs: 30, messages: 30))
+            }
+            // Fold the WAL in, then overwrite everything past the header page.
+            var bytes = try [UInt8](Data(contentsOf: url))
+            for index in 100..<bytes.count { bytes[index] = UInt8(truncatingIfNeeded: index &* 31) }
+            try Data(bytes).write(to: url)
+            try? FileManager.default.removeItem(at: url.appendingPathExtension("wal"))
+            do {
+                let database = try SQLiteDatabase(path: url)
+                _ = try database.storage(for: DialogRecord.self).readAll()
+                Issue.record("reading a damaged database succeeded")
+            } catch let error as StorageError {
+                #expect([.corrupt, .schemaMismatch].contains(error.kind), "\(error)")
+            }
+        }
+    }
+
+    @Test("a path whose directory cannot be created is an io error")
+    func unopenablePath() throws {
+        try withTemporaryDirectory { directory in
+            let file = directory.appending(path: "plain-file")
+            try Data("x".utf8).write(to: file)
+            let error = #expect(throws: StorageError.self) {
+                try SQLiteDatabase(path: file.appending(path: "sub").appending(path: "store.sqlite"))
+            }
+            #expect(error?.kind == .io)
+        }
+    }
+}
