@@ -209,3 +209,20 @@ import Testing
         }
     }
 }
+
+@Suite struct StandardBackendTests {
+    /// Every registered backend runs the whole workload at a tiny size and passes the checks.
+    @Test(arguments: BackendRegistry.standard.names)
+    func aRegisteredBackendRunsTheWorkload(_ name: String) throws {
+        let backend = try #require(BackendRegistry.standard.backend(named: name))
+        let size = try BenchSize(dialogs: 12, messagesPerDialog: 3)
+        let job = IterationJob(backend: name, size: size, seed: 42, durability: .none, operations: BenchOperation.allCases)
+        let result = WorkloadRunner.run(job, backend: backend, data: WorkloadData(dialogs: 12, messagesPerDialog: 3))
+        #expect(result.error == nil)
+        #expect(result.measurements.map(\.operation) == BenchOperation.allCases)
+        #expect((result.bytesOnDisk ?? 0) > 0)
+        for measurement in result.measurements where measurement.operation != .persistSingle {
+            #expect(measurement.units == measurement.operation.expectedUnits(for: size))
+        }
+    }
+}
