@@ -113,3 +113,26 @@ public struct UserRecord: Record, Hashable {
         indexes: [Index("users_by_email", on: ["email"])]
     )
 }
+
+// MARK: - Reading fields by position
+
+/// `UserRecord` stays on `Decodable`, so that every adapter's conformance run
+/// exercises both ways of reading a record.
+extension Gender: ReadableField {}
+
+extension MessageRecord: FieldwiseRecord {
+    /// Reads the fields in the order of ``entity``.
+    public init(fields: inout some FieldReader) throws {
+        self.init(
+            id: try fields.decode(), dialogId: try fields.decode(), date: try fields.decode(),
+            text: try fields.decode(), senderId: try fields.decode(), receiverId: try fields.decode(),
+            type: try fields.decode(), isIncoming: try fields.decode(), isRead: try fields.decode())
+    }
+}
+
+extension DialogRecord: FieldwiseRecord {
+    /// Reads the fields in the order of ``entity``; the messages are attached by the storage.
+    public init(fields: inout some FieldReader) throws {
+        self.init(id: try fields.decode(), isPinned: try fields.decode(), messages: [])
+    }
+}

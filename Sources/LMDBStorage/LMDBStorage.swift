@@ -1,1 +1,210 @@
+import CLMDB
 import DAOCore
+import Foundation
+
+/// The records of one entity in an ``LMDBEnvironment``: one named database per
+/// entity, keys that sort as the values do, a compact binary value per record,
+/// children under their parent's key, and each declared index as its own
+/// database kept in the same transaction.
+///
+/// ```swift
+/// let env = try LMDBEnvironment(directory: url)
+/// let messages = try env.storage(for: MessageRecord.self)
+/// let unread = try messages.read(
+///     where: #Predicate { $0.dialogId == 7 && !$0.isRead },
+///     sortedBy: [SortDescriptor(\.date, order: .reverse)])
+/// ```
+///
+/// Every call is one LMDB transaction. Queries are answered in memory over
+/// candidates narrowed first by the predicate's required equalities: on the
+/// primary key one lookup, on the parent key one cursor range, on the leading
+/// fields of an index that index's range. Errors are ``StorageError``s naming
+/// the entity and the environment's path.
+public struct LMDBStorage<Record: DAOCore.Record>: Storage {
+    let table: EntityTable<Record>
+
+    /// The environment this storage writes to.
+    public var environment: LMDBEnvironment { table.environment }
+
+    init(environment: LMDBEnvironment) throws {
+        do {
+            table = try EntityTable(environment: environment, link: nil)
+        } catch let error as StorageError {
+            throw error.with(operation: .open, entity: Record.entity.name, path: environment.path)
+        }
+    }
+
+    /// `error` with the call's operation, and the entity and path where the
+    /// thrower left them out.
+    private func failing(_ error: any Error, _ operation: StorageError.Operation) -> any Error {
+        guard let error = error as? StorageError else { return error }
+        return error.with(operation: operation, entity: Record.entity.name, path: table.environment.path)
+    }
+
+    /// Inserts or replaces the records with their children, in one write
+    /// transaction; the last of several records with one key wins.
+    ///
+    /// - Throws: ``StorageError``: ``StorageError/Kind/constraint`` for a child
+    ///   whose parent does not exist, ``StorageError/Kind/schemaMismatch`` or
+    ///   ``StorageError/Kind/encoding`` for a record that does not fit its entity,
+    ///   ``StorageError/Kind/readOnly`` in a read-only environment. Nothing is
+    ///   stored then.
+    public func persist(_ records: [Record]) throws {
+        guard !records.isEmpty else { return }
+        do {
+            try table.environment.write(.persist) { txn in
+                let codecs = table.makeCodecs()
+                for record in records {
+                    try table.persist(record, in: txn, codecs: codecs)
+                }
+            }
+        } catch {
+            throw failing(error, .persist)
+        }
+    }
+
+    /// The record with primary key `key`, with its children, or `nil`.
+    ///
+    /// - Throws: ``StorageError``: ``StorageError/Kind/corrupt`` or
+    ///   ``StorageError/Kind/decoding`` for a stored value that does not decode.
+    public func read(primaryKey key: Record.PrimaryKey) throws -> Record? {
+        do {
+            return try table.environment.read(.read) { txn in
+                try table.read(pk: KeyCodec.encode(primaryKey: key), in: txn, codecs: table.makeCodecs())
+            }
+        } catch {
+            throw failing(error, .read)
+        }
+    }
+
+    /// The records with these primary keys, in the order of `keys`, one per
+    /// occurrence; keys with no record are skipped.
+    ///
+    /// - Throws: ``StorageError``.
+    public func read(primaryKeys keys: [Record.PrimaryKey]) throws -> [Record] {
+        do {
+            return try table.environment.read(.read) { txn in
+                let codecs = table.makeCodecs()
+                var records: [Record] = []
+                records.reserveCapacity(keys.count)
+                for key in keys {
+                    if let record = try table.read(pk: KeyCodec.encode(primaryKey: key), in: txn, codecs: codecs) {
+                        records.append(record)
+                    }
+                }
+                return records
+            }
+        } catch {
+            throw failing(error, .read)
+        }
+    }
+
+    /// The records that meet `query`, sorted by its descriptors then by primary
+    /// key, at most `query.limit` of them.
+    ///
+    /// - Throws: ``StorageError``: ``StorageError/Kind/invalidArgument`` for a
+    ///   negative limit.
+    public func read(_ query: Query<Record>) throws -> [Record] {
+        do {
+            try query.validate()
+            let (plan, isExact) = table.planWithExactness(for: query.predicate)
+            let candidates = try table.environment.read(.read) { txn in
+                try table.candidates(for: plan, in: txn, codecs: table.makeCodecs())
+            }
+            guard isExact else {
+                // Filter here, so that the sort below can take the quick path.
+                var matching: [Record] = []
+                for record in candidates where try query.matches(record) { matching.append(record) }
+                var records = table.sorted(matching, by: query.sortedBy)
+                if let limit = query.limit, records.count > limit { records.removeSubrange(limit...) }
+                return records
+            }
+            // The key range answered the predicate exactly: sort and limit only.
+            var records = table.sorted(candidates, by: query.sortedBy)
+            if let limit = query.limit, records.count > limit { records.removeSubrange(limit...) }
+            return records
+        } catch {
+            throw failing(error, .read)
+        }
+    }
+
+    /// How many records meet `predicate` (all of them for `nil`, counted by
+    /// `mdb_stat` without reading a record).
+    ///
+    /// - Throws: ``StorageError``.
+    public func count(where predicate: Predicate<Record>?) throws -> Int {
+        do {
+            return try table.environment.read(.count) { txn in
+                guard let predicate else { return try txn.entryCount(table.main) }
+                let (plan, isExact) = table.planWithExactness(for: predicate)
+                let candidates = try table.candidates(for: plan, in: txn, codecs: table.makeCodecs())
+                if isExact { return candidates.count }
+                let query = Query(where: predicate)
+                var count = 0
+                for record in candidates where try query.matches(record) {
+                    count += 1
+                }
+                return count
+            }
+        } catch {
+            throw failing(error, .count)
+        }
+    }
+
+    /// Erases the records with these primary keys, with their children and
+    /// index entries, in one write transaction; returns how many records were
+    /// erased (children not counted).
+    ///
+    /// - Throws: ``StorageError``; nothing is erased then.
+    @discardableResult
+    public func erase(primaryKeys keys: [Record.PrimaryKey]) throws -> Int {
+        guard !keys.isEmpty else { return 0 }
+        do {
+            return try table.environment.write(.erase) { txn in
+                let codecs = table.makeCodecs()
+                var erased = 0
+                for key in keys {
+                    let pk = KeyCodec.encode(primaryKey: key)
+                    guard let storageKey = try table.storageKey(of: pk, in: txn) else { continue }
+                    if try table.erase(storageKey: storageKey, pk: pk, in: txn, codecs: codecs) { erased += 1 }
+                }
+                return erased
+            }
+        } catch {
+            throw failing(error, .erase)
+        }
+    }
+
+    /// Erases the records that meet `predicate` (every record for `nil`) with
+    /// their children and index entries, in one write transaction; returns how
+    /// many records were erased (children not counted).
+    ///
+    /// - Throws: ``StorageError``; nothing is erased then.
+    @discardableResult
+    public func erase(where predicate: Predicate<Record>?) throws -> Int {
+        do {
+            return try table.environment.write(.erase) { txn in
+                guard let predicate else {
+                    let count = try txn.entryCount(table.main)
+                    try table.eraseEverything(in: txn)
+                    return count
+                }
+                let query = Query(where: predicate)
+                let codecs = table.makeCodecs()
+                var doomed: [Record.PrimaryKey] = []
+                for record in try table.candidates(for: predicate, in: txn, codecs: codecs) where try query.matches(record) {
+                    doomed.append(record.primaryKey)
+                }
+                var erased = 0
+                for key in doomed {
+                    let pk = KeyCodec.encode(primaryKey: key)
+                    guard let storageKey = try table.storageKey(of: pk, in: txn) else { continue }
+                    if try table.erase(storageKey: storageKey, pk: pk, in: txn, codecs: codecs) { erased += 1 }
+                }
+                return erased
+            }
+        } catch {
+            throw failing(error, .erase)
+        }
+    }
+}

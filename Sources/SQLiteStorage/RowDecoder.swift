@@ -24,11 +24,31 @@ final class RowDecoder: Decoder {
         self.handle = statement.handle
     }
 
-    /// Decodes the statement's current row as a `T`.
+    /// The record type last decoded, and whether it reads its fields by position.
+    private var decodedType: Any.Type?
+    private var fieldwiseType: (any FieldwiseRecord.Type)?
+
+    /// Decodes the statement's current row as a `T`: by position when `T` is a
+    /// ``FieldwiseRecord``, through `Decodable` otherwise.
     @inline(__always)
     func decodeRow<T: Decodable>(_ type: T.Type) throws -> T {
+        if decodedType != T.self {
+            decodedType = T.self
+            fieldwiseType = T.self as? any FieldwiseRecord.Type
+        }
+        if let fieldwiseType {
+            return try decodeFieldwise(fieldwiseType, as: T.self)
+        }
         next = 0
         return try T(from: self)
+    }
+
+    private func decodeFieldwise<F: FieldwiseRecord, T>(_ type: F.Type, as: T.Type) throws -> T {
+        var reader = ColumnReader(decoder: self)
+        guard let record = try F(fields: &reader) as? T else {
+            throw StorageError(.decoding, .read, entity: layout.entityName, message: "\(F.self) is not \(T.self)")
+        }
+        return record
     }
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
@@ -105,6 +125,56 @@ final class RowDecoder: Decoder {
 }
 
 /// The keyed container of ``RowDecoder``.
+/// Reads the columns of the current row one after another, for a
+/// ``FieldwiseRecord``: the fields are the columns, in the same order.
+struct ColumnReader: FieldReader {
+    let decoder: RowDecoder
+    let count: Int32
+    var column: Int32 = 0
+
+    init(decoder: RowDecoder) {
+        self.decoder = decoder
+        self.count = Int32(decoder.layout.names.count)
+    }
+
+    /// The next column; reading past the last one is an error, never a call
+    /// into SQLite with an index out of range.
+    @inline(__always)
+    private mutating func advance() throws -> Int32 {
+        guard column < count else { throw error("the row has only \(count) columns") }
+        defer { column += 1 }
+        return column
+    }
+
+    mutating func decode(_ type: Int64.Type) throws -> Int64 { try decoder.int64(advance()) }
+    mutating func decode(_ type: Double.Type) throws -> Double { try decoder.double(advance()) }
+    mutating func decode(_ type: String.Type) throws -> String { try decoder.string(advance()) }
+    mutating func decode(_ type: Bool.Type) throws -> Bool { try decoder.int64(advance()) != 0 }
+
+    mutating func decode(_ type: Date.Type) throws -> Date {
+        Date(timeIntervalSinceReferenceDate: try decoder.double(advance()))
+    }
+
+    mutating func decode(_ type: Data.Type) throws -> Data {
+        let column = try advance()
+        guard let bytes = decoder.statement.blob(column) else { throw decoder.nullError(column) }
+        return Data(bytes)
+    }
+
+    mutating func decodeNil() throws -> Bool {
+        guard column < count else { return false }
+        guard sqlite3_column_type(decoder.handle, column) == SQLITE_NULL else { return false }
+        column += 1
+        return true
+    }
+
+    func error(_ message: String) -> StorageError {
+        let index = Int(max(column - 1, 0))
+        let name = index < decoder.layout.names.count ? decoder.layout.names[index] : "#\(index)"
+        return StorageError(.decoding, .read, entity: decoder.layout.entityName, message: "column '\(name)': \(message)")
+    }
+}
+
 struct RowDecodingContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
     let decoder: RowDecoder
     var codingPath: [any CodingKey] { [] }

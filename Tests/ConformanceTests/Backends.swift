@@ -1,6 +1,7 @@
 import DAOCore
 import FileStorage
 import Foundation
+import LMDBStorage
 import SQLiteStorage
 import Testing
 
@@ -22,4 +23,5 @@ let allBackends: [Backend] = [
     Backend("json") { try FileStore(directory: $0, format: .json, durability: $1) },
     Backend("plist") { try FileStore(directory: $0, format: .propertyList, durability: $1) },
     Backend("sqlite") { try SQLiteDatabase(path: $0.appending(path: "store.sqlite"), durability: $1) },
+    Backend("lmdb") { try LMDBEnvironment(directory: $0, durability: $1) },
 ]

@@ -109,3 +109,30 @@ struct Folder: Record {
 func selfReferenceValidates() throws {
     try Folder.entity.validate()
 }
+
+@Suite("Records that read their fields by position")
+struct FieldwiseTests {
+    @Test("messages and dialogs read their fields back in declaration order")
+    func declarationOrder() throws {
+        let message = MessageRecord(
+            id: -3, dialogId: 9, date: Date(timeIntervalSince1970: 1_700_000_000.5), text: "héllo 🚀", senderId: Int64.max,
+            receiverId: Int64.min, type: 4, isIncoming: true, isRead: false)
+        #expect(try message.rebuiltFromFields() == message)
+        let dialog = DialogRecord(id: 9, isPinned: true, messages: [message])
+        #expect(try dialog.rebuiltFromFields() == DialogRecord(id: 9, isPinned: true, messages: []))
+    }
+
+    @Test("a field of the wrong type, a missing field and an unknown enum case are errors")
+    func badFields() throws {
+        var wrongType = StoredValueReader([.text("1"), .integer(0)], entity: "dialogs")
+        #expect(throws: StorageError.self) { try DialogRecord(fields: &wrongType) }
+        var tooShort = StoredValueReader([.integer(1)], entity: "dialogs")
+        let error = #expect(throws: StorageError.self) { try DialogRecord(fields: &tooShort) }
+        #expect(error?.kind == .decoding)
+        var unknownCase = StoredValueReader([.text("robot")], entity: "users")
+        #expect(throws: StorageError.self) { try unknownCase.decode(Gender.self) }
+        var optional = StoredValueReader([.null, .text("male")], entity: "users")
+        #expect(try optional.decodeIfPresent(Gender.self) == nil)
+        #expect(try optional.decodeIfPresent(Gender.self) == .male)
+    }
+}

@@ -1,0 +1,199 @@
+import Foundation
+
+/// A record that builds itself from its stored fields read one after another,
+/// in the order of its entity's ``Entity/fields``, without `Codable`.
+///
+/// Adapters decode a record this way when its type adopts the protocol, and
+/// through `Decodable` otherwise. Reading fields by position costs a few dozen
+/// instructions a field, where a `Decodable` keyed container costs hundreds, so
+/// a record read in bulk (a dialog's messages) is worth a hand-written
+/// initializer:
+///
+/// ```swift
+/// extension NoteRecord: FieldwiseRecord {
+///     init(fields: inout some FieldReader) throws {
+///         self.init(id: try fields.decode(), text: try fields.decode(), pinned: try fields.decode())
+///     }
+/// }
+/// ```
+///
+/// Relations are not fields: the initializer leaves them empty and the adapter
+/// fills them. The conformance suite checks that each adopting record reads its
+/// fields back in declaration order.
+public protocol FieldwiseRecord: Record {
+    /// Creates the record from its fields, read in the order of `entity.fields`.
+    /// - Throws: the reader's ``StorageError`` when a field is missing, null
+    ///   where it may not be, or of another type.
+    init(fields: inout some FieldReader) throws
+}
+
+/// Reads the fields of one stored record, one after another. Each adapter has
+/// its own (over an SQLite row, over an LMDB value); ``StoredValueReader`` reads
+/// from ``StoredValue``s.
+public protocol FieldReader {
+    /// Reads the next field as an integer.
+    mutating func decode(_ type: Int64.Type) throws -> Int64
+    /// Reads the next field as a double.
+    mutating func decode(_ type: Double.Type) throws -> Double
+    /// Reads the next field as text.
+    mutating func decode(_ type: String.Type) throws -> String
+    /// Reads the next field as a boolean.
+    mutating func decode(_ type: Bool.Type) throws -> Bool
+    /// Reads the next field as a date.
+    mutating func decode(_ type: Date.Type) throws -> Date
+    /// Reads the next field as bytes.
+    mutating func decode(_ type: Data.Type) throws -> Data
+    /// Whether the next field is null; a null field is consumed, any other is not.
+    mutating func decodeNil() throws -> Bool
+    /// An error about the field last read (for a value out of range, say).
+    func error(_ message: String) -> StorageError
+}
+
+/// A type a ``FieldReader`` can read.
+public protocol ReadableField {
+    /// Reads a value of this type as the reader's next field.
+    static func read(from reader: inout some FieldReader) throws -> Self
+}
+
+extension FieldReader {
+    /// Reads the next field as a `T`.
+    @inlinable
+    public mutating func decode<T: ReadableField>(_ type: T.Type = T.self) throws -> T {
+        try T.read(from: &self)
+    }
+
+    /// Reads the next field as a `T`, or `nil` when it is null.
+    @inlinable
+    public mutating func decodeIfPresent<T: ReadableField>(_ type: T.Type = T.self) throws -> T? {
+        try decodeNil() ? nil : T.read(from: &self)
+    }
+}
+
+extension Int64: ReadableField {
+    @inlinable
+    public static func read(from reader: inout some FieldReader) throws -> Int64 { try reader.decode(Int64.self) }
+}
+
+extension Int: ReadableField {
+    @inlinable
+    public static func read(from reader: inout some FieldReader) throws -> Int {
+        let value = try reader.decode(Int64.self)
+        guard let int = Int(exactly: value) else { throw reader.error("\(value) does not fit Int") }
+        return int
+    }
+}
+
+extension Int32: ReadableField {
+    @inlinable
+    public static func read(from reader: inout some FieldReader) throws -> Int32 {
+        let value = try reader.decode(Int64.self)
+        guard let int = Int32(exactly: value) else { throw reader.error("\(value) does not fit Int32") }
+        return int
+    }
+}
+
+extension Double: ReadableField {
+    @inlinable
+    public static func read(from reader: inout some FieldReader) throws -> Double { try reader.decode(Double.self) }
+}
+
+extension String: ReadableField {
+    @inlinable
+    public static func read(from reader: inout some FieldReader) throws -> String { try reader.decode(String.self) }
+}
+
+extension Bool: ReadableField {
+    @inlinable
+    public static func read(from reader: inout some FieldReader) throws -> Bool { try reader.decode(Bool.self) }
+}
+
+extension Date: ReadableField {
+    @inlinable
+    public static func read(from reader: inout some FieldReader) throws -> Date { try reader.decode(Date.self) }
+}
+
+extension Data: ReadableField {
+    @inlinable
+    public static func read(from reader: inout some FieldReader) throws -> Data { try reader.decode(Data.self) }
+}
+
+extension ReadableField where Self: RawRepresentable, RawValue: ReadableField {
+    /// Reads the raw value and makes the case; an unknown raw value is an error.
+    public static func read(from reader: inout some FieldReader) throws -> Self {
+        let raw = try reader.decode(RawValue.self)
+        guard let value = Self(rawValue: raw) else { throw reader.error("'\(raw)' is not a case of \(Self.self)") }
+        return value
+    }
+}
+
+/// A ``FieldReader`` over stored values, in field order: what a record's fields
+/// hold, as ``Field/value(in:)`` reads them.
+public struct StoredValueReader: FieldReader {
+    private let values: [StoredValue]
+    private let entity: String
+    private var position = 0
+
+    /// Reads `values` as the fields of a record of entity `entity`.
+    public init(_ values: [StoredValue], entity: String) {
+        self.values = values
+        self.entity = entity
+    }
+
+    private mutating func next() throws -> StoredValue {
+        guard position < values.count else { throw error("the record has only \(values.count) fields") }
+        defer { position += 1 }
+        return values[position]
+    }
+
+    public mutating func decode(_ type: Int64.Type) throws -> Int64 {
+        guard case .integer(let value) = try next() else { throw error("expected an integer") }
+        return value
+    }
+
+    public mutating func decode(_ type: Double.Type) throws -> Double {
+        switch try next() {
+        case .real(let value): return value
+        case .integer(let value): return Double(value)
+        default: throw error("expected a number")
+        }
+    }
+
+    public mutating func decode(_ type: String.Type) throws -> String {
+        guard case .text(let value) = try next() else { throw error("expected text") }
+        return value
+    }
+
+    public mutating func decode(_ type: Bool.Type) throws -> Bool {
+        guard case .integer(let value) = try next(), value == 0 || value == 1 else { throw error("expected 0 or 1") }
+        return value == 1
+    }
+
+    public mutating func decode(_ type: Date.Type) throws -> Date {
+        guard case .real(let value) = try next() else { throw error("expected a date (a double)") }
+        return Date(timeIntervalSinceReferenceDate: value)
+    }
+
+    public mutating func decode(_ type: Data.Type) throws -> Data {
+        guard case .blob(let value) = try next() else { throw error("expected bytes") }
+        return Data(value)
+    }
+
+    public mutating func decodeNil() throws -> Bool {
+        guard position < values.count, values[position] == .null else { return false }
+        position += 1
+        return true
+    }
+
+    public func error(_ message: String) -> StorageError {
+        StorageError(.decoding, .read, entity: entity, message: "field \(position): \(message)")
+    }
+}
+
+extension FieldwiseRecord {
+    /// The record rebuilt from its own field values: equal to it, relations
+    /// emptied, when `init(fields:)` reads the fields in declaration order.
+    public func rebuiltFromFields() throws -> Self {
+        var reader = StoredValueReader(Self.entity.fields.map { $0.value(in: self) }, entity: Self.entity.name)
+        return try Self(fields: &reader)
+    }
+}

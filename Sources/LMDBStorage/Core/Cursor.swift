@@ -1,0 +1,57 @@
+import CLMDB
+import DAOCore
+
+/// An open LMDB cursor on one database of a transaction. It cannot be copied
+/// and closes in `deinit`; it is only made inside ``Transaction/scan(_:prefix:_:)``,
+/// so it never outlives its transaction.
+struct Cursor: ~Copyable {
+    let handle: OpaquePointer
+
+    init(_ transaction: borrowing Transaction, _ dbi: MDB_dbi) throws {
+        var cursor: OpaquePointer?
+        try transaction.check(mdb_cursor_open(transaction.handle, dbi, &cursor), "mdb_cursor_open")
+        guard let cursor else {
+            throw StorageError(
+                .engine, transaction.operation, path: transaction.environment.path,
+                message: "mdb_cursor_open gave no cursor")
+        }
+        handle = cursor
+    }
+
+    deinit {
+        mdb_cursor_close(handle)
+    }
+
+    /// Moves the cursor (`mdb_cursor_get`) and returns its result code.
+    func move(_ key: inout MDB_val, _ value: inout MDB_val, _ operation: MDB_cursor_op) -> Int32 {
+        mdb_cursor_get(handle, &key, &value, operation)
+    }
+}
+
+extension Transaction {
+    /// Calls `body` with every key and value whose key starts with `prefix`, in
+    /// key order (for an `MDB_DUPSORT` database every value of every key; for an
+    /// empty prefix every entry); `body` returns `false` to stop. The buffers
+    /// point into the map and are valid only during the call.
+    func scan(
+        _ dbi: MDB_dbi, prefix: [UInt8],
+        _ body: (_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) throws -> Bool
+    ) throws {
+        let cursor = try Cursor(self, dbi)
+        var k = MDB_val()
+        var v = MDB_val()
+        var code: Int32 = prefix.withUnsafeBytes { prefix in
+            if prefix.isEmpty { return cursor.move(&k, &v, MDB_FIRST) }
+            k.mv_size = prefix.count
+            k.mv_data = UnsafeMutableRawPointer(mutating: prefix.baseAddress)
+            return cursor.move(&k, &v, MDB_SET_RANGE)
+        }
+        while code == MDB_SUCCESS {
+            let key = UnsafeRawBufferPointer(start: k.mv_data, count: k.mv_size)
+            guard key.starts(with: prefix) else { return }
+            guard try body(key, UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size)) else { return }
+            code = cursor.move(&k, &v, MDB_NEXT)
+        }
+        if code != MDB_NOTFOUND { try check(code, "mdb_cursor_get") }
+    }
+}

@@ -1,0 +1,393 @@
+import CLMDB
+import DAOCore
+import Foundation
+
+/// An LMDB environment: one memory-mapped file in a directory, holding a named
+/// database per entity, per index and per child lookup. It hands out a
+/// ``LMDBStorage`` for each record type, and every storage of one environment
+/// commits into the same file, so a parent and its children commit together.
+///
+/// ```swift
+/// let env = try LMDBEnvironment(directory: url)
+/// let dialogs = try env.storage(for: DialogRecord.self)
+/// ```
+///
+/// The environment is opened with `MDB_NOTLS`, so its transactions are not tied
+/// to a thread (Swift tasks move between threads). Writers are serialized by a
+/// lock; readers run concurrently and never wait for a writer, except while the
+/// map grows. When a write fills the map, the map is doubled and the write is
+/// retried, transparently.
+///
+/// LMDB forbids opening the same environment twice in one process at the same
+/// time: a second ``init(directory:durability:mapSize:readOnly:)`` for a path that
+/// is still open in this process throws ``StorageError/Kind/busy``. The
+/// environment closes when the last reference to it (it and its storages) goes.
+/// See <http://www.lmdb.tech/doc/group__mdb.html>.
+public final class LMDBEnvironment: Store, @unchecked Sendable {
+    // Unchecked Sendable: the environment handle is used only as LMDB allows
+    // across threads with MDB_NOTLS (any thread may run any transaction); write
+    // transactions are serialized by `writeLock`; the map is resized only while
+    // `resizeLock` is held exclusively, which no read transaction overlaps; the
+    // database-handle cache is guarded by `handleLock`. The remaining stored
+    // properties are immutable.
+
+    /// Where the environment lives: its directory (or its file, when a single
+    /// file was given).
+    public let location: URL
+    /// Whether commits are synced (`full`) or not (`none`, `MDB_NOSYNC`).
+    public let durability: Durability
+    /// Whether the environment was opened read-only (`MDB_RDONLY`).
+    public let isReadOnly: Bool
+
+    let handle: OpaquePointer
+    let path: String
+    private let writeLock = NSLock()
+    private let handleLock = NSLock()
+    private let resizeLock: UnsafeMutablePointer<pthread_rwlock_t>
+    private var handles: [String: MDB_dbi] = [:]
+    private var parentLinks: [String: ParentLink] = [:]
+
+    /// The most databases one environment holds (entities, indexes, lookups).
+    static let maxDatabases: UInt32 = 256
+    /// The default initial map size: 64 MiB; the map grows when it fills.
+    public static let defaultMapSize = 64 << 20
+
+    /// Opens (creating if missing) the environment in `directory`.
+    ///
+    /// - Parameters:
+    ///   - directory: the environment's directory; created with its parents if
+    ///     missing. If it names an existing regular file, that file is opened as
+    ///     the environment (`MDB_NOSUBDIR`).
+    ///   - durability: `full` syncs every commit (LMDB's default flags); `none`
+    ///     opens with `MDB_NOSYNC`.
+    ///   - mapSize: the initial size of the memory map in bytes; it doubles
+    ///     whenever a write needs more.
+    ///   - readOnly: opens with `MDB_RDONLY`; every write then throws
+    ///     ``StorageError/Kind/readOnly``.
+    /// - Throws: ``StorageError``: ``StorageError/Kind/corrupt`` when the file is
+    ///   not an LMDB environment (`MDB_INVALID`, `MDB_VERSION_MISMATCH`),
+    ///   ``StorageError/Kind/io`` when the directory cannot be created or opened,
+    ///   ``StorageError/Kind/busy`` when this process has it open already.
+    public init(
+        directory: URL, durability: Durability = .full, mapSize: Int = LMDBEnvironment.defaultMapSize,
+        readOnly: Bool = false
+    ) throws {
+        self.durability = durability
+        self.isReadOnly = readOnly
+        let fileManager = FileManager.default
+        var isDirectory: ObjCBool = false
+        let exists = fileManager.fileExists(atPath: directory.path, isDirectory: &isDirectory)
+        var flags = UInt32(MDB_NOTLS)
+        if durability == .none { flags |= UInt32(MDB_NOSYNC) }
+        if readOnly { flags |= UInt32(MDB_RDONLY) }
+        if exists && !isDirectory.boolValue {
+            flags |= UInt32(MDB_NOSUBDIR)
+        } else if !exists {
+            if readOnly {
+                throw StorageError(
+                    .io, .open, path: directory.path, engineCode: ENOENT,
+                    message: "there is no environment to open read-only")
+            }
+            do {
+                try fileManager.createDirectory(at: directory, withIntermediateDirectories: true)
+            } catch {
+                throw StorageError(
+                    .io, .open, path: directory.path, message: "the directory could not be created",
+                    underlying: error)
+            }
+        }
+        let canonical = directory.standardizedFileURL
+        self.location = canonical
+        self.path = canonical.path
+        guard openPaths.insert(path) else {
+            throw StorageError(
+                .busy, .open, path: path,
+                message: "this environment is already open in this process; LMDB allows one open environment per file and process, close (release) the other one first")
+        }
+
+        var env: OpaquePointer?
+        var code = mdb_env_create(&env)
+        guard code == MDB_SUCCESS, let env else {
+            openPaths.remove(path)
+            throw LMDBError.error(code, .open, path: path, call: "mdb_env_create")
+        }
+        do {
+            try LMDBError.check(mdb_env_set_maxdbs(env, Self.maxDatabases), .open, path: path, call: "mdb_env_set_maxdbs")
+            try LMDBError.check(mdb_env_set_maxreaders(env, 1024), .open, path: path, call: "mdb_env_set_maxreaders")
+            if !readOnly || !exists {
+                try LMDBError.check(
+                    mdb_env_set_mapsize(env, max(mapSize, 1 << 16)), .open, path: path, call: "mdb_env_set_mapsize")
+            }
+            code = mdb_env_open(env, path, flags, 0o644)
+            try LMDBError.check(code, .open, path: path, call: "mdb_env_open")
+        } catch {
+            mdb_env_close(env)
+            openPaths.remove(path)
+            throw error
+        }
+        let resizeLock = UnsafeMutablePointer<pthread_rwlock_t>.allocate(capacity: 1)
+        #if os(Linux)
+            // Prefer the (rare) map resize over new readers, so a steady stream
+            // of readers cannot starve a writer whose map is full.
+            var attributes = pthread_rwlockattr_t()
+            pthread_rwlockattr_init(&attributes)
+            pthread_rwlockattr_setkind_np(&attributes, Int32(PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP))
+            code = pthread_rwlock_init(resizeLock, &attributes)
+            pthread_rwlockattr_destroy(&attributes)
+        #else
+            code = pthread_rwlock_init(resizeLock, nil)
+        #endif
+        guard code == 0 else {
+            resizeLock.deallocate()
+            mdb_env_close(env)
+            openPaths.remove(path)
+            throw LMDBError.error(code, .open, path: path, call: "pthread_rwlock_init")
+        }
+        self.handle = env
+        self.resizeLock = resizeLock
+    }
+
+    deinit {
+        mdb_env_close(handle)
+        pthread_rwlock_destroy(resizeLock)
+        resizeLock.deallocate()
+        openPaths.remove(path)
+    }
+
+    /// A storage for records of type `type`, creating its databases on first use.
+    ///
+    /// - Throws: ``StorageError``: ``StorageError/Kind/schemaMismatch`` for an
+    ///   entity declaration that cannot be stored, ``StorageError/Kind/readOnly``
+    ///   when its databases do not exist yet in a read-only environment.
+    public func storage<R: Record>(for type: R.Type) throws -> LMDBStorage<R> {
+        try LMDBStorage(environment: self)
+    }
+
+    /// The same as ``storage(for:)``, type-erased.
+    public func anyStorage<R: Record>(for type: R.Type) throws -> AnyStorage<R> {
+        AnyStorage(try storage(for: type))
+    }
+
+    /// The current size of the memory map in bytes.
+    public var mapSize: Int {
+        var info = MDB_envinfo()
+        guard mdb_env_info(handle, &info) == MDB_SUCCESS else { return 0 }
+        return info.me_mapsize
+    }
+
+    // MARK: - Transactions
+
+    /// Runs `body` in a read-only transaction, which ends (is aborted) when
+    /// `body` returns or throws. Values read are valid only inside `body`.
+    func read<T>(_ operation: StorageError.Operation, _ body: (borrowing Transaction) throws -> T) throws -> T {
+        while true {
+            pthread_rwlock_rdlock(resizeLock)
+            var txn: OpaquePointer?
+            let code = mdb_txn_begin(handle, nil, UInt32(MDB_RDONLY), &txn)
+            if code == MDB_MAP_RESIZED {
+                // Another process grew the map: adopt its size, then retry.
+                pthread_rwlock_unlock(resizeLock)
+                try adoptGrownMap(operation)
+                continue
+            }
+            defer { pthread_rwlock_unlock(resizeLock) }
+            guard code == MDB_SUCCESS, let txn else {
+                throw LMDBError.error(code, operation, path: path, call: "mdb_txn_begin")
+            }
+            let transaction = Transaction(txn, environment: self, operation: operation)
+            return try body(transaction)
+        }
+    }
+
+    /// Runs `body` in a write transaction and commits it when `body` returns; a
+    /// throw aborts it, so nothing of it is stored. Writers run one at a time.
+    /// When the map is full the transaction is aborted, the map doubled and
+    /// `body` run again, so `body` must do nothing but transaction work.
+    ///
+    /// - Throws: ``StorageError/Kind/readOnly`` in a read-only environment, or
+    ///   what `body` and the commit throw.
+    func write<T>(_ operation: StorageError.Operation, _ body: (borrowing Transaction) throws -> T) throws -> T {
+        if isReadOnly {
+            throw StorageError(
+                .readOnly, operation, path: path, engineCode: EACCES,
+                message: "the environment was opened read-only")
+        }
+        writeLock.lock()
+        defer { writeLock.unlock() }
+        while true {
+            do {
+                return try attemptWrite(operation, body)
+            } catch let error as StorageError where error.engineCode == MDB_MAP_FULL {
+                try grow(operation)
+            } catch let error as StorageError where error.engineCode == MDB_MAP_RESIZED {
+                try adoptGrownMap(operation)
+            }
+        }
+    }
+
+    private func attemptWrite<T>(
+        _ operation: StorageError.Operation, _ body: (borrowing Transaction) throws -> T
+    ) throws -> T {
+        var txn: OpaquePointer?
+        try LMDBError.check(mdb_txn_begin(handle, nil, 0, &txn), operation, path: path, call: "mdb_txn_begin")
+        guard let txn else {
+            throw StorageError(.engine, operation, path: path, message: "mdb_txn_begin gave no transaction")
+        }
+        var transaction = Transaction(txn, environment: self, operation: operation)
+        let result = try body(transaction)
+        try transaction.commit()
+        return result
+    }
+
+    /// Doubles the map. Called with the write lock held and no write
+    /// transaction open; waits until no read transaction is open.
+    private func grow(_ operation: StorageError.Operation) throws {
+        pthread_rwlock_wrlock(resizeLock)
+        defer { pthread_rwlock_unlock(resizeLock) }
+        let current = mapSize
+        guard current < Int.max / 4 else {
+            throw StorageError(.full, operation, path: path, engineCode: MDB_MAP_FULL, message: "the map cannot grow further")
+        }
+        try LMDBError.check(mdb_env_set_mapsize(handle, current * 2), operation, path: path, call: "mdb_env_set_mapsize")
+    }
+
+    /// Adopts the map size another process set (after `MDB_MAP_RESIZED`).
+    private func adoptGrownMap(_ operation: StorageError.Operation) throws {
+        pthread_rwlock_wrlock(resizeLock)
+        defer { pthread_rwlock_unlock(resizeLock) }
+        try LMDBError.check(mdb_env_set_mapsize(handle, 0), operation, path: path, call: "mdb_env_set_mapsize")
+    }
+
+    // MARK: - Named databases
+
+    /// The handle of the named database `name`, opened (and created, unless
+    /// read-only) once and cached. `nil` when it does not exist in a read-only
+    /// environment.
+    func database(_ name: String, duplicateSort: Bool = false) throws -> MDB_dbi? {
+        handleLock.lock()
+        if let dbi = handles[name] {
+            handleLock.unlock()
+            return dbi
+        }
+        handleLock.unlock()
+        // mdb_dbi_open must not run in two transactions at once, so handles are
+        // opened under the write lock, each in a transaction of its own.
+        writeLock.lock()
+        defer { writeLock.unlock() }
+        handleLock.lock()
+        if let dbi = handles[name] {
+            handleLock.unlock()
+            return dbi
+        }
+        handleLock.unlock()
+        var flags: UInt32 = duplicateSort ? UInt32(MDB_DUPSORT) : 0
+        if !isReadOnly { flags |= UInt32(MDB_CREATE) }
+        var dbi: MDB_dbi = 0
+        while true {
+            var txn: OpaquePointer?
+            try LMDBError.check(
+                mdb_txn_begin(handle, nil, isReadOnly ? UInt32(MDB_RDONLY) : 0, &txn), .open, path: path,
+                call: "mdb_txn_begin")
+            var code = mdb_dbi_open(txn, name, flags, &dbi)
+            if code == MDB_NOTFOUND && isReadOnly {
+                mdb_txn_abort(txn)
+                return nil
+            }
+            if code == MDB_SUCCESS {
+                code = mdb_txn_commit(txn)
+            } else {
+                mdb_txn_abort(txn)
+            }
+            if code == MDB_MAP_FULL {
+                try grow(.open)
+                continue
+            }
+            try LMDBError.check(code, .open, path: path, call: "mdb_dbi_open", context: "database '\(name)'")
+            break
+        }
+        handleLock.lock()
+        handles[name] = dbi
+        handleLock.unlock()
+        return dbi
+    }
+
+    /// The number of entries in every named database of the environment, by name
+    /// (`mdb_stat`), for checks that nothing is left behind.
+    public func entryCounts() throws -> [String: Int] {
+        handleLock.lock()
+        let known = handles
+        handleLock.unlock()
+        return try read(.count) { txn in
+            var counts: [String: Int] = [:]
+            for (name, dbi) in known {
+                counts[name] = try txn.entryCount(dbi)
+            }
+            return counts
+        }
+    }
+
+    /// The handle of the named database `name`, which must exist in a
+    /// read-only environment.
+    ///
+    /// - Throws: ``StorageError/Kind/readOnly`` when it does not exist and the
+    ///   environment is read-only.
+    func requireDatabase(_ name: String, duplicateSort: Bool = false) throws -> MDB_dbi {
+        guard let dbi = try database(name, duplicateSort: duplicateSort) else {
+            throw StorageError(
+                .readOnly, .open, path: path, engineCode: MDB_NOTFOUND,
+                message: "the database '\(name)' does not exist and the environment is read-only")
+        }
+        return dbi
+    }
+
+    // MARK: - Parents and children
+
+    /// Records that `child` entities are owned by `link.parent`, so a storage of
+    /// the child used on its own keys, checks and moves children the same way.
+    func register(child: String, link: ParentLink) {
+        handleLock.lock()
+        parentLinks[child] = link
+        handleLock.unlock()
+    }
+
+    /// The parent of `entity`, if a parent storage declared it as a child.
+    func parentLink(of entity: String) -> ParentLink? {
+        handleLock.lock()
+        defer { handleLock.unlock() }
+        return parentLinks[entity]
+    }
+}
+
+/// How a child entity finds its parent: the parent's databases and the child's
+/// foreign-key field.
+struct ParentLink: Sendable {
+    /// The parent entity's name.
+    var parent: String
+    /// The position of the foreign key among the child's fields.
+    var foreignKeyIndex: Int
+    /// The parent's main database.
+    var parentMain: MDB_dbi
+    /// The parent's own id → storage-key lookup, when the parent is a child too.
+    var parentById: MDB_dbi?
+}
+
+/// The paths of the environments open in this process.
+private let openPaths = OpenPaths()
+
+private final class OpenPaths: @unchecked Sendable {
+    // Unchecked Sendable: `paths` is only touched with `lock` held.
+    private let lock = NSLock()
+    private var paths = Set<String>()
+
+    func insert(_ path: String) -> Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        return paths.insert(path).inserted
+    }
+
+    func remove(_ path: String) {
+        lock.lock()
+        defer { lock.unlock() }
+        paths.remove(path)
+    }
+}

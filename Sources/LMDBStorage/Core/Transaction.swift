@@ -1,0 +1,104 @@
+import CLMDB
+import DAOCore
+
+/// An open LMDB transaction. It cannot be copied, and it aborts in `deinit`
+/// unless it was committed, so no path leaves one open. Obtain one only through
+/// ``LMDBEnvironment/read(_:_:)`` or ``LMDBEnvironment/write(_:_:)``.
+///
+/// Buffers it returns point into the memory map and are valid only until the
+/// transaction ends (or, in a write transaction, until the next write):
+/// decode or copy them at once.
+struct Transaction: ~Copyable {
+    let handle: OpaquePointer
+    let environment: LMDBEnvironment
+    let operation: StorageError.Operation
+    private var isFinished = false
+
+    init(_ handle: OpaquePointer, environment: LMDBEnvironment, operation: StorageError.Operation) {
+        self.handle = handle
+        self.environment = environment
+        self.operation = operation
+    }
+
+    deinit {
+        if !isFinished { mdb_txn_abort(handle) }
+    }
+
+    /// Commits. The transaction is over whether or not this throws.
+    mutating func commit() throws {
+        isFinished = true
+        try check(mdb_txn_commit(handle), "mdb_txn_commit")
+    }
+
+    func check(_ code: Int32, _ call: @autoclosure () -> String) throws {
+        if code != MDB_SUCCESS {
+            throw LMDBError.error(code, operation, path: environment.path, call: call())
+        }
+    }
+
+    /// The value stored under `key`, or `nil`.
+    func get(_ dbi: MDB_dbi, _ key: UnsafeRawBufferPointer) throws -> UnsafeRawBufferPointer? {
+        var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
+        var v = MDB_val()
+        let code = mdb_get(handle, dbi, &k, &v)
+        if code == MDB_NOTFOUND { return nil }
+        try check(code, "mdb_get")
+        return UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size)
+    }
+
+    /// The value stored under `key`, or `nil`.
+    func get(_ dbi: MDB_dbi, _ key: [UInt8]) throws -> UnsafeRawBufferPointer? {
+        var k = MDB_val()
+        var v = MDB_val()
+        let code = key.withUnsafeBytes { key in
+            k.mv_size = key.count
+            k.mv_data = UnsafeMutableRawPointer(mutating: key.baseAddress)
+            return mdb_get(handle, dbi, &k, &v)
+        }
+        if code == MDB_NOTFOUND { return nil }
+        try check(code, "mdb_get")
+        return UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size)
+    }
+
+    /// Stores `value` under `key` (for a `MDB_DUPSORT` database: adds it to the
+    /// key's values).
+    func put(_ dbi: MDB_dbi, _ key: [UInt8], _ value: [UInt8]) throws {
+        let code = key.withUnsafeBytes { key in
+            value.withUnsafeBytes { value in
+                var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
+                var v = MDB_val(mv_size: value.count, mv_data: UnsafeMutableRawPointer(mutating: value.baseAddress))
+                return mdb_put(handle, dbi, &k, &v, 0)
+            }
+        }
+        try check(code, "mdb_put")
+    }
+
+    /// Removes `key` (with `value`: only that value of a `MDB_DUPSORT` key).
+    /// Returns whether there was something to remove.
+    @discardableResult
+    func delete(_ dbi: MDB_dbi, _ key: [UInt8], value: [UInt8]? = nil) throws -> Bool {
+        let code = key.withUnsafeBytes { key in
+            var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
+            guard let value else { return mdb_del(handle, dbi, &k, nil) }
+            return value.withUnsafeBytes { value in
+                var v = MDB_val(mv_size: value.count, mv_data: UnsafeMutableRawPointer(mutating: value.baseAddress))
+                return mdb_del(handle, dbi, &k, &v)
+            }
+        }
+        if code == MDB_NOTFOUND { return false }
+        try check(code, "mdb_del")
+        return true
+    }
+
+    /// The number of entries (`mdb_stat`), duplicates counted one by one.
+    func entryCount(_ dbi: MDB_dbi) throws -> Int {
+        var stat = MDB_stat()
+        try check(mdb_stat(handle, dbi, &stat), "mdb_stat")
+        return stat.ms_entries
+    }
+
+    /// Empties the database (`mdb_drop` without deleting it).
+    func empty(_ dbi: MDB_dbi) throws {
+        try check(mdb_drop(handle, dbi, 0), "mdb_drop")
+    }
+}

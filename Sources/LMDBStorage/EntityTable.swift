@@ -1,0 +1,168 @@
+import CLMDB
+import DAOCore
+import Foundation
+
+/// One declared index: its own `MDB_DUPSORT` database whose keys are the
+/// encoded index field values and whose duplicate values are the storage keys
+/// of the records that hold them.
+struct IndexTable: Sendable {
+    var index: Index
+    /// The positions of the indexed fields among the entity's fields.
+    var fields: [Int]
+    var dbi: MDB_dbi
+}
+
+/// The encoders and decoders of one storage call: one pair per entity of the
+/// call's record tree, reused for every record of the call.
+final class Codecs {
+    let encoder: ValueEncoder
+    let decoder: ValueDecoder
+    let children: [Codecs]
+
+    init(schema: ValueSchema, children: [Codecs]) {
+        encoder = ValueEncoder(schema: schema)
+        decoder = ValueDecoder(schema: schema)
+        self.children = children
+    }
+}
+
+/// The databases of one entity, and how its records are written, read and
+/// erased inside a transaction:
+///
+/// - `<entity>`: storage key → value. A top-level record's storage key is its
+///   primary key; a child's is its parent's primary key followed by its own, so
+///   a parent's children are one contiguous cursor range, in child-key order.
+/// - `<entity>#id`: for a child entity, child primary key → storage key, so a
+///   child can be found (and moved) by its own key.
+/// - `<entity>#<index>`: one `MDB_DUPSORT` database per declared index.
+final class EntityTable<R: Record>: Sendable {
+    let environment: LMDBEnvironment
+    let entity: Entity<R>
+    let schema: ValueSchema
+    let main: MDB_dbi
+    let byId: MDB_dbi
+    let indexes: [IndexTable]
+    let relations: [any ChildSet<R>]
+    /// `R` as a ``FieldwiseRecord``, when it reads its fields by position.
+    let fieldwiseType: (any FieldwiseRecord.Type)? = R.self as? any FieldwiseRecord.Type
+    /// The link to the parent when a parent's table built this one.
+    private let declaredLink: ParentLink?
+
+    /// The name of the database that records which entities are children of which.
+    static var linksDatabase: String { "__links" }
+
+    /// Opens the entity's databases, and its children's.
+    ///
+    /// - Throws: ``StorageError/Kind/schemaMismatch`` for a declaration that
+    ///   cannot be stored, such as relations that loop back to an entity.
+    init(environment: LMDBEnvironment, link: ParentLink?) throws {
+        let entity = R.entity
+        // Checked before `validate()`, which recurses into the children's
+        // declarations and would not come back from a loop.
+        if link == nil, let loop = relationLoop(R.self, path: []) {
+            throw StorageError(
+                .schemaMismatch, .open, entity: entity.name, path: environment.path,
+                message: "the relations form a loop: \(loop.joined(separator: " → "))")
+        }
+        try entity.validate()
+        self.environment = environment
+        self.entity = entity
+        schema = ValueSchema(entity)
+        main = try environment.requireDatabase(entity.name)
+        byId = try environment.requireDatabase(entity.name + "#id")
+        indexes = try entity.indexes.map { index in
+            let fields = index.fields.compactMap { name in entity.fields.firstIndex { $0.name == name } }
+            return IndexTable(index: index, fields: fields, dbi: try environment.requireDatabase(entity.name + "#" + index.name, duplicateSort: true))
+        }
+        var resolvedLink = link
+        if resolvedLink == nil, environment.parentLink(of: entity.name) == nil, let owner = entity.owner {
+            // A child asked for before its owner: set the owner up first, which
+            // links this entity to it.
+            try openOwner(owner, environment: environment)
+        }
+        if resolvedLink == nil, environment.parentLink(of: entity.name) == nil {
+            resolvedLink = try Self.storedLink(of: entity, environment: environment)
+            if let resolvedLink { environment.register(child: entity.name, link: resolvedLink) }
+        }
+        declaredLink = resolvedLink
+        let isChild = resolvedLink != nil || environment.parentLink(of: entity.name) != nil
+        let parentById: MDB_dbi? = isChild ? byId : nil
+        let main = self.main
+        relations = try entity.relations.map { relation in
+            try relation.makeChildSet(environment: environment, parentMain: main, parentById: parentById)
+        }
+    }
+
+    /// The parent link recorded in the environment by an earlier parent storage.
+    private static func storedLink(of entity: Entity<R>, environment: LMDBEnvironment) throws -> ParentLink? {
+        guard let links = try environment.database(linksDatabase) else { return nil }
+        let stored: String? = try environment.read(.open) { txn in
+            try txn.get(links, Array(entity.name.utf8)).map { String(decoding: $0, as: UTF8.self) }
+        }
+        guard let stored else { return nil }
+        let parts = stored.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        guard parts.count == 2, let foreignKey = entity.fields.firstIndex(where: { $0.name == parts[1] }) else {
+            throw StorageError(
+                .schemaMismatch, .open, entity: entity.name, path: environment.path,
+                message: "the environment records '\(entity.name)' as a child through '\(stored)', which this entity does not declare")
+        }
+        let parentMain = try environment.requireDatabase(parts[0])
+        let grandparent: String? = try environment.read(.open) { txn in
+            try txn.get(links, Array(parts[0].utf8)).map { String(decoding: $0, as: UTF8.self) }
+        }
+        let parentById = grandparent == nil ? nil : try environment.requireDatabase(parts[0] + "#id")
+        return ParentLink(parent: parts[0], foreignKeyIndex: foreignKey, parentMain: parentMain, parentById: parentById)
+    }
+
+    /// The parent link in force: declared by the parent's table, or registered
+    /// since by a parent storage of the same environment.
+    @inline(__always)
+    var link: ParentLink? { declaredLink ?? environment.parentLink(of: entity.name) }
+
+    func makeCodecs() -> Codecs {
+        Codecs(schema: schema, children: relations.map { $0.makeCodecs() })
+    }
+
+    // MARK: - Keys
+
+    @inline(__always)
+    func indexKey(_ index: IndexTable, _ value: (Int) throws -> StoredValue) rethrows -> [UInt8] {
+        var key: [UInt8] = []
+        key.reserveCapacity(index.fields.count * 10)
+        for field in index.fields {
+            KeyCodec.append(indexed: try value(field), to: &key)
+        }
+        return key
+    }
+
+    /// The storage key of the record with primary key bytes `pk`, if it is stored.
+    func storageKey(of pk: [UInt8], in txn: borrowing Transaction) throws -> [UInt8]? {
+        if link != nil {
+            return try txn.get(byId, pk).map { [UInt8]($0) }
+        }
+        return try txn.get(main, pk) == nil ? nil : pk
+    }
+}
+
+/// The entity names along a chain of relations from `type` that comes back to
+/// an entity already on `path`, if there is one.
+private func relationLoop<E: Record>(_ type: E.Type, path: [String]) -> [String]? {
+    let name = E.entity.name
+    if path.contains(name) { return path + [name] }
+    for relation in E.entity.relations {
+        if let loop = relation.loop(path: path + [name]) { return loop }
+    }
+    return nil
+}
+
+extension ToManyRelation {
+    /// ``relationLoop(_:path:)`` from this relation's child.
+    fileprivate func loop(path: [String]) -> [String]? {
+        relationLoop(Child.self, path: path)
+    }
+}
+
+/// Builds the table of `owner`, which registers the links to its children.
+private func openOwner<Owner: Record>(_ owner: Owner.Type, environment: LMDBEnvironment) throws {
+    _ = try EntityTable<Owner>(environment: environment, link: nil)
+}

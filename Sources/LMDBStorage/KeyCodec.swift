@@ -1,0 +1,119 @@
+import DAOCore
+
+/// Byte encodings of keys that sort, under LMDB's bytewise comparison, the way
+/// the values sort (``StoredValue``'s order), and that are prefix-free, so keys
+/// can be concatenated (parent key + child key, index fields one after another)
+/// and a prefix selects exactly one parent's children or one index range.
+///
+/// - integers: 8 bytes big-endian with the sign bit flipped;
+/// - reals: 8 bytes big-endian, sign bit flipped for positives and every bit
+///   flipped for negatives (`-0.0` is stored as `0.0`);
+/// - text and blobs: the bytes with each `0x00` written `0x00 0xFF`, ended by
+///   `0x00 0x00` (so a text is never empty, which LMDB keys may not be).
+///
+/// In index keys each value is preceded by a tag: `0x00` for null, `0x01`
+/// otherwise, so nulls sort first.
+enum KeyCodec {
+    /// Appends an integer.
+    @inline(__always)
+    static func append(integer value: Int64, to bytes: inout [UInt8]) {
+        let ordered = UInt64(bitPattern: value) ^ (1 << 63)
+        withUnsafeBytes(of: ordered.bigEndian) { bytes.append(contentsOf: $0) }
+    }
+
+    /// Appends a real.
+    static func append(real value: Double, to bytes: inout [UInt8]) {
+        let bits = (value == 0 ? 0.0 : value).bitPattern
+        let ordered = bits & (1 << 63) != 0 ? ~bits : bits | (1 << 63)
+        withUnsafeBytes(of: ordered.bigEndian) { bytes.append(contentsOf: $0) }
+    }
+
+    /// Appends text or blob bytes, escaped and terminated.
+    static func append(escaped source: some Sequence<UInt8>, to bytes: inout [UInt8]) {
+        for byte in source {
+            bytes.append(byte)
+            if byte == 0 { bytes.append(0xFF) }
+        }
+        bytes.append(0)
+        bytes.append(0)
+    }
+
+    /// Appends a primary key (no tag).
+    @inline(__always)
+    static func append<K: PrimaryKeyValue>(primaryKey key: K, to bytes: inout [UInt8]) {
+        append(untagged: key.storedValue, to: &bytes)
+    }
+
+    /// Appends a stored value without a tag (for primary keys).
+    static func append(untagged value: StoredValue, to bytes: inout [UInt8]) {
+        switch value {
+        case .null: break
+        case .integer(let value): append(integer: value, to: &bytes)
+        case .real(let value): append(real: value, to: &bytes)
+        case .text(let value): append(escaped: value.utf8, to: &bytes)
+        case .blob(let value): append(escaped: value, to: &bytes)
+        }
+    }
+
+    /// Appends one field of an index key: a null/present tag, then the value.
+    static func append(indexed value: StoredValue, to bytes: inout [UInt8]) {
+        if case .null = value {
+            bytes.append(0)
+        } else {
+            bytes.append(1)
+            append(untagged: value, to: &bytes)
+        }
+    }
+
+    /// The primary key encoded in `bytes` (all of them), or `nil` when they do
+    /// not hold one of type `K`.
+    static func decodePrimaryKey<K: PrimaryKeyValue>(_ type: K.Type, from bytes: UnsafeRawBufferPointer) -> K? {
+        switch K.fieldType {
+        case .integer:
+            guard bytes.count == 8 else { return nil }
+            let ordered = UInt64(bigEndian: bytes.loadUnaligned(as: UInt64.self))
+            return K(storedValue: .integer(Int64(bitPattern: ordered ^ (1 << 63))))
+        case .text:
+            guard bytes.count >= 2, bytes[bytes.count - 1] == 0, bytes[bytes.count - 2] == 0 else { return nil }
+            var utf8: [UInt8] = []
+            utf8.reserveCapacity(bytes.count - 2)
+            var index = 0
+            while index < bytes.count - 2 {
+                let byte = bytes[index]
+                utf8.append(byte)
+                index += byte == 0 ? 2 : 1
+            }
+            return K(storedValue: .text(String(decoding: utf8, as: UTF8.self)))
+        default:
+            return nil
+        }
+    }
+
+    /// The primary key's bytes.
+    static func encode<K: PrimaryKeyValue>(primaryKey key: K) -> [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(16)
+        append(primaryKey: key, to: &bytes)
+        return bytes
+    }
+
+    /// `value` converted to the storage class of a field of type `type`, for
+    /// comparing a query's constant with stored keys; `nil` when no stored value
+    /// of that field can equal it (so no key range can answer for it).
+    static func coerce(_ value: StoredValue, to type: FieldType, optional: Bool) -> StoredValue? {
+        switch (type, value) {
+        case (_, .null): return optional ? .null : nil
+        case (.integer, .integer), (.bool, .integer): return value
+        case (.integer, .real(let real)), (.bool, .real(let real)):
+            guard let exact = Int64(exactly: real) else { return nil }
+            return .integer(exact)
+        case (.real, .real), (.date, .real): return value
+        case (.real, .integer(let integer)), (.date, .integer(let integer)):
+            let real = Double(integer)
+            guard Int64(exactly: real) == integer else { return nil }
+            return .real(real)
+        case (.text, .text), (.blob, .blob): return value
+        default: return nil
+        }
+    }
+}

@@ -1,0 +1,120 @@
+import CLMDB
+import DAOCore
+import Foundation
+
+/// The children of one to-many relation, seen from the parent's table.
+protocol ChildSet<Parent>: Sendable {
+    associatedtype Parent: Record
+    func makeCodecs() -> Codecs
+    /// The children of the parent with primary key bytes `parentKey`, as `[Child]`.
+    func loadChildren(parentKey: [UInt8], in txn: borrowing Transaction, codecs: Codecs) throws -> Any
+    /// Puts `children`, as ``loadChildren(parentKey:in:codecs:)`` returned them, into `parent`.
+    func attach(_ children: Any, to parent: inout Parent) throws
+    /// Stores exactly the children `parent` holds now; `primaryKey` is the
+    /// parent's primary key and `parentKey` its bytes.
+    func replaceChildren(
+        of parent: Parent, primaryKey: StoredValue, parentKey: [UInt8], in txn: borrowing Transaction, codecs: Codecs
+    ) throws
+    /// Erases the children of a parent.
+    func eraseChildren(parentKey: [UInt8], in txn: borrowing Transaction, codecs: Codecs) throws
+    /// Erases every child (all parents are being erased).
+    func eraseEverything(in txn: borrowing Transaction) throws
+}
+
+struct RelationChildren<Relation: ToManyRelation>: ChildSet {
+    typealias Parent = Relation.Parent
+    let relation: Relation
+    let table: EntityTable<Relation.Child>
+
+    func makeCodecs() -> Codecs { table.makeCodecs() }
+
+    func loadChildren(parentKey: [UInt8], in txn: borrowing Transaction, codecs: Codecs) throws -> Any {
+        try table.readRange(prefix: parentKey, in: txn, codecs: codecs)
+    }
+
+    func attach(_ children: Any, to parent: inout Parent) throws {
+        guard let children = children as? [Relation.Child] else {
+            throw StorageError(
+                .decoding, .read, entity: Parent.entity.name,
+                message: "the children of relation '\(relation.name)' are not \([Relation.Child].self)")
+        }
+        parent[keyPath: relation.children] = children
+    }
+
+    func replaceChildren(
+        of parent: Parent, primaryKey: StoredValue, parentKey: [UInt8], in txn: borrowing Transaction, codecs: Codecs
+    ) throws {
+        let children = parent[keyPath: relation.children]
+        // The children stored now that the parent no longer holds.
+        var wanted: Set<Relation.Child.PrimaryKey>?
+        var hadChildren = false
+        let unwanted = try table.keys(prefix: parentKey, in: txn) { pk in
+            hadChildren = true
+            if wanted == nil { wanted = Set(children.map(\.primaryKey)) }
+            guard let wanted, let key = KeyCodec.decodePrimaryKey(Relation.Child.PrimaryKey.self, from: pk) else {
+                return true
+            }
+            return !wanted.contains(key)
+        }
+        for existing in unwanted {
+            try table.erase(storageKey: existing.key, pk: existing.pk, in: txn, codecs: codecs)
+        }
+        let context = EntityTable<Relation.Child>.ParentContext.persisting(primaryKey: primaryKey, hadChildren: hadChildren)
+        for child in children {
+            try table.persist(child, in: txn, codecs: codecs, parent: context)
+        }
+    }
+
+    func eraseChildren(parentKey: [UInt8], in txn: borrowing Transaction, codecs: Codecs) throws {
+        for existing in try table.keys(prefix: parentKey, in: txn) {
+            try table.erase(storageKey: existing.key, pk: existing.pk, in: txn, codecs: codecs)
+        }
+    }
+
+    func eraseEverything(in txn: borrowing Transaction) throws {
+        try table.eraseEverything(in: txn)
+    }
+}
+
+extension ToManyRelation {
+    /// Builds the child table of this relation, links it to its parent's
+    /// databases and records the link in the environment.
+    func makeChildSet(
+        environment: LMDBEnvironment, parentMain: MDB_dbi, parentById: MDB_dbi?
+    ) throws -> any ChildSet<Parent> {
+        let childEntity = Child.entity
+        guard let foreignKey = childEntity.fields.firstIndex(where: { $0.name == foreignKeyField }) else {
+            throw StorageError(
+                .schemaMismatch, .open, entity: Parent.entity.name,
+                message: "relation '\(name)' names foreign key '\(foreignKeyField)', which is not a field of '\(childEntity.name)'")
+        }
+        let link = ParentLink(
+            parent: Parent.entity.name, foreignKeyIndex: foreignKey, parentMain: parentMain, parentById: parentById)
+        let stored = "\(Parent.entity.name)\n\(foreignKeyField)"
+        let links = try environment.database(EntityTable<Child>.linksDatabase)
+        let childMain = try environment.requireDatabase(childEntity.name)
+        let recorded: String? = try links.flatMap { links in
+            try environment.read(.open) { txn in
+                try txn.get(links, Array(childEntity.name.utf8)).map { String(decoding: $0, as: UTF8.self) }
+            }
+        }
+        if let recorded, recorded != stored {
+            throw StorageError(
+                .schemaMismatch, .open, entity: Parent.entity.name, path: environment.path,
+                message: "'\(childEntity.name)' is stored as a child through '\(recorded.replacingOccurrences(of: "\n", with: "."))', not '\(Parent.entity.name).\(foreignKeyField)'")
+        }
+        if recorded == nil, let links, !environment.isReadOnly {
+            try environment.write(.open) { txn in
+                guard try txn.entryCount(childMain) == 0 else {
+                    throw StorageError(
+                        .schemaMismatch, .open, entity: Parent.entity.name, path: environment.path,
+                        message: "'\(childEntity.name)' already holds records stored on their own, not as children of '\(Parent.entity.name)'")
+                }
+                try txn.put(links, Array(childEntity.name.utf8), Array(stored.utf8))
+            }
+        }
+        environment.register(child: childEntity.name, link: link)
+        let table = try EntityTable<Child>(environment: environment, link: link)
+        return RelationChildren(relation: self, table: table)
+    }
+}

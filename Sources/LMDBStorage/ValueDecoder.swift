@@ -1,0 +1,475 @@
+import DAOCore
+import Foundation
+
+/// Decodes values written by ``ValueEncoder`` into records, driven by each
+/// record's `Codable` conformance. Children for the record's relations are
+/// handed in (they come from their own database). One decoder serves one
+/// storage call and is reused for each of its values; it reads straight from
+/// the memory map, so the only copy made is into the record's own properties.
+final class ValueDecoder {
+    let schema: ValueSchema
+    private var base = UnsafeRawBufferPointer(start: nil, count: 0)
+    /// Per field: where its value starts in `base`, or -1 for nil.
+    private var offsets: [Int]
+    fileprivate var children: [Any]
+    fileprivate var nextGuess = 0
+
+    init(schema: ValueSchema) {
+        self.schema = schema
+        offsets = Array(repeating: -1, count: schema.fieldCount)
+        children = []
+    }
+
+    private func corrupt(_ message: String) -> StorageError {
+        StorageError(.corrupt, .read, entity: schema.entity, message: "a stored value is damaged: \(message)")
+    }
+
+    /// Reads the layout of `value` (which must stay valid until the decoding
+    /// that follows is done).
+    ///
+    /// - Throws: ``StorageError/Kind/corrupt`` for an unknown format version, a
+    ///   truncated value or trailing bytes.
+    func load(_ value: UnsafeRawBufferPointer) throws {
+        base = value
+        guard let version = value.first else { throw corrupt("it is empty") }
+        guard version == ValueSchema.formatVersion else {
+            throw corrupt("its format version is \(version); this build reads version \(ValueSchema.formatVersion)")
+        }
+        // Work on a local array (moved out and back), not on the property.
+        var offsets: [Int] = []
+        swap(&offsets, &self.offsets)
+        defer { swap(&offsets, &self.offsets) }
+        var position = 1
+        let count = value.count
+        let schema = self.schema
+        for index in 0..<schema.fieldCount {
+            if schema.optional[index] {
+                guard position < count else { throw corrupt("it ends before field '\(schema.names[index])'") }
+                let present = value[position]
+                position += 1
+                if present == 0 {
+                    offsets[index] = -1
+                    continue
+                }
+                guard present == 1 else { throw corrupt("field '\(schema.names[index])' has presence byte \(present)") }
+            }
+            offsets[index] = position
+            switch schema.types[index] {
+            case .integer:
+                _ = try readVarint(value, &position)
+            case .bool:
+                position += 1
+            case .real, .date:
+                position += 8
+            case .text, .blob:
+                let length = try readVarint(value, &position)
+                guard length <= UInt64(count) else { throw corrupt("field '\(schema.names[index])' overruns the value") }
+                position += Int(length)
+            }
+            guard position <= count else { throw corrupt("it ends inside field '\(schema.names[index])'") }
+        }
+        guard position == count else { throw corrupt("\(count - position) bytes follow the last field") }
+    }
+
+    @inline(__always)
+    private func readVarint(_ position: inout Int) throws -> UInt64 {
+        try readVarint(base, &position)
+    }
+
+    @inline(__always)
+    private func readVarint(_ base: UnsafeRawBufferPointer, _ position: inout Int) throws -> UInt64 {
+        var result: UInt64 = 0
+        var shift: UInt64 = 0
+        while true {
+            guard position < base.count, shift < 64 else { throw corrupt("an integer is cut off") }
+            let byte = base[position]
+            position += 1
+            result |= UInt64(byte & 0x7F) << shift
+            if byte < 0x80 { return result }
+            shift += 7
+        }
+    }
+
+    /// The value of field `index` of the loaded value.
+    func value(at index: Int) throws -> StoredValue {
+        var position = offsets[index]
+        if position < 0 { return .null }
+        switch schema.types[index] {
+        case .integer:
+            let raw = try readVarint(&position)
+            return .integer(Int64(bitPattern: raw >> 1) ^ -Int64(bitPattern: raw & 1))
+        case .bool:
+            return .integer(base[position] == 0 ? 0 : 1)
+        case .real, .date:
+            return .real(Double(bitPattern: UInt64(littleEndian: base.loadUnaligned(fromByteOffset: position, as: UInt64.self))))
+        case .text:
+            let length = Int(try readVarint(&position))
+            return .text(String(decoding: UnsafeRawBufferPointer(rebasing: base[position..<position + length]), as: UTF8.self))
+        case .blob:
+            let length = Int(try readVarint(&position))
+            return .blob([UInt8](base[position..<position + length]))
+        }
+    }
+
+    /// Decodes the loaded value into a record; `children` are the values of its
+    /// relations, in declaration order (`[Child]` each).
+    ///
+    /// - Throws: ``StorageError``: ``StorageError/Kind/decoding`` when the record
+    ///   refuses a value, ``StorageError/Kind/schemaMismatch`` when it reads a key
+    ///   the entity does not declare.
+    /// Decodes the loaded value as a ``FieldwiseRecord``, reading its fields by
+    /// position; its relations are left empty for the caller to attach.
+    func decodeFieldwise<F: FieldwiseRecord, R>(_ type: F.Type, as: R.Type) throws -> R {
+        var reader = LoadedValueReader(decoder: self)
+        guard let record = try F(fields: &reader) as? R else {
+            throw StorageError(.decoding, .read, entity: schema.entity, message: "\(F.self) is not \(R.self)")
+        }
+        return record
+    }
+
+    /// The integer, double or text of field `index` of the loaded value, which
+    /// `load(_:)` checked to be present and of that type's shape.
+    @inline(__always)
+    func integer(at index: Int) throws -> Int64 {
+        var position = offsets[index]
+        let raw = try readVarint(&position)
+        return Int64(bitPattern: raw >> 1) ^ -Int64(bitPattern: raw & 1)
+    }
+
+    @inline(__always)
+    func real(at index: Int) -> Double {
+        Double(bitPattern: UInt64(littleEndian: base.loadUnaligned(fromByteOffset: offsets[index], as: UInt64.self)))
+    }
+
+    @inline(__always)
+    func bool(at index: Int) -> Bool {
+        base[offsets[index]] != 0
+    }
+
+    @inline(__always)
+    func text(at index: Int) throws -> String {
+        var position = offsets[index]
+        let length = Int(try readVarint(&position))
+        return String(decoding: UnsafeRawBufferPointer(rebasing: base[position..<position + length]), as: UTF8.self)
+    }
+
+    @inline(__always)
+    func bytes(at index: Int) throws -> Data {
+        var position = offsets[index]
+        let length = Int(try readVarint(&position))
+        return Data(base[position..<position + length])
+    }
+
+    @inline(__always)
+    func isNull(at index: Int) -> Bool {
+        offsets[index] < 0
+    }
+
+    func decode<R: Record>(_ type: R.Type, children: [Any]) throws -> R {
+        self.children = children
+        nextGuess = 0
+        do {
+            return try R(from: RecordDecoder(state: self))
+        } catch let error as StorageError {
+            throw error
+        } catch {
+            throw StorageError(
+                .decoding, .read, entity: schema.entity, message: "a stored value does not decode as \(R.self)",
+                underlying: error)
+        }
+    }
+
+    fileprivate func slot(_ key: String) throws -> Int {
+        guard let slot = schema.slot(of: key, guess: nextGuess) else {
+            throw StorageError(
+                .schemaMismatch, .read, entity: schema.entity,
+                message: "the record reads the key '\(key)', which the entity does not declare")
+        }
+        nextGuess = slot + 1
+        return slot
+    }
+
+    fileprivate func fieldValue(_ key: String) throws -> StoredValue {
+        let slot = try slot(key)
+        guard slot < schema.fieldCount else {
+            throw StorageError(
+                .schemaMismatch, .read, entity: schema.entity,
+                message: "the record reads the relation '\(key)' as a single value")
+        }
+        return try value(at: slot)
+    }
+
+    /// The integer field `key`, read straight from the value; `nil` when the
+    /// field is not a non-nil integer (the caller then takes the general path).
+    @inline(__always)
+    fileprivate func integer(_ key: String) throws -> Int64? {
+        let slot = try slot(key)
+        guard slot < schema.fieldCount, schema.types[slot] == .integer, offsets[slot] >= 0 else {
+            nextGuess = slot
+            return nil
+        }
+        var position = offsets[slot]
+        let raw = try readVarint(&position)
+        return Int64(bitPattern: raw >> 1) ^ -Int64(bitPattern: raw & 1)
+    }
+
+    /// The text field `key`, read straight from the value; `nil` as for ``integer(_:)``.
+    @inline(__always)
+    fileprivate func text(_ key: String) throws -> String? {
+        let slot = try slot(key)
+        guard slot < schema.fieldCount, schema.types[slot] == .text, offsets[slot] >= 0 else {
+            nextGuess = slot
+            return nil
+        }
+        var position = offsets[slot]
+        let length = Int(try readVarint(&position))
+        return String(decoding: UnsafeRawBufferPointer(rebasing: base[position..<position + length]), as: UTF8.self)
+    }
+
+    /// The date field `key`; `nil` as for ``integer(_:)``.
+    @inline(__always)
+    fileprivate func date(_ key: String) throws -> Date? {
+        let slot = try slot(key)
+        guard slot < schema.fieldCount, schema.types[slot] == .date, offsets[slot] >= 0 else {
+            nextGuess = slot
+            return nil
+        }
+        let bits = UInt64(littleEndian: base.loadUnaligned(fromByteOffset: offsets[slot], as: UInt64.self))
+        return Date(timeIntervalSinceReferenceDate: Double(bitPattern: bits))
+    }
+
+    /// The boolean field `key`; `nil` as for ``integer(_:)``.
+    @inline(__always)
+    fileprivate func bool(_ key: String) throws -> Bool? {
+        let slot = try slot(key)
+        guard slot < schema.fieldCount, schema.types[slot] == .bool, offsets[slot] >= 0 else {
+            nextGuess = slot
+            return nil
+        }
+        return base[offsets[slot]] != 0
+    }
+
+    fileprivate func isNil(_ key: String) throws -> Bool {
+        let slot = try slot(key)
+        nextGuess = slot  // the value itself is read next
+        return slot < schema.fieldCount && offsets[slot] < 0
+    }
+}
+
+private func mismatch<T>(_ type: T.Type, _ value: StoredValue, _ path: [any CodingKey]) -> DecodingError {
+    DecodingError.typeMismatch(
+        type, DecodingError.Context(codingPath: path, debugDescription: "the stored value is \(value)"))
+}
+
+private func integer<T: FixedWidthInteger>(_ type: T.Type, _ value: StoredValue, _ path: [any CodingKey]) throws -> T {
+    guard case .integer(let integer) = value, let result = T(exactly: integer) else { throw mismatch(type, value, path) }
+    return result
+}
+
+private func decodeValue<T: Decodable>(_ type: T.Type, from value: StoredValue, path: [any CodingKey]) throws -> T {
+    if T.self == Date.self {
+        guard case .real(let seconds) = value, let date = Date(timeIntervalSinceReferenceDate: seconds) as? T else {
+            throw mismatch(type, value, path)
+        }
+        return date
+    }
+    if T.self == Data.self {
+        guard case .blob(let bytes) = value, let data = Data(bytes) as? T else { throw mismatch(type, value, path) }
+        return data
+    }
+    return try T(from: StoredValueDecoder(value: value, codingPath: path))
+}
+
+private struct RecordDecoder: Decoder {
+    let state: ValueDecoder
+    var codingPath: [any CodingKey] { [] }
+    var userInfo: [CodingUserInfoKey: Any] { [:] }
+
+    func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
+        KeyedDecodingContainer(RecordDecodingContainer<Key>(state: state))
+    }
+
+    func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
+        throw StorageError(.decoding, .read, entity: state.schema.entity, message: "a record must decode a keyed container")
+    }
+
+    func singleValueContainer() throws -> any SingleValueDecodingContainer {
+        throw StorageError(.decoding, .read, entity: state.schema.entity, message: "a record must decode a keyed container")
+    }
+}
+
+private struct RecordDecodingContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
+    let state: ValueDecoder
+    var codingPath: [any CodingKey] { [] }
+    var allKeys: [Key] {
+        (state.schema.names + state.schema.relations).compactMap { Key(stringValue: $0) }
+    }
+
+    func contains(_ key: Key) -> Bool {
+        state.schema.slot(of: key.stringValue, guess: state.nextGuess) != nil
+    }
+
+    func decodeNil(forKey key: Key) throws -> Bool { try state.isNil(key.stringValue) }
+
+    func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool {
+        if let bool = try state.bool(key.stringValue) { return bool }
+        let value = try state.fieldValue(key.stringValue)
+        guard case .integer(let integer) = value else { throw mismatch(type, value, [key]) }
+        return integer != 0
+    }
+
+    func decode(_ type: String.Type, forKey key: Key) throws -> String {
+        if let text = try state.text(key.stringValue) { return text }
+        let value = try state.fieldValue(key.stringValue)
+        guard case .text(let text) = value else { throw mismatch(type, value, [key]) }
+        return text
+    }
+
+    func decode(_ type: Double.Type, forKey key: Key) throws -> Double {
+        let value = try state.fieldValue(key.stringValue)
+        guard case .real(let real) = value else { throw mismatch(type, value, [key]) }
+        return real
+    }
+
+    func decode(_ type: Float.Type, forKey key: Key) throws -> Float {
+        let value = try state.fieldValue(key.stringValue)
+        guard case .real(let real) = value else { throw mismatch(type, value, [key]) }
+        return Float(real)
+    }
+
+    func decode(_ type: Int.Type, forKey key: Key) throws -> Int { try integer(type, state.fieldValue(key.stringValue), [key]) }
+    func decode(_ type: Int8.Type, forKey key: Key) throws -> Int8 { try integer(type, state.fieldValue(key.stringValue), [key]) }
+    func decode(_ type: Int16.Type, forKey key: Key) throws -> Int16 { try integer(type, state.fieldValue(key.stringValue), [key]) }
+    func decode(_ type: Int32.Type, forKey key: Key) throws -> Int32 { try integer(type, state.fieldValue(key.stringValue), [key]) }
+    func decode(_ type: Int64.Type, forKey key: Key) throws -> Int64 {
+        if let integer = try state.integer(key.stringValue) { return integer }
+        return try integer(type, state.fieldValue(key.stringValue), [key])
+    }
+    func decode(_ type: UInt.Type, forKey key: Key) throws -> UInt { try integer(type, state.fieldValue(key.stringValue), [key]) }
+    func decode(_ type: UInt8.Type, forKey key: Key) throws -> UInt8 { try integer(type, state.fieldValue(key.stringValue), [key]) }
+    func decode(_ type: UInt16.Type, forKey key: Key) throws -> UInt16 { try integer(type, state.fieldValue(key.stringValue), [key]) }
+    func decode(_ type: UInt32.Type, forKey key: Key) throws -> UInt32 { try integer(type, state.fieldValue(key.stringValue), [key]) }
+    func decode(_ type: UInt64.Type, forKey key: Key) throws -> UInt64 { try integer(type, state.fieldValue(key.stringValue), [key]) }
+
+    func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
+        if T.self == Date.self, let date = try state.date(key.stringValue), let value = date as? T {
+            return value
+        }
+        let slot = try state.slot(key.stringValue)
+        let fieldCount = state.schema.fieldCount
+        if slot >= fieldCount {
+            guard let children = state.children[slot - fieldCount] as? T else {
+                throw DecodingError.typeMismatch(
+                    type, DecodingError.Context(codingPath: [key], debugDescription: "the relation's children are not \(T.self)"))
+            }
+            return children
+        }
+        return try decodeValue(type, from: state.value(at: slot), path: [key])
+    }
+
+    func nestedContainer<NestedKey: CodingKey>(
+        keyedBy type: NestedKey.Type, forKey key: Key
+    ) throws -> KeyedDecodingContainer<NestedKey> {
+        throw DecodingError.typeMismatch(
+            type, DecodingError.Context(codingPath: [key], debugDescription: "fields hold single values"))
+    }
+
+    func nestedUnkeyedContainer(forKey key: Key) throws -> any UnkeyedDecodingContainer {
+        throw DecodingError.typeMismatch(
+            [Any].self, DecodingError.Context(codingPath: [key], debugDescription: "fields hold single values"))
+    }
+
+    func superDecoder() throws -> any Decoder {
+        throw DecodingError.typeMismatch(
+            Any.self, DecodingError.Context(codingPath: [], debugDescription: "records have no super decoder"))
+    }
+
+    func superDecoder(forKey key: Key) throws -> any Decoder {
+        throw DecodingError.typeMismatch(
+            Any.self, DecodingError.Context(codingPath: [key], debugDescription: "fields hold single values"))
+    }
+}
+
+/// Hands one field's value to a field type's own `init(from:)` (a
+/// `RawRepresentable` enum, a UUID).
+private struct StoredValueDecoder: Decoder, SingleValueDecodingContainer {
+    let value: StoredValue
+    let codingPath: [any CodingKey]
+    var userInfo: [CodingUserInfoKey: Any] { [:] }
+
+    func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
+        throw mismatch(type, value, codingPath)
+    }
+    func unkeyedContainer() throws -> any UnkeyedDecodingContainer { throw mismatch([Any].self, value, codingPath) }
+    func singleValueContainer() throws -> any SingleValueDecodingContainer { self }
+
+    func decodeNil() -> Bool { value == .null }
+    func decode(_ type: Bool.Type) throws -> Bool {
+        guard case .integer(let integer) = value else { throw mismatch(type, value, codingPath) }
+        return integer != 0
+    }
+    func decode(_ type: String.Type) throws -> String {
+        guard case .text(let text) = value else { throw mismatch(type, value, codingPath) }
+        return text
+    }
+    func decode(_ type: Double.Type) throws -> Double {
+        guard case .real(let real) = value else { throw mismatch(type, value, codingPath) }
+        return real
+    }
+    func decode(_ type: Float.Type) throws -> Float {
+        guard case .real(let real) = value else { throw mismatch(type, value, codingPath) }
+        return Float(real)
+    }
+    func decode(_ type: Int.Type) throws -> Int { try integer(type, value, codingPath) }
+    func decode(_ type: Int8.Type) throws -> Int8 { try integer(type, value, codingPath) }
+    func decode(_ type: Int16.Type) throws -> Int16 { try integer(type, value, codingPath) }
+    func decode(_ type: Int32.Type) throws -> Int32 { try integer(type, value, codingPath) }
+    func decode(_ type: Int64.Type) throws -> Int64 { try integer(type, value, codingPath) }
+    func decode(_ type: UInt.Type) throws -> UInt { try integer(type, value, codingPath) }
+    func decode(_ type: UInt8.Type) throws -> UInt8 { try integer(type, value, codingPath) }
+    func decode(_ type: UInt16.Type) throws -> UInt16 { try integer(type, value, codingPath) }
+    func decode(_ type: UInt32.Type) throws -> UInt32 { try integer(type, value, codingPath) }
+    func decode(_ type: UInt64.Type) throws -> UInt64 { try integer(type, value, codingPath) }
+    func decode<T: Decodable>(_ type: T.Type) throws -> T { try decodeValue(type, from: value, path: codingPath) }
+}
+
+/// Reads the fields of the value loaded in a ``ValueDecoder`` one after another,
+/// for a ``FieldwiseRecord``: the stored fields are in declaration order already.
+struct LoadedValueReader: FieldReader {
+    let decoder: ValueDecoder
+    var index = 0
+
+    /// The next field, checked to exist, to be present and to be stored as `type`.
+    @inline(__always)
+    private mutating func next(_ type: FieldType, or other: FieldType? = nil) throws -> Int {
+        let schema = decoder.schema
+        guard index < schema.fieldCount else { throw error("the value has only \(schema.fieldCount) fields") }
+        let stored = schema.types[index]
+        guard stored == type || stored == other else {
+            throw error("field '\(schema.names[index])' is stored as \(stored), not read as \(type)")
+        }
+        guard !decoder.isNull(at: index) else { throw error("field '\(schema.names[index])' is null") }
+        defer { index += 1 }
+        return index
+    }
+
+    mutating func decode(_ type: Int64.Type) throws -> Int64 { try decoder.integer(at: next(.integer)) }
+    mutating func decode(_ type: Double.Type) throws -> Double { decoder.real(at: try next(.real, or: .date)) }
+    mutating func decode(_ type: String.Type) throws -> String { try decoder.text(at: next(.text)) }
+    mutating func decode(_ type: Bool.Type) throws -> Bool { decoder.bool(at: try next(.bool)) }
+    mutating func decode(_ type: Data.Type) throws -> Data { try decoder.bytes(at: next(.blob)) }
+
+    mutating func decode(_ type: Date.Type) throws -> Date {
+        Date(timeIntervalSinceReferenceDate: decoder.real(at: try next(.date, or: .real)))
+    }
+
+    mutating func decodeNil() throws -> Bool {
+        guard index < decoder.schema.fieldCount, decoder.isNull(at: index) else { return false }
+        index += 1
+        return true
+    }
+
+    func error(_ message: String) -> StorageError {
+        StorageError(.decoding, .read, entity: decoder.schema.entity, message: message)
+    }
+}

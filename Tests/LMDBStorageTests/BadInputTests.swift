@@ -1,0 +1,264 @@
+import CLMDB
+import DAOCore
+import DialogGraph
+import Foundation
+import Testing
+
+@testable import LMDBStorage
+
+/// A record that encodes a key its entity does not declare.
+struct ChattyRecord: Record, Equatable {
+    typealias PrimaryKey = Int64
+    var id: Int64
+    var name: String
+
+    static let entity = Entity<ChattyRecord>("chatty", primaryKey: "id", \.id, fields: [Field("name", \.name)])
+
+    enum CodingKeys: String, CodingKey { case id, name, extra }
+
+    init(id: Int64, name: String) {
+        self.id = id
+        self.name = name
+    }
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        id = try container.decode(Int64.self, forKey: .id)
+        name = try container.decode(String.self, forKey: .name)
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(id, forKey: .id)
+        try container.encode(name, forKey: .name)
+        try container.encode("dropped?", forKey: .extra)
+    }
+}
+
+/// `users` with a free-text gender, to store a value `UserRecord` cannot decode.
+struct LooseUserRecord: Record {
+    typealias PrimaryKey = String
+    var id: String
+    var name: String
+    var bio: String?
+    var email: String?
+    var birthDate: Date?
+    var gender: String?
+
+    static let entity = Entity<LooseUserRecord>(
+        "users", primaryKey: "id", \.id,
+        fields: [
+            Field("name", \.name), Field("bio", \.bio), Field("email", \.email), Field("birthDate", \.birthDate),
+            Field("gender", \.gender),
+        ],
+        indexes: [Index("users_by_email", on: ["email"])])
+}
+
+/// A comment that owns its replies, which are comments too: a relation loop.
+struct ThreadedCommentRecord: Record, Equatable {
+    typealias PrimaryKey = Int64
+    var id: Int64
+    var parentId: Int64
+    var replies: [ThreadedCommentRecord]
+
+    static let entity = Entity<ThreadedCommentRecord>(
+        "comments", primaryKey: "id", \.id, fields: [Field("parentId", \.parentId)],
+        relations: [Relation("replies", \.replies, foreignKey: "parentId", \ThreadedCommentRecord.parentId)])
+}
+
+@Suite("LMDB bad input: foreign files, damaged values, read-only writes")
+struct BadInputTests {
+    @Test("relations that loop back to an entity are a schema mismatch, not endless recursion")
+    func relationLoop() throws {
+        try withTemporaryDirectory { directory in
+            let env = try LMDBEnvironment(directory: directory.store)
+            let error = storageError { _ = try env.storage(for: ThreadedCommentRecord.self) }
+            #expect(error?.kind == .schemaMismatch)
+            #expect(error?.entity == "comments")
+        }
+    }
+
+    @Test("a non-LMDB data file in the directory is corrupt")
+    func garbageDataFile() throws {
+        try withTemporaryDirectory { directory in
+            try FileManager.default.createDirectory(at: directory.store, withIntermediateDirectories: true)
+            let garbage = Data((0..<65536).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) })
+            try garbage.write(to: directory.store.appendingPathComponent("data.mdb"))
+            let error = storageError { _ = try LMDBEnvironment(directory: directory.store) }
+            #expect(error?.kind == .corrupt)
+            #expect(error?.operation == .open)
+            #expect(error?.path == directory.store.standardizedFileURL.path)
+            #expect(error?.engineCode == MDB_INVALID)
+        }
+    }
+
+    @Test("a non-LMDB file at the path is corrupt")
+    func garbageFileAtPath() throws {
+        try withTemporaryDirectory { directory in
+            let file = directory.url.appendingPathComponent("store.mdb")
+            try Data(repeating: 0x41, count: 20000).write(to: file)
+            let error = storageError { _ = try LMDBEnvironment(directory: file) }
+            #expect(error?.kind == .corrupt)
+            #expect(error?.path == file.standardizedFileURL.path)
+        }
+    }
+
+    @Test("values with a wrong format version or cut short are corrupt, not crashes")
+    func damagedValues() throws {
+        try withTemporaryDirectory { directory in
+            let records = try dialogRecords(dialogs: 3, messages: 2)
+            let env = try LMDBEnvironment(directory: directory.store)
+            let dialogs = try env.storage(for: DialogRecord.self)
+            let messages = try env.storage(for: MessageRecord.self)
+            try dialogs.persist(records)
+            let messageKey = KeyCodec.encode(primaryKey: Int64(1)) + KeyCodec.encode(primaryKey: Int64(1))
+            let stored: [UInt8] = try env.read(.read) { txn in
+                try txn.get(messages.table.main, messageKey).map { [UInt8]($0) } ?? []
+            }
+            #expect(stored.first == ValueSchema.formatVersion)
+
+            try env.write(.persist) { txn in try txn.put(messages.table.main, messageKey, [9] + stored.dropFirst()) }
+            var error = storageError { _ = try messages.read(primaryKey: 1) }
+            #expect(error?.kind == .corrupt)
+            #expect(error?.entity == "messages")
+            #expect(error?.message.contains("version is 9") == true)
+            #expect(storageError { _ = try dialogs.readAll() }?.kind == .corrupt)
+
+            try env.write(.persist) { txn in try txn.put(messages.table.main, messageKey, Array(stored.dropLast(3))) }
+            error = storageError { _ = try messages.read(primaryKey: 1) }
+            #expect(error?.kind == .corrupt)
+            try env.write(.persist) { txn in try txn.put(messages.table.main, messageKey, stored + [0]) }
+            #expect(storageError { _ = try messages.read(primaryKey: 1) }?.kind == .corrupt)
+            try env.write(.persist) { txn in try txn.put(messages.table.main, messageKey, []) }
+            #expect(storageError { _ = try messages.read(primaryKey: 1) }?.kind == .corrupt)
+
+            try env.write(.persist) { txn in try txn.put(messages.table.main, messageKey, stored) }
+            #expect(try dialogs.readAll() == records)
+        }
+    }
+
+    @Test("a value the record type refuses is a decoding error")
+    func undecodableValue() throws {
+        try withTemporaryDirectory { directory in
+            let env = try LMDBEnvironment(directory: directory.store)
+            let loose = try env.storage(for: LooseUserRecord.self)
+            try loose.persist(LooseUserRecord(id: "x", name: "X", gender: "robot"))
+            let users = try env.storage(for: UserRecord.self)
+            let error = storageError { _ = try users.read(primaryKey: "x") }
+            #expect(error?.kind == .decoding)
+            #expect(error?.entity == "users")
+            #expect(error?.underlying is DecodingError)
+        }
+    }
+
+    @Test("an undeclared Codable key is a schema mismatch, and nothing is stored")
+    func undeclaredKey() throws {
+        try withTemporaryDirectory { directory in
+            let env = try LMDBEnvironment(directory: directory.store)
+            let chatty = try env.storage(for: ChattyRecord.self)
+            let error = storageError { try chatty.persist([ChattyRecord(id: 1, name: "a")]) }
+            #expect(error?.kind == .schemaMismatch)
+            #expect(error?.entity == "chatty")
+            #expect(error?.message.contains("extra") == true)
+            #expect(try chatty.count() == 0)
+        }
+    }
+
+    @Test("a read-only environment reads, and refuses every write")
+    func readOnly() throws {
+        try withTemporaryDirectory { directory in
+            let records = try dialogRecords(dialogs: 3, messages: 2)
+            do {
+                let env = try LMDBEnvironment(directory: directory.store)
+                try env.storage(for: DialogRecord.self).persist(records)
+            }
+            let env = try LMDBEnvironment(directory: directory.store, readOnly: true)
+            let dialogs = try env.storage(for: DialogRecord.self)
+            #expect(try dialogs.readAll() == records)
+            let messages = try env.storage(for: MessageRecord.self)
+            #expect(try messages.count() == 6)
+            let error = storageError { try dialogs.persist(records[0]) }
+            #expect(error?.kind == .readOnly)
+            #expect(error?.entity == "dialogs")
+            #expect(error?.path == directory.store.standardizedFileURL.path)
+            #expect(storageError { try dialogs.erase(primaryKeys: [1]) }?.kind == .readOnly)
+            #expect(storageError { try messages.eraseAll() }?.kind == .readOnly)
+            #expect(storageError { _ = try env.storage(for: UserRecord.self) }?.kind == .readOnly)
+            #expect(try dialogs.readAll() == records)
+        }
+    }
+
+    @Test("opening an environment twice in one process is refused until the first closes")
+    func doubleOpen() throws {
+        try withTemporaryDirectory { directory in
+            do {
+                let env = try LMDBEnvironment(directory: directory.store)
+                #expect(storageError { _ = try LMDBEnvironment(directory: directory.store) }?.kind == .busy)
+                _ = env
+            }
+            _ = try LMDBEnvironment(directory: directory.store)
+        }
+    }
+
+    @Test("a child whose parent does not exist is refused, the whole batch with it")
+    func orphanChild() throws {
+        try withTemporaryDirectory { directory in
+            let records = try dialogRecords(dialogs: 2, messages: 2)
+            let env = try LMDBEnvironment(directory: directory.store)
+            try env.storage(for: DialogRecord.self).persist(records)
+            let messages = try env.storage(for: MessageRecord.self)
+            var fine = records[0].messages[0]
+            fine.text = "changed"
+            var orphan = fine
+            orphan.id = 99
+            orphan.dialogId = 42
+            let error = storageError { try messages.persist([fine, orphan]) }
+            #expect(error?.kind == .constraint)
+            #expect(error?.entity == "messages")
+            #expect(try messages.read(primaryKey: fine.id) == records[0].messages[0])
+            // A parent holding a child that names another parent is refused too.
+            var foreign = records[1]
+            foreign.messages[0].dialogId = 1
+            let mismatch = storageError { try env.storage(for: DialogRecord.self).persist(foreign) }
+            #expect(mismatch?.kind == .constraint)
+            #expect(try env.storage(for: DialogRecord.self).readAll() == records)
+        }
+    }
+}
+
+@Suite("LMDB key codec")
+struct KeyCodecTests {
+    @Test("integer keys sort bytewise as the numbers do")
+    func integers() {
+        let values: [Int64] = [.min, -1_000_000, -2, -1, 0, 1, 2, 255, 256, 1 << 40, .max]
+        let encoded = values.map { KeyCodec.encode(primaryKey: $0) }
+        #expect(encoded == encoded.sorted { $0.lexicographicallyPrecedes($1) })
+    }
+
+    @Test("reals, texts and null-tagged index values sort as StoredValue does")
+    func storedValues() {
+        let reals: [StoredValue] = [-.infinity, -1e300, -2.5, -0.0, 0.0, 1e-300, 3, .infinity].map { .real($0) }
+        let texts: [StoredValue] = ["", "\u{0}", "\u{0}a", "a", "a\u{0}", "ab", "b", "é", "🚀"].map { .text($0) }
+        for group in [reals, texts] {
+            let encoded = ([StoredValue.null] + group).map { value -> [UInt8] in
+                var bytes: [UInt8] = []
+                KeyCodec.append(indexed: value, to: &bytes)
+                return bytes
+            }
+            for (a, b) in zip(encoded, encoded.dropFirst()) {
+                #expect(!b.lexicographicallyPrecedes(a))
+            }
+        }
+        // Prefix-free: no text's encoding is a prefix of another's.
+        let encodedTexts = texts.map { value -> [UInt8] in
+            var bytes: [UInt8] = []
+            KeyCodec.append(untagged: value, to: &bytes)
+            return bytes
+        }
+        for a in encodedTexts {
+            for b in encodedTexts where a != b {
+                #expect(!b.starts(with: a))
+            }
+        }
+    }
+}

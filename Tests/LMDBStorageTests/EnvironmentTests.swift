@@ -1,0 +1,117 @@
+import CLMDB
+import DAOCore
+import DialogGraph
+import Foundation
+import Testing
+
+@testable import LMDBStorage
+
+@Suite("LMDB environment: no orphans, map growth, concurrency")
+struct EnvironmentTests {
+    /// Every database's entry count, without the bookkeeping database.
+    func counts(_ env: LMDBEnvironment) throws -> [String: Int] {
+        try env.entryCounts().filter { $0.key != "__links" }
+    }
+
+    @Test("erasing and replacing parents leaves no child, lookup or index entry behind")
+    func noOrphans() throws {
+        try withTemporaryDirectory { directory in
+            var records = try dialogRecords(dialogs: 20, messages: 10)
+            let env = try LMDBEnvironment(directory: directory.store, durability: .none)
+            let dialogs = try env.storage(for: DialogRecord.self)
+            let messages = try env.storage(for: MessageRecord.self)
+            try dialogs.persist(records)
+
+            func expectCounts(_ dialogCount: Int, _ messageCount: Int, _ comment: Comment) throws {
+                let counts = try counts(env)
+                #expect(counts["dialogs"] == dialogCount, comment)
+                #expect(counts["dialogs#id"] == 0, comment)
+                #expect(counts["messages"] == messageCount, comment)
+                #expect(counts["messages#id"] == messageCount, comment)
+                #expect(counts["messages#messages_by_dialog_unread_date"] == messageCount, comment)
+                #expect(counts.count == 5, comment)
+            }
+            try expectCounts(20, 200, "after persist")
+
+            // Replacing a dialog with fewer messages removes the others.
+            records[0].messages.removeLast(4)
+            records[0].messages = records[0].messages.map { var m = $0; m.isRead.toggle(); return m }
+            try dialogs.persist(records[0])
+            try expectCounts(20, 196, "after replacing children")
+
+            #expect(try dialogs.erase(primaryKeys: [2, 3]) == 2)
+            try expectCounts(18, 176, "after erase by key")
+            #expect(try dialogs.erase(where: #Predicate { $0.isPinned }) == records.dropFirst(3).filter(\.isPinned).count)
+            let left = records.filter { ![2, 3].contains($0.id) && ($0.id == 1 || !$0.isPinned) }
+            try expectCounts(left.count, left.map(\.messages.count).reduce(0, +), "after erase by predicate")
+            #expect(try messages.erase(where: #Predicate { $0.dialogId == 1 }) == 6)
+            try expectCounts(left.count, left.map(\.messages.count).reduce(0, +) - 6, "after erasing children")
+            #expect(try dialogs.eraseAll() == left.count)
+            try expectCounts(0, 0, "after erase all")
+        }
+    }
+
+    @Test("a tiny map grows as writes need it, while data stays readable")
+    func mapGrowth() throws {
+        try withTemporaryDirectory { directory in
+            let records = try dialogRecords(dialogs: 60, messages: 50)
+            do {
+                let env = try LMDBEnvironment(directory: directory.store, durability: .none, mapSize: 64 << 10)
+                #expect(env.mapSize == 64 << 10)
+                let dialogs = try env.storage(for: DialogRecord.self)
+                try dialogs.persist(Array(records.prefix(30)))  // one large transaction
+                for record in records.dropFirst(30) {  // many small ones
+                    try dialogs.persist(record)
+                }
+                #expect(env.mapSize >= 1 << 20)
+                #expect(try dialogs.readAll() == records)
+            }
+            let env = try LMDBEnvironment(directory: directory.store, mapSize: 64 << 10)
+            #expect(try env.storage(for: DialogRecord.self).readAll() == records)
+        }
+    }
+
+    @Test("many readers and serialized writers at once; readers see whole transactions")
+    func concurrency() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let records = try dialogRecords(dialogs: 80, messages: 20)
+        // A small map, so that it grows while readers are reading.
+        let env = try LMDBEnvironment(directory: directory.store, durability: .none, mapSize: 128 << 10)
+        let dialogs = try env.storage(for: DialogRecord.self)
+        let messages = try env.storage(for: MessageRecord.self)
+        let writers = 4
+        try await withThrowingTaskGroup(of: Int.self) { group in
+            for writer in 0..<writers {
+                group.addTask {
+                    for record in records where Int(record.id) % writers == writer {
+                        try dialogs.persist(record)
+                    }
+                    return 0
+                }
+            }
+            for _ in 0..<8 {
+                group.addTask {
+                    var reads = 0
+                    for _ in 0..<40 {
+                        let seen = try dialogs.readAll()
+                        for dialog in seen {
+                            // A dialog is committed with all its messages or not at all.
+                            #expect(dialog.messages.count == 20)
+                        }
+                        let count = try messages.count()
+                        #expect(count % 20 == 0)
+                        #expect(try messages.read(where: #Predicate { $0.dialogId == 5 && !$0.isRead }).count <= 20)
+                        reads += 1
+                    }
+                    return reads
+                }
+            }
+            var total = 0
+            for try await reads in group { total += reads }
+            #expect(total == 8 * 40)
+        }
+        #expect(try dialogs.readAll() == records)
+        #expect(env.mapSize > 128 << 10)
+    }
+}
