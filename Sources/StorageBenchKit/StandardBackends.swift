@@ -13,7 +13,6 @@ extension BackendRegistry {
         Backend("json", singleCallLimit: 10) { try FileStore(directory: $0, format: .json, durability: $1) },
         Backend("plist", singleCallLimit: 10) { try FileStore(directory: $0, format: .propertyList, durability: $1) },
         Backend("sqlite") { try SQLiteDatabase(path: $0.appendingPathComponent("store.sqlite"), durability: $1) },
-        // When the LMDB adapter lands, one line:
-        // Backend("lmdb") { try LMDBEnvironment(directory: $0, durability: $1) },
+        Backend("lmdb") { try LMDBEnvironment(directory: $0, durability: $1) },
     ])
 }
