@@ -51,7 +51,7 @@ def bars(rows, title, path):
     backends = list(dict.fromkeys(r["backend"] for r in rows))  # report order
     operations = ordered({r["operation"] for r in rows}, OPERATIONS)
     width = 0.8 / max(len(backends), 1)
-    figure, axes = plt.subplots(figsize=(max(8, 1.4 * len(operations) * max(1, len(backends) / 2)), 5))
+    figure, axes = plt.subplots(figsize=(max(8, min(14, 1.6 * len(operations))), 5.5))
     for index, backend in enumerate(backends):
         values, positions, failed = [], [], False
         for position, operation in enumerate(operations):
@@ -69,7 +69,7 @@ def bars(rows, title, path):
     axes.set_xticklabels([f"{op}\n{UNITS.get(op, '/s')}" for op in operations], fontsize=8)
     axes.set_ylabel("throughput (units per second, log scale)")
     axes.set_title(title)
-    axes.grid(axis="y", which="both", alpha=0.3)
+    axes.grid(axis="y", which="major", alpha=0.4)
     axes.legend()
     figure.tight_layout()
     figure.savefig(path, dpi=120)
