@@ -1,30 +1,142 @@
 import Foundation
 
-/// A record that builds itself from its stored fields read one after another,
-/// in the order of its entity's ``Entity/fields``, without `Codable`.
+/// A record that reads and writes its stored fields one after another, in the
+/// order of its entity's ``Entity/fields``, without `Codable`.
 ///
-/// Adapters decode a record this way when its type adopts the protocol, and
-/// through `Decodable` otherwise. Reading fields by position costs a few dozen
-/// instructions a field, where a `Decodable` keyed container costs hundreds, so
-/// a record read in bulk (a dialog's messages) is worth a hand-written
-/// initializer:
+/// Adapters read and write a record this way when its type adopts the
+/// protocol, and through `Codable` otherwise. Going by position costs a few
+/// dozen instructions a field, where `Codable`'s keyed containers cost hundreds,
+/// so a record stored in bulk (a dialog's messages) is worth the two
+/// hand-written members:
 ///
 /// ```swift
 /// extension NoteRecord: FieldwiseRecord {
 ///     init(fields: inout some FieldReader) throws {
 ///         self.init(id: try fields.decode(), text: try fields.decode(), pinned: try fields.decode())
 ///     }
+///     func write(fields: inout some FieldWriter) throws {
+///         try fields.encode(id)
+///         try fields.encode(text)
+///         try fields.encode(pinned)
+///     }
 /// }
 /// ```
 ///
+/// For such a record the declared fields are its whole stored shape.
 /// Relations are not fields: the initializer leaves them empty and the adapter
-/// fills them. The conformance suite checks that each adopting record reads its
-/// fields back in declaration order.
+/// fills them; `write(fields:)` skips them. A test in the project checks that
+/// each adopting record writes and reads its fields in declaration order.
 public protocol FieldwiseRecord: Record {
     /// Creates the record from its fields, read in the order of `entity.fields`.
     /// - Throws: the reader's ``StorageError`` when a field is missing, null
     ///   where it may not be, or of another type.
     init(fields: inout some FieldReader) throws
+
+    /// Writes the record's fields in the order of `entity.fields`.
+    /// - Throws: the writer's ``StorageError``.
+    func write(fields: inout some FieldWriter) throws
+}
+
+/// Writes the fields of one record, one after another. Each adapter has its own
+/// (binding an SQLite statement, building an LMDB value); ``StoredValueWriter``
+/// collects ``StoredValue``s.
+public protocol FieldWriter {
+    /// Writes the next field as an integer.
+    mutating func encode(_ value: Int64) throws
+    /// Writes the next field as a double.
+    mutating func encode(_ value: Double) throws
+    /// Writes the next field as text.
+    mutating func encode(_ value: String) throws
+    /// Writes the next field as a boolean.
+    mutating func encode(_ value: Bool) throws
+    /// Writes the next field as a date.
+    mutating func encode(_ value: Date) throws
+    /// Writes the next field as bytes.
+    mutating func encode(_ value: Data) throws
+    /// Writes the next field as null.
+    mutating func encodeNil() throws
+}
+
+/// A type a ``FieldWriter`` can write.
+public protocol WritableField {
+    /// Writes the value as the writer's next field.
+    func write(to writer: inout some FieldWriter) throws
+}
+
+extension FieldWriter {
+    /// Writes `value` as the next field.
+    @inlinable
+    public mutating func encode<T: WritableField>(_ value: T) throws {
+        try value.write(to: &self)
+    }
+
+    /// Writes `value` as the next field, or null when it is `nil`.
+    @inlinable
+    public mutating func encodeIfPresent<T: WritableField>(_ value: T?) throws {
+        if let value { try value.write(to: &self) } else { try encodeNil() }
+    }
+}
+
+extension Int64: WritableField {
+    @inlinable
+    public func write(to writer: inout some FieldWriter) throws { try writer.encode(self) }
+}
+
+extension Int: WritableField {
+    @inlinable
+    public func write(to writer: inout some FieldWriter) throws { try writer.encode(Int64(self)) }
+}
+
+extension Int32: WritableField {
+    @inlinable
+    public func write(to writer: inout some FieldWriter) throws { try writer.encode(Int64(self)) }
+}
+
+extension Double: WritableField {
+    @inlinable
+    public func write(to writer: inout some FieldWriter) throws { try writer.encode(self) }
+}
+
+extension String: WritableField {
+    @inlinable
+    public func write(to writer: inout some FieldWriter) throws { try writer.encode(self) }
+}
+
+extension Bool: WritableField {
+    @inlinable
+    public func write(to writer: inout some FieldWriter) throws { try writer.encode(self) }
+}
+
+extension Date: WritableField {
+    @inlinable
+    public func write(to writer: inout some FieldWriter) throws { try writer.encode(self) }
+}
+
+extension Data: WritableField {
+    @inlinable
+    public func write(to writer: inout some FieldWriter) throws { try writer.encode(self) }
+}
+
+extension WritableField where Self: RawRepresentable, RawValue: WritableField {
+    /// Writes the raw value.
+    public func write(to writer: inout some FieldWriter) throws { try rawValue.write(to: &writer) }
+}
+
+/// A ``FieldWriter`` that collects ``StoredValue``s, in field order.
+public struct StoredValueWriter: FieldWriter {
+    /// The values written so far.
+    public private(set) var values: [StoredValue] = []
+
+    /// An empty writer.
+    public init() {}
+
+    public mutating func encode(_ value: Int64) throws { values.append(.integer(value)) }
+    public mutating func encode(_ value: Double) throws { values.append(.real(value)) }
+    public mutating func encode(_ value: String) throws { values.append(.text(value)) }
+    public mutating func encode(_ value: Bool) throws { values.append(.integer(value ? 1 : 0)) }
+    public mutating func encode(_ value: Date) throws { values.append(.real(value.timeIntervalSinceReferenceDate)) }
+    public mutating func encode(_ value: Data) throws { values.append(.blob([UInt8](value))) }
+    public mutating func encodeNil() throws { values.append(.null) }
 }
 
 /// Reads the fields of one stored record, one after another. Each adapter has
@@ -190,6 +302,13 @@ public struct StoredValueReader: FieldReader {
 }
 
 extension FieldwiseRecord {
+    /// The values `write(fields:)` writes, in order.
+    public func writtenFields() throws -> [StoredValue] {
+        var writer = StoredValueWriter()
+        try write(fields: &writer)
+        return writer.values
+    }
+
     /// The record rebuilt from its own field values: equal to it, relations
     /// emptied, when `init(fields:)` reads the fields in declaration order.
     public func rebuiltFromFields() throws -> Self {

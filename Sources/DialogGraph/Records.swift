@@ -118,7 +118,7 @@ public struct UserRecord: Record, Hashable {
 
 /// `UserRecord` stays on `Decodable`, so that every adapter's conformance run
 /// exercises both ways of reading a record.
-extension Gender: ReadableField {}
+extension Gender: ReadableField, WritableField {}
 
 extension MessageRecord: FieldwiseRecord {
     /// Reads the fields in the order of ``entity``.
@@ -128,11 +128,30 @@ extension MessageRecord: FieldwiseRecord {
             text: try fields.decode(), senderId: try fields.decode(), receiverId: try fields.decode(),
             type: try fields.decode(), isIncoming: try fields.decode(), isRead: try fields.decode())
     }
+
+    /// Writes the fields in the order of ``entity``.
+    public func write(fields: inout some FieldWriter) throws {
+        try fields.encode(id)
+        try fields.encode(dialogId)
+        try fields.encode(date)
+        try fields.encode(text)
+        try fields.encode(senderId)
+        try fields.encode(receiverId)
+        try fields.encode(type)
+        try fields.encode(isIncoming)
+        try fields.encode(isRead)
+    }
 }
 
 extension DialogRecord: FieldwiseRecord {
     /// Reads the fields in the order of ``entity``; the messages are attached by the storage.
     public init(fields: inout some FieldReader) throws {
         self.init(id: try fields.decode(), isPinned: try fields.decode(), messages: [])
+    }
+
+    /// Writes the fields in the order of ``entity``; the storage writes the messages.
+    public func write(fields: inout some FieldWriter) throws {
+        try fields.encode(id)
+        try fields.encode(isPinned)
     }
 }

@@ -359,3 +359,74 @@ struct UnsupportedEncodingContainer: UnkeyedEncodingContainer, SingleValueEncodi
     mutating func nestedUnkeyedContainer() -> any UnkeyedEncodingContainer { self }
     mutating func superEncoder() -> any Encoder { UnsupportedEncoder(entity: entity) }
 }
+
+/// Binds a ``FieldwiseRecord``'s fields to the parameters of an upsert, in
+/// order: parameter 1 is the first field. It captures the primary key and the
+/// parent key as ``RowEncoder`` does, for the relation writers.
+struct ParameterWriter: FieldWriter {
+    let encoder: RowEncoder
+    let statement: Statement
+    private(set) var index: Int32 = 1
+
+    init(encoder: RowEncoder, statement: Statement) {
+        self.encoder = encoder
+        self.statement = statement
+        encoder.capturedKey = .null
+        encoder.capturedParent = .null
+    }
+
+    @inline(__always)
+    private mutating func next() throws -> Int32 {
+        guard Int(index) <= encoder.layout.names.count else {
+            throw StorageError(
+                .schemaMismatch, .persist, entity: encoder.layout.entityName,
+                message: "the record writes more fields than the \(encoder.layout.names.count) '\(encoder.layout.entityName)' declares")
+        }
+        defer { index += 1 }
+        return index
+    }
+
+    mutating func encode(_ value: Int64) throws {
+        let index = try next()
+        encoder.capture(.integer(value), at: index)
+        try statement.bind(value, at: index)
+    }
+
+    mutating func encode(_ value: Double) throws {
+        let index = try next()
+        try statement.bind(value, at: index)
+    }
+
+    mutating func encode(_ value: String) throws {
+        let index = try next()
+        encoder.capture(.text(value), at: index)
+        try statement.bind(value, at: index)
+    }
+
+    mutating func encode(_ value: Bool) throws {
+        try encode(Int64(value ? 1 : 0))
+    }
+
+    mutating func encode(_ value: Date) throws {
+        try encode(value.timeIntervalSinceReferenceDate)
+    }
+
+    mutating func encode(_ value: Data) throws {
+        let index = try next()
+        try value.withUnsafeBytes { try statement.bind(blob: $0, at: index) }
+    }
+
+    mutating func encodeNil() throws {
+        let index = try next()
+        try statement.bindNull(at: index)
+    }
+
+    /// Checks that every declared field was written.
+    func finish() throws {
+        guard Int(index) - 1 == encoder.layout.names.count else {
+            throw StorageError(
+                .schemaMismatch, .persist, entity: encoder.layout.entityName,
+                message: "the record wrote \(index - 1) fields; '\(encoder.layout.entityName)' declares \(encoder.layout.names.count)")
+        }
+    }
+}

@@ -87,10 +87,13 @@ final class TableWriter<R: Record> {
     let upsert: Statement
     let encoder: RowEncoder
     let children: [any ChildWriter<R>]
+    /// Writes a record's fields by position, when `R` is a ``FieldwiseRecord``.
+    let writeFields: ((R, inout ParameterWriter) throws -> Void)?
 
     init(_ table: Table<R>, _ connection: Connection) throws {
         upsert = try connection.statement(table.upsertSQL)
         encoder = RowEncoder(layout: table.layout)
+        writeFields = (R.self as? any FieldwiseRecord.Type).map { Self.fieldWriter($0) }
         if let foreignKey = table.foreignKey, let column = table.layout.indexByName[foreignKey.column] {
             encoder.parentParameter = Int32(column + 1)
         }
@@ -99,8 +102,27 @@ final class TableWriter<R: Record> {
 
     /// Upserts `record`'s row, then makes its children exactly the ones it holds.
     func write(_ record: R) throws {
-        try encoder.encode(record, into: upsert)
+        try bind(record)
         try finish(record)
+    }
+
+    /// Binds `record`'s fields to the upsert: by position for a
+    /// ``FieldwiseRecord``, through `Encodable` otherwise.
+    @inline(__always)
+    func bind(_ record: R) throws {
+        guard let writeFields else {
+            try encoder.encode(record, into: upsert)
+            return
+        }
+        var writer = ParameterWriter(encoder: encoder, statement: upsert)
+        try writeFields(record, &writer)
+        try writer.finish()
+    }
+
+    /// `write(fields:)` of `F`, which is `R` (the caller found `F` by casting
+    /// `R.self`), so a record converts to it without a cast per row.
+    private static func fieldWriter<F: FieldwiseRecord>(_ type: F.Type) -> (R, inout ParameterWriter) throws -> Void {
+        { record, writer in try unsafeBitCast(record, to: F.self).write(fields: &writer) }
     }
 
     /// Runs the upsert bound by `encoder.encode(record, into: upsert)`, then
@@ -343,7 +365,7 @@ final class RelationWriter<Rel: ToManyRelation>: ChildWriter {
         if !existing.isEmpty { held.reserveCapacity(children.count) }
         let encoder = writer.encoder
         for child in children {
-            try encoder.encode(child, into: writer.upsert)
+            try writer.bind(child)
             var parentOfChild = encoder.capturedParent
             if parentOfChild == .null { parentOfChild = child[keyPath: link.relation.parentKey].storedValue }
             guard parentOfChild == key else {

@@ -118,8 +118,10 @@ struct FieldwiseTests {
             id: -3, dialogId: 9, date: Date(timeIntervalSince1970: 1_700_000_000.5), text: "héllo 🚀", senderId: Int64.max,
             receiverId: Int64.min, type: 4, isIncoming: true, isRead: false)
         #expect(try message.rebuiltFromFields() == message)
+        #expect(try message.writtenFields() == MessageRecord.entity.fields.map { $0.value(in: message) })
         let dialog = DialogRecord(id: 9, isPinned: true, messages: [message])
         #expect(try dialog.rebuiltFromFields() == DialogRecord(id: 9, isPinned: true, messages: []))
+        #expect(try dialog.writtenFields() == [.integer(9), .integer(1)])
     }
 
     @Test("a field of the wrong type, a missing field and an unknown enum case are errors")
