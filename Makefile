@@ -1,8 +1,23 @@
 # The project's entry points. Each target installs what it needs (scripts/setup.sh).
 SWIFT ?= swift
-BENCH_ARGS ?=
 
-.PHONY: setup build test bench bench-smoke compare plot clean
+# `make bench`: every backend at the default size of WORKLOAD.md, 5 measured
+# iterations after 1 warm-up, durability full. Override with BENCH_ARGS, e.g.
+#   make bench BENCH_ARGS="--sizes 100x10,1000x100 --backends json,plist --format csv,markdown"
+BENCH_ARGS ?= --backends all --dialogs 1000 --messages-per-dialog 100 --iterations 5 --warmup 1 --durability full
+# `make bench-smoke`: a tiny size, every backend, in seconds.
+SMOKE_ARGS ?= --backends all --dialogs 100 --messages-per-dialog 10 --iterations 2 --warmup 1 --durability full --output results/smoke.csv
+# `make compare`: the newest report against the committed baseline.
+BASELINE ?= results/baseline.csv
+CURRENT ?= results/latest.csv
+THRESHOLD ?= 10%
+COMPARE_ARGS ?=
+# `make plot`: PNGs next to this report.
+REPORT ?= results/latest.csv
+
+BENCH = $(SWIFT) run -c release --skip-build storage-bench
+
+.PHONY: setup build test bench bench-release bench-smoke compare plot clean
 
 setup:
 	@bash scripts/setup.sh
@@ -14,9 +29,22 @@ test: setup
 	@bash scripts/build-checked.sh --build-tests
 	$(SWIFT) test --skip-build
 
-bench: setup
-	@bash scripts/build-checked.sh -c release --product storage-bench
-	$(SWIFT) run -c release --skip-build storage-bench $(BENCH_ARGS)
+# Build output goes to standard error, so `make compare` prints only the comparison.
+bench-release: setup
+	@bash scripts/build-checked.sh -c release --product storage-bench >&2
+
+bench: bench-release
+	$(BENCH) run $(BENCH_ARGS)
+
+bench-smoke: bench-release
+	$(BENCH) run $(SMOKE_ARGS)
+
+compare: bench-release
+	@$(BENCH) compare $(BASELINE) $(CURRENT) --threshold $(THRESHOLD) $(COMPARE_ARGS)
+
+plot:
+	@bash scripts/setup.sh plot
+	python3 scripts/plot.py $(REPORT)
 
 clean:
 	rm -rf .build

@@ -1,1 +1,2 @@
-print("storage-bench")
+// The `storage-bench` executable: argument parsing only; the work is in StorageBenchKit.
+StorageBench.main()

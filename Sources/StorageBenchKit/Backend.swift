@@ -1,0 +1,84 @@
+import DAOCore
+import Foundation
+
+/// One storage the harness can benchmark: a name and how to open a ``Store`` in a
+/// directory with a durability.
+///
+/// Any adapter that conforms to ``Store`` (and so hands out ``Storage``s) can be
+/// benchmarked by registering one of these:
+///
+/// ```swift
+/// Backend("json", singleCallLimit: 20) { directory, durability in
+///     try FileStore(directory: directory, format: .json, durability: durability)
+/// }
+/// ```
+public struct Backend: Sendable {
+    /// The name used on the command line and in reports (`sqlite`, `json`, …).
+    public let name: String
+    /// For a store that rewrites a whole file per call: how many of the
+    /// `persist-single` calls are timed (the rest are persisted in one untimed
+    /// call, so the store holds the same data afterwards), or `nil` to time all.
+    public let singleCallLimit: Int?
+    /// Opens (creating if missing) a store inside `directory`, which exists and is empty.
+    public let open: @Sendable (_ directory: URL, _ durability: Durability) throws -> any Store
+
+    /// Declares a backend.
+    ///
+    /// - Parameters:
+    ///   - name: the backend's name: lowercase letters, digits and `-`.
+    ///   - singleCallLimit: the number of `persist-single` calls to time, or `nil` for all.
+    ///   - open: opens a store in a fresh, empty directory with a durability.
+    public init(
+        _ name: String,
+        singleCallLimit: Int? = nil,
+        open: @escaping @Sendable (_ directory: URL, _ durability: Durability) throws -> any Store
+    ) {
+        self.name = name
+        self.singleCallLimit = singleCallLimit
+        self.open = open
+    }
+}
+
+/// The backends a harness run may choose from, in their report order.
+public struct BackendRegistry: Sendable {
+    /// The registered backends, in the order reports and tables show them.
+    public private(set) var backends: [Backend]
+
+    /// A registry of `backends`.
+    /// - Precondition: names are unique.
+    public init(_ backends: [Backend]) {
+        self.backends = []
+        for backend in backends { register(backend) }
+    }
+
+    /// Adds `backend`, replacing a registered backend of the same name.
+    public mutating func register(_ backend: Backend) {
+        if let index = backends.firstIndex(where: { $0.name == backend.name }) {
+            backends[index] = backend
+        } else {
+            backends.append(backend)
+        }
+    }
+
+    /// The names of the registered backends, in order.
+    public var names: [String] { backends.map(\.name) }
+
+    /// The backend named `name`, or `nil`.
+    public func backend(named name: String) -> Backend? {
+        backends.first { $0.name == name }
+    }
+
+    /// The backends named in `list` (a comma-separated list of names, or `all`),
+    /// in registry order.
+    ///
+    /// - Throws: ``ConfigurationError`` naming an unknown or missing backend.
+    public func select(_ list: String) throws -> [Backend] {
+        let names = try parseList(list, option: "--backends")
+        if names == ["all"] { return backends }
+        for name in names where backend(named: name) == nil {
+            throw ConfigurationError(
+                "unknown backend '\(name)' in --backends; known: \(self.names.joined(separator: ", ")) or all")
+        }
+        return backends.filter { names.contains($0.name) }
+    }
+}

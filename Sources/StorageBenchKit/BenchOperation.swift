@@ -1,0 +1,86 @@
+/// The eight timed operations of WORKLOAD.md, in the order they run.
+public enum BenchOperation: String, Sendable, CaseIterable, Codable, Comparable {
+    /// Persist all `D` dialogs with their messages in one call.
+    case persist
+    /// Read every dialog with all its messages, ordered by id.
+    case readAll = "read-all"
+    /// `K` lookups of a random dialog by primary key.
+    case readById = "read-by-id"
+    /// `K` times the unread messages of a random dialog, newest first.
+    case query
+    /// Persist all dialogs again with every message read, in one call.
+    case update
+    /// `P` new dialogs, one call and one commit each.
+    case persistSingle = "persist-single"
+    /// Erase every dialog with an even id, with its messages, in one call.
+    case eraseById = "erase-by-id"
+    /// Erase everything that is left, in one call.
+    case eraseAll = "erase-all"
+
+    /// The counted unit of the operation, as reports name it.
+    public var unit: String {
+        switch self {
+        case .persist, .readAll, .update: "messages"
+        case .readById: "lookups"
+        case .query: "queries"
+        case .persistSingle: "dialogs"
+        case .eraseById, .eraseAll: "messages erased"
+        }
+    }
+
+    /// A short unit for a throughput on the terminal (`msg/s`).
+    public var shortUnit: String {
+        switch self {
+        case .persist, .readAll, .update, .eraseById, .eraseAll: "msg/s"
+        case .readById: "lookups/s"
+        case .query: "queries/s"
+        case .persistSingle: "dialogs/s"
+        }
+    }
+
+    /// Whether the operation is a series of single calls, each timed, with
+    /// p50 / p90 / p99 latencies reported.
+    public var isPerCall: Bool {
+        switch self {
+        case .readById, .query, .persistSingle: true
+        default: false
+        }
+    }
+
+    /// The units the full operation counts at a size, as WORKLOAD.md defines them.
+    public func expectedUnits(for size: BenchSize) -> Int {
+        let d = size.dialogs
+        let m = size.messagesPerDialog
+        let p = min(d, 200)
+        let k = min(d, 1000)
+        switch self {
+        case .persist, .readAll, .update: return d * m
+        case .readById, .query: return k
+        case .persistSingle: return p
+        case .eraseById: return (d + p) / 2 * m
+        case .eraseAll: return (d + p - (d + p) / 2) * m
+        }
+    }
+
+    /// Parses a comma-separated subset (or `all`), returned in workload order.
+    /// - Throws: ``ConfigurationError`` naming an unknown operation.
+    public static func parseList(_ text: String) throws -> [BenchOperation] {
+        let names = try StorageBenchKit.parseList(text, option: "--operations")
+        if names == ["all"] { return allCases }
+        var chosen: Set<BenchOperation> = []
+        for name in names {
+            guard let operation = BenchOperation(rawValue: name) else {
+                throw ConfigurationError(
+                    "unknown operation '\(name)' in --operations; known: "
+                        + allCases.map(\.rawValue).joined(separator: ", ") + " or all")
+            }
+            chosen.insert(operation)
+        }
+        return allCases.filter(chosen.contains)
+    }
+
+    /// Workload order.
+    public static func < (lhs: BenchOperation, rhs: BenchOperation) -> Bool {
+        allCases.firstIndex(of: lhs) ?? 0 < allCases.firstIndex(of: rhs) ?? 0
+    }
+}

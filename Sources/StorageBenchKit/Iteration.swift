@@ -1,0 +1,90 @@
+import DAOCore
+import Foundation
+
+/// One backend's run of the workload, once, on a fresh store: what a worker
+/// process is asked to do.
+public struct IterationJob: Sendable, Codable, Hashable {
+    /// The backend's name in the registry.
+    public var backend: String
+    /// The workload size.
+    public var size: BenchSize
+    /// The generator seed.
+    public var seed: UInt64
+    /// The durability the store is opened with.
+    public var durability: Durability
+    /// The operations to time and report, in workload order.
+    public var operations: [BenchOperation]
+    /// The round this iteration belongs to (warm-up rounds first), for progress.
+    public var round: Int
+    /// Whether this is a warm-up iteration, whose figures are discarded.
+    public var isWarmup: Bool
+    /// A prefix for progress lines (`[3/24]`), or `nil` for no progress.
+    public var progressLabel: String?
+
+    /// Creates a job.
+    public init(
+        backend: String, size: BenchSize, seed: UInt64, durability: Durability,
+        operations: [BenchOperation], round: Int = 0, isWarmup: Bool = false, progressLabel: String? = nil
+    ) {
+        self.backend = backend
+        self.size = size
+        self.seed = seed
+        self.durability = durability
+        self.operations = operations
+        self.round = round
+        self.isWarmup = isWarmup
+        self.progressLabel = progressLabel
+    }
+}
+
+/// What one operation measured in one iteration.
+public struct OperationMeasurement: Sendable, Codable, Hashable {
+    /// The operation.
+    public var operation: BenchOperation
+    /// Wall time of the timed work, in seconds (monotonic clock).
+    public var seconds: Double
+    /// How many counted units the timed work did.
+    public var units: Int
+    /// For per-call operations, each timed call's latency in nanoseconds.
+    public var callNanoseconds: [UInt64]?
+    /// What was done differently from WORKLOAD.md, if anything (a bounded count).
+    public var note: String?
+
+    /// Creates a measurement.
+    public init(
+        operation: BenchOperation, seconds: Double, units: Int, callNanoseconds: [UInt64]? = nil, note: String? = nil
+    ) {
+        self.operation = operation
+        self.seconds = seconds
+        self.units = units
+        self.callNanoseconds = callNanoseconds
+        self.note = note
+    }
+}
+
+/// What one iteration measured, or why it failed.
+public struct IterationResult: Sendable, Codable, Hashable {
+    /// The job that was run.
+    public var job: IterationJob
+    /// The operations measured, in order (those before a failure, when it failed).
+    public var measurements: [OperationMeasurement]
+    /// The size of the store's directory right after `update`, in bytes.
+    public var bytesOnDisk: Int64?
+    /// The peak resident memory of the process that ran the iteration, in bytes,
+    /// when it ran in a process of its own.
+    public var peakRSSBytes: Int64?
+    /// Why the iteration failed (an error, or a failed correctness check), or `nil`.
+    public var error: String?
+
+    /// Creates a result.
+    public init(
+        job: IterationJob, measurements: [OperationMeasurement] = [], bytesOnDisk: Int64? = nil,
+        peakRSSBytes: Int64? = nil, error: String? = nil
+    ) {
+        self.job = job
+        self.measurements = measurements
+        self.bytesOnDisk = bytesOnDisk
+        self.peakRSSBytes = peakRSSBytes
+        self.error = error
+    }
+}

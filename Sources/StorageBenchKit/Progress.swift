@@ -1,0 +1,35 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Shows progress on standard error: one line rewritten in place on a
+/// terminal, plain lines otherwise (a log, CI).
+struct ProgressPrinter: Sendable {
+    /// The prefix of every line (`[3/24] 1000x100 full json, iteration 2/5`), or
+    /// `nil` to show nothing.
+    let label: String?
+
+    /// Whether standard error is a terminal.
+    static var isTerminal: Bool { isatty(STDERR_FILENO) == 1 }
+
+    /// Shows that `operation` has started.
+    func show(_ operation: BenchOperation) {
+        guard let label else { return }
+        Self.write("\(label): \(operation.rawValue)")
+    }
+
+    /// Writes one progress line.
+    static func write(_ line: String) {
+        let text = isTerminal ? "\r\u{1B}[K" + line : line + "\n"
+        FileHandle.standardError.write(Data(text.utf8))
+    }
+
+    /// Ends an in-place line on a terminal.
+    static func finish() {
+        if isTerminal { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
+    }
+}

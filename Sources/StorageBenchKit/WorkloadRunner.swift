@@ -1,0 +1,311 @@
+import DAOCore
+import DialogGraph
+import Foundation
+
+/// Runs the operations of WORKLOAD.md, in order, on a fresh store in a fresh
+/// temporary directory, through the public ``DAO`` (plain objects in and out).
+public enum WorkloadRunner {
+    /// A failed correctness check: the store did not hold what was written.
+    public struct CheckFailure: Error, CustomStringConvertible, Sendable {
+        /// What differed.
+        public let description: String
+    }
+
+    /// Runs `job` on `backend` with the generated `data` (which must be the job's
+    /// size and seed) and returns what it measured; never throws: a failure is
+    /// the result's ``IterationResult/error``.
+    ///
+    /// - Parameter progress: called as each operation starts.
+    public static func run(
+        _ job: IterationJob, backend: Backend, data: WorkloadData,
+        progress: (BenchOperation) -> Void = { _ in }
+    ) -> IterationResult {
+        var result = IterationResult(job: job)
+        let directory = FileManager.default.temporaryDirectory
+            .appendingPathComponent("storage-bench-\(backend.name)-\(UUID().uuidString)", isDirectory: true)
+        do {
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        } catch {
+            result.error = "could not create the temporary directory \(directory.path): \(error)"
+            return result
+        }
+        var current = BenchOperation.persist
+        do {
+            try runOperations(
+                job, backend: backend, data: data, directory: directory, result: &result, current: &current,
+                progress: progress)
+        } catch {
+            result.error = "\(current.rawValue): \(error)"
+        }
+        do {
+            try FileManager.default.removeItem(at: directory)
+        } catch {
+            let message = "storage-bench: could not remove \(directory.path): \(error)\n"
+            FileHandle.standardError.write(Data(message.utf8))
+        }
+        return result
+    }
+
+    // The store lives only inside this function, so it is closed before its
+    // directory is removed.
+    private static func runOperations(
+        _ job: IterationJob, backend: Backend, data: WorkloadData, directory: URL,
+        result: inout IterationResult, current: inout BenchOperation, progress: (BenchOperation) -> Void
+    ) throws {
+        let selected = Set(job.operations)
+        let size = job.size
+        let m = size.messagesPerDialog
+        let store = try backend.open(directory, job.durability)
+        let dialogs = DAO(storage: try store.anyStorage(for: DialogRecord.self), translator: DialogTranslator())
+        let messages = DAO(storage: try store.anyStorage(for: MessageRecord.self), translator: MessageTranslator())
+
+        func record(_ measurement: OperationMeasurement) {
+            if selected.contains(measurement.operation) { result.measurements.append(measurement) }
+        }
+
+        // persist: everything after it needs the initial graph.
+        current = .persist
+        progress(.persist)
+        var start = now()
+        try dialogs.persist(data.initial)
+        record(OperationMeasurement(operation: .persist, seconds: seconds(since: start), units: size.dialogs * m))
+
+        if selected.contains(.readAll) {
+            current = .readAll
+            progress(.readAll)
+            start = now()
+            let all = try dialogs.read()
+            let elapsed = seconds(since: start)
+            let count = all.reduce(0) { $0 + $1.messages.count }
+            guard all.count == size.dialogs, count == size.dialogs * m,
+                all.map(\.uniqueId) == Array(1...Int64(size.dialogs))
+            else {
+                throw CheckFailure(
+                    description: "read-all returned \(all.count) dialogs with \(count) messages "
+                        + "(expected \(size.dialogs) with \(size.dialogs * m), ordered by id)")
+            }
+            record(OperationMeasurement(operation: .readAll, seconds: elapsed, units: count))
+        }
+
+        if selected.contains(.readById) {
+            current = .readById
+            progress(.readById)
+            var calls: [UInt64] = []
+            calls.reserveCapacity(data.readIds.count)
+            var found = 0
+            var first: Dialog?
+            start = now()
+            for id in data.readIds {
+                let callStart = now()
+                let dialog = try dialogs.read(byPrimaryKey: id)
+                calls.append(now() - callStart)
+                if dialog != nil { found += 1 }
+                if first == nil { first = dialog }
+            }
+            let elapsed = seconds(since: start)
+            guard found == data.readIds.count else {
+                throw CheckFailure(description: "read-by-id found \(found) of \(data.readIds.count) dialogs")
+            }
+            if let id = data.readIds.first, let first {
+                try compare(first, data.initial[Int(id) - 1], what: "read-by-id of dialog \(id)")
+            }
+            record(
+                OperationMeasurement(
+                    operation: .readById, seconds: elapsed, units: data.readIds.count, callNanoseconds: calls))
+        }
+
+        if selected.contains(.query) {
+            current = .query
+            progress(.query)
+            let newestFirst = [SortDescriptor(\MessageRecord.date, order: .reverse)]
+            var calls: [UInt64] = []
+            calls.reserveCapacity(data.queryIds.count)
+            var first: [Message]?
+            start = now()
+            for id in data.queryIds {
+                let callStart = now()
+                let unread = try messages.read(
+                    where: #Predicate<MessageRecord> { $0.dialogId == id && !$0.isRead }, sortedBy: newestFirst)
+                calls.append(now() - callStart)
+                if first == nil { first = unread }
+            }
+            let elapsed = seconds(since: start)
+            if let id = data.queryIds.first, let first {
+                let expected = data.initial[Int(id) - 1].messages.filter { !$0.isRead }
+                    .sorted { $0.date != $1.date ? $0.date > $1.date : $0.uniqueId < $1.uniqueId }
+                try compare(first, expected, what: "query of dialog \(id)")
+            }
+            record(
+                OperationMeasurement(
+                    operation: .query, seconds: elapsed, units: data.queryIds.count, callNanoseconds: calls))
+        }
+
+        if selected.contains(.update) {
+            current = .update
+            progress(.update)
+            let updated = data.updated
+            start = now()
+            try dialogs.persist(updated)
+            let elapsed = seconds(since: start)
+            result.bytesOnDisk = try directorySize(directory)
+            try check(dialogs: dialogs, messages: messages, expected: updated, size: size)
+            record(OperationMeasurement(operation: .update, seconds: elapsed, units: size.dialogs * m))
+        }
+
+        let erases = selected.contains(.eraseById) || selected.contains(.eraseAll)
+        if selected.contains(.persistSingle) {
+            current = .persistSingle
+            progress(.persistSingle)
+            let total = data.extra.count
+            let timed = min(backend.singleCallLimit ?? total, total)
+            var calls: [UInt64] = []
+            calls.reserveCapacity(timed)
+            start = now()
+            for dialog in data.extra.prefix(timed) {
+                let callStart = now()
+                try dialogs.persist(dialog)
+                calls.append(now() - callStart)
+            }
+            let elapsed = seconds(since: start)
+            var note: String?
+            if timed < total {
+                try dialogs.persist(data.extra[timed...])
+                note = "timed \(timed) of \(total) single-dialog calls; the other \(total - timed) were persisted in one untimed call"
+            }
+            record(
+                OperationMeasurement(
+                    operation: .persistSingle, seconds: elapsed, units: timed, callNanoseconds: calls, note: note))
+        } else if erases {
+            try dialogs.persist(data.extra)
+        }
+
+        if selected.contains(.eraseById) {
+            current = .eraseById
+            progress(.eraseById)
+            let before = try messages.count()
+            start = now()
+            let erased = try dialogs.erase(byPrimaryKeys: data.eraseIds)
+            let elapsed = seconds(since: start)
+            let after = try messages.count()
+            guard erased == data.eraseIds.count, before - after == erased * m else {
+                throw CheckFailure(
+                    description: "erase-by-id erased \(erased) dialogs and \(before - after) messages "
+                        + "(expected \(data.eraseIds.count) and \(data.eraseIds.count * m))")
+            }
+            record(OperationMeasurement(operation: .eraseById, seconds: elapsed, units: before - after))
+        }
+
+        if selected.contains(.eraseAll) {
+            current = .eraseAll
+            progress(.eraseAll)
+            let before = try messages.count()
+            let dialogsBefore = try dialogs.count()
+            start = now()
+            let erased = try dialogs.erase()
+            let elapsed = seconds(since: start)
+            let after = try messages.count()
+            let dialogsAfter = try dialogs.count()
+            guard erased == dialogsBefore, after == 0, dialogsAfter == 0 else {
+                throw CheckFailure(
+                    description: "erase-all erased \(erased) of \(dialogsBefore) dialogs and left "
+                        + "\(dialogsAfter) dialogs and \(after) messages")
+            }
+            record(OperationMeasurement(operation: .eraseAll, seconds: elapsed, units: before))
+        }
+    }
+
+    /// The correctness check of WORKLOAD.md after `update`: the counts, no unread
+    /// message, and a sample of dialogs compared field by field.
+    static func check(
+        dialogs: DAO<AnyStorage<DialogRecord>, DialogTranslator>,
+        messages: DAO<AnyStorage<MessageRecord>, MessageTranslator>,
+        expected: [Dialog], size: BenchSize
+    ) throws {
+        let dialogCount = try dialogs.count()
+        let messageCount = try messages.count()
+        let unread = try messages.count(where: #Predicate<MessageRecord> { !$0.isRead })
+        guard dialogCount == size.dialogs, messageCount == size.dialogs * size.messagesPerDialog, unread == 0 else {
+            throw CheckFailure(
+                description: "after update the store holds \(dialogCount) dialogs and \(messageCount) messages, "
+                    + "\(unread) unread (expected \(size.dialogs), \(size.dialogs * size.messagesPerDialog), 0)")
+        }
+        let sample = sampleIds(count: size.dialogs)
+        let read = try dialogs.read(byPrimaryKeys: sample)
+        guard read.count == sample.count else {
+            throw CheckFailure(description: "after update \(read.count) of the \(sample.count) sampled dialogs were found")
+        }
+        for (dialog, id) in zip(read, sample) {
+            try compare(dialog, expected[Int(id) - 1], what: "dialog \(id) after update")
+        }
+    }
+
+    /// Up to 16 dialog ids spread over 1…`count`, the first and the last among them.
+    static func sampleIds(count: Int) -> [Int64] {
+        let n = min(count, 16)
+        guard n > 1 else { return [1] }
+        var ids: [Int64] = []
+        for i in 0..<n {
+            let id = 1 + Int64(i * (count - 1) / (n - 1))
+            if ids.last != id { ids.append(id) }
+        }
+        return ids
+    }
+
+    /// Compares a dialog read back with the one written, field by field.
+    /// - Throws: ``CheckFailure`` naming the first field that differs.
+    static func compare(_ actual: Dialog, _ expected: Dialog, what: String) throws {
+        guard actual.uniqueId == expected.uniqueId else {
+            throw CheckFailure(description: "\(what): id is \(actual.uniqueId), expected \(expected.uniqueId)")
+        }
+        guard actual.isPinned == expected.isPinned else {
+            throw CheckFailure(description: "\(what): isPinned is \(actual.isPinned), expected \(expected.isPinned)")
+        }
+        try compare(actual.messages, expected.messages, what: what)
+    }
+
+    /// Compares messages read back with those written, in order, field by field;
+    /// dates must agree to the millisecond.
+    /// - Throws: ``CheckFailure`` naming the first field that differs.
+    static func compare(_ actual: [Message], _ expected: [Message], what: String) throws {
+        guard actual.count == expected.count else {
+            throw CheckFailure(description: "\(what): \(actual.count) messages, expected \(expected.count)")
+        }
+        for (a, e) in zip(actual, expected) {
+            func fail(_ field: String, _ got: Any, _ want: Any) -> CheckFailure {
+                CheckFailure(description: "\(what): message \(e.uniqueId) \(field) is \(got), expected \(want)")
+            }
+            if a.uniqueId != e.uniqueId { throw fail("id", a.uniqueId, e.uniqueId) }
+            if a.dialogId != e.dialogId { throw fail("dialogId", a.dialogId, e.dialogId) }
+            if abs(a.date.timeIntervalSince1970 - e.date.timeIntervalSince1970) >= 0.0005 {
+                throw fail("date", a.date.timeIntervalSince1970, e.date.timeIntervalSince1970)
+            }
+            if a.text != e.text { throw fail("text", a.text.debugDescription, e.text.debugDescription) }
+            if a.senderId != e.senderId { throw fail("senderId", a.senderId, e.senderId) }
+            if a.receiverId != e.receiverId { throw fail("receiverId", a.receiverId, e.receiverId) }
+            if a.type != e.type { throw fail("type", a.type, e.type) }
+            if a.isIncoming != e.isIncoming { throw fail("isIncoming", a.isIncoming, e.isIncoming) }
+            if a.isRead != e.isRead { throw fail("isRead", a.isRead, e.isRead) }
+        }
+    }
+
+    /// The total size of the regular files under `directory`, in bytes.
+    /// - Throws: when the directory cannot be listed or a size read.
+    public static func directorySize(_ directory: URL) throws -> Int64 {
+        let keys: [URLResourceKey] = [.isRegularFileKey, .fileSizeKey]
+        guard let enumerator = FileManager.default.enumerator(at: directory, includingPropertiesForKeys: keys) else {
+            throw CocoaError(.fileReadUnknown, userInfo: [NSFilePathErrorKey: directory.path])
+        }
+        var total: Int64 = 0
+        for case let url as URL in enumerator {
+            let values = try url.resourceValues(forKeys: Set(keys))
+            if values.isRegularFile == true { total += Int64(values.fileSize ?? 0) }
+        }
+        return total
+    }
+
+    @inline(__always)
+    static func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
+
+    @inline(__always)
+    static func seconds(since start: UInt64) -> Double { Double(now() - start) / 1e9 }
+}

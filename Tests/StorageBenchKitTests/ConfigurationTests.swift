@@ -1,0 +1,80 @@
+import DAOCore
+import Testing
+
+@testable import StorageBenchKit
+
+@Suite struct ConfigurationTests {
+    @Test func sizesParse() throws {
+        #expect(try BenchSize(parsing: "1000x100") == BenchSize(dialogs: 1000, messagesPerDialog: 100))
+        #expect(try BenchSize(parsing: "10X3").description == "10x3")
+        #expect(
+            try BenchSize.parseSweep("100x10, 1000x100,100x10").map(\.description) == ["100x10", "1000x100"])
+    }
+
+    @Test(arguments: ["", "100", "x10", "100x", "0x10", "10x0", "-1x5", "axb", "10x10x10", "100000000x1"])
+    func badSizesAreRejected(_ text: String) {
+        #expect(throws: ConfigurationError.self) { try BenchSize.parseSweep(text) }
+    }
+
+    @Test func countsOutOfRangeAreRejected() {
+        #expect(throws: ConfigurationError.self) { try BenchSize(dialogs: 0, messagesPerDialog: 1) }
+        #expect(throws: ConfigurationError.self) { try BenchSize(dialogs: 1, messagesPerDialog: -3) }
+    }
+
+    @Test func operationsParseInWorkloadOrder() throws {
+        #expect(try BenchOperation.parseList("query,persist") == [.persist, .query])
+        #expect(try BenchOperation.parseList("all") == BenchOperation.allCases)
+        #expect(throws: ConfigurationError.self) { try BenchOperation.parseList("persist,fly") }
+        #expect(throws: ConfigurationError.self) { try BenchOperation.parseList(" , ") }
+    }
+
+    @Test func backendsAreSelectedByName() throws {
+        let registry = TestBackends.registry
+        #expect(try registry.select("all").map(\.name) == registry.names)
+        #expect(try registry.select("broken,memory").map(\.name) == ["memory", "broken"])
+        #expect(throws: ConfigurationError.self) { try registry.select("memory,oracle") }
+        #expect(throws: ConfigurationError.self) { try registry.select("") }
+    }
+
+    @Test func theStandardRegistryHasTheBackendsThatHaveLanded() {
+        let names = BackendRegistry.standard.names
+        #expect(names == ["json", "plist", "sqlite", "lmdb"])
+        #expect(Set(names).count == names.count)
+    }
+
+    @Test func formatsAndDurabilitiesParse() throws {
+        #expect(try ReportFormat.parseList("csv,markdown,csv") == [.csv, .markdown])
+        #expect(throws: ConfigurationError.self) { try ReportFormat.parseList("xml") }
+        #expect(try parseDurabilities("none,full") == [Durability.none, .full])
+        #expect(throws: ConfigurationError.self) { try parseDurabilities("fsync") }
+    }
+
+    @Test func thresholdsParseAsFractions() throws {
+        #expect(try parseThreshold("10%") == 0.1)
+        #expect(try parseThreshold("25") == 0.25)
+        #expect(try parseThreshold("0.05") == 0.05)
+        #expect(try parseThreshold("0%") == 0)
+        for bad in ["", "ten", "-5%", "5000%", "nan"] {
+            #expect(throws: ConfigurationError.self, "\(bad)") { try parseThreshold(bad) }
+        }
+    }
+
+    @Test func runConfigurationChecksItsCounts() throws {
+        let size = try BenchSize(dialogs: 2, messagesPerDialog: 2)
+        let backends = [TestBackends.memory]
+        #expect(throws: ConfigurationError.self) { try RunConfiguration(backends: backends, sizes: [size], iterations: 0) }
+        #expect(throws: ConfigurationError.self) { try RunConfiguration(backends: backends, sizes: [size], warmup: -1) }
+        #expect(throws: ConfigurationError.self) { try RunConfiguration(backends: [], sizes: [size]) }
+        #expect(throws: ConfigurationError.self) { try RunConfiguration(backends: backends, sizes: []) }
+        #expect(throws: ConfigurationError.self) {
+            try RunConfiguration(backends: backends, sizes: [size], operations: [])
+        }
+    }
+
+    @Test func anOutputThatIsADirectoryIsRejected() throws {
+        try withTemporaryDirectory { directory in
+            #expect(throws: ConfigurationError.self) { try ReportWriter.validate(directory) }
+            try ReportWriter.validate(directory.appendingPathComponent("sub/run.csv"))
+        }
+    }
+}

@@ -1,1 +1,0 @@
-// The tests of this module land with the module itself.

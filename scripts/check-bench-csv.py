@@ -1,0 +1,75 @@
+#!/usr/bin/env python3
+"""Checks a storage-bench CSV report: every backend x operation (for each size and
+durability in the report) has a row without an error and with a positive throughput.
+
+    scripts/check-bench-csv.py results/smoke.csv --backends json,plist,sqlite,lmdb
+
+Exit status 0 when the report is complete, 1 otherwise (each problem is printed).
+"""
+import argparse
+import csv
+import sys
+
+OPERATIONS = ["persist", "read-all", "read-by-id", "query", "update", "persist-single", "erase-by-id", "erase-all"]
+REQUIRED = (
+    "workload,run_id,timestamp,git_commit,host,os,cpu,swift_version,build,backend,durability,operation,"
+    "dialogs,messages_per_dialog,units,unit,iterations,median_s,min_s,max_s,mean_s,stddev_s,throughput_per_s,"
+    "p50_us,p90_us,p99_us,bytes_on_disk,peak_rss_bytes"
+).split(",")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("report")
+    parser.add_argument("--backends", required=True, help="comma-separated registered backends")
+    parser.add_argument("--operations", default=",".join(OPERATIONS), help="comma-separated operations")
+    args = parser.parse_args()
+    backends = [b for b in args.backends.split(",") if b]
+    operations = [o for o in args.operations.split(",") if o]
+    if not backends:
+        print("check-bench-csv: no backends given", file=sys.stderr)
+        return 1
+
+    with open(args.report, newline="", encoding="utf-8") as handle:
+        reader = csv.DictReader(handle)
+        header = reader.fieldnames or []
+        rows = list(reader)
+    problems = []
+    if header[: len(REQUIRED)] != REQUIRED:
+        problems.append(f"the header does not start with the required columns: {header[:len(REQUIRED)]}")
+    groups = sorted({(r["durability"], r["dialogs"], r["messages_per_dialog"]) for r in rows})
+    if not groups:
+        problems.append("the report has no rows")
+    for durability, dialogs, messages in groups:
+        for backend in backends:
+            for operation in operations:
+                matches = [
+                    r for r in rows
+                    if (r["durability"], r["dialogs"], r["messages_per_dialog"], r["backend"], r["operation"])
+                    == (durability, dialogs, messages, backend, operation)
+                ]
+                where = f"{backend} {operation} {dialogs}x{messages} {durability}"
+                if len(matches) != 1:
+                    problems.append(f"{where}: {len(matches)} rows, expected 1")
+                    continue
+                row = matches[0]
+                if row.get("error"):
+                    problems.append(f"{where}: error: {row['error']}")
+                    continue
+                try:
+                    throughput = float(row["throughput_per_s"])
+                except ValueError:
+                    throughput = 0.0
+                if not throughput > 0:
+                    problems.append(f"{where}: throughput {row['throughput_per_s']!r} is not positive")
+    for problem in problems:
+        print(f"check-bench-csv: {problem}", file=sys.stderr)
+    if problems:
+        return 1
+    print(f"check-bench-csv: {args.report}: {len(backends)} backends x {len(operations)} operations "
+          f"x {len(groups)} size(s): all present with a positive throughput")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

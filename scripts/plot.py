@@ -1,0 +1,145 @@
+#!/usr/bin/env python3
+"""Turns a storage-bench CSV report into PNG charts next to it.
+
+    python3 scripts/plot.py results/latest.csv
+
+Writes, beside the report (REPORT stands for its file name without .csv):
+- REPORT-throughput-DxM-DURABILITY.png: throughput per operation per backend,
+  grouped bars on a log scale, one chart per size and durability;
+- REPORT-sweep-DURABILITY.png, when the report holds several sizes: throughput
+  against the number of messages (D x M), one line per backend, one panel per
+  operation, log-log.
+Rows with an error have no throughput and are left out (their backend is marked
+"error" in the legend).
+"""
+import csv
+import os
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.ticker  # noqa: E402
+
+OPERATIONS = ["persist", "read-all", "read-by-id", "query", "update", "persist-single", "erase-by-id", "erase-all"]
+UNITS = {
+    "persist": "msg/s", "read-all": "msg/s", "read-by-id": "lookups/s", "query": "queries/s",
+    "update": "msg/s", "persist-single": "dialogs/s", "erase-by-id": "msg/s", "erase-all": "msg/s",
+}
+
+
+def read(path):
+    with open(path, newline="", encoding="utf-8") as handle:
+        return list(csv.DictReader(handle))
+
+
+def throughput(row):
+    try:
+        value = float(row["throughput_per_s"])
+    except (KeyError, ValueError):
+        return None
+    return value if value > 0 and not row.get("error") else None
+
+
+def ordered(values, order):
+    known = [v for v in order if v in values]
+    return known + sorted(v for v in values if v not in order)
+
+
+def bars(rows, title, path):
+    backends = list(dict.fromkeys(r["backend"] for r in rows))  # report order
+    operations = ordered({r["operation"] for r in rows}, OPERATIONS)
+    width = 0.8 / max(len(backends), 1)
+    figure, axes = plt.subplots(figsize=(max(8, min(14, 1.6 * len(operations))), 5.5))
+    for index, backend in enumerate(backends):
+        values, positions, failed = [], [], False
+        for position, operation in enumerate(operations):
+            match = [r for r in rows if r["backend"] == backend and r["operation"] == operation]
+            value = throughput(match[0]) if match else None
+            if match and value is None:
+                failed = True
+            if value is not None:
+                values.append(value)
+                positions.append(position - 0.4 + width * (index + 0.5))
+        label = backend + (" (error)" if failed else "")
+        axes.bar(positions, values, width=width, label=label)
+    axes.set_yscale("log")
+    axes.set_xticks(range(len(operations)))
+    axes.set_xticklabels([f"{op}\n{UNITS.get(op, '/s')}" for op in operations], fontsize=8)
+    axes.set_ylabel("throughput (units per second, log scale)")
+    axes.set_title(title)
+    axes.grid(axis="y", which="major", alpha=0.4)
+    axes.legend()
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+
+
+def sweep(rows, title, path):
+    backends = list(dict.fromkeys(r["backend"] for r in rows))
+    operations = ordered({r["operation"] for r in rows}, OPERATIONS)
+    columns = 4
+    lines = (len(operations) + columns - 1) // columns
+    figure, axes = plt.subplots(lines, columns, figsize=(4 * columns, 3.4 * lines), squeeze=False)
+    for index, operation in enumerate(operations):
+        axis = axes[index // columns][index % columns]
+        for backend in backends:
+            points = []
+            for r in rows:
+                if r["backend"] == backend and r["operation"] == operation and throughput(r) is not None:
+                    points.append((int(r["dialogs"]) * int(r["messages_per_dialog"]), throughput(r)))
+            points.sort()
+            if points:
+                axis.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=backend)
+        axis.set_xscale("log")
+        axis.set_yscale("log")
+        axis.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+        axis.set_title(operation, fontsize=10)
+        axis.set_xlabel("messages in the graph (D x M)", fontsize=8)
+        axis.set_ylabel(UNITS.get(operation, "/s"), fontsize=8)
+        axis.grid(which="both", alpha=0.3)
+    for index in range(len(operations), lines * columns):
+        axes[index // columns][index % columns].axis("off")
+    axes[0][0].legend(fontsize=8)
+    figure.suptitle(title)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+
+
+def main(argv):
+    if len(argv) != 2:
+        print(__doc__, file=sys.stderr)
+        return 64
+    report = argv[1]
+    if not os.path.isfile(report):
+        print(f"plot: no report at {report}; run make bench (or make bench-smoke) first", file=sys.stderr)
+        return 1
+    rows = read(report)
+    if not rows:
+        print(f"plot: {report} has no rows", file=sys.stderr)
+        return 1
+    stem = os.path.splitext(report)[0]
+    workload = rows[0].get("workload", "")
+    written = []
+    for durability in dict.fromkeys(r["durability"] for r in rows):
+        chosen = [r for r in rows if r["durability"] == durability]
+        sizes = list(dict.fromkeys((int(r["dialogs"]), int(r["messages_per_dialog"])) for r in chosen))
+        for dialogs, messages in sizes:
+            subset = [r for r in chosen if (int(r["dialogs"]), int(r["messages_per_dialog"])) == (dialogs, messages)]
+            path = f"{stem}-throughput-{dialogs}x{messages}-{durability}.png"
+            title = f"{workload}: {dialogs} dialogs x {messages} messages, durability {durability}"
+            bars(subset, title, path)
+            written.append(path)
+        if len(sizes) > 1:
+            path = f"{stem}-sweep-{durability}.png"
+            sweep(chosen, f"{workload}: throughput against size, durability {durability}", path)
+            written.append(path)
+    for path in written:
+        print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
