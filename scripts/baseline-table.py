@@ -1,0 +1,60 @@
+#!/usr/bin/env python3
+"""Prints a storage-bench report as the Markdown table the README quotes:
+median throughput per operation and backend, the relative standard deviation
+of the iterations, p50 latency for the per-lookup operations, and how many
+calls were timed where fewer than all were.
+
+    python3 scripts/baseline-table.py results/baseline.csv
+"""
+import csv
+import sys
+
+OPERATIONS = ["persist", "read-all", "read-by-id", "query", "update", "persist-single", "erase-by-id", "erase-all"]
+
+
+def human(value):
+    for limit, suffix in ((1e6, " M"), (1e3, " k")):
+        if value >= limit:
+            return f"{value / limit:.3g}{suffix}"
+    return f"{value:.3g}"
+
+
+def latency(us):
+    if us >= 1e6:
+        return f"{us / 1e6:.2g} s"
+    if us >= 1e3:
+        return f"{us / 1e3:.3g} ms"
+    return f"{us:.3g} µs"
+
+
+def main(path):
+    with open(path, newline="", encoding="utf-8") as handle:
+        rows = [row for row in csv.DictReader(handle) if not row.get("error")]
+    backends = list(dict.fromkeys(row["backend"] for row in rows))
+    cell = {(row["operation"], row["backend"]): row for row in rows}
+    print("| operation | unit | " + " | ".join(backends) + " |")
+    print("| --- | --- | " + " | ".join("---" for _ in backends) + " |")
+    for operation in OPERATIONS:
+        unit = next((cell[(operation, b)]["unit"] for b in backends if (operation, b) in cell), "")
+        cells = []
+        for backend in backends:
+            row = cell.get((operation, backend))
+            if row is None:
+                cells.append("–")
+                continue
+            text = f"{human(float(row['throughput_per_s']))}/s"
+            if row["p50_us"]:
+                text += f" (p50 {latency(float(row['p50_us']))})"
+            mean, stddev = float(row["mean_s"]), float(row["stddev_s"])
+            if mean > 0:
+                text += f" ±{100 * stddev / mean:.0f}%"
+            if "timed" in row.get("note", ""):
+                text += f", {row['units']} timed"
+            cells.append(text)
+        print(f"| {operation} | {unit} | " + " | ".join(cells) + " |")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit("usage: baseline-table.py REPORT.csv")
+    main(sys.argv[1])
