@@ -161,14 +161,7 @@ public struct LMDBStorage<Record: DAOCore.Record>: Storage {
         guard !keys.isEmpty else { return 0 }
         do {
             return try table.environment.write(.erase) { txn in
-                let codecs = table.makeCodecs()
-                var erased = 0
-                for key in keys {
-                    let pk = KeyCodec.encode(primaryKey: key)
-                    guard let storageKey = try table.storageKey(of: pk, in: txn) else { continue }
-                    if try table.erase(storageKey: storageKey, pk: pk, in: txn, codecs: codecs) { erased += 1 }
-                }
-                return erased
+                try erase(keys, in: txn, codecs: table.makeCodecs())
             }
         } catch {
             throw failing(error, .erase)
@@ -195,16 +188,22 @@ public struct LMDBStorage<Record: DAOCore.Record>: Storage {
                 for record in try table.candidates(for: predicate, in: txn, codecs: codecs) where try query.matches(record) {
                     doomed.append(record.primaryKey)
                 }
-                var erased = 0
-                for key in doomed {
-                    let pk = KeyCodec.encode(primaryKey: key)
-                    guard let storageKey = try table.storageKey(of: pk, in: txn) else { continue }
-                    if try table.erase(storageKey: storageKey, pk: pk, in: txn, codecs: codecs) { erased += 1 }
-                }
-                return erased
+                return try erase(doomed, in: txn, codecs: codecs)
             }
         } catch {
             throw failing(error, .erase)
         }
+    }
+
+    /// Erases the records with these keys, with their children and index
+    /// entries, inside `txn`; returns how many there were.
+    private func erase(_ keys: [Record.PrimaryKey], in txn: borrowing Transaction, codecs: Codecs) throws -> Int {
+        var erased = 0
+        for key in keys {
+            let pk = KeyCodec.encode(primaryKey: key)
+            guard let storageKey = try table.storageKey(of: pk, in: txn) else { continue }
+            if try table.erase(storageKey: storageKey, pk: pk, in: txn, codecs: codecs) { erased += 1 }
+        }
+        return erased
     }
 }
