@@ -136,6 +136,11 @@ public struct SQLiteStorage<Record: DAOCore.Record>: Storage {
         let plan = Plan(predicate, entity: table.entity)
         return try database.withConnection(.erase, entity: entityName) { connection in
             try connection.transaction(immediate: true) {
+                if predicate == nil {
+                    for link in table.links {
+                        try link.eraseAllChildren(connection)
+                    }
+                }
                 if plan.isExact {
                     var sql = "DELETE FROM \(quoted(table.name))"
                     if let condition = plan.condition { sql += " WHERE \(condition.sql)" }

