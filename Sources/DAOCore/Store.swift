@@ -16,6 +16,16 @@ public protocol Store: Sendable {
     /// - Throws: ``StorageError``, e.g. ``StorageError/Kind/schemaMismatch`` when
     ///   what is stored does not match the record's declaration.
     func anyStorage<R: Record>(for type: R.Type) throws -> AnyStorage<R>
+
+    /// The settings in force, read back from the engine where it can say, as one
+    /// line (e.g. `journal_mode=wal synchronous=FULL …`): what a benchmark
+    /// report should name, rather than what was asked for.
+    var settingsDescription: String { get }
+}
+
+extension Store {
+    /// No settings to report.
+    public var settingsDescription: String { "" }
 }
 
 /// A ``Storage`` whose adapter is chosen at run time: it forwards every call to

@@ -82,6 +82,12 @@ public final class FileStore: Store {
         AnyStorage(try storage(for: type))
     }
 
+    /// The format and how commits reach the disk, e.g. `format=json sync=fsync+rename+dirsync`.
+    public var settingsDescription: String {
+        let sync = durability == .full ? "fsync+rename+dirsync" : "none (rename only)"
+        return "format=\(format.rawValue) sync=\(sync)"
+    }
+
     // MARK: Access for storages
 
     /// Runs `body` on the loaded state, under the store's lock.

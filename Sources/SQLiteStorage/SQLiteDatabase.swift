@@ -44,6 +44,9 @@ public final class SQLiteDatabase: Store, Sendable {
     public let durability: Durability
     /// The settings in force, read back from SQLite.
     public let settings: Settings
+
+    /// ``settings`` as one line.
+    public var settingsDescription: String { settings.description }
     /// How long a call waits for a lock held by another process, in milliseconds.
     public static let busyTimeoutMilliseconds: Int32 = 5000
 

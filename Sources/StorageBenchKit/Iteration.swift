@@ -75,6 +75,8 @@ public struct IterationResult: Sendable, Codable, Hashable {
     public var peakRSSBytes: Int64?
     /// Why the iteration failed (an error, or a failed correctness check), or `nil`.
     public var error: String?
+    /// The store's settings in force, as it read them back (``Store/settingsDescription``).
+    public var settings: String?
 
     /// Creates a result.
     public init(

@@ -44,7 +44,7 @@ public struct ReportRow: Sendable, Hashable {
         "workload", "run_id", "timestamp", "git_commit", "host", "os", "cpu", "swift_version", "build",
         "backend", "durability", "operation", "dialogs", "messages_per_dialog", "units", "unit", "iterations",
         "median_s", "min_s", "max_s", "mean_s", "stddev_s", "throughput_per_s", "p50_us", "p90_us", "p99_us",
-        "bytes_on_disk", "peak_rss_bytes", "seed", "warmup", "note", "error",
+        "bytes_on_disk", "peak_rss_bytes", "seed", "warmup", "note", "error", "settings",
     ]
 
     /// The workload name and version (`dialog-graph-v1`).
@@ -97,6 +97,9 @@ public struct ReportRow: Sendable, Hashable {
     public var note: String
     /// Why the backend has no figures (an error or a failed correctness check), or empty.
     public var error: String
+    /// The store's settings in force, as the store read them back (for SQLite,
+    /// the pragmas; for LMDB, the environment flags), or empty.
+    public var settings: String = ""
 
     /// Creates a row.
     public init(
@@ -146,7 +149,7 @@ public struct ReportRow: Sendable, Hashable {
             operation, String(dialogs), String(messagesPerDialog), text(units), unit, String(iterations),
             text(medianSeconds), text(minSeconds), text(maxSeconds), text(meanSeconds), text(stddevSeconds),
             text(throughputPerSecond), text(p50Microseconds), text(p90Microseconds), text(p99Microseconds),
-            text(bytesOnDisk), text(peakRSSBytes), text(seed), text(warmup), note, error,
+            text(bytesOnDisk), text(peakRSSBytes), text(seed), text(warmup), note, error, settings,
         ]
     }
 
@@ -198,6 +201,7 @@ public struct ReportRow: Sendable, Hashable {
         seed = byName["seed"].flatMap { UInt64($0) }
         warmup = byName["warmup"].flatMap { Int($0) }
         note = byName["note"] ?? ""
+        settings = byName["settings"] ?? ""
         error = byName["error"] ?? ""
     }
 

@@ -194,6 +194,7 @@ public enum ReportBuilder {
         row.bytesOnDisk = SampleStatistics(sizes).map { Int64($0.median.rounded()) }
         row.peakRSSBytes = results.compactMap(\.peakRSSBytes).max()
         row.note = measurements.compactMap(\.note).first ?? ""
+        row.settings = results.compactMap(\.settings).first ?? ""
         return row
     }
 }
@@ -258,6 +259,11 @@ public enum SummaryTable {
             text += "\(title) (median of \(rows.first?.iterations ?? 0) iterations; ratio = throughput / fastest)\n"
             text += align(table)
             for note in Array(Set(notes)).sorted() { text += "  note: \(note)\n" }
+            for backend in backends {
+                if let settings = rows.first(where: { $0.backend == backend && !$0.settings.isEmpty })?.settings {
+                    text += "  settings in force: \(backend): \(settings)\n"
+                }
+            }
             text += "\n"
         }
         return text

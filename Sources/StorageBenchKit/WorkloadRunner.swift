@@ -56,6 +56,7 @@ public enum WorkloadRunner {
         let size = job.size
         let m = size.messagesPerDialog
         let store = try backend.open(directory, job.durability)
+        result.settings = store.settingsDescription
         let dialogs = DAO(storage: try store.anyStorage(for: DialogRecord.self), translator: DialogTranslator())
         let messages = DAO(storage: try store.anyStorage(for: MessageRecord.self), translator: MessageTranslator())
 

@@ -225,4 +225,36 @@ import Testing
             #expect(measurement.units == measurement.operation.expectedUnits(for: size))
         }
     }
+
+    /// Each store reports the settings it has in force, read back from the engine:
+    /// durability `none` shows as no syncing, `full` as syncing.
+    @Test(arguments: [Durability.none, .full])
+    func storesReportTheSettingsInForce(_ durability: Durability) throws {
+        let expected: [String: String] = durability == .none
+            ? ["sqlite": "synchronous=OFF", "lmdb": "NOSYNC", "json": "sync=none", "plist": "sync=none"]
+            : ["sqlite": "synchronous=FULL", "json": "sync=fsync", "plist": "sync=fsync"]
+        for name in BackendRegistry.standard.names {
+            let backend = try #require(BackendRegistry.standard.backend(named: name))
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("settings-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: directory) }
+            let settings = try backend.open(directory, durability).settingsDescription
+            #expect(!settings.isEmpty, "\(name) reports no settings")
+            if let fragment = expected[name] {
+                #expect(settings.contains(fragment), "\(name): \(settings)")
+            }
+            if name == "lmdb" && durability == .full {
+                #expect(!settings.contains("NOSYNC"), "\(settings)")
+            }
+        }
+    }
+
+    /// A worker's result carries the settings into the report row.
+    @Test func settingsReachTheReport() throws {
+        let backend = try #require(BackendRegistry.standard.backend(named: "sqlite"))
+        let size = try BenchSize(dialogs: 4, messagesPerDialog: 2)
+        let job = IterationJob(backend: "sqlite", size: size, seed: 42, durability: .full, operations: [.persist])
+        let result = WorkloadRunner.run(job, backend: backend, data: WorkloadData(dialogs: 4, messagesPerDialog: 2))
+        #expect(result.settings?.contains("journal_mode=wal") == true)
+    }
 }

@@ -168,6 +168,26 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
         AnyStorage(try storage(for: type))
     }
 
+    /// The environment's flags as LMDB reports them, and the map size, e.g.
+    /// `flags=NOTLS,NOSYNC mapsize=1073741824 lmdb=0.9.24`.
+    public var settingsDescription: String {
+        var flags: UInt32 = 0
+        let known: [(UInt32, String)] = [
+            (UInt32(MDB_NOSUBDIR), "NOSUBDIR"), (UInt32(MDB_NOSYNC), "NOSYNC"), (UInt32(MDB_RDONLY), "RDONLY"),
+            (UInt32(MDB_NOMETASYNC), "NOMETASYNC"), (UInt32(MDB_WRITEMAP), "WRITEMAP"),
+            (UInt32(MDB_MAPASYNC), "MAPASYNC"), (UInt32(MDB_NOTLS), "NOTLS"), (UInt32(MDB_NOLOCK), "NOLOCK"),
+            (UInt32(MDB_NORDAHEAD), "NORDAHEAD"), (UInt32(MDB_NOMEMINIT), "NOMEMINIT"),
+        ]
+        let names: String
+        if mdb_env_get_flags(handle, &flags) == MDB_SUCCESS {
+            let set = known.filter { flags & $0.0 != 0 }.map(\.1)
+            names = set.isEmpty ? "none" : set.joined(separator: ",")
+        } else {
+            names = "unknown"
+        }
+        return "flags=\(names) mapsize=\(mapSize) lmdb=\(String(cString: mdb_version(nil, nil, nil)))"
+    }
+
     /// The current size of the memory map in bytes.
     public var mapSize: Int {
         var info = MDB_envinfo()
