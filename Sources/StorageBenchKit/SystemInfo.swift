@@ -14,8 +14,7 @@ public enum SystemInfo {
     /// The peak resident memory of this process so far, in bytes: `VmHWM` from
     /// `/proc/self/status` on Linux, else `getrusage`'s `ru_maxrss`.
     public static func peakResidentBytes() -> Int64? {
-        // No /proc (not Linux): fall back to getrusage below; a report figure, not data.
-        if let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) {
+        if let status = systemFile("/proc/self/status") {
             for line in status.split(separator: "\n") where line.hasPrefix("VmHWM:") {
                 let digits = line.dropFirst(6).filter(\.isNumber)
                 if let kib = Int64(String(digits)) { return kib * 1024 }
@@ -51,8 +50,7 @@ public enum SystemInfo {
             let machine = withUnsafeBytes(of: names.machine) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
             kernel = "\(sysname) \(release) \(machine)"
         }
-        // No os-release: the kernel name alone describes the system in the report.
-        if let release = try? String(contentsOfFile: "/etc/os-release", encoding: .utf8) {
+        if let release = systemFile("/etc/os-release") {
             for line in release.split(separator: "\n") where line.hasPrefix("PRETTY_NAME=") {
                 let name = line.dropFirst("PRETTY_NAME=".count).trimmingCharacters(in: CharacterSet(charactersIn: "\""))
                 return kernel.isEmpty ? name : "\(name); \(kernel)"
@@ -64,8 +62,7 @@ public enum SystemInfo {
     /// The processor model and the number of logical cores, e.g. `AMD EPYC 7B13 × 2`.
     public static var cpu: String {
         let cores = ProcessInfo.processInfo.activeProcessorCount
-        // No /proc/cpuinfo: the report falls back to the core count alone.
-        if let info = try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8) {
+        if let info = systemFile("/proc/cpuinfo") {
             for line in info.split(separator: "\n") where line.hasPrefix("model name") {
                 if let colon = line.firstIndex(of: ":") {
                     let model = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
@@ -127,9 +124,10 @@ public enum SystemInfo {
     /// The path of the running executable.
     public static var executableURL: URL? {
         #if os(Linux)
-        // Unreadable link: fall back to Bundle's idea of the executable.
-        if let path = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
-            return URL(fileURLWithPath: path)
+        do {
+            return URL(fileURLWithPath: try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+        } catch {
+            // Unreadable link: Bundle's idea of the executable, below, is the fallback.
         }
         #endif
         return Bundle.main.executableURL
@@ -153,5 +151,16 @@ public enum SystemInfo {
         process.waitUntilExit()
         guard process.terminationStatus == 0 else { return nil }
         return String(decoding: data, as: UTF8.self)
+    }
+
+    /// The text of a system file that describes the machine, or `nil` where the
+    /// system has no such file (not Linux, a container without it): each caller
+    /// then falls back to a coarser source. These are report figures, never data.
+    private static func systemFile(_ path: String) -> String? {
+        do {
+            return try String(contentsOfFile: path, encoding: .utf8)
+        } catch {
+            return nil
+        }
     }
 }
