@@ -114,6 +114,11 @@ public final class Entity<Root: Record>: Sendable {
     public let owner: (any Record.Type)?
     /// Field positions by key path and by name, for lookups on hot paths.
     private let positionByKeyPath: [KeyPathKey: Int]
+    /// The fields stored as reals (`Double`, `Float`, `Date`), checked by
+    /// `checkStorable(_:)`.
+    let realFields: [Field<Root>]
+    /// Whether `checkStorable(_:)` has anything to check.
+    let hasRealFieldsOrRelations: Bool
     private let positionByName: [String: Int]
 
     /// Declares an entity.
@@ -149,6 +154,8 @@ public final class Entity<Root: Record>: Sendable {
         }
         positionByKeyPath = byKeyPath
         positionByName = byName
+        realFields = self.fields.filter { $0.type == .real || $0.type == .date }
+        hasRealFieldsOrRelations = !realFields.isEmpty || !relations.isEmpty
     }
 
     /// The primary key field.

@@ -63,6 +63,15 @@ public indirect enum QueryExpression: Sendable, Hashable {
         public let isExact: Bool
     }
 
+    /// The condition that evaluates `predicate` with the library's semantics:
+    /// every translatable part (see ``translate(_:)``) by the library, the rest
+    /// by Foundation.
+    public static func condition<R: Record>(_ predicate: Predicate<R>) -> RecordCondition<R> {
+        let context = TranslationContext<R>(predicate.variable)
+        if let condition = context.condition(predicate.expression) { return condition }
+        return .opaque(OpaqueCondition(expression: predicate.expression, variable: predicate.variable))
+    }
+
     /// Translates the parts of `predicate` that name declared fields of `R`.
     ///
     /// A part it cannot translate (a computed property, a method call, an
@@ -70,7 +79,7 @@ public indirect enum QueryExpression: Sendable, Hashable {
     /// narrows the candidates; under `||` or `!` the whole branch is dropped. A
     /// predicate with nothing translatable gives `.constant(true)`, inexact.
     public static func translate<R: Record>(_ predicate: Predicate<R>) -> Translation {
-        let context = TranslationContext<R>(variable: predicate.variable.key)
+        let context = TranslationContext<R>(predicate.variable)
         switch context.translate(predicate.expression) {
         case .exact(let expression): return Translation(expression: expression, isExact: true)
         case .superset(let expression): return Translation(expression: expression, isExact: false)
@@ -121,6 +130,12 @@ enum PartialTranslation {
 
 struct TranslationContext<R: Record> {
     let variable: PredicateExpressions.VariableID
+    let input: PredicateExpressions.Variable<R>
+
+    init(_ input: PredicateExpressions.Variable<R>) {
+        self.input = input
+        self.variable = input.key
+    }
 
     func translate<E>(_ expression: E) -> PartialTranslation {
         guard let node = expression as? any TranslatableExpression else { return .none }
@@ -146,12 +161,101 @@ struct TranslationContext<R: Record> {
 
     func comparison<Left, Right>(_ lhs: Left, _ rhs: Right, _ op: QueryExpression.Comparison) -> PartialTranslation {
         if let field = field(lhs), let value = value(rhs) {
-            return .exact(.compare(field: field.name, op, value))
+            return Self.compare(field.name, op, value)
         }
         if let value = value(lhs), let field = field(rhs) {
-            return .exact(.compare(field: field.name, op.flipped, value))
+            return Self.compare(field.name, op.flipped, value)
         }
         return .none
+    }
+
+    /// `field <op> value`, with the constants no engine stores decided here: a
+    /// comparison with NaN is false (`!=` true), as in Swift; `-0.0` is `0.0`,
+    /// which it equals.
+    static func compare(_ field: String, _ op: QueryExpression.Comparison, _ value: StoredValue) -> PartialTranslation {
+        if case .real(let real) = value {
+            if real.isNaN { return .exact(.constant(op == .notEqual)) }
+            if real == 0 { return .exact(.compare(field: field, op, .real(0))) }
+        }
+        return .exact(.compare(field: field, op, value))
+    }
+
+    /// The condition that evaluates `expression` with the library's semantics,
+    /// or `nil` when a part of it cannot be evaluated at all.
+    func condition<E>(_ expression: E) -> RecordCondition<R>? {
+        if let logical = expression as? any LogicalExpression {
+            return logical.condition(in: self)
+        }
+        if let pair = expression as? any FieldPairExpression, let condition = pair.fieldCondition(in: self) {
+            return condition
+        }
+        if case .exact(let translated) = translate(expression), let condition = RecordCondition<R>.compile(translated) {
+            return condition
+        }
+        guard let standard = expression as? any StandardPredicateExpression<Bool> else { return nil }
+        return .opaque(OpaqueCondition(expression: standard, variable: input))
+    }
+
+    /// `lhs <op> rhs` for two declared fields of one type, else `nil`.
+    func fieldComparison<Left, Right>(_ lhs: Left, _ rhs: Right, _ op: QueryExpression.Comparison) -> RecordCondition<R>? {
+        guard let left = field(lhs), let right = field(rhs), left.type == right.type else { return nil }
+        if op != .equal && op != .notEqual && (left.isOptional || right.isOptional) { return nil }
+        return .compareFields(left, op, right)
+    }
+}
+
+/// `&&`, `||` and `!`: their condition is made of their operands' conditions.
+protocol LogicalExpression {
+    func condition<R>(in context: TranslationContext<R>) -> RecordCondition<R>?
+}
+
+extension PredicateExpressions.Conjunction: LogicalExpression {
+    func condition<R>(in context: TranslationContext<R>) -> RecordCondition<R>? {
+        guard let lhs = context.condition(lhs), let rhs = context.condition(rhs) else { return nil }
+        return .and(lhs, rhs)
+    }
+}
+
+extension PredicateExpressions.Disjunction: LogicalExpression {
+    func condition<R>(in context: TranslationContext<R>) -> RecordCondition<R>? {
+        guard let lhs = context.condition(lhs), let rhs = context.condition(rhs) else { return nil }
+        return .or(lhs, rhs)
+    }
+}
+
+extension PredicateExpressions.Negation: LogicalExpression {
+    func condition<R>(in context: TranslationContext<R>) -> RecordCondition<R>? {
+        context.condition(wrapped).map { .not($0) }
+    }
+}
+
+/// A comparison whose operands may both be declared fields.
+protocol FieldPairExpression {
+    func fieldCondition<R>(in context: TranslationContext<R>) -> RecordCondition<R>?
+}
+
+extension PredicateExpressions.Equal: FieldPairExpression {
+    func fieldCondition<R>(in context: TranslationContext<R>) -> RecordCondition<R>? {
+        context.fieldComparison(lhs, rhs, .equal)
+    }
+}
+
+extension PredicateExpressions.NotEqual: FieldPairExpression {
+    func fieldCondition<R>(in context: TranslationContext<R>) -> RecordCondition<R>? {
+        context.fieldComparison(lhs, rhs, .notEqual)
+    }
+}
+
+extension PredicateExpressions.Comparison: FieldPairExpression {
+    func fieldCondition<R>(in context: TranslationContext<R>) -> RecordCondition<R>? {
+        let comparison: QueryExpression.Comparison =
+            switch op {
+            case .lessThan: .less
+            case .lessThanOrEqual: .lessOrEqual
+            case .greaterThan: .greater
+            case .greaterThanOrEqual: .greaterOrEqual
+            }
+        return context.fieldComparison(lhs, rhs, comparison)
     }
 }
 
@@ -299,7 +403,20 @@ extension PredicateExpressions.SequenceContains: TranslatableExpression {
             let constant = sequence as? any SequenceValueOperand,
             let values = constant.storedValues
         else { return .none }
-        return .exact(.isIn(field: field.name, values: values))
+        var normalized: [StoredValue] = []
+        normalized.reserveCapacity(values.count)
+        for value in values {
+            // NaN equals nothing; -0.0 equals 0.0 (see `TranslationContext.compare`).
+            if case .real(let real) = value {
+                if real.isNaN { continue }
+                if real == 0 {
+                    normalized.append(.real(0))
+                    continue
+                }
+            }
+            normalized.append(value)
+        }
+        return .exact(.isIn(field: field.name, values: normalized))
     }
 }
 
