@@ -117,6 +117,8 @@ public final class Entity<Root: Record>: Sendable {
     /// The fields stored as reals (`Double`, `Float`, `Date`), checked by
     /// `checkStorable(_:)`.
     let realFields: [Field<Root>]
+    /// The `Codable` keys a record may encode: its fields and relations.
+    let declaredKeys: Set<String>
     /// Whether `checkStorable(_:)` has anything to check.
     let hasRealFieldsOrRelations: Bool
     private let positionByName: [String: Int]
@@ -154,6 +156,7 @@ public final class Entity<Root: Record>: Sendable {
         }
         positionByKeyPath = byKeyPath
         positionByName = byName
+        declaredKeys = Set(self.fields.map(\.name) + relations.map(\.name))
         realFields = self.fields.filter { $0.type == .real || $0.type == .date }
         hasRealFieldsOrRelations = !realFields.isEmpty || !relations.isEmpty
     }
@@ -187,12 +190,22 @@ public final class Entity<Root: Record>: Sendable {
     /// - Throws: ``StorageError`` of kind ``StorageError/Kind/schemaMismatch``.
     public func validate() throws {
         var visited: Set<String> = []
-        try validate(visited: &visited)
+        var path: [String] = []
+        try validate(visited: &visited, path: &path)
     }
 
-    /// Validates this entity and, once each, the entities its relations own.
-    func validate(visited: inout Set<String>) throws {
+    /// Validates this entity and, once each, the entities its relations own;
+    /// `path` is the chain of owners that led here, to refuse a relation that
+    /// loops back (no backend can store a record that owns its own kind).
+    func validate(visited: inout Set<String>, path: inout [String]) throws {
+        if path.contains(name) {
+            throw StorageError(
+                .schemaMismatch, .open, entity: name,
+                message: "its relations lead back to it through \((path + [name]).joined(separator: " → ")); an entity cannot own itself")
+        }
         guard visited.insert(name).inserted else { return }
+        path.append(name)
+        defer { path.removeLast() }
         var seen = Set<String>()
         for key in codingKeys where !seen.insert(key).inserted {
             throw StorageError(.schemaMismatch, .open, entity: name, message: "the name '\(key)' is declared twice")
@@ -208,7 +221,7 @@ public final class Entity<Root: Record>: Sendable {
             }
         }
         for relation in relations {
-            try relation.validateForeignKey(parent: name, visited: &visited)
+            try relation.validateForeignKey(parent: name, visited: &visited, path: &path)
         }
         if let owner, owner.ownedRelation(for: Root.self) == nil {
             throw StorageError(
@@ -235,7 +248,7 @@ extension ToManyRelation {
     /// The child's entity declaration.
     public var childEntity: Entity<Child> { Child.entity }
 
-    func validateForeignKey(parent: String, visited: inout Set<String>) throws {
+    func validateForeignKey(parent: String, visited: inout Set<String>, path: inout [String]) throws {
         guard let field = Child.entity.field(named: foreignKeyField) else {
             throw StorageError(
                 .schemaMismatch, .open, entity: parent,
@@ -246,7 +259,7 @@ extension ToManyRelation {
                 .schemaMismatch, .open, entity: parent,
                 message: "relation '\(name)': field '\(foreignKeyField)' of '\(Child.entity.name)' is not the key path given as the parent key")
         }
-        try Child.entity.validate(visited: &visited)
+        try Child.entity.validate(visited: &visited, path: &path)
     }
 }
 

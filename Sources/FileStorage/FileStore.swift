@@ -223,7 +223,9 @@ final class StoreState: @unchecked Sendable {
     }
 
     private func loadChildTable<Relation: ToManyRelation>(_ relation: Relation) throws {
-        _ = try table(Relation.Child.self)
+        // A child entity that does not name its owner was loaded without an
+        // index on the foreign key, which reading a parent's children needs.
+        try table(Relation.Child.self).ensureIndex(on: relation.foreignKeyField)
     }
 
     private func loadDocument<R: Record>(_ type: R.Type, named name: String) throws -> [R] {

@@ -43,7 +43,7 @@ final class Table<R: Record>: AnyTable {
     var state: TableState<R>
     /// The fields with an equality index: the foreign key (when the entity is
     /// owned) and the leading field of each declared index.
-    let indexedFields: [Field<R>]
+    private(set) var indexedFields: [Field<R>]
     private var saved: TableState<R>?
     private(set) var isDirty = false
 
@@ -60,6 +60,24 @@ final class Table<R: Record>: AnyTable {
         for field in indexedFields { state.indexes[field.name] = [:] }
         for record in records { insert(record) }
         isDirty = false
+    }
+
+    /// Adds an equality index on the field `name` (in the current state and in
+    /// the one a rollback would restore), if there is none.
+    func ensureIndex(on name: String) {
+        guard !indexedFields.contains(where: { $0.name == name }), let field = R.entity.field(named: name) else { return }
+        indexedFields.append(field)
+        state.indexes[name] = Self.index(state.records, on: field)
+        if var restored = saved {
+            restored.indexes[name] = Self.index(restored.records, on: field)
+            saved = restored
+        }
+    }
+
+    private static func index(_ records: [StoredValue: R], on field: Field<R>) -> [StoredValue: Set<StoredValue>] {
+        var index: [StoredValue: Set<StoredValue>] = [:]
+        for (key, record) in records { index[field.value(in: record), default: []].insert(key) }
+        return index
     }
 
     // MARK: Transactions
