@@ -119,6 +119,8 @@ public final class Entity<Root: Record>: Sendable {
     let realFields: [Field<Root>]
     /// The `Codable` keys a record may encode: its fields and relations.
     let declaredKeys: Set<String>
+    /// The same keys in declaration order.
+    let declaredOrder: [String]
     /// Whether `checkStorable(_:)` has anything to check.
     let hasRealFieldsOrRelations: Bool
     private let positionByName: [String: Int]
@@ -156,7 +158,8 @@ public final class Entity<Root: Record>: Sendable {
         }
         positionByKeyPath = byKeyPath
         positionByName = byName
-        declaredKeys = Set(self.fields.map(\.name) + relations.map(\.name))
+        declaredOrder = self.fields.map(\.name) + relations.map(\.name)
+        declaredKeys = Set(declaredOrder)
         realFields = self.fields.filter { $0.type == .real || $0.type == .date }
         hasRealFieldsOrRelations = !realFields.isEmpty || !relations.isEmpty
     }

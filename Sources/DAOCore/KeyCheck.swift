@@ -9,7 +9,18 @@ extension Entity {
     /// - Throws: ``StorageError`` of kind ``StorageError/Kind/schemaMismatch``
     ///   naming the key.
     public func checkDeclaredKeys(_ record: Root) throws {
-        let encoder = KeyCheckEncoder(declared: declaredKeys)
+        try checkDeclaredKeys(record, with: KeyCheckEncoder(declared: declaredKeys, order: declaredOrder))
+    }
+
+    /// ``checkDeclaredKeys(_:)`` for each of `records`, with one encoder.
+    /// - Throws: ``StorageError`` of kind ``StorageError/Kind/schemaMismatch``.
+    public func checkDeclaredKeys(_ records: [Root]) throws {
+        let encoder = KeyCheckEncoder(declared: declaredKeys, order: declaredOrder)
+        for record in records { try checkDeclaredKeys(record, with: encoder) }
+    }
+
+    fileprivate func checkDeclaredKeys(_ record: Root, with encoder: KeyCheckEncoder) throws {
+        encoder.state.reset()
         do {
             try record.encode(to: encoder)
         } catch let error as StorageError {
@@ -32,28 +43,48 @@ extension Entity {
 
 extension ToManyRelation {
     func checkDeclaredKeysOfChildren(of parent: Parent) throws {
-        let entity = Child.entity
-        for child in parent[keyPath: children] {
-            try entity.checkDeclaredKeys(child)
-        }
+        let children = parent[keyPath: children]
+        guard !children.isEmpty else { return }
+        try Child.entity.checkDeclaredKeys(children)
     }
 }
 
 /// An encoder that only notes the first top-level key that is not declared;
 /// values are not encoded.
-private final class KeyCheckEncoder: Encoder {
+final class KeyCheckEncoder: Encoder {
     final class State {
         let declared: Set<String>
+        /// The keys in declaration order, which synthesized `Codable` follows:
+        /// a key at its expected position is checked without hashing.
+        let order: [String]
+        var position = 0
         var undeclared: String?
-        init(declared: Set<String>) { self.declared = declared }
+
+        init(declared: Set<String>, order: [String]) {
+            self.declared = declared
+            self.order = order
+        }
+
+        func reset() {
+            position = 0
+            undeclared = nil
+        }
+
+        func note(_ name: String) {
+            if position < order.count, order[position] == name {
+                position += 1
+            } else if undeclared == nil, !declared.contains(name) {
+                undeclared = name
+            }
+        }
     }
 
     let state: State
     var codingPath: [any CodingKey] { [] }
     var userInfo: [CodingUserInfoKey: Any] { [:] }
 
-    init(declared: Set<String>) {
-        state = State(declared: declared)
+    init(declared: Set<String>, order: [String]) {
+        state = State(declared: declared, order: order)
     }
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
@@ -75,9 +106,7 @@ private struct KeyCheckContainer<Key: CodingKey>: KeyedEncodingContainerProtocol
     let state: KeyCheckEncoder.State
     var codingPath: [any CodingKey] { [] }
 
-    private func note(_ key: Key) {
-        if state.undeclared == nil, !state.declared.contains(key.stringValue) { state.undeclared = key.stringValue }
-    }
+    private func note(_ key: Key) { state.note(key.stringValue) }
 
     mutating func encodeNil(forKey key: Key) throws { note(key) }
     mutating func encode(_ value: Bool, forKey key: Key) throws { note(key) }

@@ -54,6 +54,19 @@ public indirect enum QueryExpression: Sendable, Hashable {
 
     /// The result of translating a predicate.
     public struct Translation: Sendable, Hashable {
+        init(_ partial: PartialTranslation) {
+            switch partial {
+            case .exact(let expression): self.init(expression: expression, isExact: true)
+            case .superset(let expression): self.init(expression: expression, isExact: false)
+            case .none: self.init(expression: .constant(true), isExact: false)
+            }
+        }
+
+        init(expression: QueryExpression, isExact: Bool) {
+            self.expression = expression
+            self.isExact = isExact
+        }
+
         /// The condition an engine can run.
         public let expression: QueryExpression
         /// `true` when `expression` holds exactly for the records the predicate
@@ -67,9 +80,16 @@ public indirect enum QueryExpression: Sendable, Hashable {
     /// every translatable part (see ``translate(_:)``) by the library, the rest
     /// by Foundation.
     public static func condition<R: Record>(_ predicate: Predicate<R>) -> RecordCondition<R> {
+        analyze(predicate).condition
+    }
+
+    /// ``translate(_:)`` and ``condition(_:)`` in one walk of the predicate.
+    public static func analyze<R: Record>(_ predicate: Predicate<R>) -> (translation: Translation, condition: RecordCondition<R>) {
         let context = TranslationContext<R>(predicate.variable)
-        if let condition = context.condition(predicate.expression) { return condition }
-        return .opaque(OpaqueCondition(expression: predicate.expression, variable: predicate.variable))
+        let analysis = context.analyze(predicate.expression)
+        let condition = analysis.condition
+            ?? .opaque(OpaqueCondition(expression: predicate.expression, variable: predicate.variable))
+        return (Translation(analysis.translation), condition)
     }
 
     /// Translates the parts of `predicate` that name declared fields of `R`.
@@ -79,12 +99,7 @@ public indirect enum QueryExpression: Sendable, Hashable {
     /// narrows the candidates; under `||` or `!` the whole branch is dropped. A
     /// predicate with nothing translatable gives `.constant(true)`, inexact.
     public static func translate<R: Record>(_ predicate: Predicate<R>) -> Translation {
-        let context = TranslationContext<R>(predicate.variable)
-        switch context.translate(predicate.expression) {
-        case .exact(let expression): return Translation(expression: expression, isExact: true)
-        case .superset(let expression): return Translation(expression: expression, isExact: false)
-        case .none: return Translation(expression: .constant(true), isExact: false)
-        }
+        Translation(TranslationContext<R>(predicate.variable).translate(predicate.expression))
     }
 
     /// The `field == value` conditions that must all hold for the expression to
@@ -180,20 +195,24 @@ struct TranslationContext<R: Record> {
         return .exact(.compare(field: field, op, value))
     }
 
-    /// The condition that evaluates `expression` with the library's semantics,
-    /// or `nil` when a part of it cannot be evaluated at all.
-    func condition<E>(_ expression: E) -> RecordCondition<R>? {
+    /// What an engine can run of `expression` and the condition that evaluates
+    /// it with the library's semantics (`nil` when a part cannot be evaluated
+    /// at all), in one walk.
+    func analyze<E>(_ expression: E) -> Analysis<R> {
         if let logical = expression as? any LogicalExpression {
-            return logical.condition(in: self)
+            return logical.analyze(in: self)
+        }
+        let translation = translate(expression)
+        if case .exact(let translated) = translation, let condition = RecordCondition<R>.compile(translated) {
+            return Analysis(translation: translation, condition: condition)
         }
         if let pair = expression as? any FieldPairExpression, let condition = pair.fieldCondition(in: self) {
-            return condition
+            return Analysis(translation: translation, condition: condition)
         }
-        if case .exact(let translated) = translate(expression), let condition = RecordCondition<R>.compile(translated) {
-            return condition
+        guard let standard = expression as? any StandardPredicateExpression<Bool> else {
+            return Analysis(translation: translation, condition: nil)
         }
-        guard let standard = expression as? any StandardPredicateExpression<Bool> else { return nil }
-        return .opaque(OpaqueCondition(expression: standard, variable: input))
+        return Analysis(translation: translation, condition: .opaque(OpaqueCondition(expression: standard, variable: input)))
     }
 
     /// `lhs <op> rhs` for two declared fields of one type, else `nil`.
@@ -204,28 +223,41 @@ struct TranslationContext<R: Record> {
     }
 }
 
-/// `&&`, `||` and `!`: their condition is made of their operands' conditions.
+/// A part of a predicate analyzed: what an engine can run, and its condition.
+struct Analysis<R: Record> {
+    var translation: PartialTranslation
+    var condition: RecordCondition<R>?
+}
+
+/// `&&`, `||` and `!`: analyzed from their operands.
 protocol LogicalExpression {
-    func condition<R>(in context: TranslationContext<R>) -> RecordCondition<R>?
+    func analyze<R>(in context: TranslationContext<R>) -> Analysis<R>
 }
 
 extension PredicateExpressions.Conjunction: LogicalExpression {
-    func condition<R>(in context: TranslationContext<R>) -> RecordCondition<R>? {
-        guard let lhs = context.condition(lhs), let rhs = context.condition(rhs) else { return nil }
-        return .and(lhs, rhs)
+    func analyze<R>(in context: TranslationContext<R>) -> Analysis<R> {
+        let lhs = context.analyze(lhs)
+        let rhs = context.analyze(rhs)
+        var condition: RecordCondition<R>?
+        if let left = lhs.condition, let right = rhs.condition { condition = .and(left, right) }
+        return Analysis(translation: .conjunction(lhs.translation, rhs.translation), condition: condition)
     }
 }
 
 extension PredicateExpressions.Disjunction: LogicalExpression {
-    func condition<R>(in context: TranslationContext<R>) -> RecordCondition<R>? {
-        guard let lhs = context.condition(lhs), let rhs = context.condition(rhs) else { return nil }
-        return .or(lhs, rhs)
+    func analyze<R>(in context: TranslationContext<R>) -> Analysis<R> {
+        let lhs = context.analyze(lhs)
+        let rhs = context.analyze(rhs)
+        var condition: RecordCondition<R>?
+        if let left = lhs.condition, let right = rhs.condition { condition = .or(left, right) }
+        return Analysis(translation: .disjunction(lhs.translation, rhs.translation), condition: condition)
     }
 }
 
 extension PredicateExpressions.Negation: LogicalExpression {
-    func condition<R>(in context: TranslationContext<R>) -> RecordCondition<R>? {
-        context.condition(wrapped).map { .not($0) }
+    func analyze<R>(in context: TranslationContext<R>) -> Analysis<R> {
+        let wrapped = context.analyze(wrapped)
+        return Analysis(translation: .negation(wrapped.translation), condition: wrapped.condition.map { .not($0) })
     }
 }
 
@@ -323,9 +355,10 @@ extension PredicateExpressions.KeyPath: TranslatableExpression {
     }
 }
 
-extension PredicateExpressions.Conjunction: TranslatableExpression {
-    func translate<R>(in context: TranslationContext<R>) -> PartialTranslation {
-        switch (context.translate(lhs), context.translate(rhs)) {
+extension PartialTranslation {
+    /// `a && b`: exact when both are; otherwise what is translated still narrows.
+    static func conjunction(_ a: PartialTranslation, _ b: PartialTranslation) -> PartialTranslation {
+        switch (a, b) {
         case let (.exact(a), .exact(b)): .exact(.and(a, b))
         case let (.exact(a), .superset(b)), let (.superset(a), .exact(b)), let (.superset(a), .superset(b)):
             .superset(.and(a, b))
@@ -334,23 +367,39 @@ extension PredicateExpressions.Conjunction: TranslatableExpression {
         case (.none, .none): .none
         }
     }
-}
 
-extension PredicateExpressions.Disjunction: TranslatableExpression {
-    func translate<R>(in context: TranslationContext<R>) -> PartialTranslation {
-        switch (context.translate(lhs), context.translate(rhs)) {
+    /// `a || b`: nothing narrows unless both sides are translated.
+    static func disjunction(_ a: PartialTranslation, _ b: PartialTranslation) -> PartialTranslation {
+        switch (a, b) {
         case let (.exact(a), .exact(b)): .exact(.or(a, b))
         case let (.exact(a), .superset(b)), let (.superset(a), .exact(b)), let (.superset(a), .superset(b)):
             .superset(.or(a, b))
         default: .none
         }
     }
+
+    /// `!a`: only an exact translation can be negated.
+    static func negation(_ a: PartialTranslation) -> PartialTranslation {
+        guard case .exact(let wrapped) = a else { return .none }
+        return .exact(.not(wrapped))
+    }
+}
+
+extension PredicateExpressions.Conjunction: TranslatableExpression {
+    func translate<R>(in context: TranslationContext<R>) -> PartialTranslation {
+        .conjunction(context.translate(lhs), context.translate(rhs))
+    }
+}
+
+extension PredicateExpressions.Disjunction: TranslatableExpression {
+    func translate<R>(in context: TranslationContext<R>) -> PartialTranslation {
+        .disjunction(context.translate(lhs), context.translate(rhs))
+    }
 }
 
 extension PredicateExpressions.Negation: TranslatableExpression {
     func translate<R>(in context: TranslationContext<R>) -> PartialTranslation {
-        guard case .exact(let wrapped) = context.translate(wrapped) else { return .none }
-        return .exact(.not(wrapped))
+        .negation(context.translate(wrapped))
     }
 }
 

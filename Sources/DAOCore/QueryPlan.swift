@@ -62,10 +62,19 @@ public struct QueryPlan<R: Record>: Sendable {
             condition = nil
             return
         }
-        let translation = QueryExpression.translate(predicate)
+        // An exact translation is the whole predicate: its condition compiles from
+        // it without walking the predicate again. Otherwise one walk finds what
+        // only Foundation can evaluate.
+        var translation = QueryExpression.translate(predicate)
+        if translation.isExact, let compiled = RecordCondition<R>.compile(translation.expression) {
+            condition = compiled
+        } else {
+            let analysis = QueryExpression.analyze(predicate)
+            translation = analysis.translation
+            condition = analysis.condition
+        }
         engineCondition = translation.expression
         conditionIsExact = translation.isExact
-        condition = QueryExpression.condition(predicate)
         let (access, bound) = Self.access(for: translation.expression.requiredEqualities)
         self.access = access
         accessIsExact = Self.isExact(translation, boundFields: bound)

@@ -91,7 +91,7 @@ extension StoreState {
     func persist<T: Record>(_ records: [T], checkOwner: Bool) throws {
         let table = try table(T.self)
         try T.entity.checkStorable(records)
-        for record in records { try T.entity.checkDeclaredKeys(record) }
+        try T.entity.checkDeclaredKeys(records)
         if checkOwner, let owner = T.entity.owner {
             try checkOwnersExist(records, owner: owner)
         }
