@@ -120,7 +120,7 @@ extension StoreState {
         for relation in T.entity.relations {
             try replaceChildren(relation, of: record, stripped: &stripped)
         }
-        table.insert(stripped)
+        try table.insert(stripped)
     }
 
     /// Stores exactly the children `parent` holds: removes those it no longer

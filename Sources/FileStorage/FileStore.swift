@@ -209,7 +209,7 @@ final class StoreState: @unchecked Sendable {
         let foreignKey = R.entity.owner.flatMap { $0.ownedRelation(for: R.self)?.foreignKeyField }
         let documentName = manifest.documents[name]
         let records = try documentName.map { try loadDocument(R.self, named: $0) } ?? []
-        let table = Table<R>(records: records, documentName: documentName, foreignKey: foreignKey)
+        let table = Table<R>(records: records, documentName: documentName, foreignKey: foreignKey, format: coder.format)
         tables[name] = table
         if inTransaction { table.begin() }
         for relation in R.entity.relations {

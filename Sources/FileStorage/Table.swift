@@ -18,6 +18,12 @@ struct TableState<R: Record> {
     /// The encoded form of records that have not changed since they were last
     /// written (JSON only), so a commit re-encodes only what changed.
     var encoded: [StoredValue: Data] = [:]
+    /// Property lists only: every non-ASCII text value stored, keyed by Swift's
+    /// canonical equivalence, with its exact scalars and how many fields hold
+    /// it. Foundation's binary property-list writer stores canonically
+    /// equivalent strings once, so two different spellings in one document
+    /// would come back as one; ``Table/insert(_:)`` refuses the second instead.
+    var spellings: [String: (scalars: [UInt8], count: Int)] = [:]
 }
 
 /// A table as the store holds it, behind the store's lock.
@@ -47,7 +53,11 @@ final class Table<R: Record>: AnyTable {
     private var saved: TableState<R>?
     private(set) var isDirty = false
 
-    init(records: [R], documentName: String?, foreignKey: String?) {
+    /// The text fields whose spellings are tracked (property lists only).
+    private let trackedTextFields: [Field<R>]
+
+    init(records: [R], documentName: String?, foreignKey: String?, format: FileFormat = .json) {
+        trackedTextFields = format == .propertyList ? R.entity.fields.filter { $0.type == .text } : []
         entityName = R.entity.name
         self.documentName = documentName
         var names: [String] = []
@@ -58,7 +68,9 @@ final class Table<R: Record>: AnyTable {
         indexedFields = names.compactMap { R.entity.field(named: $0) }
         state = TableState()
         for field in indexedFields { state.indexes[field.name] = [:] }
-        for record in records { insert(record) }
+        for record in records {
+            insertUnchecked(record)
+        }
         isDirty = false
     }
 
@@ -111,7 +123,17 @@ final class Table<R: Record>: AnyTable {
     // MARK: Writes
 
     /// Inserts or replaces `record` (relations already emptied).
-    func insert(_ record: R) {
+    ///
+    /// - Throws: ``StorageError`` of kind ``StorageError/Kind/invalidArgument``
+    ///   when the document is a property list and already holds a text that
+    ///   is canonically equivalent to one of the record's but spelled with other
+    ///   Unicode scalars; nothing changes then.
+    func insert(_ record: R) throws {
+        if !trackedTextFields.isEmpty { try checkSpellings(of: record) }
+        insertUnchecked(record)
+    }
+
+    private func insertUnchecked(_ record: R) {
         let key = record.primaryKey.storedValue
         if let old = state.records.updateValue(record, forKey: key) {
             unindex(old, key)
@@ -120,7 +142,45 @@ final class Table<R: Record>: AnyTable {
         for field in indexedFields {
             state.indexes[field.name, default: [:]][field.value(in: record), default: []].insert(key)
         }
+        for field in trackedTextFields {
+            guard case .text(let text) = field.value(in: record), !Self.isASCII(text) else { continue }
+            state.spellings[text, default: (Array(text.utf8), 0)].count += 1
+        }
         isDirty = true
+    }
+
+    private func checkSpellings(of record: R) throws {
+        let key = record.primaryKey.storedValue
+        let old = state.records[key]
+        var own: [String: [UInt8]] = [:]
+        for field in trackedTextFields {
+            guard case .text(let text) = field.value(in: record), !Self.isASCII(text) else { continue }
+            let scalars = Array(text.utf8)
+            var conflict = own[text].flatMap { $0 == scalars ? nil : $0 }
+            own[text] = own[text] ?? scalars
+            if conflict == nil, let stored = state.spellings[text], stored.scalars != scalars {
+                conflict = stored.scalars
+                // The only holder of the other spelling may be this record's old version.
+                if stored.count == 1, let old, case .text(let previous) = field.value(in: old),
+                    previous.utf8.elementsEqual(stored.scalars)
+                {
+                    conflict = nil
+                }
+            }
+            guard let conflict else { continue }
+            throw StorageError(
+                .invalidArgument, .persist, entity: entityName,
+                message: "field '\(field.name)' of record \(record.primaryKey) holds \(Self.scalars(text)), canonically equivalent to the stored \(Self.scalars(String(decoding: conflict, as: UTF8.self))) but spelled differently; a binary property list stores the two as one, so this store refuses it (use the JSON format, or normalize text)")
+        }
+    }
+
+    /// `text` as its Unicode scalars, `U+0065 U+0308`.
+    private static func scalars(_ text: String) -> String {
+        text.unicodeScalars.map { "U+" + String($0.value, radix: 16, uppercase: true) }.joined(separator: " ")
+    }
+
+    private static func isASCII(_ text: String) -> Bool {
+        text.utf8.allSatisfy { $0 < 0x80 }
     }
 
     /// Removes the record with `key`; returns it if there was one.
@@ -134,6 +194,12 @@ final class Table<R: Record>: AnyTable {
     }
 
     private func unindex(_ record: R, _ key: StoredValue) {
+        for field in trackedTextFields {
+            guard case .text(let text) = field.value(in: record), let stored = state.spellings[text],
+                stored.scalars.elementsEqual(text.utf8)
+            else { continue }
+            if stored.count <= 1 { state.spellings[text] = nil } else { state.spellings[text]?.count -= 1 }
+        }
         for field in indexedFields {
             let value = field.value(in: record)
             state.indexes[field.name]?[value]?.remove(key)
