@@ -194,10 +194,11 @@ public struct QueryPlan<R: Record>: Sendable {
 /// descriptors, then by primary key (ascending, in stored-value order).
 ///
 /// A descriptor over a declared field without a `String` comparator compares
-/// the fields' stored values (numbers by value, dates by time). A descriptor
-/// with a `String` comparator (`SortDescriptor(\.title)` has Foundation's
-/// `.localizedStandard`) or over anything but a declared field is evaluated by
-/// Foundation, as it defines it, in memory.
+/// the fields' stored values (numbers by value, dates by time, text by Unicode
+/// scalars, `nil` first), which is also SQLite's `ORDER BY`. A descriptor with
+/// a `String` comparator (`comparator: .lexical`) or over anything but a
+/// declared field (`\.chapters.count`) is evaluated by Foundation, as it
+/// defines it, in memory.
 public struct SortPlan<R: Record>: Sendable {
     /// The descriptors.
     public let descriptors: [SortDescriptor<R>]
