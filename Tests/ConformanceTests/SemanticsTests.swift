@@ -42,31 +42,31 @@ struct SemanticsTests {
     func normalizationDistinctKeys(backend: Backend) throws {
         let library = sampleLibrary()
         try withPlistTextLimitation(backend) {
-        try withReopenedStore(backend) { store in
-            try store.anyStorage(for: AuthorRecord.self).persist(library)
-        } then: { store in
-            let authors = try store.anyStorage(for: AuthorRecord.self)
-            let all = try authors.readAll()
-            #expect(all.count == 2)
-            // "Zoe\u{308}" sorts before "Zo\u{EB}" by bytes.
-            #expect(identical(all, [sortedLibrary(library[1]), sortedLibrary(library[0])]))
-            #expect(identical(try authors.read(primaryKey: AwkwardText.nfd), sortedLibrary(library[1])))
-            #expect(identical(try authors.read(primaryKey: AwkwardText.nfc), sortedLibrary(library[0])))
-            #expect(try authors.count(where: #Predicate { $0.name == "Zo\u{EB}" }) == 1)
-            let chapters = try store.anyStorage(for: ChapterRecord.self)
-            #expect(try chapters.count() == 6)
-        }
-        try withStore(backend) { store, _ in
-            let authors = try store.anyStorage(for: AuthorRecord.self)
-            try authors.persist(library)
-            // Replacing one author's books leaves the other's alone.
-            var nfd = library[1]
-            nfd.books.removeLast()
-            try authors.persist(nfd)
-            let books = try store.anyStorage(for: BookRecord.self)
-            #expect(try books.count() == 4)
-            #expect(try books.count(where: #Predicate { $0.authorId == "Zo\u{EB}" }) == 3)
-        }
+            try withReopenedStore(backend) { store in
+                try store.anyStorage(for: AuthorRecord.self).persist(library)
+            } then: { store in
+                let authors = try store.anyStorage(for: AuthorRecord.self)
+                let all = try authors.readAll()
+                #expect(all.count == 2)
+                // "Zoe\u{308}" sorts before "Zo\u{EB}" by bytes.
+                #expect(identical(all, [sortedLibrary(library[1]), sortedLibrary(library[0])]))
+                #expect(identical(try authors.read(primaryKey: AwkwardText.nfd), sortedLibrary(library[1])))
+                #expect(identical(try authors.read(primaryKey: AwkwardText.nfc), sortedLibrary(library[0])))
+                #expect(try authors.count(where: #Predicate { $0.name == "Zo\u{EB}" }) == 1)
+                let chapters = try store.anyStorage(for: ChapterRecord.self)
+                #expect(try chapters.count() == 6)
+            }
+            try withStore(backend) { store, _ in
+                let authors = try store.anyStorage(for: AuthorRecord.self)
+                try authors.persist(library)
+                // Replacing one author's books leaves the other's alone.
+                var nfd = library[1]
+                nfd.books.removeLast()
+                try authors.persist(nfd)
+                let books = try store.anyStorage(for: BookRecord.self)
+                #expect(try books.count() == 4)
+                #expect(try books.count(where: #Predicate { $0.authorId == "Zo\u{EB}" }) == 3)
+            }
         }
     }
 
@@ -133,22 +133,22 @@ struct SemanticsTests {
     @Test("text compares by Unicode scalars in every predicate", arguments: allBackends)
     func textByScalars(backend: Backend) throws {
         try withPlistTextLimitation(backend) {
-        try withStore(backend) { store, _ in
-            let authors = try store.anyStorage(for: AuthorRecord.self)
-            try authors.persist(sampleLibrary())
-            let nfd = AwkwardText.nfd
-            #expect(try authors.read(where: #Predicate { $0.name == nfd }).map(\.id) == [nfd])
-            #expect(try authors.read(where: #Predicate { $0.id != nfd }).map(\.id) == [AwkwardText.nfc])
-            #expect(try authors.read(where: #Predicate { $0.name.contains("e") }).map(\.id) == [nfd])
-            #expect(try authors.read(where: #Predicate { $0.name.contains("\u{308}") }).map(\.id) == [nfd])
-            #expect(try authors.read(where: #Predicate { $0.name.starts(with: "Zoe") }).map(\.id) == [nfd])
-            // "Zoe\u{308}" < "Zo\u{EB}" by bytes (0x65 < 0xC3).
-            #expect(try authors.read(where: #Predicate { $0.name < "Zo\u{EB}" }).map(\.id) == [nfd])
-            #expect(try authors.read(where: #Predicate { ["Zo\u{EB}"].contains($0.id) }).map(\.id) == [AwkwardText.nfc])
-            let chapters = try store.anyStorage(for: ChapterRecord.self)
-            // Two fields compared with each other follow the same rules.
-            #expect(try chapters.count(where: #Predicate { $0.heading == $0.bookId }) == 0)
-        }
+            try withStore(backend) { store, _ in
+                let authors = try store.anyStorage(for: AuthorRecord.self)
+                try authors.persist(sampleLibrary())
+                let nfd = AwkwardText.nfd
+                #expect(try authors.read(where: #Predicate { $0.name == nfd }).map(\.id) == [nfd])
+                #expect(try authors.read(where: #Predicate { $0.id != nfd }).map(\.id) == [AwkwardText.nfc])
+                #expect(try authors.read(where: #Predicate { $0.name.contains("e") }).map(\.id) == [nfd])
+                #expect(try authors.read(where: #Predicate { $0.name.contains("\u{308}") }).map(\.id) == [nfd])
+                #expect(try authors.read(where: #Predicate { $0.name.starts(with: "Zoe") }).map(\.id) == [nfd])
+                // "Zoe\u{308}" < "Zo\u{EB}" by bytes (0x65 < 0xC3).
+                #expect(try authors.read(where: #Predicate { $0.name < "Zo\u{EB}" }).map(\.id) == [nfd])
+                #expect(try authors.read(where: #Predicate { ["Zo\u{EB}"].contains($0.id) }).map(\.id) == [AwkwardText.nfc])
+                let chapters = try store.anyStorage(for: ChapterRecord.self)
+                // Two fields compared with each other follow the same rules.
+                #expect(try chapters.count(where: #Predicate { $0.heading == $0.bookId }) == 0)
+            }
         }
     }
 
@@ -190,17 +190,19 @@ struct SemanticsTests {
 
     @Test("every value a field can hold comes back bit for bit, after reopening too", arguments: allBackends)
     func extremeValues(backend: Backend) throws {
+        // The property list refuses a second spelling of equivalent text (tested above).
+        let texts = Generator.texts(distinctUpToEquivalence: backend.name == "plist")
         var chapters: [ChapterRecord] = []
         let keys: [Int64] = [.min, .max, 0, -1, 1, .min + 1, .max - 1]
         for (index, weight) in AwkwardReal.all.enumerated() {
             chapters.append(
                 ChapterRecord(
                     number: index < keys.count ? keys[index] : Int64(index * 1000), bookId: "b",
-                    heading: AwkwardText.all[index % AwkwardText.all.count], pages: keys[index % keys.count],
+                    heading: texts[index % texts.count], pages: keys[index % keys.count],
                     weight: weight, draft: index % 2 == 0))
         }
         var books: [BookRecord] = []
-        for (index, text) in AwkwardText.all.enumerated() {
+        for (index, text) in texts.enumerated() {
             // Keys and indexed fields stay short: LMDB keys hold at most 511 bytes.
             let short = String(text.utf8.prefix(64)) ?? "x"
             books.append(
@@ -218,7 +220,6 @@ struct SemanticsTests {
             id: "a", name: "\u{0}", rating: .leastNonzeroMagnitude,
             born: Date(timeIntervalSinceReferenceDate: -.infinity), books: books)
         let expected = sortedLibrary(author)
-        try withPlistTextLimitation(backend) {
         try withReopenedStore(backend) { store in
             let authors = try store.anyStorage(for: AuthorRecord.self)
             try authors.persist(author)
@@ -227,7 +228,6 @@ struct SemanticsTests {
         } then: { store in
             let read = try store.anyStorage(for: AuthorRecord.self).read(primaryKey: "a")
             #expect(identical(read, expected), "\(difference(read, expected))")
-        }
         }
     }
 
