@@ -18,12 +18,15 @@ struct TableState<R: Record> {
     /// The encoded form of records that have not changed since they were last
     /// written (JSON only), so a commit re-encodes only what changed.
     var encoded: [StoredValue: Data] = [:]
-    /// Property lists only: every non-ASCII text value stored, keyed by Swift's
-    /// canonical equivalence, with its exact scalars and how many fields hold
-    /// it. Foundation's binary property-list writer stores canonically
+    /// Property lists only: how many text fields hold each text, by its exact
+    /// scalars. Foundation's binary property-list writer stores canonically
     /// equivalent strings once, so two different spellings in one document
     /// would come back as one; ``Table/insert(_:)`` refuses the second instead.
-    var spellings: [String: (scalars: [UInt8], count: Int)] = [:]
+    var texts: [StoredValue: Int] = [:]
+    /// Property lists only: the texts that may not be in NFC (see
+    /// ``CanonicalText``), keyed by Swift's canonical equivalence, with their
+    /// exact scalars and how many fields hold them.
+    var suspects: [String: (scalars: [UInt8], count: Int)] = [:]
 }
 
 /// A table as the store holds it, behind the store's lock.
@@ -143,35 +146,58 @@ final class Table<R: Record>: AnyTable {
             state.indexes[field.name, default: [:]][field.value(in: record), default: []].insert(key)
         }
         for field in trackedTextFields {
-            guard case .text(let text) = field.value(in: record), !Self.isASCII(text) else { continue }
-            state.spellings[text, default: (Array(text.utf8), 0)].count += 1
+            guard case .text(let text) = field.value(in: record) else { continue }
+            state.texts[.text(text), default: 0] += 1
+            if CanonicalText.isSuspect(text) { state.suspects[text, default: (Array(text.utf8), 0)].count += 1 }
         }
         isDirty = true
     }
 
     private func checkSpellings(of record: R) throws {
-        let key = record.primaryKey.storedValue
-        let old = state.records[key]
-        var own: [String: [UInt8]] = [:]
+        let old = state.records[record.primaryKey.storedValue]
+        var values: [(field: Field<R>, text: String)] = []
         for field in trackedTextFields {
-            guard case .text(let text) = field.value(in: record), !Self.isASCII(text) else { continue }
-            let scalars = Array(text.utf8)
-            var conflict = own[text].flatMap { $0 == scalars ? nil : $0 }
-            own[text] = own[text] ?? scalars
-            if conflict == nil, let stored = state.spellings[text], stored.scalars != scalars {
+            if case .text(let text) = field.value(in: record) { values.append((field, text)) }
+        }
+        for (position, value) in values.enumerated() {
+            let scalars = Array(value.text.utf8)
+            let suspect = CanonicalText.isSuspect(value.text)
+            var conflict: [UInt8]?
+            // Another field of this record.
+            for other in values[..<position] where other.text == value.text && !other.text.utf8.elementsEqual(scalars) {
+                conflict = Array(other.text.utf8)
+            }
+            // A stored text that may not be in NFC, equivalent to this one.
+            if conflict == nil, suspect || !state.suspects.isEmpty, let stored = state.suspects[value.text],
+                stored.scalars != scalars, !heldOnly(by: old, stored.scalars, count: stored.count)
+            {
                 conflict = stored.scalars
-                // The only holder of the other spelling may be this record's old version.
-                if stored.count == 1, let old, case .text(let previous) = field.value(in: old),
-                    previous.utf8.elementsEqual(stored.scalars)
+            }
+            // The NFC spelling of this text, stored.
+            if conflict == nil, suspect {
+                let composed = value.text.precomposedStringWithCanonicalMapping
+                if !composed.utf8.elementsEqual(scalars), let count = state.texts[.text(composed)],
+                    !heldOnly(by: old, Array(composed.utf8), count: count)
                 {
-                    conflict = nil
+                    conflict = Array(composed.utf8)
                 }
             }
             guard let conflict else { continue }
             throw StorageError(
                 .invalidArgument, .persist, entity: entityName,
-                message: "field '\(field.name)' of record \(record.primaryKey) holds \(Self.scalars(text)), canonically equivalent to the stored \(Self.scalars(String(decoding: conflict, as: UTF8.self))) but spelled differently; a binary property list stores the two as one, so this store refuses it (use the JSON format, or normalize text)")
+                message: "field '\(value.field.name)' of record \(record.primaryKey) holds \(Self.scalars(value.text)), canonically equivalent to the stored \(Self.scalars(String(decoding: conflict, as: UTF8.self))) but spelled differently; a binary property list stores the two as one, so this store refuses it (use the JSON format, or normalize text)")
         }
+    }
+
+    /// Whether the `count` fields that hold the text `scalars` are all fields of
+    /// `old`, the version of the record being replaced.
+    private func heldOnly(by old: R?, _ scalars: [UInt8], count: Int) -> Bool {
+        guard let old else { return false }
+        var held = 0
+        for field in trackedTextFields {
+            if case .text(let text) = field.value(in: old), text.utf8.elementsEqual(scalars) { held += 1 }
+        }
+        return held >= count
     }
 
     /// `text` as its Unicode scalars, `U+0065 U+0308`.
@@ -179,9 +205,6 @@ final class Table<R: Record>: AnyTable {
         text.unicodeScalars.map { "U+" + String($0.value, radix: 16, uppercase: true) }.joined(separator: " ")
     }
 
-    private static func isASCII(_ text: String) -> Bool {
-        text.utf8.allSatisfy { $0 < 0x80 }
-    }
 
     /// Removes the record with `key`; returns it if there was one.
     @discardableResult
@@ -195,10 +218,11 @@ final class Table<R: Record>: AnyTable {
 
     private func unindex(_ record: R, _ key: StoredValue) {
         for field in trackedTextFields {
-            guard case .text(let text) = field.value(in: record), let stored = state.spellings[text],
-                stored.scalars.elementsEqual(text.utf8)
+            guard case .text(let text) = field.value(in: record) else { continue }
+            if let count = state.texts[.text(text)] { state.texts[.text(text)] = count > 1 ? count - 1 : nil }
+            guard CanonicalText.isSuspect(text), let stored = state.suspects[text], stored.scalars.elementsEqual(text.utf8)
             else { continue }
-            if stored.count <= 1 { state.spellings[text] = nil } else { state.spellings[text]?.count -= 1 }
+            if stored.count <= 1 { state.suspects[text] = nil } else { state.suspects[text]?.count -= 1 }
         }
         for field in indexedFields {
             let value = field.value(in: record)
