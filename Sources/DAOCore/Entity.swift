@@ -123,6 +123,9 @@ public final class Entity<Root: Record>: Sendable {
     let declaredOrder: [String]
     /// Whether `checkStorable(_:)` has anything to check.
     let hasRealFieldsOrRelations: Bool
+    /// For a ``FieldwiseRecord`` with reals: the position of the first real it
+    /// writes that no backend stores, found without key paths.
+    let realChecker: (@Sendable (Root) throws -> Int?)?
     private let positionByName: [String: Int]
 
     /// Declares an entity.
@@ -162,6 +165,11 @@ public final class Entity<Root: Record>: Sendable {
         declaredKeys = Set(declaredOrder)
         realFields = self.fields.filter { $0.type == .real || $0.type == .date }
         hasRealFieldsOrRelations = !realFields.isEmpty || !relations.isEmpty
+        if !realFields.isEmpty, let fieldwise = Root.self as? any FieldwiseRecord.Type {
+            realChecker = makeRealChecker(fieldwise, for: Root.self)
+        } else {
+            realChecker = nil
+        }
     }
 
     /// The primary key field.

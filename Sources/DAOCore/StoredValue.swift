@@ -63,9 +63,15 @@ extension StoredValue: Hashable {
     }
 
     /// Whether two strings hold the same Unicode scalars (the same UTF-8 bytes).
-    @inlinable
     public static func sameScalars(_ a: String, _ b: String) -> Bool {
-        a.utf8.count == b.utf8.count && a.utf8.elementsEqual(b.utf8)
+        guard a.utf8.count == b.utf8.count else { return false }
+        let compared: Bool? = a.utf8.withContiguousStorageIfAvailable { left in
+            b.utf8.withContiguousStorageIfAvailable { right in
+                guard let leftBytes = left.baseAddress, let rightBytes = right.baseAddress else { return left.isEmpty }
+                return memcmp(leftBytes, rightBytes, left.count) == 0
+            }
+        } ?? nil
+        return compared ?? a.utf8.elementsEqual(b.utf8)
     }
 }
 

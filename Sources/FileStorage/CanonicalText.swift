@@ -12,7 +12,8 @@ enum CanonicalText {
     /// Whether `text` may not be in NFC.
     static func isSuspect(_ text: String) -> Bool {
         // Every scalar below U+0300 is NFC-stable; its UTF-8 lead byte is below 0xCC.
-        guard text.utf8.contains(where: { $0 >= 0xCC }) else { return false }
+        let mayChange: Bool? = text.utf8.withContiguousStorageIfAvailable { bytes in bytes.contains { $0 >= 0xCC } }
+        guard mayChange ?? text.utf8.contains(where: { $0 >= 0xCC }) else { return false }
         for scalar in text.unicodeScalars where scalar.value >= 0x300 && isFlagged(scalar.value) {
             return true
         }
@@ -20,6 +21,9 @@ enum CanonicalText {
     }
 
     private static func isFlagged(_ value: UInt32) -> Bool {
+        if value < 0x10000 {
+            return basicPlane[Int(value >> 6)] & (1 << UInt64(value & 63)) != 0
+        }
         var low = 0
         var high = ranges.count - 1
         while low <= high {
@@ -35,6 +39,17 @@ enum CanonicalText {
         }
         return false
     }
+
+    /// ``ranges`` below U+10000 as a bitmap, one bit a scalar.
+    private static let basicPlane: [UInt64] = {
+        var bits = [UInt64](repeating: 0, count: 0x10000 / 64)
+        for range in ranges where range.lowerBound < 0x10000 {
+            for value in range.lowerBound...min(range.upperBound, 0xFFFF) {
+                bits[Int(value >> 6)] |= 1 << UInt64(value & 63)
+            }
+        }
+        return bits
+    }()
 
     /// Scalars that have a combining class, change under NFC, or compose with
     /// a scalar before them (including the Hangul vowel and trailing jamo).

@@ -22,7 +22,9 @@ struct TableState<R: Record> {
     /// scalars. Foundation's binary property-list writer stores canonically
     /// equivalent strings once, so two different spellings in one document
     /// would come back as one; ``Table/insert(_:)`` refuses the second instead.
-    var texts: [StoredValue: Int] = [:]
+    /// Built when the first text that may not be in NFC arrives (`nil` until
+    /// then): a table that never holds one does not pay for it.
+    var texts: [StoredValue: Int]?
     /// Property lists only: the texts that may not be in NFC (see
     /// ``CanonicalText``), keyed by Swift's canonical equivalence, with their
     /// exact scalars and how many fields hold them.
@@ -147,7 +149,7 @@ final class Table<R: Record>: AnyTable {
         }
         for field in trackedTextFields {
             guard case .text(let text) = field.value(in: record) else { continue }
-            state.texts[.text(text), default: 0] += 1
+            if state.texts != nil { state.texts?[.text(text), default: 0] += 1 }
             if CanonicalText.isSuspect(text) { state.suspects[text, default: (Array(text.utf8), 0)].count += 1 }
         }
         isDirty = true
@@ -159,16 +161,21 @@ final class Table<R: Record>: AnyTable {
         for field in trackedTextFields {
             if case .text(let text) = field.value(in: record) { values.append((field, text)) }
         }
+        let suspects = values.map { CanonicalText.isSuspect($0.text) }
+        let recordHasSuspects = suspects.contains(true)
         for (position, value) in values.enumerated() {
+            let suspect = suspects[position]
+            // Two NFC texts are equivalent only when they are the same text.
+            guard suspect || recordHasSuspects || !state.suspects.isEmpty else { continue }
             let scalars = Array(value.text.utf8)
-            let suspect = CanonicalText.isSuspect(value.text)
             var conflict: [UInt8]?
             // Another field of this record.
-            for other in values[..<position] where other.text == value.text && !other.text.utf8.elementsEqual(scalars) {
-                conflict = Array(other.text.utf8)
+            for other in values.indices where other < position && (suspect || suspects[other]) {
+                let text = values[other].text
+                if text == value.text && !text.utf8.elementsEqual(scalars) { conflict = Array(text.utf8) }
             }
             // A stored text that may not be in NFC, equivalent to this one.
-            if conflict == nil, suspect || !state.suspects.isEmpty, let stored = state.suspects[value.text],
+            if conflict == nil, let stored = state.suspects[value.text],
                 stored.scalars != scalars, !heldOnly(by: old, stored.scalars, count: stored.count)
             {
                 conflict = stored.scalars
@@ -176,7 +183,7 @@ final class Table<R: Record>: AnyTable {
             // The NFC spelling of this text, stored.
             if conflict == nil, suspect {
                 let composed = value.text.precomposedStringWithCanonicalMapping
-                if !composed.utf8.elementsEqual(scalars), let count = state.texts[.text(composed)],
+                if !composed.utf8.elementsEqual(scalars), let count = textCounts()[.text(composed)],
                     !heldOnly(by: old, Array(composed.utf8), count: count)
                 {
                     conflict = Array(composed.utf8)
@@ -187,6 +194,19 @@ final class Table<R: Record>: AnyTable {
                 .invalidArgument, .persist, entity: entityName,
                 message: "field '\(value.field.name)' of record \(record.primaryKey) holds \(Self.scalars(value.text)), canonically equivalent to the stored \(Self.scalars(String(decoding: conflict, as: UTF8.self))) but spelled differently; a binary property list stores the two as one, so this store refuses it (use the JSON format, or normalize text)")
         }
+    }
+
+    /// How many fields hold each text, built on first use.
+    private func textCounts() -> [StoredValue: Int] {
+        if let texts = state.texts { return texts }
+        var texts: [StoredValue: Int] = [:]
+        for record in state.records.values {
+            for field in trackedTextFields {
+                if case .text(let text) = field.value(in: record) { texts[.text(text), default: 0] += 1 }
+            }
+        }
+        state.texts = texts
+        return texts
     }
 
     /// Whether the `count` fields that hold the text `scalars` are all fields of
@@ -219,7 +239,7 @@ final class Table<R: Record>: AnyTable {
     private func unindex(_ record: R, _ key: StoredValue) {
         for field in trackedTextFields {
             guard case .text(let text) = field.value(in: record) else { continue }
-            if let count = state.texts[.text(text)] { state.texts[.text(text)] = count > 1 ? count - 1 : nil }
+            if let count = state.texts?[.text(text)] { state.texts?[.text(text)] = count > 1 ? count - 1 : nil }
             guard CanonicalText.isSuspect(text), let stored = state.suspects[text], stored.scalars.elementsEqual(text.utf8)
             else { continue }
             if stored.count <= 1 { state.suspects[text] = nil } else { state.suspects[text]?.count -= 1 }
