@@ -28,15 +28,6 @@ extension EntityTable {
         var oldKey: [UInt8]?
         var existed = false
         var oldIndexKeys: [[UInt8]] = []
-        /// Reads the old index keys from the stored value, inside the lookup
-        /// that lends it: the buffer is gone once a write moves its page.
-        func loadOldIndexKeys(_ oldValue: UnsafeRawBufferPointer) throws {
-            existed = true
-            guard !indexes.isEmpty else { return }
-            let decoder = codecs.decoder
-            try decoder.load(oldValue)
-            oldIndexKeys = try indexes.map { try indexKey($0, decoder.value(at:)) }
-        }
         let link = self.link
         if let link {
             let parentValue = encoder.value(at: link.foreignKeyIndex)
@@ -63,17 +54,24 @@ extension EntityTable {
             key = parentKey + pk
             // Usually an existing child is stored under this parent already: one
             // lookup. Otherwise the id lookup says whether it moves from another.
-            if lookUnderParent, try txn.withValue(main, key, loadOldIndexKeys) != nil {
+            if lookUnderParent, let keys = try txn.withValue(main, key, { try indexKeys(of: $0, codecs) }) {
                 oldKey = key
+                existed = true
+                oldIndexKeys = keys
             } else if let storedKey = try txn.copy(byId, pk) {
                 oldKey = storedKey
-                _ = try txn.withValue(main, storedKey, loadOldIndexKeys)
+                if let keys = try txn.withValue(main, storedKey, { try indexKeys(of: $0, codecs) }) {
+                    existed = true
+                    oldIndexKeys = keys
+                }
             }
         } else {
             key = pk
             // The old value matters only for its index entries.
-            if !indexes.isEmpty, try txn.withValue(main, key, loadOldIndexKeys) != nil {
+            if !indexes.isEmpty, let keys = try txn.withValue(main, key, { try indexKeys(of: $0, codecs) }) {
                 oldKey = key
+                existed = true
+                oldIndexKeys = keys
             }
         }
         let moved = existed && oldKey != key
@@ -100,19 +98,22 @@ extension EntityTable {
         }
     }
 
+    /// The index keys of the stored value `value` (none when the entity has no
+    /// index), read while the transaction lends the value: the buffer is gone
+    /// once a write moves its page.
+    @inline(__always)
+    func indexKeys(of value: UnsafeRawBufferPointer, _ codecs: Codecs) throws -> [[UInt8]] {
+        guard !indexes.isEmpty else { return [] }
+        let decoder = codecs.decoder
+        try decoder.load(value)
+        return try indexes.map { try indexKey($0, decoder.value(at:)) }
+    }
+
     /// Erases the record stored under `key` (whose primary key bytes are `pk`)
     /// with its index entries and children. Returns whether there was one.
     @discardableResult
     func erase(storageKey key: [UInt8], pk: [UInt8], in txn: borrowing Transaction, codecs: Codecs) throws -> Bool {
-        var indexKeys: [[UInt8]] = []
-        let found: Bool? = try txn.withValue(main, key) { value in
-            guard !indexes.isEmpty else { return true }
-            let decoder = codecs.decoder
-            try decoder.load(value)
-            indexKeys = try indexes.map { try indexKey($0, decoder.value(at:)) }
-            return true
-        }
-        guard found != nil else { return false }
+        guard let indexKeys = try txn.withValue(main, key, { try indexKeys(of: $0, codecs) }) else { return false }
         try txn.delete(main, key)
         for position in indexes.indices {
             try txn.delete(indexes[position].dbi, indexKeys[position], value: key)
