@@ -236,6 +236,9 @@ final class StoreState: @unchecked Sendable {
         try EntitySchema.checkTree(for: type) { manifest.schemas?[$0] }
         let missing = EntitySchema.tree(for: type).filter { manifest.schemas?[$0.entity] == nil }
         guard !missing.isEmpty else { return }
+        for schema in missing {
+            try checkUnrecordedDocument(of: schema)
+        }
         var next = manifest
         var schemas = next.schemas ?? [:]
         for schema in missing { schemas[schema.entity] = schema }
@@ -244,6 +247,46 @@ final class StoreState: @unchecked Sendable {
             directory.appendingPathComponent(Manifest.fileName), data: try JSONEncoder.manifest.encode(next),
             sync: durability == .full, operation: .open)
         manifest = next
+    }
+
+    /// For a store written before schemas were recorded: refuses a document
+    /// whose records hold keys that `schema` does not declare (a field the
+    /// record type dropped), which decoding would silently skip and the next
+    /// write would erase. Types cannot be told from a document, so only the
+    /// names are compared.
+    ///
+    /// - Throws: ``StorageError/Kind/schemaMismatch`` naming the keys;
+    ///   ``StorageError/Kind/corrupt`` when the document is not one.
+    private func checkUnrecordedDocument(of schema: EntitySchema) throws {
+        guard let name = manifest.documents[schema.entity] else { return }
+        let url = directory.appendingPathComponent(name)
+        let data = try FileIO.read(url, operation: .open)
+        let tree: Any
+        do {
+            switch coder.format {
+            case .json: tree = try JSONSerialization.jsonObject(with: data)
+            case .propertyList: tree = try PropertyListSerialization.propertyList(from: data, format: nil)
+            }
+        } catch {
+            throw StorageError(
+                .corrupt, .open, entity: schema.entity, path: url.path, message: "the document does not parse",
+                underlying: error)
+        }
+        guard let records = (tree as? [String: Any])?["records"] as? [[String: Any]] else {
+            throw StorageError(
+                .corrupt, .open, entity: schema.entity, path: url.path, message: "the document holds no list of records")
+        }
+        let declared = Set(schema.fields.map(\.name) + schema.relations.map(\.name))
+        var undeclared = Set<String>()
+        for record in records {
+            for key in record.keys where !declared.contains(key) { undeclared.insert(key) }
+        }
+        guard !undeclared.isEmpty else { return }
+        throw StorageError(
+            .schemaMismatch, .open, entity: schema.entity, path: url.path,
+            message: "the document, written before schemas were recorded, holds the field(s) "
+                + undeclared.sorted().map { "'\($0)'" }.joined(separator: ", ")
+                + " that the record type does not declare (a store is never changed to fit a record type; see docs/SCHEMA.md)")
     }
 
     // MARK: Tables
