@@ -19,6 +19,11 @@ final class HelperProcess {
         try process.run()
     }
 
+    /// A helper the test left running (it failed before the end) is stopped.
+    deinit {
+        if process.isRunning { process.terminate() }
+    }
+
     /// The helper built next to the tests: `.build/debug/StoreHelper` under
     /// the package root, or beside the test bundle.
     static func executable() throws -> URL {
