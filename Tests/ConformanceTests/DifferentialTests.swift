@@ -363,8 +363,12 @@ struct Generator {
             ("by year desc, price", [SortDescriptor(\.year, order: .reverse), SortDescriptor(\.price)],
              { let y = reversed(compare($0.year, $1.year)); return y != .orderedSame ? y : compare($0.price, $1.price) }),
             ("by chapter count desc", [SortDescriptor(\.chapters.count, order: .reverse)], { reversed(compare($0.chapters.count, $1.chapters.count)) }),
+            // Without a comparator (as on Linux) by scalars; with Foundation's
+            // default one (as on macOS) as Foundation compares.
             ("by title", [SortDescriptor(\.title)],
-             { Bytes.less($0.title, $1.title) ? .orderedAscending : Bytes.less($1.title, $0.title) ? .orderedDescending : .orderedSame }),
+             SortDescriptor<BookRecord>(\.title).stringComparator == nil
+                ? { Bytes.less($0.title, $1.title) ? .orderedAscending : Bytes.less($1.title, $0.title) ? .orderedDescending : .orderedSame }
+                : { SortDescriptor<BookRecord>(\.title).compare($0, $1) }),
             ("by title, lexical comparator (Foundation)", [SortDescriptor(\.title, comparator: .lexical)],
              { SortDescriptor<BookRecord>(\.title, comparator: .lexical).compare($0, $1) }),
             ("by subtitle desc", [SortDescriptor(\.subtitle, order: .reverse)],
