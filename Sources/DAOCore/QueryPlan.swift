@@ -45,13 +45,18 @@ public struct QueryPlan<R: Record>: Sendable {
     /// Whether the records the access path finds are exactly the answer's (before
     /// sort and limit), so no record needs evaluating.
     public let accessIsExact: Bool
-    /// The whole predicate with the library's semantics (`nil`: every record).
+    /// The whole predicate with the library's semantics (`nil`: every record,
+    /// or left out by ``Parts``).
     public let condition: RecordCondition<R>?
     /// The sort: by declared fields' stored values, or by Foundation's descriptors.
     public let sort: SortPlan<R>
 
-    /// Plans `query`.
-    public init(_ query: Query<R>) {
+    /// What an adapter needs planned beyond the translation and the sort.
+    public typealias Parts = QueryPlanParts
+
+    /// Plans `query`; `parts` leaves out what the adapter does not use (SQLite,
+    /// which runs an exact condition as SQL, needs neither part).
+    public init(_ query: Query<R>, parts: Parts = .all) {
         self.query = query
         sort = SortPlan(query.sortedBy)
         guard let predicate = query.predicate else {
@@ -66,18 +71,25 @@ public struct QueryPlan<R: Record>: Sendable {
         // it without walking the predicate again. Otherwise one walk finds what
         // only Foundation can evaluate.
         var translation = QueryExpression.translate(predicate)
-        if translation.isExact, let compiled = RecordCondition<R>.compile(translation.expression) {
-            condition = compiled
+        var condition: RecordCondition<R>?
+        if translation.isExact {
+            if parts.contains(.exactCondition) { condition = RecordCondition<R>.compile(translation.expression) }
         } else {
             let analysis = QueryExpression.analyze(predicate)
             translation = analysis.translation
             condition = analysis.condition
         }
+        self.condition = condition
         engineCondition = translation.expression
         conditionIsExact = translation.isExact
-        let (access, bound) = Self.access(for: translation.expression.requiredEqualities)
-        self.access = access
-        accessIsExact = Self.isExact(translation, boundFields: bound)
+        if parts.contains(.accessPath) {
+            let (access, bound) = Self.access(for: translation.expression.requiredEqualities)
+            self.access = access
+            accessIsExact = Self.isExact(translation, boundFields: bound)
+        } else {
+            access = .all
+            accessIsExact = false
+        }
     }
 
     /// Whether evaluating the predicate or the sort may read the record's
@@ -95,8 +107,10 @@ public struct QueryPlan<R: Record>: Sendable {
     ///   when a part evaluated by Foundation throws.
     @inlinable
     public func matches(_ record: R) throws -> Bool {
-        guard let condition else { return true }
+        guard let predicate = query.predicate else { return true }
         do {
+            // Left out by `parts`: correct, if slow; no adapter gets here.
+            let condition = condition ?? QueryExpression.condition(predicate)
             return try condition.evaluate(record)
         } catch {
             throw StorageError(
@@ -319,3 +333,19 @@ extension Record {
         ownedRelation(for: child)?.foreignKeyField
     }
 }
+
+/// What a ``QueryPlan`` plans beyond the translation and the sort.
+public struct QueryPlanParts: OptionSet, Sendable {
+    /// The parts as bits.
+    public let rawValue: Int
+    /// The parts with these bits.
+    public init(rawValue: Int) { self.rawValue = rawValue }
+    /// `access` and `accessIsExact`; without it the access is `.all`, inexact.
+    public static let accessPath = QueryPlanParts(rawValue: 1)
+    /// `condition` also when the translation is exact; without it an
+    /// exact predicate's condition is built only if `matches(_:)` is called.
+    public static let exactCondition = QueryPlanParts(rawValue: 2)
+    /// Everything.
+    public static let all: QueryPlanParts = [.accessPath, .exactCondition]
+}
+

@@ -240,7 +240,8 @@ final class Table<R: Record>: AnyTable {
         for field in trackedTextFields {
             guard case .text(let text) = field.value(in: record) else { continue }
             if let count = state.texts?[.text(text)] { state.texts?[.text(text)] = count > 1 ? count - 1 : nil }
-            guard CanonicalText.isSuspect(text), let stored = state.suspects[text], stored.scalars.elementsEqual(text.utf8)
+            guard !state.suspects.isEmpty, CanonicalText.isSuspect(text), let stored = state.suspects[text],
+                stored.scalars.elementsEqual(text.utf8)
             else { continue }
             if stored.count <= 1 { state.suspects[text] = nil } else { state.suspects[text]?.count -= 1 }
         }

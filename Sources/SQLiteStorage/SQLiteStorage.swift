@@ -219,18 +219,27 @@ public struct SQLiteStorage<Record: DAOCore.Record>: Storage {
         var isExact: Bool
 
         init(_ query: Query<Record>) {
-            core = QueryPlan(query)
+            // SQLite walks no access path; an exact condition runs as SQL.
+            var core = QueryPlan(query, parts: [])
             guard let expression = core.engineCondition else {
+                self.core = core
                 condition = nil
                 isExact = true
                 return
             }
+            var condition: SQLCondition?
             if case .constant(true) = expression {
                 condition = nil
             } else {
                 condition = PredicateSQL.compile(expression, entity: Record.entity)
             }
-            isExact = core.conditionIsExact && (condition != nil || expression == .constant(true))
+            let isExact = core.conditionIsExact && (condition != nil || expression == .constant(true))
+            // An exact predicate SQLite cannot run (too many parameters) is
+            // evaluated in memory after all.
+            if !isExact && core.conditionIsExact { core = QueryPlan(query, parts: [.exactCondition]) }
+            self.core = core
+            self.condition = condition
+            self.isExact = isExact
         }
     }
 }
