@@ -6,7 +6,7 @@ import Testing
 // relations that loop, undeclared Codable keys, children whose entity does not
 // name its owner.
 
-struct ForumRecord: Record {
+struct ForumRecord: Record, Equatable {
     typealias PrimaryKey = Int64
     var id: Int64
     var name: String
@@ -17,7 +17,7 @@ struct ForumRecord: Record {
         relations: [Relation("threads", \.threads, foreignKey: "forumId", \ThreadRecord.forumId)])
 }
 
-struct ThreadRecord: Record {
+struct ThreadRecord: Record, Equatable {
     typealias PrimaryKey = Int64
     var id: Int64
     var forumId: Int64
@@ -30,7 +30,7 @@ struct ThreadRecord: Record {
         ownedBy: ForumRecord.self)
 }
 
-struct PostRecord: Record {
+struct PostRecord: Record, Equatable {
     typealias PrimaryKey = String
     var id: String
     var threadId: Int64

@@ -5,7 +5,7 @@ import Foundation
 // chapters (three levels), String keys at the top two levels, optionals, a
 // composite index, reals that use the whole range of a double.
 
-struct AuthorRecord: Record {
+struct AuthorRecord: Record, Equatable {
     typealias PrimaryKey = String
     var id: String
     var name: String
@@ -21,7 +21,7 @@ struct AuthorRecord: Record {
         relations: [Relation("books", \.books, foreignKey: "authorId", \BookRecord.authorId)])
 }
 
-struct BookRecord: Record {
+struct BookRecord: Record, Equatable {
     typealias PrimaryKey = String
     var isbn: String
     var authorId: String
@@ -43,7 +43,7 @@ struct BookRecord: Record {
         ownedBy: AuthorRecord.self)
 }
 
-struct ChapterRecord: Record {
+struct ChapterRecord: Record, Equatable {
     typealias PrimaryKey = Int64
     var number: Int64
     var bookId: String
@@ -67,6 +67,12 @@ struct ChapterRecord: Record {
 /// text by canonical equivalence and `-0.0 == 0.0`.)
 func identical<T>(_ a: T, _ b: T) -> Bool {
     Array(String(reflecting: a).utf8) == Array(String(reflecting: b).utf8)
+}
+
+/// ``identical(_:_:)`` and `==`: a reflection prints a date to the second, so
+/// `==` adds the exact time (and the reflection the exact text and sign of zero).
+func identical<T: Equatable>(_ a: T, _ b: T) -> Bool {
+    a == b && Array(String(reflecting: a).utf8) == Array(String(reflecting: b).utf8)
 }
 
 /// Texts that are hard to keep apart or to keep at all.
