@@ -1,0 +1,45 @@
+import DAOCore
+import Testing
+
+@Suite("CRC-32C")
+struct ChecksumTests {
+    @Test("known values")
+    func knownValues() {
+        // The check value of CRC-32C (RFC 3720, appendix B.4).
+        #expect(CRC32C.checksum(Array("123456789".utf8)) == 0xE306_9283)
+        #expect(CRC32C.checksum([UInt8]()) == 0)
+        #expect(CRC32C.checksum([UInt8](repeating: 0, count: 32)) == 0x8A91_36AA)
+        #expect(CRC32C.checksum([UInt8](repeating: 0xFF, count: 32)) == 0x62A8_AB43)
+    }
+
+    @Test("eight bytes at a time agree with one at a time, at every length and alignment")
+    func slicing() {
+        var bytes: [UInt8] = []
+        var state: UInt32 = 1
+        for _ in 0..<100 {
+            state = state &* 1_664_525 &+ 1_013_904_223
+            bytes.append(UInt8(truncatingIfNeeded: state >> 24))
+        }
+        for start in 0..<9 {
+            for end in start...bytes.count {
+                let slice = Array(bytes[start..<end])
+                var crc: UInt32 = 0
+                for byte in slice { crc = slice.isEmpty ? 0 : [byte].withUnsafeBytes { CRC32C.update(crc, $0) } }
+                #expect(CRC32C.checksum(slice) == crc)
+            }
+        }
+    }
+
+    @Test("every single flipped bit changes the checksum")
+    func flips() {
+        let bytes = Array("a record's value, with some text in it".utf8)
+        let sum = CRC32C.checksum(bytes)
+        for index in bytes.indices {
+            for bit in 0..<8 {
+                var damaged = bytes
+                damaged[index] ^= 1 << bit
+                #expect(CRC32C.checksum(damaged) != sum)
+            }
+        }
+    }
+}
