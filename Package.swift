@@ -37,7 +37,8 @@ let package = Package(
         ),
 
         // The library.
-        .target(name: "DAOCore"),
+        .target(name: "CCRC32C"),
+        .target(name: "DAOCore", dependencies: ["CCRC32C"]),
         .target(name: "FileStorage", dependencies: ["DAOCore"]),
         .target(name: "SQLiteStorage", dependencies: ["DAOCore", "CSQLite"]),
         .target(name: "LMDBStorage", dependencies: ["DAOCore", "CLMDB"]),

@@ -1,3 +1,4 @@
+import CCRC32C
 import DAOCore
 import Testing
 
@@ -12,8 +13,18 @@ struct ChecksumTests {
         #expect(CRC32C.checksum([UInt8](repeating: 0xFF, count: 32)) == 0x62A8_AB43)
     }
 
-    @Test("eight bytes at a time agree with one at a time, at every length and alignment")
-    func slicing() {
+    /// CRC-32C a bit at a time, straight from its definition.
+    static func reference(_ bytes: [UInt8]) -> UInt32 {
+        var crc: UInt32 = 0xFFFF_FFFF
+        for byte in bytes {
+            crc ^= UInt32(byte)
+            for _ in 0..<8 { crc = crc & 1 != 0 ? (crc >> 1) ^ 0x82F6_3B78 : crc >> 1 }
+        }
+        return ~crc
+    }
+
+    @Test("both paths (CPU instruction, tables) agree with the definition at every length and alignment")
+    func paths() {
         var bytes: [UInt8] = []
         var state: UInt32 = 1
         for _ in 0..<100 {
@@ -23,9 +34,13 @@ struct ChecksumTests {
         for start in 0..<9 {
             for end in start...bytes.count {
                 let slice = Array(bytes[start..<end])
-                var crc: UInt32 = 0
-                for byte in slice { crc = slice.isEmpty ? 0 : [byte].withUnsafeBytes { CRC32C.update(crc, $0) } }
-                #expect(CRC32C.checksum(slice) == crc)
+                let expected = Self.reference(slice)
+                #expect(CRC32C.checksum(slice) == expected)
+                #expect(slice.withUnsafeBytes { dao_crc32c_update_portable(0, $0.baseAddress, $0.count) } == expected)
+                // Continued in two parts.
+                let cut = slice.count / 3
+                let first = Array(slice[..<cut]).withUnsafeBytes { CRC32C.update(0, $0) }
+                #expect(Array(slice[cut...]).withUnsafeBytes { CRC32C.update(first, $0) } == expected)
             }
         }
     }
