@@ -87,8 +87,52 @@ struct BadInputTests {
             let error = storageError { _ = try LMDBEnvironment(directory: directory.store) }
             #expect(error?.kind == .corrupt)
             #expect(error?.operation == .open)
-            #expect(error?.path == directory.store.standardizedFileURL.path)
+            #expect(error?.path == directory.store.standardizedFileURL.appendingPathComponent("data.mdb").path)
             #expect(error?.engineCode == MDB_INVALID)
+        }
+    }
+
+    @Test("a changed byte in a stored value is corrupt, not a wrong value")
+    func flippedValueByte() throws {
+        try withTemporaryDirectory { directory in
+            let records = try dialogRecords(dialogs: 2, messages: 2)
+            let env = try LMDBEnvironment(directory: directory.store)
+            let dialogs = try env.storage(for: DialogRecord.self)
+            let messages = try env.storage(for: MessageRecord.self)
+            try dialogs.persist(records)
+            let messageKey = KeyCodec.encode(primaryKey: Int64(1)) + KeyCodec.encode(primaryKey: Int64(1))
+            let stored: [UInt8] = try env.read(.read) { txn in
+                try txn.get(messages.table.main, messageKey).map { [UInt8]($0) } ?? []
+            }
+            // Every byte of the fields, changed in turn: each is caught.
+            for index in 1..<(stored.count - ValueSchema.checksumSize) {
+                var damaged = stored
+                damaged[index] ^= 0x01
+                try env.write(.persist) { txn in try txn.put(messages.table.main, messageKey, damaged) }
+                let error = storageError { _ = try messages.read(primaryKey: 1) }
+                #expect(error?.kind == .corrupt, "byte \(index)")
+                #expect(error?.message.contains("CRC-32C") == true, "byte \(index)")
+            }
+            try env.write(.persist) { txn in try txn.put(messages.table.main, messageKey, stored) }
+            #expect(try dialogs.readAll() == records)
+        }
+    }
+
+    @Test("a value of format version 1 (no checksum) is still read")
+    func version1Value() throws {
+        try withTemporaryDirectory { directory in
+            let records = try dialogRecords(dialogs: 2, messages: 2)
+            let env = try LMDBEnvironment(directory: directory.store)
+            let dialogs = try env.storage(for: DialogRecord.self)
+            let messages = try env.storage(for: MessageRecord.self)
+            try dialogs.persist(records)
+            let messageKey = KeyCodec.encode(primaryKey: Int64(1)) + KeyCodec.encode(primaryKey: Int64(1))
+            let stored: [UInt8] = try env.read(.read) { txn in
+                try txn.get(messages.table.main, messageKey).map { [UInt8]($0) } ?? []
+            }
+            let version1 = [ValueSchema.uncheckedFormatVersion] + stored.dropFirst().dropLast(ValueSchema.checksumSize)
+            try env.write(.persist) { txn in try txn.put(messages.table.main, messageKey, Array(version1)) }
+            #expect(try dialogs.readAll() == records)
         }
     }
 
