@@ -61,6 +61,12 @@ let package = Package(
             path: "Benchmarks/StorageBench",
         ),
 
+        // The child process of the crash and corruption tests.
+        .executableTarget(
+            name: "CrashHelper",
+            dependencies: ["DAOCore", "DialogGraph", "FileStorage", "SQLiteStorage", "LMDBStorage"],
+        ),
+
         // Tests.
         .testTarget(
             name: "ConformanceTests",
@@ -72,6 +78,7 @@ let package = Package(
         .testTarget(name: "SQLiteStorageTests", dependencies: ["SQLiteStorage", "DialogGraph"]),
         .testTarget(name: "LMDBStorageTests", dependencies: ["LMDBStorage", "DialogGraph"]),
         .testTarget(name: "StorageBenchKitTests", dependencies: ["StorageBenchKit"]),
+        .testTarget(name: "CrashTests", dependencies: ["CrashHelper"]),
     ],
     swiftLanguageModes: [.v6]
 )
