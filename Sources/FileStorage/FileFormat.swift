@@ -91,7 +91,9 @@ struct Manifest: Codable, Equatable {
     /// parses is refused rather than believed (version 2).
     var checksum: UInt32?
 
-    /// Every field but ``checksum``, in a fixed order and notation.
+    /// Every field but ``checksum``, in a fixed order and notation of its own
+    /// (not JSONEncoder's, which may change between toolchains). A field added
+    /// to the manifest must be added here too, or the checksum does not cover it.
     var canonicalText: String {
         var text = "v\(version) \(format.rawValue) \(storeId ?? "-") g\(generation)"
         for (entity, name) in documents.sorted(by: { $0.key < $1.key }) {

@@ -143,10 +143,8 @@ public final class FileStore: Store {
             try refuseOrphanedDocuments(in: directory)
             let manifest = Manifest(
                 version: Manifest.currentVersion, format: format, storeId: StoreFiles.newStoreId(), generation: 0,
-                documents: [:], checksums: [:]
-            ).sealed()
-            try write(manifest, in: directory, durability: durability, operation: .open)
-            return manifest
+                documents: [:], checksums: [:])
+            return try write(manifest, in: directory, durability: durability, operation: .open)
         }
         let data = try FileIO.read(url, operation: .open)
         var manifest: Manifest
@@ -185,14 +183,19 @@ public final class FileStore: Store {
             manifest.version = Manifest.currentVersion
             manifest.storeId = StoreFiles.newStoreId()
             manifest.checksums = [:]
-            manifest = manifest.sealed()
-            try write(manifest, in: directory, durability: durability, operation: .open)
+            manifest = try write(manifest, in: directory, durability: durability, operation: .open)
         }
         return manifest
     }
 
-    /// Replaces the manifest atomically.
-    static func write(_ manifest: Manifest, in directory: URL, durability: Durability, operation: StorageError.Operation) throws {
+    /// Replaces the manifest atomically with `manifest`, its checksum set
+    /// (``Manifest/sealed()``), and returns what was written. Every write of
+    /// the manifest goes through here, so none can leave a stale checksum.
+    @discardableResult
+    static func write(
+        _ manifest: Manifest, in directory: URL, durability: Durability, operation: StorageError.Operation
+    ) throws -> Manifest {
+        let manifest = manifest.sealed()
         let data: Data
         do {
             data = try JSONEncoder.manifest.encode(manifest)
@@ -202,6 +205,7 @@ public final class FileStore: Store {
         try FileIO.replace(
             directory.appendingPathComponent(Manifest.fileName), data: data, sync: durability == .full,
             operation: operation)
+        return manifest
     }
 
     /// Throws ``StorageError/Kind/corrupt`` when there is no manifest but the
@@ -492,8 +496,7 @@ final class StoreState: @unchecked Sendable {
                 next.checksums = next.checksums ?? [:]
                 next.checksums?[name] = DocumentChecksum(crc32c: CRC32C.checksum(data), size: data.count)
             }
-            next = next.sealed()
-            try FileStore.write(next, in: directory, durability: durability, operation: .persist)
+            next = try FileStore.write(next, in: directory, durability: durability, operation: .persist)
         } catch {
             // The manifest still names the old documents; the new ones are unreferenced.
             for url in written { unlink(url.path) }
