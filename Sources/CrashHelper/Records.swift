@@ -53,15 +53,18 @@ struct ChapterRecord: Record, Hashable {
 }
 
 extension AuthorRecord {
+    /// A book with its chapters in key order.
+    static func normalizedBook(_ book: BookRecord) -> BookRecord {
+        var book = book
+        book.chapters.sort { $0.id < $1.id }
+        return book
+    }
+
     /// The same author with children in key order at every level, to compare
     /// with what a store returns whatever order it gives children in.
     var normalized: AuthorRecord {
         var copy = self
-        copy.books = books.map { book in
-            var book = book
-            book.chapters.sort { $0.id < $1.id }
-            return book
-        }.sorted { $0.isbn.unicodeScalars.lexicographicallyPrecedes($1.isbn.unicodeScalars) }
+        copy.books = books.map(Self.normalizedBook).sorted { $0.isbn.unicodeScalars.lexicographicallyPrecedes($1.isbn.unicodeScalars) }
         return copy
     }
 }

@@ -173,6 +173,33 @@ struct Handles {
         if counts.0 != state.books { problems.append("books: \(counts.0) stored, \(state.books) under authors") }
         if counts.1 != state.chapters { problems.append("chapters: \(counts.1) stored, \(state.chapters) under books") }
         if counts.2 != state.messages { problems.append("messages: \(counts.2) stored, \(state.messages) under dialogs") }
+        // The indexes and lookups must give the same records as the full reads.
+        let names = Set(state.authors.values.map(\.name)).union(["name 10"])
+        for name in names.sorted() {
+            let found = try authors.read(where: #Predicate { $0.name == name }).map(\.handle).sorted()
+            let expected = state.authors.values.filter { $0.name == name }.map(\.handle).sorted()
+            if found != expected { problems.append("authors named '\(name)': \(found), expected \(expected)") }
+        }
+        for author in state.authors.values {
+            if try authors.read(primaryKey: author.handle)?.normalized != author {
+                problems.append("author '\(author.handle)' read by key differs")
+            }
+            for book in author.books {
+                if try books.read(primaryKey: book.isbn).map({ AuthorRecord.normalizedBook($0) }) != book {
+                    problems.append("book '\(book.isbn)' read by key differs")
+                }
+                let isbn = book.isbn
+                let found = try chapters.read(where: #Predicate { $0.bookIsbn == isbn && $0.number == 1 }).map(\.id)
+                let expected = book.chapters.filter { $0.number == 1 }.map(\.id)
+                if found != expected { problems.append("chapter 1 of '\(isbn)': \(found), expected \(expected)") }
+            }
+        }
+        for dialog in state.dialogs.values {
+            let id = dialog.uniqueId
+            let found = try messages.read(where: #Predicate { $0.dialogId == id && $0.isRead == false }).map(\.id).sorted()
+            let expected = dialog.messages.filter { !$0.isRead }.map(\.uniqueId).sorted()
+            if found != expected { problems.append("unread messages of dialog \(id): \(found), expected \(expected)") }
+        }
         return (state, problems)
     }
 }
