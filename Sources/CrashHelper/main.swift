@@ -240,6 +240,13 @@ func main() -> Int32 {
         case "verify":
             let accepted = [count] + arguments.dropFirst(5).compactMap { Int($0) }
             let store = try openStore(backend, directory)
+            if let environment = store as? LMDBEnvironment {
+                _ = try environment.storage(for: AuthorRecord.self).verify()
+                _ = try environment.storage(for: BookRecord.self).verify()
+                _ = try environment.storage(for: ChapterRecord.self).verify()
+                _ = try environment.storage(for: DialogRecord.self).verify()
+                _ = try environment.storage(for: MessageRecord.self).verify()
+            }
             let (found, problems) = try Handles(store).state()
             if let problem = problems.first {
                 say("wrong: \(problem)")
