@@ -157,7 +157,13 @@ public final class FileStore: Store {
         }
         switch manifest.version {
         case 1:
-            break
+            // Version 1 wrote none of these; a manifest that has them is a
+            // version 2 manifest whose version number was damaged.
+            guard manifest.storeId == nil, manifest.checksum == nil, manifest.checksums == nil else {
+                throw StorageError(
+                    .corrupt, .open, path: url.path,
+                    message: "the store's manifest is damaged: it says layout version 1 but has version 2 fields")
+            }
         case Manifest.currentVersion:
             guard manifest.isIntact, let storeId = manifest.storeId, StoreFiles.isStoreId(storeId) else {
                 throw StorageError(

@@ -118,6 +118,20 @@ struct OwnershipTests {
         #expect(error?.kind == .corrupt)
     }
 
+    @Test("a version 2 manifest whose version number changed to 1 is corrupt, not upgraded")
+    func damagedVersionNumber() throws {
+        let scratch = try Scratch()
+        try seed(scratch.url, format: .json)
+        let url = scratch.file("manifest.json")
+        let text = try String(contentsOf: url, encoding: .utf8)
+        let changed = text.replacingOccurrences(of: "\"version\" : 2", with: "\"version\" : 1")
+        #expect(changed != text)
+        try Data(changed.utf8).write(to: url)
+        let error = #expect(throws: StorageError.self) { try FileStore(directory: scratch.url, format: .json) }
+        #expect(error?.kind == .corrupt)
+        #expect(try String(contentsOf: url, encoding: .utf8) == changed)
+    }
+
     @Test("a store of layout version 1 is read and upgraded; nothing else is removed")
     func version1Upgrade() throws {
         let scratch = try Scratch()
