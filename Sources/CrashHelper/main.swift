@@ -77,7 +77,7 @@ func operation(_ index: Int, seed: UInt64) -> Operation {
                 return ChapterRecord(
                     id: i * 100 + Int64(b * 10 + c), bookIsbn: isbn, number: Int64(c + 1),
                     text: long ? String(repeating: "chapter \(c) 📚 ", count: 150) : "chapter \(c) of \(isbn)",
-                    note: random.next() % 2 == 0 ? nil : "note \(random.next() % 1000)")
+                    note: random.next() % 2 == 0 ? nil : "note\u{0}\(random.next() % 1000)")
             }
             return BookRecord(
                 isbn: isbn, authorHandle: handle, title: "title \(random.next() % 100)",
