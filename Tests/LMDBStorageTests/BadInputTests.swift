@@ -102,7 +102,7 @@ struct BadInputTests {
             try dialogs.persist(records)
             let messageKey = KeyCodec.encode(primaryKey: Int64(1)) + KeyCodec.encode(primaryKey: Int64(1))
             let stored: [UInt8] = try env.read(.read) { txn in
-                try txn.get(messages.table.main, messageKey).map { [UInt8]($0) } ?? []
+                try storedValue(txn, messages.table.main, messageKey)
             }
             // Every byte of the fields, changed in turn: each is caught.
             for index in 1..<(stored.count - ValueSchema.checksumSize) {
@@ -131,7 +131,7 @@ struct BadInputTests {
             let first = records[0].messages[0]
             let key = KeyCodec.encode(primaryKey: records[0].id) + KeyCodec.encode(primaryKey: first.id)
             let movedKey = KeyCodec.encode(primaryKey: records[1].id) + KeyCodec.encode(primaryKey: first.id)
-            let value: [UInt8] = try env.read(.read) { txn in try txn.get(messages.table.main, key).map { [UInt8]($0) } ?? [] }
+            let value: [UInt8] = try env.read(.read) { txn in try storedValue(txn, messages.table.main, key) }
             #expect(!value.isEmpty)
 
             // The message's key now names another dialog (as a damaged key byte
@@ -186,7 +186,7 @@ struct BadInputTests {
             try dialogs.persist(records)
             let messageKey = KeyCodec.encode(primaryKey: Int64(1)) + KeyCodec.encode(primaryKey: Int64(1))
             let stored: [UInt8] = try env.read(.read) { txn in
-                try txn.get(messages.table.main, messageKey).map { [UInt8]($0) } ?? []
+                try storedValue(txn, messages.table.main, messageKey)
             }
             let version1 = [ValueSchema.uncheckedFormatVersion] + stored.dropFirst().dropLast(ValueSchema.checksumSize)
             try env.write(.persist) { txn in try txn.put(messages.table.main, messageKey, Array(version1)) }
@@ -363,4 +363,15 @@ struct KeyCodecTests {
             }
         }
     }
+}
+
+/// A copy of the value stored under exactly `key`, or no bytes, read through a
+/// cursor.
+func storedValue(_ txn: borrowing Transaction, _ dbi: MDB_dbi, _ key: [UInt8]) throws -> [UInt8] {
+    var found: [UInt8] = []
+    try txn.scan(dbi, prefix: key) { stored, value in
+        if stored.count == key.count { found = [UInt8](value) }
+        return false
+    }
+    return found
 }
