@@ -1,12 +1,13 @@
 #include "crc32c.h"
 
+#include <pthread.h>
 #include <string.h>
 
 // Tables for the software path: table[0] is the byte-wise table of the
 // reflected polynomial 0x82F63B78; table[k] advances a byte's contribution by k
 // further bytes ("slicing by 8"). Built once, on first use.
 static uint32_t table[8][256];
-static int table_ready = 0;
+static pthread_once_t table_once = PTHREAD_ONCE_INIT;
 
 static void build_table(void) {
     for (uint32_t index = 0; index < 256; index++) {
@@ -20,11 +21,10 @@ static void build_table(void) {
             table[k][index] = table[0][previous & 0xFF] ^ (previous >> 8);
         }
     }
-    __atomic_store_n(&table_ready, 1, __ATOMIC_RELEASE);
 }
 
 static uint32_t software(uint32_t crc, const unsigned char *p, size_t count) {
-    if (!__atomic_load_n(&table_ready, __ATOMIC_ACQUIRE)) build_table();  // idempotent: a race builds it twice
+    pthread_once(&table_once, build_table);
     while (count >= 8) {
         uint32_t low, high;
         memcpy(&low, p, 4);
