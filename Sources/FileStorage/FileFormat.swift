@@ -84,6 +84,10 @@ struct Manifest: Codable, Equatable {
     var generation: UInt64
     /// Entity name → document file name.
     var documents: [String: String]
+    /// The schema of each entity the store holds, by entity name, in the form
+    /// of ``EntitySchema``; absent in stores written before schemas were
+    /// recorded. The place for a schema version and applied migrations too.
+    var schemas: [String: EntitySchema]?
     /// Document file name → its CRC-32C and size (version 2; documents carried
     /// over from a version 1 store have none).
     var checksums: [String: DocumentChecksum]?
@@ -101,6 +105,30 @@ struct Manifest: Codable, Equatable {
         }
         for (name, sum) in (checksums ?? [:]).sorted(by: { $0.key < $1.key }) {
             text += " \(name.utf8.count):\(name)#\(sum.crc32c)/\(sum.size)"
+        }
+        for (entity, schema) in (schemas ?? [:]).sorted(by: { $0.key < $1.key }) {
+            text += " schema \(Self.field(entity)) \(Self.canonicalText(of: schema))"
+        }
+        return text
+    }
+
+    /// A string as its UTF-8 length, a colon and itself, so no two lists of
+    /// strings read the same.
+    private static func field(_ text: String) -> String { "\(text.utf8.count):\(text)" }
+
+    private static func canonicalText(of schema: EntitySchema) -> String {
+        var text = "f\(schema.format) \(field(schema.entity)) owner \(schema.owner.map(field) ?? "-")"
+        text += " fields \(schema.fields.count)"
+        for item in schema.fields {
+            text += " \(field(item.name)) \(field(item.type.rawValue)) \(item.optional ? 1 : 0)"
+        }
+        text += " indexes \(schema.indexes.count)"
+        for index in schema.indexes {
+            text += " \(field(index.name)) \(index.fields.count) " + index.fields.map(field).joined(separator: " ")
+        }
+        text += " relations \(schema.relations.count)"
+        for relation in schema.relations {
+            text += " \(field(relation.name)) \(field(relation.child)) \(field(relation.foreignKey))"
         }
         return text
     }
