@@ -118,6 +118,19 @@ struct OwnershipTests {
         #expect(error?.kind == .corrupt)
     }
 
+    @Test("a recorded schema edited in the manifest is corrupt: the checksum covers it")
+    func editedSchema() throws {
+        let scratch = try Scratch()
+        try seed(scratch.url, format: .json)
+        let url = scratch.file("manifest.json")
+        let text = try String(contentsOf: url, encoding: .utf8)
+        let changed = text.replacingOccurrences(of: "\"isPinned\"", with: "\"isPinnet\"")
+        #expect(changed != text)
+        try Data(changed.utf8).write(to: url)
+        let error = #expect(throws: StorageError.self) { try FileStore(directory: scratch.url, format: .json) }
+        #expect(error?.kind == .corrupt)
+    }
+
     @Test("a version 2 manifest whose version number changed to 1 is corrupt, not upgraded")
     func damagedVersionNumber() throws {
         let scratch = try Scratch()
