@@ -12,6 +12,7 @@
 //
 //   crash-helper write  <backend> <dir> <seed> <count> [<start>]  transactions start..<count, "done <i>" after each
 //   crash-helper verify <backend> <dir> <seed> <n> [<n2>]         the state after n (or n2) transactions; "ok <n>"
+//   crash-helper open   <backend> <dir> <seed> <count>            opens the store <count> times, reading a count each
 
 import DAOCore
 import DialogGraph
@@ -236,6 +237,15 @@ func main() -> Int32 {
                 try handles.run(operation(index, seed: seed))
                 say("done \(index)")
             }
+            return 0
+        case "open":
+            // Opens the store (while another process may be writing it) and
+            // reads it once; <count> times.
+            for _ in 0..<max(count, 1) {
+                let store = try openStore(backend, directory)
+                _ = try Handles(store).authors.count()
+            }
+            say("ok")
             return 0
         case "verify":
             let accepted = [count] + arguments.dropFirst(5).compactMap { Int($0) }

@@ -1,6 +1,10 @@
 import Foundation
 import Testing
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// A child process writes a seeded sequence of transactions (three levels of
 /// relations with String keys and optionals, and DialogGraph dialogs through
 /// the DAO) and is killed with SIGKILL at a random point; then, in another
@@ -38,6 +42,38 @@ struct KillTests {
                 "round \(round), seed \(seed), torture seed \(Torture.seed): after \(returned) returned transactions: \(verify)")
             let words = verify.output.split(whereSeparator: \.isWhitespace)
             committed = words.count >= 2 ? Int(words[1]) ?? returned : returned
+        }
+    }
+}
+
+/// Opening a store while another process commits to it is not damage: the
+/// checks made at open (LMDB's meta pages, SQLite's header, the file store's
+/// manifest) must not take a live store for a damaged one.
+@Suite("Crash: opening while another process writes")
+struct LiveOpenTests {
+    @Test("a store opens while another process commits to it", arguments: backends)
+    func openWhileWriting(backend: String) throws {
+        let directory = try TemporaryDirectory("live-\(backend)")
+        defer { directory.remove() }
+        let first = try runHelper(["write", backend, directory.url.path, "5", "1"])
+        try #require(first.status == 0, "\(first)")
+        let writer = Process()
+        writer.executableURL = helperURL
+        // Bounded, so that it ends even if this test does not get to stop it.
+        writer.arguments = ["write", backend, directory.url.path, "5", "3000", "1"]
+        writer.standardOutput = FileHandle.nullDevice
+        try writer.run()
+        defer {
+            // SIGKILL: a child may inherit a signal mask that blocks SIGTERM.
+            kill(writer.processIdentifier, SIGKILL)
+            writer.waitUntilExit()
+        }
+        // The file store admits one process at a time; it is refused as busy.
+        let opens = Torture.isOn ? 40 : 6
+        for round in 0..<opens {
+            let verdict = try runHelper(["open", backend, directory.url.path, "5", "20"])
+            let busy = verdict.output.hasPrefix("error busy")
+            #expect(verdict.status == 0 || busy, "round \(round): \(verdict)")
         }
     }
 }

@@ -96,13 +96,49 @@ enum DataFileCheck {
                 message: "the data file could not be opened to check it: \(String(cString: strerror(code)))")
         }
         defer { close(fd) }
-        let first = try readMeta(fd, at: 0, index: 0, path: dataPath, size: size)
-        let second = try readMeta(fd, at: UInt64(first.pageSize), index: 1, path: dataPath, size: size)
+        // Another process may be committing to a live environment while this
+        // runs: a round whose meta pages changed under it proves nothing either
+        // way and is repeated. A file that keeps changing is being written, not
+        // damaged, and is left to liblmdb.
+        for _ in 0..<8 {
+            let before = try transactionIDs(fd, path: dataPath)
+            let verdict: StorageError?
+            do {
+                try checkRound(fd, path: dataPath)
+                verdict = nil
+            } catch let error as StorageError where error.kind == .corrupt {
+                verdict = error
+            }
+            guard try transactionIDs(fd, path: dataPath) == before else { continue }
+            if let verdict { throw verdict }
+            return
+        }
+    }
+
+    /// The transaction ids of the two meta pages, or `nil` when they cannot
+    /// be read (the round that follows says why).
+    private static func transactionIDs(_ fd: Int32, path: String) throws -> [UInt64]? {
+        var bytes = [UInt8](repeating: 0, count: Offset.end)
+        guard pread(fd, &bytes, Offset.end, 0) == Offset.end else { return nil }
+        let pageSize = Int(load(UInt32.self, bytes, Offset.pageSize))
+        guard pageSize >= 512, pageSize <= 65536 else { return nil }
+        let first = load(UInt64.self, bytes, Offset.transactionID)
+        guard pread(fd, &bytes, Offset.end, off_t(pageSize)) == Offset.end else { return nil }
+        return [first, load(UInt64.self, bytes, Offset.transactionID)]
+    }
+
+    /// One reading of the meta pages and the root pages they name. The file's
+    /// size is taken after the meta pages are read: data files only grow, and
+    /// a commit writes its pages before its meta page.
+    private static func checkRound(_ fd: Int32, path dataPath: String) throws {
+        let first = try readMeta(fd, at: 0, index: 0, path: dataPath, size: try fileSize(fd, dataPath))
+        let second = try readMeta(fd, at: UInt64(first.pageSize), index: 1, path: dataPath, size: try fileSize(fd, dataPath))
         guard first.pageSize == second.pageSize else {
             throw corrupt(dataPath, "the two meta pages disagree on the page size (\(first.pageSize), \(second.pageSize))")
         }
         // liblmdb uses the meta page with the larger transaction id.
         let meta = second.transactionID > first.transactionID ? second : first
+        let size = try fileSize(fd, dataPath)
         let pageSize = UInt64(meta.pageSize)
         let (pages, overflow) = meta.lastPage.addingReportingOverflow(1)
         let (needed, overflow2) = pages.multipliedReportingOverflow(by: pageSize)
@@ -125,6 +161,17 @@ enum DataFileCheck {
                     "the \(name) database's root page \(root) is damaged (it names page \(number), flags \(flags))")
             }
         }
+    }
+
+    private static func fileSize(_ fd: Int32, _ path: String) throws -> UInt64 {
+        var status = stat()
+        guard fstat(fd, &status) == 0 else {
+            let code = errno
+            throw StorageError(
+                .io, .open, path: path, engineCode: code,
+                message: "the data file could not be examined: \(String(cString: strerror(code)))")
+        }
+        return UInt64(status.st_size)
     }
 
     private static func readMeta(_ fd: Int32, at offset: UInt64, index: UInt64, path: String, size: UInt64) throws -> Meta {
