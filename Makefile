@@ -32,10 +32,14 @@ test: setup
 # `make torture`: the crash and corruption tests (Tests/CrashTests) with many
 # more cases than `make test` runs: 150 SIGKILLs per backend and every damage
 # of every file. STORAGE_TORTURE_SEED=N repeats a run (the seed is printed with
-# every failure); STORAGE_TORTURE_BACKENDS=lmdb,sqlite narrows it.
+# every failure); STORAGE_TORTURE_BACKENDS=lmdb,sqlite narrows it. Then the
+# differential test (Tests/ConformanceTests/DifferentialTests.swift) with 200
+# seeded rounds instead of 6; DAO_DIFFERENTIAL_SEED=N starts at another seed.
+DIFFERENTIAL_ROUNDS ?= 200
 torture: setup
 	@bash scripts/build-checked.sh --build-tests
 	STORAGE_TORTURE=1 $(SWIFT) test --skip-build --filter CrashTests
+	DAO_DIFFERENTIAL_ROUNDS=$(DIFFERENTIAL_ROUNDS) $(SWIFT) test --skip-build --filter DifferentialTests
 
 # Build output goes to standard error, so `make compare` prints only the comparison.
 bench-release: setup
