@@ -93,6 +93,23 @@ import Testing
         #expect(!result.measurements.contains { $0.operation == .update })
     }
 
+    @Test func aSubjectWithoutADAORunsTheSameWorkloadAndChecks() throws {
+        let size = try Self.size(12, 3)
+        let plain = Backend(name: "plain", reference: "memory", subject: { _, _ in MemorySubject() })
+        #expect(plain.reference == "memory")
+        let result = Self.run(plain, size)
+        #expect(result.error == nil)
+        #expect(result.settings == "memory")
+        #expect(result.measurements.map(\.operation) == BenchOperation.allCases)
+        for measurement in result.measurements {
+            #expect(measurement.units == measurement.operation.expectedUnits(for: size), "\(measurement.operation)")
+        }
+        let wrong = Backend(name: "wrong", subject: { _, _ in MemorySubject(sortsQueryWrongly: true) })
+        let failed = Self.run(wrong, try Self.size(12, 20))  // enough unread messages to have an order
+        #expect(failed.error?.hasPrefix("query:") == true, "\(failed.error ?? "no error")")
+        #expect(!failed.measurements.contains { $0.operation == .query })
+    }
+
     @Test func aBackendThatCannotOpenFails() throws {
         let result = Self.run(TestBackends.failing, try Self.size(5, 3))
         #expect(result.error?.contains("cannot open") == true)
