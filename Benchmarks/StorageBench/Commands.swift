@@ -169,6 +169,15 @@ struct Run: ParsableCommand {
             ?? ReportWriter.defaultOutput(startedAt: started, host: host)
         let written = try ReportWriter.write(report, to: outputURL, formats: plan.formats)
         print(SummaryTable.render(report), terminator: "")
+        let noisy = SummaryTable.noisyRows(report, precision: plan.configuration.precision)
+        if !noisy.isEmpty {
+            var warning = "storage-bench: warning: \(noisy.count) of \(report.rows.count) rows are too noisy to compare on wall time "
+            warning += "(after \(plan.configuration.maxIterations) iterations at most); compare them by ratio or instructions:\n"
+            for (row, reason) in noisy {
+                warning += "  \(row.backend) \(row.operation) \(row.dialogs)x\(row.messagesPerDialog) \(row.durability): \(reason)\n"
+            }
+            FileHandle.standardError.write(Data(warning.utf8))
+        }
         for url in written {
             FileHandle.standardError.write(Data("wrote \(url.relativePath)\n".utf8))
         }

@@ -422,9 +422,53 @@ public enum SummaryTable {
                     text += "  settings in force: \(backend): \(settings)\n"
                 }
             }
+            text += countsTable(rows, backends: backends, operations: operations)
             text += "\n"
         }
         return text
+    }
+
+    /// Instructions and allocations per counted unit, when the rows have them.
+    static func countsTable(_ rows: [ReportRow], backends: [String], operations: [String]) -> String {
+        guard rows.contains(where: { $0.instructions != nil }) else { return "" }
+        var table: [[String]] = [["operation"] + backends]
+        for operation in operations {
+            var line = [operation]
+            for backend in backends {
+                guard let row = rows.first(where: { $0.backend == backend && $0.operation == operation }),
+                    let instructions = row.instructions, let units = row.units, units > 0
+                else {
+                    line.append("–")
+                    continue
+                }
+                let perUnit = Double(instructions) / Double(units)
+                let allocations = row.allocations.map { String(format: " / %.3g", Double($0) / Double(units)) } ?? ""
+                line.append(Format.compact(perUnit) + allocations)
+            }
+            table.append(line)
+        }
+        return "  instructions / allocations per unit (callgrind, timed regions only):\n" + align(table)
+    }
+
+    /// The rows whose wall time is too uncertain to compare: no 95% interval
+    /// (fewer than 6 iterations), or one wider than `precision` around the median.
+    public static func noisyRows(_ report: Report, precision: Double) -> [(row: ReportRow, reason: String)] {
+        var noisy: [(ReportRow, String)] = []
+        for row in report.rows where row.error.isEmpty {
+            guard let median = row.medianSeconds, median > 0 else { continue }
+            guard let low = row.ciLowSeconds, let high = row.ciHighSeconds, row.iterations >= 6 else {
+                noisy.append((row, "\(row.iterations) iterations give no 95% interval of the median (6 at least)"))
+                continue
+            }
+            let below = (low - median) / median
+            let above = (high - median) / median
+            if max(-below, above) > precision {
+                noisy.append(
+                    (row, String(format: "95%% interval of the median %+.1f%% … %+.1f%%", below * 100, above * 100)
+                        + ", wider than ±\(Format.percent(precision))"))
+            }
+        }
+        return noisy
     }
 
     /// Columns padded to their widest cell; the first left-aligned, the rest right-aligned.

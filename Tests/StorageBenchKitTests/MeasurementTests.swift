@@ -224,3 +224,26 @@ import Testing
         #expect(try BenchmarkRunner(configuration: none, executor: InProcessExecutor(registry: TestBackends.registry)).measure().count == 2)
     }
 }
+
+@Suite struct NoisyRowTests {
+    @Test func rowsWithoutANarrowIntervalAreFlagged() {
+        func row(_ backend: String, iterations: Int, low: Double?, high: Double?) -> ReportRow {
+            var row = ReportRow(
+                workload: "dialog-graph-v1", provenance: CompareTests.provenance, backend: backend, durability: "full",
+                operation: "query", dialogs: 1, messagesPerDialog: 1, units: 1, unit: "queries",
+                iterations: iterations, medianSeconds: 1, throughputPerSecond: 1)
+            row.ciLowSeconds = low
+            row.ciHighSeconds = high
+            return row
+        }
+        let report = Report(rows: [
+            row("steady", iterations: 6, low: 0.98, high: 1.02),
+            row("wide", iterations: 20, low: 0.9, high: 1.01),
+            row("few", iterations: 5, low: 0.99, high: 1.01),
+        ])
+        let noisy = SummaryTable.noisyRows(report, precision: 0.03)
+        #expect(noisy.map(\.row.backend) == ["wide", "few"])
+        #expect(noisy[0].reason.contains("-10.0%"))
+        #expect(SummaryTable.noisyRows(report, precision: 0.2).map(\.row.backend) == ["few"])
+    }
+}
