@@ -9,8 +9,12 @@ Writes, beside the report (REPORT stands for its file name without .csv):
 - REPORT-sweep-DURABILITY.png, when the report holds several sizes: throughput
   against the number of messages (D x M), one line per backend, one panel per
   operation, log-log.
-Rows with an error have no throughput and are left out (their backend is marked
-"error" in the legend).
+Each median's spread is drawn as an error bar: the 95% confidence interval of
+the median (ci_low … ci_high) as a throughput, or min … max for reports made
+before those columns. Rows with an error have no throughput and are left out
+(their backend is marked "error" in the legend). The operations, their order
+and their units come from the report (its rows are in workload order; its
+`unit` column), the harness's one description of them.
 """
 import csv
 import os
@@ -22,11 +26,11 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import matplotlib.ticker  # noqa: E402
 
-OPERATIONS = ["persist", "read-all", "read-by-id", "query", "update", "persist-single", "erase-by-id", "erase-all"]
-UNITS = {
-    "persist": "msg/s", "read-all": "msg/s", "read-by-id": "lookups/s", "query": "queries/s",
-    "update": "msg/s", "persist-single": "dialogs/s", "erase-by-id": "msg/s", "erase-all": "msg/s",
-}
+
+
+def operations_of(rows):
+    """The operations in report order (workload order), each with its unit."""
+    return {r["operation"]: r["unit"] + "/s" for r in rows}
 
 
 def read(path):
@@ -42,18 +46,30 @@ def throughput(row):
     return value if value > 0 and not row.get("error") else None
 
 
-def ordered(values, order):
-    known = [v for v in order if v in values]
-    return known + sorted(v for v in values if v not in order)
+def spread(row):
+    """(below, above) the median throughput: the 95% interval of the median, or min … max."""
+    value = throughput(row)
+    if value is None:
+        return (0.0, 0.0)
+    try:
+        units = float(row["units"])
+        slow = float(row.get("ci_high") or row["max_s"])
+        fast = float(row.get("ci_low") or row["min_s"])
+    except (KeyError, ValueError):
+        return (0.0, 0.0)
+    low = units / slow if slow > 0 else value
+    high = units / fast if fast > 0 else value
+    return (max(0.0, value - min(low, value)), max(0.0, max(high, value) - value))
 
 
 def bars(rows, title, path):
     backends = list(dict.fromkeys(r["backend"] for r in rows))  # report order
-    operations = ordered({r["operation"] for r in rows}, OPERATIONS)
+    units = operations_of(rows)
+    operations = list(units)
     width = 0.8 / max(len(backends), 1)
     figure, axes = plt.subplots(figsize=(max(8, min(14, 1.6 * len(operations))), 5.5))
     for index, backend in enumerate(backends):
-        values, positions, failed = [], [], False
+        values, positions, below, above, failed = [], [], [], [], False
         for position, operation in enumerate(operations):
             match = [r for r in rows if r["backend"] == backend and r["operation"] == operation]
             value = throughput(match[0]) if match else None
@@ -62,12 +78,16 @@ def bars(rows, title, path):
             if value is not None:
                 values.append(value)
                 positions.append(position - 0.4 + width * (index + 0.5))
+                low, high = spread(match[0])
+                below.append(low)
+                above.append(high)
         label = backend + (" (error)" if failed else "")
-        axes.bar(positions, values, width=width, label=label)
+        axes.bar(positions, values, width=width, label=label, yerr=[below, above], capsize=2,
+                 error_kw={"elinewidth": 0.8, "alpha": 0.8})
     axes.set_yscale("log")
     axes.set_xticks(range(len(operations)))
-    axes.set_xticklabels([f"{op}\n{UNITS.get(op, '/s')}" for op in operations], fontsize=8)
-    axes.set_ylabel("throughput (units per second, log scale)")
+    axes.set_xticklabels([f"{op}\n{units[op]}" for op in operations], fontsize=8)
+    axes.set_ylabel("throughput (units per second, log scale; bars: 95% interval of the median)")
     axes.set_title(title)
     axes.grid(axis="y", which="major", alpha=0.4)
     axes.legend()
@@ -78,7 +98,8 @@ def bars(rows, title, path):
 
 def sweep(rows, title, path):
     backends = list(dict.fromkeys(r["backend"] for r in rows))
-    operations = ordered({r["operation"] for r in rows}, OPERATIONS)
+    units = operations_of(rows)
+    operations = list(units)
     columns = 4
     lines = (len(operations) + columns - 1) // columns
     figure, axes = plt.subplots(lines, columns, figsize=(4 * columns, 3.4 * lines), squeeze=False)
@@ -88,16 +109,18 @@ def sweep(rows, title, path):
             points = []
             for r in rows:
                 if r["backend"] == backend and r["operation"] == operation and throughput(r) is not None:
-                    points.append((int(r["dialogs"]) * int(r["messages_per_dialog"]), throughput(r)))
-            points.sort()
+                    points.append((int(r["dialogs"]) * int(r["messages_per_dialog"]), throughput(r), spread(r)))
+            points.sort(key=lambda p: p[0])
             if points:
-                axis.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=backend)
+                axis.errorbar([p[0] for p in points], [p[1] for p in points],
+                              yerr=[[p[2][0] for p in points], [p[2][1] for p in points]],
+                              marker="o", capsize=2, label=backend)
         axis.set_xscale("log")
         axis.set_yscale("log")
         axis.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
         axis.set_title(operation, fontsize=10)
         axis.set_xlabel("messages in the graph (D x M)", fontsize=8)
-        axis.set_ylabel(UNITS.get(operation, "/s"), fontsize=8)
+        axis.set_ylabel(units[operation], fontsize=8)
         axis.grid(which="both", alpha=0.3)
     for index in range(len(operations), lines * columns):
         axes[index // columns][index % columns].axis("off")

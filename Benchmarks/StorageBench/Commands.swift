@@ -8,7 +8,7 @@ struct StorageBench: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "storage-bench",
         abstract: "Benchmarks the storage backends on the dialog-graph workload (WORKLOAD.md).",
-        subcommands: [Run.self, Compare.self, Backends.self, Worker.self]
+        subcommands: [Run.self, Compare.self, Backends.self, Operations.self, Worker.self]
     )
 }
 
@@ -269,6 +269,49 @@ struct Backends: ParsableCommand {
 
     func run() {
         for name in BackendRegistry.standard.names { print(name) }
+    }
+}
+
+/// `storage-bench operations`.
+struct Operations: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "List the workload's operations: name, unit, whether each call is timed, the units each must touch.",
+        discussion: "--format json prints the same as data, for scripts (scripts/check-bench-csv.py reads it)."
+    )
+
+    @Option(help: "text or json.")
+    var format = "text"
+
+    @Option(help: "Sizes DxM whose expected units to list, comma-separated (default 1000x100).")
+    var sizes = "1000x100"
+
+    func validate() throws {
+        guard format == "text" || format == "json" else {
+            throw ValidationError("unknown --format '\(format)'; use text or json")
+        }
+        do {
+            _ = try BenchSize.parseSweep(sizes)
+        } catch let error as ConfigurationError {
+            throw ValidationError(error.message)
+        }
+    }
+
+    func run() throws {
+        let sweep = try BenchSize.parseSweep(sizes)
+        let descriptions = BenchOperation.allCases.map { $0.describe(sizes: sweep) }
+        if format == "json" {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+            print(String(decoding: try encoder.encode(descriptions), as: UTF8.self))
+            return
+        }
+        var table = [["operation", "unit", "per call", "units"] + sweep.map { "at \($0)" } + ["what it does"]]
+        for d in descriptions {
+            table.append(
+                [d.name, d.unit, d.perCall ? "yes" : "no", d.unitsFormula]
+                    + sweep.map { String(d.expectedUnits[$0.description] ?? 0) } + [d.summary])
+        }
+        print(SummaryTable.align(table), terminator: "")
     }
 }
 

@@ -247,3 +247,40 @@ import Testing
         #expect(SummaryTable.noisyRows(report, precision: 0.2).map(\.row.backend) == ["few"])
     }
 }
+
+@Suite struct OperationDescriptionTests {
+    @Test func theDescriptionsAreTheOperationsAsData() throws {
+        let size = try BenchSize(dialogs: 100, messagesPerDialog: 10)
+        let descriptions = BenchOperation.allCases.map { $0.describe(sizes: [size]) }
+        #expect(descriptions.map(\.name) == BenchOperation.allCases.map(\.rawValue))
+        let json = try JSONEncoder().encode(descriptions)
+        let objects = try #require(try JSONSerialization.jsonObject(with: json) as? [[String: Any]])
+        let query = try #require(objects.first { $0["name"] as? String == "query" })
+        #expect(query["per_call"] as? Bool == true)
+        #expect(query["unit"] as? String == "queries")
+        #expect((query["expected_units"] as? [String: Int])?["100x10"] == 100)
+        let eraseById = try #require(objects.first { $0["name"] as? String == "erase-by-id" })
+        #expect((eraseById["expected_units"] as? [String: Int])?["100x10"] == 1000)  // (100 + 100) / 2 × 10
+        #expect(try JSONDecoder().decode([OperationDescription].self, from: json) == descriptions)
+    }
+
+    @Test func aRowThatTouchedOtherUnitsThanTheWorkloadSaysIsAnError() throws {
+        let configuration = try RunConfiguration(
+            backends: [TestBackends.memory], sizes: [BenchSize(dialogs: 2, messagesPerDialog: 1)],
+            operations: [.persist], iterations: 1, showsProgress: false)
+        var result = CountedReportTests.result(configuration, seconds: 1)
+        result.measurements[0].units = 3
+        let row = try #require(
+            ReportBuilder.report(of: [result], configuration: configuration, provenance: CountedReportTests.provenance)
+                .rows.first)
+        #expect(row.error == "counted 3 messages; WORKLOAD.md says D × M = 2")
+        #expect(row.throughputPerSecond == nil)
+        // Fewer units with a note is a bounded operation, reported as such.
+        result.measurements[0].units = 1
+        result.measurements[0].note = "timed 1 of 2"
+        let bounded = try #require(
+            ReportBuilder.report(of: [result], configuration: configuration, provenance: CountedReportTests.provenance)
+                .rows.first)
+        #expect(bounded.error.isEmpty && bounded.units == 1)
+    }
+}
