@@ -107,7 +107,7 @@ struct Run: ParsableCommand {
                 guard Callgrind.isBuiltIn else {
                     throw ConfigurationError(
                         "--instructions: this storage-bench was built without valgrind's headers; "
-                            + "install valgrind (scripts/setup.sh instructions) and rebuild it")
+                            + "install valgrind (scripts/setup.sh instructions), then rebuild it (touch Sources/CCallgrind/CCallgrind.c first if it was built before)")
                 }
                 _ = try Callgrind.find()
             }

@@ -134,7 +134,7 @@ public enum Worker {
         if job.countsInstructions && !TimedRegion.canCountInstructions {
             throw ConfigurationError(
                 "this storage-bench was built without valgrind's headers and cannot count instructions; "
-                    + "install valgrind (scripts/setup.sh instructions) and rebuild it")
+                    + "install valgrind (scripts/setup.sh instructions), then rebuild it (touch Sources/CCallgrind/CCallgrind.c first if it was built before)")
         }
         var result = try InProcessExecutor(registry: registry).run(job)
         result.peakRSSBytes = SystemInfo.peakResidentBytes()
