@@ -22,6 +22,8 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
+        // Only for the `grdb` reference backend of the harness; no library product links it.
+        .package(url: "https://github.com/groue/GRDB.swift", exact: "7.10.0"),
     ],
     targets: [
         // C libraries, reached through system-library targets.
@@ -55,10 +57,20 @@ let package = Package(
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
             ],
         ),
+        // Reference backends for the harness, not part of any library product:
+        // each engine's C API used directly, and GRDB.
+        .target(
+            name: "StorageBenchReference",
+            dependencies: [
+                "StorageBenchKit", "DAOCore", "DialogGraph", "CSQLite", "CLMDB",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
+        ),
         .executableTarget(
             name: "StorageBench",
             dependencies: [
                 "StorageBenchKit",
+                "StorageBenchReference",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Benchmarks/StorageBench",
@@ -75,6 +87,8 @@ let package = Package(
         .testTarget(name: "SQLiteStorageTests", dependencies: ["SQLiteStorage", "DialogGraph"]),
         .testTarget(name: "LMDBStorageTests", dependencies: ["LMDBStorage", "DialogGraph"]),
         .testTarget(name: "StorageBenchKitTests", dependencies: ["StorageBenchKit"]),
+        .testTarget(
+            name: "StorageBenchReferenceTests", dependencies: ["StorageBenchReference", "StorageBenchKit", "DialogGraph"]),
     ],
     swiftLanguageModes: [.v6]
 )

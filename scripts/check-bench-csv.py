@@ -2,10 +2,13 @@
 """Checks a storage-bench CSV report: every backend x operation (for each size and
 durability in the report) has a row without an error, with a positive throughput,
 with the units the operation must touch (fewer only where the note says the calls
-were bounded), and latency percentiles exactly for the per-call operations.
+were bounded), and latency percentiles exactly for the per-call operations; and
+every such row whose backend names a reference (column `reference`) that is
+among the checked backends has its `ratio_to_raw`: its throughput divided by the
+reference's row of the same size, durability and operation.
 
     storage-bench operations --format json --sizes 100x10 > operations.json
-    scripts/check-bench-csv.py results/smoke.csv --backends json,plist,sqlite,lmdb \
+    scripts/check-bench-csv.py results/smoke.csv --backends json,plist,sqlite,grdb,sqlite-raw,lmdb,lmdb-raw \
         --operations-json operations.json
 
 The operations (names, units, per-call, expected units per size) come from
@@ -22,6 +25,28 @@ REQUIRED = (
     "dialogs,messages_per_dialog,units,unit,iterations,median_s,min_s,max_s,mean_s,stddev_s,throughput_per_s,"
     "p50_us,p90_us,p99_us,bytes_on_disk,peak_rss_bytes"
 ).split(",")
+
+
+def check_ratio(row, reference, rows, where):
+    """The row's ratio_to_raw must be its throughput over its reference's."""
+    key = (row["durability"], row["dialogs"], row["messages_per_dialog"], row["operation"])
+    raw = [
+        r for r in rows
+        if r["backend"] == reference and (r["durability"], r["dialogs"], r["messages_per_dialog"], r["operation"]) == key
+    ]
+    if len(raw) != 1 or raw[0].get("error"):
+        return []  # reported where the reference's own row is checked
+    try:
+        expected = float(row["throughput_per_s"]) / float(raw[0]["throughput_per_s"])
+    except (ValueError, ZeroDivisionError):
+        return []
+    try:
+        ratio = float(row.get("ratio_to_raw") or "")
+    except ValueError:
+        return [f"{where}: no ratio_to_raw to {reference}, which ran"]
+    if abs(ratio - expected) > 1e-6 * expected:
+        return [f"{where}: ratio_to_raw {ratio} is not throughput / {reference} throughput = {expected:.9g}"]
+    return []
 
 
 def main() -> int:
@@ -76,6 +101,10 @@ def main() -> int:
                     throughput = 0.0
                 if not throughput > 0:
                     problems.append(f"{where}: throughput {row['throughput_per_s']!r} is not positive")
+                    continue
+                reference = row.get("reference", "")
+                if reference in backends:
+                    problems += check_ratio(row, reference, rows, where)
                 description = described[operation]
                 if row["unit"] != description["unit"]:
                     problems.append(f"{where}: unit {row['unit']!r}, expected {description['unit']!r}")

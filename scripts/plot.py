@@ -5,7 +5,11 @@
 
 Writes, beside the report (REPORT stands for its file name without .csv):
 - REPORT-throughput-DxM-DURABILITY.png: throughput per operation per backend,
-  grouped bars on a log scale, one chart per size and durability;
+  grouped bars on a log scale, one chart per size and durability; when the
+  report has a ratio_to_raw column with figures, a second panel below shows,
+  for each backend that names a reference (its raw engine), its throughput
+  divided by that reference's (log scale, a line at 1 = as fast as the raw
+  engine);
 - REPORT-sweep-DURABILITY.png, when the report holds several sizes: throughput
   against the number of messages (D x M), one line per backend, one panel per
   operation, log-log.
@@ -62,12 +66,25 @@ def spread(row):
     return (max(0.0, value - min(low, value)), max(0.0, max(high, value) - value))
 
 
+def ratio(row):
+    try:
+        value = float(row.get("ratio_to_raw") or "")
+    except ValueError:
+        return None
+    return value if value > 0 else None
+
+
 def bars(rows, title, path):
     backends = list(dict.fromkeys(r["backend"] for r in rows))  # report order
     units = operations_of(rows)
     operations = list(units)
     width = 0.8 / max(len(backends), 1)
-    figure, axes = plt.subplots(figsize=(max(8, min(14, 1.6 * len(operations))), 5.5))
+    measured = [b for b in backends if any(r["backend"] == b and ratio(r) is not None for r in rows)]
+    size = (max(8, min(14, 1.6 * len(operations))), 9 if measured else 5.5)
+    if measured:
+        figure, (axes, lower) = plt.subplots(2, 1, figsize=size, gridspec_kw={"height_ratios": [3, 2]})
+    else:
+        figure, axes = plt.subplots(figsize=size)
     for index, backend in enumerate(backends):
         values, positions, below, above, failed = [], [], [], [], False
         for position, operation in enumerate(operations):
@@ -90,10 +107,35 @@ def bars(rows, title, path):
     axes.set_ylabel("throughput (units per second, log scale; bars: 95% interval of the median)")
     axes.set_title(title)
     axes.grid(axis="y", which="major", alpha=0.4)
-    axes.legend()
+    axes.legend(fontsize=8)
+    if measured:
+        ratios(rows, measured, operations, lower)
     figure.tight_layout()
     figure.savefig(path, dpi=120)
     plt.close(figure)
+
+
+def ratios(rows, backends, operations, axes):
+    """Each backend's throughput over its raw engine's, per operation."""
+    width = 0.8 / max(len(backends), 1)
+    for index, backend in enumerate(backends):
+        values, positions = [], []
+        reference = next((r.get("reference", "") for r in rows if r["backend"] == backend), "")
+        for position, operation in enumerate(operations):
+            match = [r for r in rows if r["backend"] == backend and r["operation"] == operation]
+            value = ratio(match[0]) if match else None
+            if value is not None:
+                values.append(value)
+                positions.append(position - 0.4 + width * (index + 0.5))
+        bars = axes.bar(positions, values, width=width, label=f"{backend} / {reference}")
+        axes.bar_label(bars, labels=[f"{v:.2f}" if v >= 0.1 else f"{v:.2g}" for v in values], fontsize=6)
+    axes.axhline(1.0, color="black", linewidth=0.8)
+    axes.set_yscale("log")
+    axes.set_xticks(range(len(operations)))
+    axes.set_xticklabels(operations, fontsize=8)
+    axes.set_ylabel("ratio to the raw engine\n(throughput / raw throughput)", fontsize=8)
+    axes.grid(axis="y", which="major", alpha=0.4)
+    axes.legend(fontsize=8)
 
 
 def sweep(rows, title, path):

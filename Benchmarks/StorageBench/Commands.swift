@@ -2,6 +2,7 @@ import ArgumentParser
 import DAOCore
 import Foundation
 import StorageBenchKit
+import StorageBenchReference
 
 /// `storage-bench`: runs the dialog-graph workload on every backend and compares reports.
 struct StorageBench: ParsableCommand {
@@ -24,7 +25,7 @@ struct Run: ParsableCommand {
             """
     )
 
-    @Option(help: "Comma-separated backends, or all (\(BackendRegistry.standard.names.joined(separator: ", "))).")
+    @Option(help: "Comma-separated backends, or all (\(BackendRegistry.withReferences.names.joined(separator: ", "))).")
     var backends = "all"
 
     @Option(help: "Dialogs in the graph (D; default 1000). Not with --sizes.")
@@ -86,7 +87,7 @@ struct Run: ParsableCommand {
 
     func plan() throws -> Plan {
         do {
-            let chosen = try BackendRegistry.standard.select(backends)
+            let chosen = try BackendRegistry.withReferences.select(backends)
             let sweep: [BenchSize]
             if let sizes {
                 guard dialogs == nil, messagesPerDialog == nil else {
@@ -148,7 +149,7 @@ struct Run: ParsableCommand {
             }
         }
         if inProcess {
-            executor = InProcessExecutor(registry: .standard)
+            executor = InProcessExecutor(registry: .withReferences)
         } else {
             guard let executable = SystemInfo.executableURL else {
                 throw ValidationError("cannot find this program's own path to start its worker processes")
@@ -268,7 +269,7 @@ struct Backends: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "List the registered backends, one per line.")
 
     func run() {
-        for name in BackendRegistry.standard.names { print(name) }
+        for name in BackendRegistry.withReferences.names { print(name) }
     }
 }
 
@@ -327,7 +328,7 @@ struct Worker: ParsableCommand {
 
     func run() throws {
         do {
-            print(try StorageBenchKit.Worker.run(jobJSON: job, registry: .standard))
+            print(try StorageBenchKit.Worker.run(jobJSON: job, registry: .withReferences))
         } catch let error as ConfigurationError {
             throw ValidationError(error.message)
         }

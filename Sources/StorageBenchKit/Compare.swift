@@ -40,8 +40,9 @@ public struct Comparison: Sendable {
     public enum Normalization: Sendable, Hashable {
         /// Absolute throughputs.
         case none
-        /// Each backend `B` against `B-raw` (its engine used directly), when
-        /// both reports have that backend; others absolutely.
+        /// Each backend against the reference its rows declare (the `reference`
+        /// column: `sqlite-raw` for `sqlite` and `grdb`), or else against
+        /// `B-raw`, when both reports have that backend; others absolutely.
         case automatic
         /// Each backend against the backend the map names for it (all of them
         /// against one with `["*": name]`); others absolutely.
@@ -73,12 +74,13 @@ public struct Comparison: Sendable {
         }
 
         /// The backend `backend`'s rows are divided by, among `available`
-        /// (the backends both reports have), or `nil` to compare it absolutely.
-        public func reference(for backend: String, available: Set<String>) -> String? {
+        /// (the backends both reports have), or `nil` to compare it absolutely;
+        /// `declared` is the reference its rows name, if any.
+        public func reference(for backend: String, declared: String = "", available: Set<String>) -> String? {
             let candidate: String?
             switch self {
             case .none: candidate = nil
-            case .automatic: candidate = "\(backend)-raw"
+            case .automatic: candidate = declared.isEmpty ? "\(backend)-raw" : declared
             case .backends(let map): candidate = map[backend] ?? map["*"]
             }
             guard let candidate, candidate != backend, available.contains(candidate) else { return nil }
@@ -190,7 +192,10 @@ public struct Comparison: Sendable {
         var baselineByKey: [String: ReportRow] = [:]
         for row in baseline.rows { baselineByKey[row.key] = row }
         let available = Set(baseline.rows.map(\.backend)).intersection(current.rows.map(\.backend))
-        let references = Set(available.compactMap { normalization.reference(for: $0, available: available) })
+        var declared: [String: String] = [:]
+        for row in baseline.rows + current.rows where !row.reference.isEmpty { declared[row.backend] = row.reference }
+        let references = Set(
+            available.compactMap { normalization.reference(for: $0, declared: declared[$0] ?? "", available: available) })
 
         /// The same operation's row of `backend` in the same run.
         func sibling(of row: ReportRow, backend: String, in rows: [String: ReportRow]) -> ReportRow? {
@@ -211,7 +216,9 @@ public struct Comparison: Sendable {
                 continue
             }
             if metrics != .instructions {
-                if let reference = normalization.reference(for: base.backend, available: available) {
+                if let reference = normalization.reference(
+                    for: base.backend, declared: declared[base.backend] ?? "", available: available)
+                {
                     entries.append(
                         Self.compareRatio(
                             base, now, reference: reference,
@@ -393,7 +400,7 @@ public struct Comparison: Sendable {
         let basis: String
         switch normalization {
         case .none: basis = "absolute throughput"
-        case .automatic: basis = "each backend's throughput ÷ its raw engine's (B ÷ B-raw) where both reports have it"
+        case .automatic: basis = "each backend's throughput ÷ its reference's (its raw engine) where both reports have it"
         case .backends(let map):
             basis = "throughput ÷ " + map.sorted { $0.key < $1.key }
                 .map { $0.key == "*" ? $0.value : "\($0.value) for \($0.key)" }.joined(separator: ", ")

@@ -267,7 +267,8 @@ public enum ReportBuilder {
     /// Times come from each iteration's measurement; throughput from the median;
     /// latency percentiles from an HDR histogram of every timed call of every
     /// iteration. A backend with a failed iteration gets rows with the error and
-    /// no figures.
+    /// no figures. A backend that names a reference gets its ratio to it
+    /// (``ReportRow/ratioToRaw``) when the reference ran too.
     public static func report(
         of results: [IterationResult], configuration: RunConfiguration, provenance: Provenance
     ) -> Report {
@@ -283,11 +284,33 @@ public enum ReportBuilder {
                             row(
                                 operation, results: mine, backend: backend.name, size: size,
                                 durability: durability, configuration: configuration, provenance: provenance))
+                        rows[rows.count - 1].reference = backend.reference ?? ""
                     }
                 }
             }
         }
-        return Report(rows: rows)
+        return Report(rows: ratiosToRaw(rows))
+    }
+
+    /// `rows` with ``ReportRow/ratioToRaw`` set for every row whose reference
+    /// has a row of the same durability, size and operation, both with a
+    /// throughput: the row's throughput divided by the reference's.
+    public static func ratiosToRaw(_ rows: [ReportRow]) -> [ReportRow] {
+        var throughputs: [String: Double] = [:]
+        for row in rows {
+            if let throughput = row.throughputPerSecond, throughput > 0, row.error.isEmpty {
+                throughputs[row.key] = throughput
+            }
+        }
+        return rows.map { row in
+            var row = row
+            row.ratioToRaw = nil
+            guard !row.reference.isEmpty, row.error.isEmpty, let throughput = row.throughputPerSecond else { return row }
+            var reference = row
+            reference.backend = row.reference
+            if let raw = throughputs[reference.key] { row.ratioToRaw = throughput / raw }
+            return row
+        }
     }
 
     static func row(
@@ -402,9 +425,7 @@ public enum SummaryTable {
                         line.append("error")
                         notes.append("\(backend) \(operation): \(row.error)")
                     } else if let throughput = row.throughputPerSecond, let fastest, fastest > 0 {
-                        let share = throughput / fastest
-                        let ratio = String(format: share >= 0.1 ? "%.2f×" : "%.2g×", share)
-                        line.append("\(Format.compact(throughput)) \(unit) \(ratio)")
+                        line.append("\(Format.compact(throughput)) \(unit) \(Format.ratio(throughput / fastest))")
                     } else {
                         line.append("–")
                     }
@@ -423,6 +444,7 @@ public enum SummaryTable {
             }
             text += "\(title) (median of \(rows.first?.iterations ?? 0) iterations; ratio = throughput / fastest)\n"
             text += align(table)
+            text += ratioTable(rows, backends: backends, operations: operations)
             for note in Array(Set(notes)).sorted() { text += "  note: \(note)\n" }
             for backend in backends {
                 if let settings = rows.first(where: { $0.backend == backend && !$0.settings.isEmpty })?.settings {
@@ -476,6 +498,31 @@ public enum SummaryTable {
             }
         }
         return noisy
+    }
+
+    /// The ratio of each backend that names a reference to that reference, by
+    /// operation, when the run has at least one such ratio; otherwise empty.
+    static func ratioTable(_ rows: [ReportRow], backends: [String], operations: [String]) -> String {
+        guard rows.contains(where: { $0.ratioToRaw != nil }) else { return "" }
+        let measured = backends.compactMap { backend in
+            rows.first { $0.backend == backend && !$0.reference.isEmpty }.map { (backend, $0.reference) }
+        }
+        var table: [[String]] = [["operation"] + measured.map { "\($0.0) ÷ \($0.1)" }]
+        for operation in operations {
+            var line = [operation]
+            for (backend, _) in measured {
+                let row = rows.first { $0.backend == backend && $0.operation == operation }
+                if let ratio = row?.ratioToRaw {
+                    line.append(Format.ratio(ratio))
+                } else {
+                    line.append(row?.error.isEmpty == false ? "error" : "–")
+                }
+            }
+            table.append(line)
+        }
+        var text = "  ratio to the raw engine: throughput ÷ the raw engine's throughput in this run "
+        text += "(1.00× = as fast as its C API used directly; – = the reference did not run)\n"
+        return text + align(table)
     }
 
     /// Columns padded to their widest cell; the first left-aligned, the rest right-aligned.

@@ -89,6 +89,23 @@ import Testing
         #expect(comparison.entries.first?.metric == .throughput)
     }
 
+    @Test func theDeclaredReferenceWinsOverTheName() throws {
+        // grdb declares sqlite-raw in its reference column; nothing is called grdb-raw.
+        var grdb = Self.row("grdb", median: 1)
+        grdb.reference = "sqlite-raw"
+        var faster = Self.row("grdb", median: 0.5)
+        faster.reference = "sqlite-raw"
+        let base = Report(rows: [grdb, Self.row("sqlite-raw", median: 1)])
+        let now = Report(rows: [faster, Self.row("sqlite-raw", median: 0.5)])
+        let comparison = try Comparison(baseline: base, current: now, threshold: 0.1, normalization: .automatic)
+        let verdicts = Self.verdicts(comparison)
+        #expect(verdicts["grdb/full/10x2/persist ÷ sqlite-raw"] == .unchanged)
+        #expect(verdicts["sqlite-raw/full/10x2/persist throughput"] == .reference)
+        #expect(
+            Comparison.Normalization.automatic.reference(for: "grdb", declared: "sqlite-raw", available: ["grdb"])
+                == nil)
+    }
+
     @Test func instructionCountsAreComparedDirectly() throws {
         let base = Report(rows: [
             Self.row("sqlite", median: 1, instructions: 1_000_000, allocations: 1000),
