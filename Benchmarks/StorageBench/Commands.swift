@@ -169,7 +169,8 @@ struct Run: ParsableCommand {
         let outputURL = output.map { URL(fileURLWithPath: $0) }
             ?? ReportWriter.defaultOutput(startedAt: started, host: host)
         let written = try ReportWriter.write(report, to: outputURL, formats: plan.formats)
-        print(SummaryTable.render(report), terminator: "")
+        // Unbuffered, so that the table comes before the warnings when both go to one file.
+        FileHandle.standardOutput.write(Data(SummaryTable.render(report).utf8))
         let noisy = SummaryTable.noisyRows(report, precision: plan.configuration.precision)
         if !noisy.isEmpty {
             var warning = "storage-bench: warning: \(noisy.count) of \(report.rows.count) rows are too noisy to compare on wall time "
