@@ -197,7 +197,7 @@ struct Compare: ParsableCommand {
         discussion: """
             Rows are matched by backend × durability × size × operation. Time is compared as each \
             row's throughput divided by a reference backend's in its own run (--normalize; by \
-            default B by B-raw where both reports have it), which cancels the machine's speed; a \
+            default the reference the row declares, else B-raw, where both reports have it), which cancels the machine's speed; a \
             row regresses when that fell by more than --threshold and the two runs' 95% confidence \
             intervals do not overlap. Instruction and allocation counts (run --instructions) are \
             deterministic and compared directly against --instructions-threshold. Exit status: 0 when nothing regressed and no baseline row is missing; 1 when a row \
@@ -218,7 +218,7 @@ struct Compare: ParsableCommand {
     @Option(name: .customLong("instructions-threshold"), help: "The largest change of an instruction or allocation count that is not a verdict, e.g. 1%.")
     var instructionsThreshold = "1%"
 
-    @Option(help: "What each throughput is divided by, in its own run: auto (each backend B by B-raw where both reports have it), none (absolute), a backend (every row by it), or pairs B=REF,… (e.g. grdb=sqlite-raw).")
+    @Option(help: "What each throughput is divided by, in its own run: auto (each backend by the reference its rows declare, else B by B-raw, where both reports have it), none (absolute), a backend (every row by it), or pairs B=REF,… (e.g. grdb=sqlite-raw).")
     var normalize = "auto"
 
     @Option(help: "all (time and, where both reports have them, counts), time, or instructions.")
