@@ -15,7 +15,8 @@ Writes, beside the report (REPORT stands for its file name without .csv):
   operation, log-log.
 Each median's spread is drawn as an error bar: the 95% confidence interval of
 the median (ci_low … ci_high) as a throughput, or min … max for reports made
-before those columns. Rows with an error have no throughput and are left out
+before those columns; a ratio to the raw engine gets the widest interval the
+two rows' intervals allow, as storage-bench compare uses it. Rows with an error have no throughput and are left out
 (their backend is marked "error" in the legend). The operations, their order
 and their units come from the report (its rows are in workload order; its
 `unit` column), the harness's one description of them.
@@ -115,11 +116,23 @@ def bars(rows, title, path):
     plt.close(figure)
 
 
+def ratio_spread(row, raw, value):
+    """(below, above) a ratio to the raw engine: the widest the two rows' intervals allow."""
+    if raw is None or throughput(row) is None or throughput(raw) is None:
+        return (0.0, 0.0)
+    row_below, row_above = spread(row)
+    raw_below, raw_above = spread(raw)
+    t, r = throughput(row), throughput(raw)
+    low = (t - row_below) / (r + raw_above)
+    high = (t + row_above) / max(r - raw_below, 1e-300)
+    return (max(0.0, value - low), max(0.0, high - value))
+
+
 def ratios(rows, backends, operations, axes):
     """Each backend's throughput over its raw engine's, per operation."""
     width = 0.8 / max(len(backends), 1)
     for index, backend in enumerate(backends):
-        values, positions = [], []
+        values, positions, below, above = [], [], [], []
         reference = next((r.get("reference", "") for r in rows if r["backend"] == backend), "")
         for position, operation in enumerate(operations):
             match = [r for r in rows if r["backend"] == backend and r["operation"] == operation]
@@ -127,7 +140,12 @@ def ratios(rows, backends, operations, axes):
             if value is not None:
                 values.append(value)
                 positions.append(position - 0.4 + width * (index + 0.5))
-        bars = axes.bar(positions, values, width=width, label=f"{backend} / {reference}")
+                raw = [r for r in rows if r["backend"] == reference and r["operation"] == operation]
+                low, high = ratio_spread(match[0], raw[0] if raw else None, value)
+                below.append(low)
+                above.append(high)
+        bars = axes.bar(positions, values, width=width, label=f"{backend} / {reference}", yerr=[below, above],
+                        capsize=2, error_kw={"elinewidth": 0.8, "alpha": 0.8})
         axes.bar_label(bars, labels=[f"{v:.2f}" if v >= 0.1 else f"{v:.2g}" for v in values], fontsize=6)
     axes.axhline(1.0, color="black", linewidth=0.8)
     axes.set_yscale("log")
