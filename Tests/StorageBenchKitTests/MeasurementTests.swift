@@ -284,3 +284,71 @@ import Testing
         #expect(bounded.error.isEmpty && bounded.units == 1)
     }
 }
+
+@Suite struct CallgrindExecutorTests {
+    /// A stand-in for valgrind: checks the worker's environment, writes the
+    /// dumps callgrind would, and prints the worker's result.
+    static func fakeValgrind(in directory: URL, result: IterationResult) throws -> URL {
+        let resultFile = directory.appendingPathComponent("result.json")
+        try JSONEncoder().encode(result).write(to: resultFile)
+        let script = directory.appendingPathComponent("valgrind")
+        let text = """
+            #!/bin/sh
+            [ "$SWIFT_DETERMINISTIC_HASHING" = 1 ] || exit 9
+            for a in "$@"; do case "$a" in --callgrind-out-file=*) out="${a#--callgrind-out-file=}";; esac; done
+            [ -n "$out" ] || exit 8
+            printf 'desc: Trigger: Client Request: persist\\nevents: Ir\\nfn=f\\ncfn=malloc\\ncalls=7 1\\n1 1\\ntotals: 1234\\n' > "$out.1"
+            printf 'desc: Trigger: Program termination\\nevents: Ir\\ntotals: 0\\n' > "$out"
+            cat '\(resultFile.path)'
+
+            """
+        try Data(text.utf8).write(to: script)
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: script.path)
+        return script
+    }
+
+    static func job() throws -> IterationJob {
+        var job = IterationJob(
+            backend: "memory", size: try BenchSize(dialogs: 2, messagesPerDialog: 1), seed: 42, durability: .none,
+            operations: [.persist, .readAll])
+        job.countsInstructions = true
+        return job
+    }
+
+    @Test func theCountsOfEachOperationComeFromItsDump() throws {
+        try withTemporaryDirectory { directory in
+            let job = try Self.job()
+            let result = IterationResult(
+                job: job, measurements: [OperationMeasurement(operation: .persist, seconds: 9, units: 2)])
+            let valgrind = try Self.fakeValgrind(in: directory, result: result)
+            let executor = SubprocessExecutor(
+                executable: URL(fileURLWithPath: "/bin/false"), callgrind: Callgrind(valgrind: valgrind))
+            let counted = try executor.run(job)
+            #expect(counted.error == nil)
+            #expect(counted.measurements.first?.instructions == 1234)
+            #expect(counted.measurements.first?.allocations == 7)
+        }
+    }
+
+    @Test func anOperationWithoutADumpIsAnError() throws {
+        try withTemporaryDirectory { directory in
+            let job = try Self.job()
+            let result = IterationResult(
+                job: job,
+                measurements: [
+                    OperationMeasurement(operation: .persist, seconds: 9, units: 2),
+                    OperationMeasurement(operation: .readAll, seconds: 9, units: 2),
+                ])
+            let valgrind = try Self.fakeValgrind(in: directory, result: result)
+            let executor = SubprocessExecutor(
+                executable: URL(fileURLWithPath: "/bin/false"), callgrind: Callgrind(valgrind: valgrind))
+            let counted = try executor.run(job)
+            #expect(counted.error?.hasPrefix("callgrind wrote no dump for read-all") == true)
+        }
+    }
+
+    @Test func aJobThatCountsNeedsCallgrind() throws {
+        let executor = SubprocessExecutor(executable: URL(fileURLWithPath: "/bin/false"))
+        #expect(throws: ConfigurationError.self) { try executor.run(try Self.job()) }
+    }
+}
