@@ -123,6 +123,21 @@ struct ReferenceBackendTests {
         #expect(read.isPinned)
     }
 
+    /// Erasing tens of thousands of ids in one call, most of them absent, erases
+    /// and counts only the dialogs that were there.
+    @Test(arguments: BackendRegistry.reference.names)
+    func erasingManyIdsAtOnce(_ name: String) throws {
+        let backend = try #require(BackendRegistry.reference.backend(named: name))
+        let directory = try Self.directory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let data = WorkloadData(dialogs: 3, messagesPerDialog: 2)
+        let subject = try backend.open(directory, .none)
+        try subject.persist(data.initial)
+        #expect(try subject.erase(dialogIds: Array(2...40_000)) == 2)
+        #expect(try subject.dialogCount() == 1)
+        #expect(try subject.messageCount() == 2)
+    }
+
     /// A second `persist` of an existing id is the engine's constraint error, typed and explained.
     @Test func sqliteRawReportsTheEnginesError() throws {
         let directory = try Self.directory()
