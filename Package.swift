@@ -95,7 +95,8 @@ let package = Package(
         .testTarget(name: "LMDBStorageTests", dependencies: ["LMDBStorage", "DialogGraph"]),
         .testTarget(name: "StorageBenchKitTests", dependencies: ["StorageBenchKit"]),
         .testTarget(
-            name: "StorageBenchReferenceTests", dependencies: ["StorageBenchReference", "StorageBenchKit", "DialogGraph"]),
+            name: "StorageBenchReferenceTests",
+            dependencies: ["StorageBenchReference", "StorageBenchKit", "DialogGraph", "CLMDB"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -347,9 +347,16 @@ public final class LMDBRawSubject: WorkloadSubject {
             var value = MDB_val()
             var code = mdb_cursor_get(cursor, &key, &value, MDB_SET_RANGE)
             while code == MDB_SUCCESS, Self.dialogId(of: key) == id {
-                if !unreadOnly || (value.mv_size > 29 && value.mv_data?.load(fromByteOffset: 29, as: UInt8.self) == 0) {
-                    result.append(try Self.message(key, value))
+                if unreadOnly {
+                    guard value.mv_size >= Self.fixedBytes, let bytes = value.mv_data else {
+                        throw Self.error(0, "a message entry of \(value.mv_size) bytes")
+                    }
+                    if bytes.load(fromByteOffset: 29, as: UInt8.self) != 0 {  // isRead: skip before decoding
+                        code = mdb_cursor_get(cursor, &key, &value, MDB_NEXT)
+                        continue
+                    }
                 }
+                result.append(try Self.message(key, value))
                 code = mdb_cursor_get(cursor, &key, &value, MDB_NEXT)
             }
             if code != MDB_SUCCESS && code != MDB_NOTFOUND { throw Self.error(code, "mdb_cursor_get") }

@@ -1,3 +1,4 @@
+import CLMDB
 import DAOCore
 import DialogGraph
 import Foundation
@@ -123,6 +124,21 @@ struct ReferenceBackendTests {
         #expect(read.isPinned)
     }
 
+    /// Erasing tens of thousands of ids in one call, most of them absent, erases
+    /// and counts only the dialogs that were there.
+    @Test(arguments: BackendRegistry.reference.names)
+    func erasingManyIdsAtOnce(_ name: String) throws {
+        let backend = try #require(BackendRegistry.reference.backend(named: name))
+        let directory = try Self.directory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let data = WorkloadData(dialogs: 3, messagesPerDialog: 2)
+        let subject = try backend.open(directory, .none)
+        try subject.persist(data.initial)
+        #expect(try subject.erase(dialogIds: Array(2...40_000)) == 2)
+        #expect(try subject.dialogCount() == 1)
+        #expect(try subject.messageCount() == 2)
+    }
+
     /// A second `persist` of an existing id is the engine's constraint error, typed and explained.
     @Test func sqliteRawReportsTheEnginesError() throws {
         let directory = try Self.directory()
@@ -137,6 +153,45 @@ struct ReferenceBackendTests {
         #expect(try subject.messageCount() == 4)
         try subject.update(data.updated)
         #expect(try subject.unreadMessageCount() == 0)
+    }
+
+    /// A message entry too short for its fields is an error in every read,
+    /// the unread-only scan of a query included, never skipped.
+    @Test func lmdbRawRefusesAMessageEntryTooShort() throws {
+        let directory = try Self.directory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        do {
+            let subject = try LMDBRawSubject(directory: directory, durability: .none)
+            try subject.persist(WorkloadData(dialogs: 1, messagesPerDialog: 2).initial)
+        }
+        // Write a 3-byte value under (dialog 1, message 99) with liblmdb itself.
+        var env: OpaquePointer?
+        #expect(mdb_env_create(&env) == MDB_SUCCESS)
+        let handle = try #require(env)
+        #expect(mdb_env_set_maxdbs(handle, 2) == MDB_SUCCESS)
+        #expect(mdb_env_open(handle, directory.path, 0, 0o644) == MDB_SUCCESS)
+        var txn: OpaquePointer?
+        #expect(mdb_txn_begin(handle, nil, 0, &txn) == MDB_SUCCESS)
+        let transaction = try #require(txn)
+        var dbi = MDB_dbi()
+        #expect(mdb_dbi_open(transaction, "messages", 0, &dbi) == MDB_SUCCESS)
+        var keyBytes = (UInt64(1).bigEndian, UInt64(99).bigEndian)
+        var valueBytes: (UInt8, UInt8, UInt8) = (0, 0, 0)
+        let put = withUnsafeMutableBytes(of: &keyBytes) { k in
+            withUnsafeMutableBytes(of: &valueBytes) { v in
+                var key = MDB_val(mv_size: 16, mv_data: k.baseAddress)
+                var value = MDB_val(mv_size: 3, mv_data: v.baseAddress)
+                return mdb_put(transaction, dbi, &key, &value, 0)
+            }
+        }
+        #expect(put == MDB_SUCCESS)
+        #expect(mdb_txn_commit(transaction) == MDB_SUCCESS)
+        mdb_env_close(handle)  // before the subject opens the same environment
+
+        let subject = try LMDBRawSubject(directory: directory, durability: .none)
+        #expect(throws: ReferenceError.self) { try subject.unreadMessages(dialogId: 1) }
+        #expect(throws: ReferenceError.self) { try subject.read(dialogId: 1) }
+        #expect(throws: ReferenceError.self) { try subject.readAll() }
     }
 
     /// The registry of `storage-bench` places each reference beside what it measures.
