@@ -39,6 +39,9 @@ public final class FileStore: Store {
     public let format: FileFormat
     /// When commits reach the disk.
     public let durability: Durability
+    /// Tells observers what each commit changed. Only this instance writes the
+    /// directory (it holds it exclusively), so observation is in-process only.
+    public let commits = CommitBroadcaster()
     private let lock: DirectoryLock
     private let state: Mutex<StoreState>
 

@@ -39,6 +39,10 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
     /// Whether the environment was opened read-only (`MDB_RDONLY`).
     public let isReadOnly: Bool
 
+    /// Tells observers what each commit changed. Commits by other processes
+    /// are noticed by polling the environment's last transaction id
+    /// (`mdb_env_info`), which this process's own commits advance too.
+    public let commits = CommitBroadcaster()
     let handle: OpaquePointer
     let path: String
     private let writeLock = NSLock()
@@ -145,6 +149,12 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
         }
         self.handle = env
         self.resizeLock = resizeLock
+        commits.setVersionSource { [weak self] in
+            guard let self else { return 0 }
+            var info = MDB_envinfo()
+            try LMDBError.check(mdb_env_info(self.handle, &info), .read, path: self.path, call: "mdb_env_info")
+            return UInt64(info.me_last_txnid)
+        }
     }
 
     deinit {
