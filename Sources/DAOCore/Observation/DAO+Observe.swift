@@ -92,6 +92,10 @@ struct ObservationRules<R: Record>: Sendable {
     let subtree: Set<String>
     /// The child's field holding the owner's key, when the entity is owned.
     let ownerForeignKey: Field<R>?
+    /// The `field == value` conditions the predicate requires (its top-level
+    /// conjunction), checked before the predicate itself: a written record
+    /// that fails one cannot match, and the check costs a field read.
+    let requiredEqualities: [(field: Field<R>, value: StoredValue)]
 
     init(request: ObservedRequest<R>) {
         self.request = request
@@ -99,6 +103,13 @@ struct ObservationRules<R: Record>: Sendable {
         ownerForeignKey = R.entity.owner
             .flatMap { $0.ownedRelation(for: R.self)?.foreignKeyField }
             .flatMap { R.entity.field(named: $0) }
+        if case .query(let query) = request, let predicate = query.predicate {
+            requiredEqualities = QueryExpression.translate(predicate).expression.requiredEqualities.compactMap {
+                condition in R.entity.field(named: condition.field).map { ($0, condition.value) }
+            }
+        } else {
+            requiredEqualities = []
+        }
     }
 
     /// Whether `record`, as written, could be among the results.
@@ -107,6 +118,12 @@ struct ObservationRules<R: Record>: Sendable {
         case .key(let key):
             return record.primaryKey == key
         case .query(let query):
+            for (field, value) in requiredEqualities {
+                let stored = field.value(in: record)
+                // Only values of one kind are compared here; the predicate
+                // decides the rest.
+                if stored.isSameKind(as: value), stored != value { return false }
+            }
             do {
                 return try query.matches(record)
             } catch {
@@ -155,5 +172,15 @@ struct ObservationRules<R: Record>: Sendable {
             return true
         }
         return false
+    }
+}
+
+extension StoredValue {
+    /// Whether both values are of the same case (both integers, both text, …).
+    fileprivate func isSameKind(as other: StoredValue) -> Bool {
+        switch (self, other) {
+        case (.null, .null), (.integer, .integer), (.real, .real), (.text, .text), (.blob, .blob): true
+        default: false
+        }
     }
 }
