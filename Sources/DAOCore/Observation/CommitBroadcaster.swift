@@ -236,6 +236,8 @@ struct ResolvedChange: Sendable {
     let change: CommitChange
     /// The changed entity and every entity it owns; `nil` for anything.
     let subtree: Set<String>?
+    /// The change's effects on each observed record type, shared by observers.
+    let effects = EffectCache()
 
     init(_ change: CommitChange) {
         self.change = change

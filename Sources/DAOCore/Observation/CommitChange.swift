@@ -1,3 +1,5 @@
+import Synchronization
+
 /// What one successful commit changed, as a storage reports it to its store's
 /// ``CommitBroadcaster``: which entity, and where the storage call knows them,
 /// which records.
@@ -38,25 +40,64 @@ public struct CommitChange: Sendable {
 }
 
 /// What a change did to the records of one entity, as an observer sees it.
-enum EntityEffect<E: Record> {
+enum EntityEffect<E: Record>: Sendable {
     /// Records of the entity changed, which ones is not known.
     case unknown
     /// These records were inserted or replaced; `keys` are their primary keys.
-    case written(keys: [StoredValue], records: [E])
+    case written(keys: Set<StoredValue>, records: [E])
     /// The records with these keys were erased (if they existed).
-    case erased(keys: [StoredValue])
+    case erased(keys: Set<StoredValue>)
 }
 
 /// What a change did to the children of the records it names, for an entity
 /// owned directly by the changed one.
-enum ChildEffect<C: Record> {
+enum ChildEffect<C: Record>: Sendable {
     /// Children of these parents were replaced by `children` (all of them, for
-    /// every parent named).
-    case replaced(parentKeys: [StoredValue], children: [C])
+    /// every parent named); `childKeys` are the children's primary keys.
+    case replaced(parentKeys: Set<StoredValue>, childKeys: Set<StoredValue>, children: [C])
     /// The children of these parents were erased.
-    case erased(parentKeys: [StoredValue])
+    case erased(parentKeys: Set<StoredValue>)
     /// Children changed, which ones is not known.
     case unknown
+}
+
+/// A ``ChildEffect`` with the foreign key that links the child to the parent;
+/// `nil` effect when the entity is not a direct child of the changed one.
+struct ChildEffectOnEntity<C: Record>: Sendable {
+    var foreignKey: String
+    var effect: ChildEffect<C>
+}
+
+/// The effects of one change on each observed record type, worked out once per
+/// change and shared by every observer of that type.
+///
+/// Used only on the broadcaster's queue; the lock makes that safe to state.
+final class EffectCache: Sendable {
+    private let own = Mutex<[ObjectIdentifier: any Sendable]>([:])
+    private let children = Mutex<[ObjectIdentifier: any Sendable]>([:])
+
+    /// A cached answer, which may be `nil`.
+    private struct Entry<Value: Sendable>: Sendable {
+        var value: Value
+    }
+
+    func effect<E: Record>(of payload: any ChangePayload, on type: E.Type) -> EntityEffect<E> {
+        let key = ObjectIdentifier(type)
+        if let entry = own.withLock({ $0[key] }), let cached = entry as? Entry<EntityEffect<E>> { return cached.value }
+        let effect = payload.effect(on: type)
+        own.withLock { $0[key] = Entry(value: effect) }
+        return effect
+    }
+
+    func childEffect<C: Record>(of payload: any ChangePayload, on type: C.Type) -> ChildEffectOnEntity<C>? {
+        let key = ObjectIdentifier(type)
+        if let entry = children.withLock({ $0[key] }), let cached = entry as? Entry<ChildEffectOnEntity<C>?> {
+            return cached.value
+        }
+        let effect = payload.childEffect(on: type)
+        children.withLock { $0[key] = Entry(value: effect) }
+        return effect
+    }
 }
 
 /// The type-specific part of a ``CommitChange``; every method runs on the
@@ -69,7 +110,7 @@ protocol ChangePayload: Sendable {
     /// The effect on the entity itself, seen as records of type `E` (its own type).
     func effect<E: Record>(on type: E.Type) -> EntityEffect<E>
     /// The effect on `C` when `C` is a direct child of this entity, else `nil`.
-    func childEffect<C: Record>(on type: C.Type) -> (foreignKey: String, effect: ChildEffect<C>)?
+    func childEffect<C: Record>(on type: C.Type) -> ChildEffectOnEntity<C>?
 }
 
 private struct Persisted<R: Record>: ChangePayload {
@@ -80,16 +121,19 @@ private struct Persisted<R: Record>: ChangePayload {
 
     func effect<E: Record>(on type: E.Type) -> EntityEffect<E> {
         guard let typed = records as? [E] else { return .unknown }
-        return .written(keys: records.map { $0.primaryKey.storedValue }, records: typed)
+        return .written(keys: Set(records.map { $0.primaryKey.storedValue }), records: typed)
     }
 
-    func childEffect<C: Record>(on type: C.Type) -> (foreignKey: String, effect: ChildEffect<C>)? {
+    func childEffect<C: Record>(on type: C.Type) -> ChildEffectOnEntity<C>? {
         guard let relation = R.ownedRelation(for: C.self) else { return nil }
-        let keys = records.map { $0.primaryKey.storedValue }
+        let keys = Set(records.map { $0.primaryKey.storedValue })
         guard let children = relation.children(of: records) as? [C] else {
-            return (relation.foreignKeyField, .unknown)
+            return ChildEffectOnEntity(foreignKey: relation.foreignKeyField, effect: .unknown)
         }
-        return (relation.foreignKeyField, .replaced(parentKeys: keys, children: children))
+        return ChildEffectOnEntity(
+            foreignKey: relation.foreignKeyField,
+            effect: .replaced(
+                parentKeys: keys, childKeys: Set(children.map { $0.primaryKey.storedValue }), children: children))
     }
 }
 
@@ -100,12 +144,12 @@ private struct ErasedKeys<R: Record>: ChangePayload {
     func subtree() -> Set<String> { R.subtreeEntityNames() }
 
     func effect<E: Record>(on type: E.Type) -> EntityEffect<E> {
-        .erased(keys: keys.map(\.storedValue))
+        .erased(keys: Set(keys.map(\.storedValue)))
     }
 
-    func childEffect<C: Record>(on type: C.Type) -> (foreignKey: String, effect: ChildEffect<C>)? {
+    func childEffect<C: Record>(on type: C.Type) -> ChildEffectOnEntity<C>? {
         guard let relation = R.ownedRelation(for: C.self) else { return nil }
-        return (relation.foreignKeyField, .erased(parentKeys: keys.map(\.storedValue)))
+        return ChildEffectOnEntity(foreignKey: relation.foreignKeyField, effect: .erased(parentKeys: Set(keys.map(\.storedValue))))
     }
 }
 
@@ -113,8 +157,8 @@ private struct ErasedUnknown<R: Record>: ChangePayload {
     var entityName: String { R.entity.name }
     func subtree() -> Set<String> { R.subtreeEntityNames() }
     func effect<E: Record>(on type: E.Type) -> EntityEffect<E> { .unknown }
-    func childEffect<C: Record>(on type: C.Type) -> (foreignKey: String, effect: ChildEffect<C>)? {
-        R.ownedRelation(for: C.self).map { ($0.foreignKeyField, .unknown) }
+    func childEffect<C: Record>(on type: C.Type) -> ChildEffectOnEntity<C>? {
+        R.ownedRelation(for: C.self).map { ChildEffectOnEntity(foreignKey: $0.foreignKeyField, effect: .unknown) }
     }
 }
 

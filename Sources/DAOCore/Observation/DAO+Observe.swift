@@ -138,28 +138,35 @@ struct ObservationRules<R: Record>: Sendable {
         if payload.entityName == name {
             // The observed entity itself: a record leaves, enters or changes
             // in the results only if it is among them or now matches.
-            switch payload.effect(on: R.self) {
+            switch resolved.effects.effect(of: payload, on: R.self) {
             case .unknown:
                 return true
             case .erased(let erased):
-                return erased.contains(where: keys.contains)
+                return !erased.isDisjoint(with: keys)
             case .written(let written, let records):
-                return written.contains(where: keys.contains) || records.contains(where: mayMatch)
+                return !written.isDisjoint(with: keys) || records.contains(where: mayMatch)
             }
         }
-        if let (foreignKey, effect) = payload.childEffect(on: R.self) {
+        if let child = resolved.effects.childEffect(of: payload, on: R.self) {
             // The owner changed: its children (the observed records) were
             // replaced or erased with it.
-            guard let ownerForeignKey, ownerForeignKey.name == foreignKey else { return true }
-            switch effect {
+            guard let ownerForeignKey, ownerForeignKey.name == child.foreignKey else { return true }
+            switch child.effect {
             case .unknown:
                 return true
             case .erased(let parents):
-                return parents.contains(where: foreignKeys.contains)
-            case .replaced(let parents, let children):
+                return !parents.isDisjoint(with: foreignKeys)
+            case .replaced(let parents, let childKeys, let children):
                 // A child may also have moved here from a parent in the results.
-                return parents.contains(where: foreignKeys.contains)
-                    || children.contains { keys.contains($0.primaryKey.storedValue) || mayMatch($0) }
+                if !parents.isDisjoint(with: foreignKeys) || !childKeys.isDisjoint(with: keys) { return true }
+                // Every child written names one of `parents`; a predicate that
+                // requires another parent accepts none of them.
+                if let required = requiredEqualities.first(where: { $0.field.name == child.foreignKey }),
+                    parents.allSatisfy({ $0.isSameKind(as: required.value) && $0 != required.value })
+                {
+                    return false
+                }
+                return children.contains(where: mayMatch)
             }
         }
         if changedSubtree.contains(name) {
