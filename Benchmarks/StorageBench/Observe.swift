@@ -34,12 +34,15 @@ struct Observe: ParsableCommand {
     @Option(help: "full or none.")
     var durability = "full"
 
+    @Option(help: "Runs of each observer count, taking turns; throughput is their median, latencies are pooled.")
+    var rounds = 3
+
     @Option(help: "Also write the rows as CSV to this file.")
     var output: String?
 
     func validate() throws {
-        guard dialogs >= 1, messagesPerDialog >= 1, calls >= 1 else {
-            throw ValidationError("--dialogs, --messages-per-dialog and --calls must be at least 1")
+        guard dialogs >= 1, messagesPerDialog >= 1, calls >= 1, rounds >= 1 else {
+            throw ValidationError("--dialogs, --messages-per-dialog, --calls and --rounds must be at least 1")
         }
     }
 
@@ -60,7 +63,7 @@ struct Observe: ParsableCommand {
             }
             configuration = ObserveBenchmark.Configuration(
                 dialogs: dialogs, messagesPerDialog: messagesPerDialog, calls: calls, observerCounts: counts,
-                durability: durability)
+                durability: durability, rounds: rounds)
         } catch let error as ConfigurationError {
             throw ValidationError(error.message)
         }

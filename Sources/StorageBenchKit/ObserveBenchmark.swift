@@ -39,12 +39,17 @@ public enum ObserveBenchmark {
         public var seed: UInt64
         /// How commits reach the disk.
         public var durability: Durability
+        /// How many times each observer count runs (0 included, taking turns
+        /// within each round); throughput is the median over the rounds,
+        /// latencies are pooled.
+        public var rounds: Int
 
         /// Creates a configuration.
         public init(
             dialogs: Int = 200, messagesPerDialog: Int = 20, calls: Int = 1000, observerCounts: [Int] = [1, 10, 100],
-            seed: UInt64 = 42, durability: Durability = .full
+            seed: UInt64 = 42, durability: Durability = .full, rounds: Int = 1
         ) {
+            self.rounds = rounds
             self.dialogs = dialogs
             self.messagesPerDialog = messagesPerDialog
             self.calls = calls
@@ -90,15 +95,51 @@ public enum ObserveBenchmark {
     public static func run(_ configuration: Configuration, backend: Backend) async throws -> [Measurement] {
         let data = WorkloadData(
             dialogs: configuration.dialogs, messagesPerDialog: configuration.messagesPerDialog, seed: configuration.seed)
-        var results: [Measurement] = []
-        let reference = try await runOnce(configuration, backend: backend, data: data, observers: 0)
-        results.append(reference)
-        for count in configuration.observerCounts where count > 0 {
-            var measurement = try await runOnce(configuration, backend: backend, data: data, observers: count)
-            measurement.writerRatio = measurement.writerCallsPerSecond / reference.writerCallsPerSecond
-            results.append(measurement)
+        let counts = [0] + configuration.observerCounts.filter { $0 > 0 }
+        var runs: [[Run]] = Array(repeating: [], count: counts.count)
+        for round in 0..<max(configuration.rounds, 1) {
+            // The counts take turns, starting one later each round.
+            for offset in 0..<counts.count {
+                let index = (offset + round) % counts.count
+                runs[index].append(try await runOnce(configuration, backend: backend, data: data, observers: counts[index]))
+            }
+        }
+        var results = runs.map(Self.combine)
+        let reference = results[0].writerCallsPerSecond
+        for index in results.indices.dropFirst() {
+            results[index].writerRatio = results[index].writerCallsPerSecond / reference
         }
         return results
+    }
+
+    /// One run's raw figures.
+    struct Run {
+        var measurement: Measurement
+        var latencies: [UInt64]
+    }
+
+    /// The runs of one observer count as one row: counts summed, latencies
+    /// pooled, the median throughput.
+    private static func combine(_ runs: [Run]) -> Measurement {
+        var row = runs[0].measurement
+        for run in runs.dropFirst() {
+            row.calls += run.measurement.calls
+            row.observedCommits += run.measurement.observedCommits
+            row.coalesced += run.measurement.coalesced
+            row.snapshots += run.measurement.snapshots
+            row.rereads += run.measurement.rereads
+        }
+        let latencies = runs.flatMap(\.latencies).sorted()
+        func percentile(_ p: Double) -> Double? {
+            guard !latencies.isEmpty else { return nil }
+            let rank = Int((p * Double(latencies.count)).rounded(.up)) - 1
+            return Double(latencies[min(max(rank, 0), latencies.count - 1)]) / 1_000
+        }
+        row.latencyP50Micros = percentile(0.5)
+        row.latencyP99Micros = percentile(0.99)
+        let throughputs = runs.map(\.measurement.writerCallsPerSecond).sorted()
+        row.writerCallsPerSecond = throughputs[throughputs.count / 2]
+        return row
     }
 
     /// The round a message's text carries (`… #r`), 0 for none.
@@ -122,7 +163,7 @@ public enum ObserveBenchmark {
 
     private static func runOnce(
         _ configuration: Configuration, backend: Backend, data: WorkloadData, observers count: Int
-    ) async throws -> Measurement {
+    ) async throws -> Run {
         let directory = FileManager.default.temporaryDirectory
             .appendingPathComponent("storage-bench-observe-\(backend.name)-\(UUID().uuidString)", isDirectory: true)
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -140,7 +181,7 @@ public enum ObserveBenchmark {
     // directory is removed.
     private static func measure(
         _ configuration: Configuration, backend: Backend, data: WorkloadData, observers count: Int, directory: URL
-    ) async throws -> Measurement {
+    ) async throws -> Run {
         let store = try backend.open(directory, configuration.durability)
         let dialogs = DAO(storage: try store.anyStorage(for: DialogRecord.self), translator: DialogTranslator())
         let messages = DAO(storage: try store.anyStorage(for: MessageRecord.self), translator: MessageTranslator())
@@ -229,17 +270,11 @@ public enum ObserveBenchmark {
         }
         await commits?.drained()
         let rereads = (commits?.rereadCount ?? 0) - rereadsBefore
-        latencies.sort()
-        func percentile(_ p: Double) -> Double? {
-            guard !latencies.isEmpty else { return nil }
-            let rank = Int((p * Double(latencies.count)).rounded(.up)) - 1
-            return Double(latencies[min(max(rank, 0), latencies.count - 1)]) / 1_000
-        }
-        return Measurement(
+        let measurement = Measurement(
             backend: backend.name, observers: observed.count, calls: calls, observedCommits: observedCommits,
-            coalesced: coalesced, snapshots: snapshots, rereads: rereads, latencyP50Micros: percentile(0.5),
-            latencyP99Micros: percentile(0.99),
-            writerCallsPerSecond: Double(calls) / (Double(elapsed) / 1e9), writerRatio: nil)
+            coalesced: coalesced, snapshots: snapshots, rereads: rereads, latencyP50Micros: nil,
+            latencyP99Micros: nil, writerCallsPerSecond: Double(calls) / (Double(elapsed) / 1e9), writerRatio: nil)
+        return Run(measurement: measurement, latencies: latencies)
     }
 
     // MARK: Reports
