@@ -2,6 +2,12 @@ import DAOCore
 import DialogGraph
 import Foundation
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// The `observe` measurement, outside workload v1: how change observation
 /// costs a writer and how soon observers hear of a commit.
 ///
@@ -20,7 +26,7 @@ import Foundation
 /// - how many times observers' results were read again (the others were
 ///   ruled out from what the commit wrote);
 /// - the writer's throughput (calls per second), and its ratio to the same
-///   writes with no observer.
+///   writes with no observer; and the writer thread's CPU time per call.
 ///
 /// Each observer count runs on a fresh store. Snapshots arrive on Swift's
 /// concurrency pool while the writer runs on a thread of its own.
@@ -83,6 +89,10 @@ public enum ObserveBenchmark {
         public var latencyP99Micros: Double?
         /// The writer's calls per second.
         public var writerCallsPerSecond: Double
+        /// The writer thread's CPU time per call, in microseconds: what
+        /// observation costs the writer, less exposed than wall time to other
+        /// load on the machine.
+        public var writerCPUMicrosPerCall: Double
         /// The writer's throughput over its throughput with no observer.
         public var writerRatio: Double?
     }
@@ -139,6 +149,8 @@ public enum ObserveBenchmark {
         row.latencyP99Micros = percentile(0.99)
         let throughputs = runs.map(\.measurement.writerCallsPerSecond).sorted()
         row.writerCallsPerSecond = throughputs[throughputs.count / 2]
+        let cpu = runs.map(\.measurement.writerCPUMicrosPerCall).sorted()
+        row.writerCPUMicrosPerCall = cpu[cpu.count / 2]
         return row
     }
 
@@ -229,18 +241,20 @@ public enum ObserveBenchmark {
 
         // The writer, on a thread of its own.
         let calls = configuration.calls
-        let (returns, elapsed) = try await withCheckedThrowingContinuation {
-            (continuation: CheckedContinuation<([UInt64], UInt64), any Error>) in
+        let (returns, elapsed, cpu) = try await withCheckedThrowingContinuation {
+            (continuation: CheckedContinuation<([UInt64], UInt64, UInt64), any Error>) in
             let thread = Thread {
                 do {
                     var returns: [UInt64] = []
                     returns.reserveCapacity(calls)
+                    let cpuStart = threadCPUNanoseconds()
                     let start = DispatchTime.now().uptimeNanoseconds
                     for call in 0..<calls {
                         try dialogs.persist(Self.dialog(written[call % written.count], round: call / written.count))
                         returns.append(DispatchTime.now().uptimeNanoseconds)
                     }
-                    continuation.resume(returning: (returns, DispatchTime.now().uptimeNanoseconds - start))
+                    let elapsed = DispatchTime.now().uptimeNanoseconds - start
+                    continuation.resume(returning: (returns, elapsed, threadCPUNanoseconds() &- cpuStart))
                 } catch {
                     continuation.resume(throwing: error)
                 }
@@ -273,7 +287,8 @@ public enum ObserveBenchmark {
         let measurement = Measurement(
             backend: backend.name, observers: observed.count, calls: calls, observedCommits: observedCommits,
             coalesced: coalesced, snapshots: snapshots, rereads: rereads, latencyP50Micros: nil,
-            latencyP99Micros: nil, writerCallsPerSecond: Double(calls) / (Double(elapsed) / 1e9), writerRatio: nil)
+            latencyP99Micros: nil, writerCallsPerSecond: Double(calls) / (Double(elapsed) / 1e9),
+            writerCPUMicrosPerCall: Double(cpu) / Double(calls) / 1_000, writerRatio: nil)
         return Run(measurement: measurement, latencies: latencies)
     }
 
@@ -281,7 +296,7 @@ public enum ObserveBenchmark {
 
     /// The CSV header of ``csv(_:)``.
     public static let csvHeader =
-        "backend,observers,calls,observed_commits,coalesced,snapshots,rereads,latency_p50_us,latency_p99_us,writer_calls_per_s,writer_ratio"
+        "backend,observers,calls,observed_commits,coalesced,snapshots,rereads,latency_p50_us,latency_p99_us,writer_calls_per_s,writer_ratio,writer_cpu_us_per_call"
 
     /// The measurements as CSV lines, header first.
     public static func csv(_ measurements: [Measurement]) -> String {
@@ -290,7 +305,7 @@ public enum ObserveBenchmark {
             let fields: [String] = [
                 m.backend, String(m.observers), String(m.calls), String(m.observedCommits), String(m.coalesced),
                 String(m.snapshots), String(m.rereads), format(m.latencyP50Micros, 1), format(m.latencyP99Micros, 1),
-                format(m.writerCallsPerSecond, 1), format(m.writerRatio, 3),
+                format(m.writerCallsPerSecond, 1), format(m.writerRatio, 3), format(m.writerCPUMicrosPerCall, 1),
             ]
             lines.append(fields.joined(separator: ","))
         }
@@ -300,14 +315,14 @@ public enum ObserveBenchmark {
     /// The measurements as a Markdown table.
     public static func markdown(_ measurements: [Measurement]) -> String {
         var lines = [
-            "| backend | observers | calls | observed commits | coalesced | rereads | latency p50 (µs) | latency p99 (µs) | writer calls/s | writer vs none |",
-            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+            "| backend | observers | calls | observed commits | coalesced | rereads | latency p50 (µs) | latency p99 (µs) | writer calls/s | writer vs none | writer CPU µs/call |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
         ]
         for m in measurements {
             lines.append(
                 "| \(m.backend) | \(m.observers) | \(m.calls) | \(m.observedCommits) | \(m.coalesced) | \(m.rereads) | "
                     + "\(format(m.latencyP50Micros, 0)) | \(format(m.latencyP99Micros, 0)) | "
-                    + "\(format(m.writerCallsPerSecond, 0)) | \(format(m.writerRatio, 2)) |")
+                    + "\(format(m.writerCallsPerSecond, 0)) | \(format(m.writerRatio, 2)) | \(format(m.writerCPUMicrosPerCall, 0)) |")
         }
         return lines.joined(separator: "\n") + "\n"
     }
@@ -316,4 +331,12 @@ public enum ObserveBenchmark {
         guard let value else { return "" }
         return String(format: "%.\(digits)f", value)
     }
+}
+
+/// The CPU time the calling thread has used, in nanoseconds (0 when the clock
+/// cannot be read, which the report then shows as 0).
+private func threadCPUNanoseconds() -> UInt64 {
+    var time = timespec()
+    guard clock_gettime(CLOCK_THREAD_CPUTIME_ID, &time) == 0 else { return 0 }
+    return UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec)
 }

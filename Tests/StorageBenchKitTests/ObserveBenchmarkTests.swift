@@ -22,7 +22,7 @@ struct ObserveBenchmarkTests {
             #expect(row.snapshots >= 1 && row.snapshots <= row.observedCommits)
             // Commits to dialogs nobody observes are ruled out without a read.
             #expect(row.rereads <= row.observedCommits)
-            #expect(row.writerRatio != nil && row.writerCallsPerSecond > 0)
+            #expect(row.writerRatio != nil && row.writerCallsPerSecond > 0 && row.writerCPUMicrosPerCall > 0)
         }
         let csv = ObserveBenchmark.csv(rows).split(separator: "\n")
         #expect(csv.count == 4 && csv[0] == Substring(ObserveBenchmark.csvHeader))
