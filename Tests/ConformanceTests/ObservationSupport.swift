@@ -76,7 +76,8 @@ struct Same<R: Record & Plain>: Translator where R.ID == R.PrimaryKey {
 /// Opens `backend` in a fresh directory and runs `body` with its store; the
 /// store is released before the directory is removed.
 func withAsyncStore<T>(
-    _ backend: Backend, durability: Durability = .none, _ body: (any Store, URL) async throws -> T
+    _ backend: Backend, durability: Durability = .none, isolation: isolated (any Actor)? = #isolation,
+    _ body: (any Store, URL) async throws -> T
 ) async throws -> T {
     let directory = try TemporaryDirectory()
     let result = try await body(try backend.open(directory.url, durability), directory.url)

@@ -396,3 +396,55 @@ struct CrossProcessObservationTests {
         }
     }
 }
+
+/// A delegate that keeps rows only from what the controller tells it.
+@MainActor
+private final class RowsDelegate: ResultsDelegate {
+    var rows: [CardRecord] = []
+    var calls: [String] = []
+    let (heard, hear) = AsyncStream<Void>.makeStream()
+
+    func initial(_ results: [CardRecord]) {
+        rows = results
+        calls.append("initial")
+        hear.yield()
+    }
+
+    func update(_ results: [CardRecord], deletions: [Int], insertions: [Int], modifications: [Int]) {
+        for index in deletions.reversed() { rows.remove(at: index) }
+        for index in insertions { rows.insert(results[index], at: index) }
+        for index in modifications { rows[index] = results[index] }
+        calls.append("update \(deletions) \(insertions) \(modifications)")
+        hear.yield()
+    }
+}
+
+@Suite("Conformance: the delegate adapter")
+struct ResultsControllerTests {
+    @MainActor
+    @Test("ResultsController calls initial, then update with the changes, on the main actor", arguments: allBackends)
+    func delegateHearsChanges(backend: Backend) async throws {
+        try await withAsyncStore(backend) { store, _ in
+            let boards = DAO(storage: try store.anyStorage(for: BoardRecord.self), translator: Same<BoardRecord>())
+            let cards = DAO(storage: try store.anyStorage(for: CardRecord.self), translator: Same<CardRecord>())
+            func card(_ id: String, rank: Int64) -> CardRecord {
+                CardRecord(id: id, boardId: "b", title: id, rank: rank, done: false, estimate: nil, items: [])
+            }
+            try boards.persist(BoardRecord(id: "b", title: "b", cards: [card("x", rank: 1)]))
+            let delegate = RowsDelegate()
+            var heard = delegate.heard.makeAsyncIterator()
+            let controller = ResultsController(cards.observe(sortedBy: [SortDescriptor(\.rank)]))
+            controller.start(delegate: delegate)
+            await heard.next(isolation: #isolation)
+            try cards.persist(card("y", rank: 0))
+            await heard.next(isolation: #isolation)
+            try cards.persist(CardRecord(id: "x", boardId: "b", title: "renamed", rank: 1, done: false, estimate: nil, items: []))
+            await heard.next(isolation: #isolation)
+            #expect(delegate.calls == ["initial", "update [] [0] []", "update [] [] [1]"])
+            #expect(delegate.rows == (try cards.read(sortedBy: [SortDescriptor(\.rank)])))
+            controller.stop()
+            await controller.finished()
+            #expect(cards.storage.commits?.activeObservers == 0)
+        }
+    }
+}
