@@ -150,10 +150,10 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
         self.handle = env
         self.resizeLock = resizeLock
         commits.setVersionSource { [weak self] in
+            // Observations hold their storage, and so the environment; with
+            // none left, nothing polls.
             guard let self else { return 0 }
-            var info = MDB_envinfo()
-            try LMDBError.check(mdb_env_info(self.handle, &info), .read, path: self.path, call: "mdb_env_info")
-            return UInt64(info.me_last_txnid)
+            return try self.lastTransactionId()
         }
     }
 
@@ -203,6 +203,16 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
         var info = MDB_envinfo()
         guard mdb_env_info(handle, &info) == MDB_SUCCESS else { return 0 }
         return info.me_mapsize
+    }
+
+    /// The id of the last committed write transaction (`mdb_env_info`), which
+    /// every process's commits advance: how observers notice other processes.
+    func lastTransactionId() throws -> UInt64 {
+        pthread_rwlock_rdlock(resizeLock)
+        defer { pthread_rwlock_unlock(resizeLock) }
+        var info = MDB_envinfo()
+        try LMDBError.check(mdb_env_info(handle, &info), .read, path: path, call: "mdb_env_info")
+        return UInt64(info.me_last_txnid)
     }
 
     // MARK: - Transactions
