@@ -69,6 +69,13 @@ let package = Package(
         ),
 
         // Tests.
+        // A second process for tests that need one (another process growing an
+        // LMDB map, holding an SQLite write lock); built with the tests.
+        .executableTarget(
+            name: "StoreHelper",
+            dependencies: ["DAOCore", "DialogGraph", "LMDBStorage", "CSQLite"],
+            path: "Tests/StoreHelper",
+        ),
         .testTarget(
             name: "ConformanceTests",
             dependencies: ["DAOCore", "DialogGraph", "FileStorage", "SQLiteStorage", "LMDBStorage"],

@@ -18,7 +18,10 @@
 ///
 /// The `Codable` keys of a record are exactly its declared fields plus its
 /// relations; adapters reject a record whose keys differ with a
-/// ``StorageError/Kind/schemaMismatch`` error rather than drop data.
+/// ``StorageError/Kind/schemaMismatch`` error rather than drop data. Every
+/// store also records the entity's ``EntitySchema`` when it is first opened
+/// and refuses, with the same error naming every difference, a record type
+/// whose declaration no longer matches what is stored (docs/SCHEMA.md).
 public protocol Record: Codable, Sendable {
     /// The type of the primary key.
     associatedtype PrimaryKey: PrimaryKeyValue

@@ -37,6 +37,9 @@ public struct StorageError: Error, Sendable, CustomStringConvertible {
         case translation
         /// Any other failure reported by the engine (the engine code says which).
         case engine
+        /// The store was closed (``Store/close()``): every call after it, through
+        /// the store or any of its storages, fails with this kind.
+        case closed
     }
 
     /// The storage operation that failed.
@@ -61,6 +64,10 @@ public struct StorageError: Error, Sendable, CustomStringConvertible {
     public var context: String?
     /// The error that caused this one (a `DecodingError`, a POSIX error), if any.
     public var underlying: (any Error)?
+    /// For a ``Kind/schemaMismatch`` between a store and a record type: every
+    /// difference, the same on every backend (also named in ``message``).
+    /// Empty for other errors.
+    public var schemaChanges: [SchemaChange] = []
 
     /// Creates an error.
     public init(

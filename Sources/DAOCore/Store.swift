@@ -21,11 +21,31 @@ public protocol Store: Sendable {
     /// line (e.g. `journal_mode=wal synchronous=FULL …`): what a benchmark
     /// report should name, rather than what was asked for.
     var settingsDescription: String { get }
+
+    /// Closes the store: waits for the calls in progress to finish, then
+    /// releases the engine's handles, memory maps and locks, so the same
+    /// location can be opened again, in this process or another.
+    ///
+    /// Every later call through the store or any storage it handed out throws
+    /// ``StorageError`` of kind ``StorageError/Kind/closed``. Closing a closed
+    /// store does nothing. Calls made from other threads while the store closes
+    /// either finish before it closes or fail with that error.
+    ///
+    /// - Throws: ``StorageError`` when the engine reports a failure while
+    ///   closing; the store is closed all the same.
+    func close() throws
 }
 
 extension Store {
     /// No settings to report.
     public var settingsDescription: String { "" }
+}
+
+extension StorageError {
+    /// The error of a call made after ``Store/close()``.
+    public static func closed(_ operation: Operation, entity: String? = nil, path: String?) -> StorageError {
+        StorageError(.closed, operation, entity: entity, path: path, message: "the store was closed")
+    }
 }
 
 /// A ``Storage`` whose adapter is chosen at run time: it forwards every call to

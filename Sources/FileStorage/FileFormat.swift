@@ -73,4 +73,8 @@ struct Manifest: Codable, Equatable {
     var format: FileFormat
     var generation: UInt64
     var documents: [String: String]
+    /// The schema of each entity the store holds, by entity name, in the form
+    /// of ``EntitySchema``; absent in stores written before schemas were
+    /// recorded. The place for a schema version and applied migrations too.
+    var schemas: [String: EntitySchema]?
 }

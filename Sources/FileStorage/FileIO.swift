@@ -1,5 +1,6 @@
 import DAOCore
 import Foundation
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -100,7 +101,8 @@ enum FileIO {
 /// ``FileStore``, so that two stores (in one process or two) never write the same
 /// directory at once.
 final class DirectoryLock: Sendable {
-    private let fd: Int32
+    /// The lock file's descriptor; -1 once released.
+    private let fd: Mutex<Int32>
 
     init(directory: URL) throws {
         let url = directory.appendingPathComponent("store.lock")
@@ -117,10 +119,19 @@ final class DirectoryLock: Sendable {
             errno = code
             throw FileIO.posixError(.open, url, "the lock file could not be locked")
         }
-        self.fd = fd
+        self.fd = Mutex(fd)
+    }
+
+    /// Releases the lock (closing the lock file releases it); does nothing
+    /// the second time.
+    func release() {
+        fd.withLock { fd in
+            if fd >= 0 { close(fd) }
+            fd = -1
+        }
     }
 
     deinit {
-        close(fd)
+        release()
     }
 }

@@ -71,14 +71,41 @@ public final class FileStore: Store {
     /// A storage for records of type `type`, loading its entity's document (and
     /// those of its owner and children) on first use.
     ///
+    /// The manifest records each entity's schema (``EntitySchema``), written
+    /// when the entity is first opened; a record type that differs from it is
+    /// refused before any document is read.
+    ///
     /// - Throws: ``StorageError`` when a document cannot be read or decoded, or
-    ///   the entity's declaration is invalid.
+    ///   the entity's declaration is invalid; ``StorageError/Kind/schemaMismatch``
+    ///   naming every difference when the schema recorded for the entity (or
+    ///   for its owners or children) differs from the declaration;
+    ///   ``StorageError/Kind/closed`` after ``close()``.
     public func storage<R: Record>(for type: R.Type) throws -> FileStorage<R> {
         try R.entity.validate()
         try state.withLock { state in
+            guard !state.isClosed else { throw StorageError.closed(.open, entity: R.entity.name, path: location.path) }
+            do {
+                try state.checkSchemas(of: R.self)
+            } catch let error as StorageError {
+                throw error.with(entity: R.entity.name, path: location.appendingPathComponent(Manifest.fileName).path)
+            }
             _ = try state.table(R.self)
         }
         return FileStorage(store: self)
+    }
+
+    /// Closes the store: ends its observations (``CommitBroadcaster/close()``),
+    /// waits for the call in progress, forgets the loaded documents and
+    /// releases the directory's lock, so the directory can be opened again.
+    /// Every commit is on disk already. Later calls through the store or its
+    /// storages throw ``StorageError/Kind/closed``; closing again does nothing.
+    public func close() {
+        commits.close()
+        state.withLock { state in
+            guard !state.isClosed else { return }
+            state.close()
+            lock.release()
+        }
     }
 
     public func anyStorage<R: Record>(for type: R.Type) throws -> AnyStorage<R> {
@@ -98,6 +125,7 @@ public final class FileStore: Store {
         _ operation: StorageError.Operation, _ entity: String, _ body: (StoreState) throws -> T
     ) throws -> T {
         try state.withLock { state in
+            guard !state.isClosed else { throw StorageError.closed(operation, entity: entity, path: location.path) }
             do {
                 return try body(state)
             } catch {
@@ -113,6 +141,7 @@ public final class FileStore: Store {
         _ operation: StorageError.Operation, _ entity: String, _ body: (StoreState) throws -> T
     ) throws -> T {
         try state.withLock { state in
+            guard !state.isClosed else { throw StorageError.closed(operation, entity: entity, path: location.path) }
             state.begin()
             do {
                 let result = try body(state)
@@ -183,12 +212,85 @@ final class StoreState: @unchecked Sendable {
     private(set) var manifest: Manifest
     private var tables: [String: any AnyTable] = [:]
     private var inTransaction = false
+    /// Set by ``close()``.
+    private(set) var isClosed = false
 
     init(directory: URL, format: FileFormat, durability: Durability, manifest: Manifest) {
         self.directory = directory
         self.coder = DocumentCoder(format: format)
         self.durability = durability
         self.manifest = manifest
+    }
+
+    /// Forgets the loaded tables; the store is closed.
+    func close() {
+        isClosed = true
+        tables.removeAll()
+    }
+
+    // MARK: Schemas
+
+    /// Checks the schemas the manifest records for the entities a storage for
+    /// `type` sets up against their declarations, then records those it does
+    /// not hold yet by replacing the manifest (atomically, as a commit does).
+    ///
+    /// - Throws: ``StorageError/Kind/schemaMismatch`` naming every difference;
+    ///   what writing the manifest throws.
+    func checkSchemas<R: Record>(of type: R.Type) throws {
+        try EntitySchema.checkTree(for: type) { manifest.schemas?[$0] }
+        let missing = EntitySchema.tree(for: type).filter { manifest.schemas?[$0.entity] == nil }
+        guard !missing.isEmpty else { return }
+        for schema in missing {
+            try checkUnrecordedDocument(of: schema)
+        }
+        var next = manifest
+        var schemas = next.schemas ?? [:]
+        for schema in missing { schemas[schema.entity] = schema }
+        next.schemas = schemas
+        try FileIO.replace(
+            directory.appendingPathComponent(Manifest.fileName), data: try JSONEncoder.manifest.encode(next),
+            sync: durability == .full, operation: .open)
+        manifest = next
+    }
+
+    /// For a store written before schemas were recorded: refuses a document
+    /// whose records hold keys that `schema` does not declare (a field the
+    /// record type dropped), which decoding would silently skip and the next
+    /// write would erase. Types cannot be told from a document, so only the
+    /// names are compared.
+    ///
+    /// - Throws: ``StorageError/Kind/schemaMismatch`` naming the keys;
+    ///   ``StorageError/Kind/corrupt`` when the document is not one.
+    private func checkUnrecordedDocument(of schema: EntitySchema) throws {
+        guard let name = manifest.documents[schema.entity] else { return }
+        let url = directory.appendingPathComponent(name)
+        let data = try FileIO.read(url, operation: .open)
+        let tree: Any
+        do {
+            switch coder.format {
+            case .json: tree = try JSONSerialization.jsonObject(with: data)
+            case .propertyList: tree = try PropertyListSerialization.propertyList(from: data, format: nil)
+            }
+        } catch {
+            throw StorageError(
+                .corrupt, .open, entity: schema.entity, path: url.path, message: "the document does not parse",
+                underlying: error)
+        }
+        guard let records = (tree as? [String: Any])?["records"] as? [[String: Any]] else {
+            throw StorageError(
+                .corrupt, .open, entity: schema.entity, path: url.path, message: "the document holds no list of records")
+        }
+        let declared = Set(schema.fields.map(\.name) + schema.relations.map(\.name))
+        var undeclared = Set<String>()
+        for record in records {
+            for key in record.keys where !declared.contains(key) { undeclared.insert(key) }
+        }
+        guard !undeclared.isEmpty else { return }
+        throw StorageError(
+            .schemaMismatch, .open, entity: schema.entity, path: url.path,
+            message: "the document, written before schemas were recorded, holds the field(s) "
+                + undeclared.sorted().map { "'\($0)'" }.joined(separator: ", ")
+                + " that the record type does not declare (a store is never changed to fit a record type; see docs/SCHEMA.md)")
     }
 
     // MARK: Tables

@@ -33,8 +33,8 @@ extension EntityTable {
 
     /// The record with primary key bytes `pk`, with its children.
     func read(pk: [UInt8], in txn: borrowing Transaction, codecs: Codecs) throws -> R? {
-        guard let key = try storageKey(of: pk, in: txn), let value = try txn.get(main, key) else { return nil }
-        return try decode(value, in: txn, codecs: codecs)
+        guard let key = try storageKey(of: pk, in: txn) else { return nil }
+        return try txn.withValue(main, key) { try decode($0, in: txn, codecs: codecs) }
     }
 
     /// The records stored under keys starting with `prefix`, in key order.
@@ -200,12 +200,12 @@ extension EntityTable {
             var records: [R] = []
             records.reserveCapacity(keys.count)
             for key in keys {
-                guard let value = try txn.get(main, key) else {
+                guard let record = try txn.withValue(main, key, { try decode($0, in: txn, codecs: codecs) }) else {
                     throw StorageError(
                         .corrupt, .read, entity: entity.name, path: environment.path,
                         message: "index '\(name)' names a record that is not stored")
                 }
-                records.append(try decode(value, in: txn, codecs: codecs))
+                records.append(record)
             }
             return records
         }

@@ -26,7 +26,8 @@ extension EntityTable {
         KeyCodec.append(untagged: encoder.value(at: 0), to: &pk)
         let key: [UInt8]
         var oldKey: [UInt8]?
-        var oldValue: UnsafeRawBufferPointer?
+        var existed = false
+        var oldIndexKeys: [[UInt8]] = []
         let link = self.link
         if let link {
             let parentValue = encoder.value(at: link.foreignKeyIndex)
@@ -35,7 +36,7 @@ extension EntityTable {
             var lookUnderParent = true
             switch parent {
             case .unknown:
-                guard try txn.get(link.parentById ?? link.parentMain, parentKey) != nil else {
+                guard try txn.contains(link.parentById ?? link.parentMain, parentKey) else {
                     throw StorageError(
                         .constraint, .persist, entity: entity.name, path: environment.path,
                         message: "its parent '\(link.parent)' with key \(parentValue) does not exist",
@@ -53,31 +54,26 @@ extension EntityTable {
             key = parentKey + pk
             // Usually an existing child is stored under this parent already: one
             // lookup. Otherwise the id lookup says whether it moves from another.
-            if lookUnderParent, let value = try txn.get(main, key) {
+            if lookUnderParent, let keys = try txn.withValue(main, key, { try indexKeys(of: $0, codecs) }) {
                 oldKey = key
-                oldValue = value
-            } else if let elsewhere = try txn.get(byId, pk) {
-                let storedKey = [UInt8](elsewhere)
+                existed = true
+                oldIndexKeys = keys
+            } else if let storedKey = try txn.copy(byId, pk) {
                 oldKey = storedKey
-                oldValue = try txn.get(main, storedKey)
+                if let keys = try txn.withValue(main, storedKey, { try indexKeys(of: $0, codecs) }) {
+                    existed = true
+                    oldIndexKeys = keys
+                }
             }
         } else {
             key = pk
             // The old value matters only for its index entries.
-            if !indexes.isEmpty, let value = try txn.get(main, key) {
+            if !indexes.isEmpty, let keys = try txn.withValue(main, key, { try indexKeys(of: $0, codecs) }) {
                 oldKey = key
-                oldValue = value
+                existed = true
+                oldIndexKeys = keys
             }
         }
-
-        var oldIndexKeys: [[UInt8]] = []
-        if let oldValue, !indexes.isEmpty {
-            // Read the old index keys before any write moves the page.
-            let decoder = codecs.decoder
-            try decoder.load(oldValue)
-            oldIndexKeys = try indexes.map { try indexKey($0, decoder.value(at:)) }
-        }
-        let existed = oldValue != nil
         let moved = existed && oldKey != key
         if moved, let oldKey { try txn.delete(main, oldKey) }
         try txn.put(main, key, encoder.bytes)
@@ -102,17 +98,22 @@ extension EntityTable {
         }
     }
 
+    /// The index keys of the stored value `value` (none when the entity has no
+    /// index), read while the transaction lends the value: the buffer is gone
+    /// once a write moves its page.
+    @inline(__always)
+    func indexKeys(of value: UnsafeRawBufferPointer, _ codecs: Codecs) throws -> [[UInt8]] {
+        guard !indexes.isEmpty else { return [] }
+        let decoder = codecs.decoder
+        try decoder.load(value)
+        return try indexes.map { try indexKey($0, decoder.value(at:)) }
+    }
+
     /// Erases the record stored under `key` (whose primary key bytes are `pk`)
     /// with its index entries and children. Returns whether there was one.
     @discardableResult
     func erase(storageKey key: [UInt8], pk: [UInt8], in txn: borrowing Transaction, codecs: Codecs) throws -> Bool {
-        guard let value = try txn.get(main, key) else { return false }
-        var indexKeys: [[UInt8]] = []
-        if !indexes.isEmpty {
-            let decoder = codecs.decoder
-            try decoder.load(value)
-            indexKeys = try indexes.map { try indexKey($0, decoder.value(at:)) }
-        }
+        guard let indexKeys = try txn.withValue(main, key, { try indexKeys(of: $0, codecs) }) else { return false }
         try txn.delete(main, key)
         for position in indexes.indices {
             try txn.delete(indexes[position].dbi, indexKeys[position], value: key)

@@ -100,7 +100,7 @@ final class EntityTable<R: Record>: Sendable {
     private static func storedLink(of entity: Entity<R>, environment: LMDBEnvironment) throws -> ParentLink? {
         guard let links = try environment.database(linksDatabase) else { return nil }
         let stored: String? = try environment.read(.open) { txn in
-            try txn.get(links, Array(entity.name.utf8)).map { String(decoding: $0, as: UTF8.self) }
+            try txn.withValue(links, Array(entity.name.utf8)) { String(decoding: $0, as: UTF8.self) }
         }
         guard let stored else { return nil }
         let parts = stored.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
@@ -111,7 +111,7 @@ final class EntityTable<R: Record>: Sendable {
         }
         let parentMain = try environment.requireDatabase(parts[0])
         let grandparent: String? = try environment.read(.open) { txn in
-            try txn.get(links, Array(parts[0].utf8)).map { String(decoding: $0, as: UTF8.self) }
+            try txn.withValue(links, Array(parts[0].utf8)) { String(decoding: $0, as: UTF8.self) }
         }
         let parentById = grandparent == nil ? nil : try environment.requireDatabase(parts[0] + "#id")
         return ParentLink(parent: parts[0], foreignKeyIndex: foreignKey, parentMain: parentMain, parentById: parentById)
@@ -141,9 +141,9 @@ final class EntityTable<R: Record>: Sendable {
     /// The storage key of the record with primary key bytes `pk`, if it is stored.
     func storageKey(of pk: [UInt8], in txn: borrowing Transaction) throws -> [UInt8]? {
         if link != nil {
-            return try txn.get(byId, pk).map { [UInt8]($0) }
+            return try txn.copy(byId, pk)
         }
-        return try txn.get(main, pk) == nil ? nil : pk
+        return try txn.contains(main, pk) ? pk : nil
     }
 }
 

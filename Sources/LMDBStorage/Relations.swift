@@ -95,7 +95,7 @@ extension ToManyRelation {
         let childMain = try environment.requireDatabase(childEntity.name)
         let recorded: String? = try links.flatMap { links in
             try environment.read(.open) { txn in
-                try txn.get(links, Array(childEntity.name.utf8)).map { String(decoding: $0, as: UTF8.self) }
+                try txn.withValue(links, Array(childEntity.name.utf8)) { String(decoding: $0, as: UTF8.self) }
             }
         }
         if let recorded, recorded != stored {

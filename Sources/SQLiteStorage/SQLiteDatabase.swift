@@ -108,7 +108,7 @@ public final class SQLiteDatabase: Store, Sendable {
         }
         writer = LockedConnection(connection)
         commits.setVersionSource { [writer, filePath] in
-            try writer.withLock { connection in
+            try writer.withLock(.read) { connection in
                 // https://sqlite.org/pragma.html#pragma_data_version
                 let statement = try connection.statement("PRAGMA data_version")
                 defer { statement.reset() }
@@ -123,26 +123,49 @@ public final class SQLiteDatabase: Store, Sendable {
     /// The storage for records of type `type`, creating its tables and indexes
     /// (and its relations' child tables) when missing.
     ///
+    /// The stored schema is first read in a read transaction, which in WAL mode
+    /// never waits for a writer: opening a store whose tables exist does not
+    /// wait behind another connection's or process's write. Only when something
+    /// is missing does it take the write lock (`BEGIN IMMEDIATE`) to create it.
+    ///
     /// - Throws: ``StorageError/Kind/schemaMismatch`` when the record's
-    ///   declaration is invalid or the existing tables differ from it.
+    ///   declaration is invalid or differs from the schema stored for it (the
+    ///   error's ``StorageError/schemaChanges`` name every difference), before
+    ///   any row is read or written; ``StorageError/Kind/closed`` after ``close()``.
     public func storage<R: Record>(for type: R.Type) throws -> SQLiteStorage<R> {
         let table = Table(R.entity)
-        try withConnection(.open, entity: R.entity.name) { connection in
-            try connection.transaction(immediate: true) {
-                // A child entity's owner is set up first, so the child's table
-                // is created with its foreign key to the owner's table.
-                if let owner = R.entity.owner {
-                    try ensureSchema(of: owner, connection, below: [R.entity.name])
+        let isUpToDate = try withReader(.open, entity: R.entity.name) { connection in
+            try connection.transaction(immediate: false) {
+                let session = try SchemaSession(connection, mode: .check)
+                // Every entity's recorded schema first, in the order every
+                // backend checks them, so the first difference reported is the same.
+                try EntitySchema.checkTree(for: R.self) { try session.storedSchema(of: $0) }
+                try setUpSchema(table, session)
+                return !session.needsWrite
+            }
+        }
+        if !isUpToDate {
+            try withConnection(.open, entity: R.entity.name) { connection in
+                try connection.transaction(immediate: true) {
+                    try setUpSchema(table, SchemaSession(connection, mode: .create))
                 }
-                try table.ensureSchema(connection, foreignKey: nil)
             }
         }
         return SQLiteStorage(database: self, table: table)
     }
 
+    /// Checks (and in `create` mode creates) the tables of `table`'s entity,
+    /// its owners' first, so a child's table gets its foreign key to its owner.
+    private func setUpSchema<R: Record>(_ table: Table<R>, _ session: SchemaSession) throws {
+        if let owner = R.entity.owner {
+            try ensureSchema(of: owner, session, below: [R.entity.name])
+        }
+        try table.ensureSchema(session, foreignKey: nil)
+    }
+
     /// Sets up `owner`'s tables, its own owners' first. `owned` are the entities
     /// already on the way up, to stop at an ownership loop.
-    private func ensureSchema<O: Record>(of owner: O.Type, _ connection: Connection, below owned: [String]) throws {
+    private func ensureSchema<O: Record>(of owner: O.Type, _ session: SchemaSession, below owned: [String]) throws {
         let name = O.entity.name
         guard !owned.contains(name) else {
             throw StorageError(
@@ -150,9 +173,29 @@ public final class SQLiteDatabase: Store, Sendable {
                 message: "the owners of '\(name)' lead back to it through \((owned.reversed() + [name]).joined(separator: " → "))")
         }
         if let grandOwner = O.entity.owner {
-            try ensureSchema(of: grandOwner, connection, below: owned + [name])
+            try ensureSchema(of: grandOwner, session, below: owned + [name])
         }
-        try Table(O.entity).ensureSchema(connection, foreignKey: nil)
+        try Table(O.entity).ensureSchema(session, foreignKey: nil)
+    }
+
+    /// Closes the database: ends its observations (``CommitBroadcaster/close()``),
+    /// waits for the calls in progress, then closes the writer and every reader
+    /// connection. Later calls through the database or its storages throw
+    /// ``StorageError/Kind/closed``; closing again does nothing.
+    ///
+    /// - Throws: ``StorageError`` when SQLite reports a failure closing a
+    ///   connection; every connection is closed all the same.
+    public func close() throws {
+        commits.close()
+        var failure: StorageError?
+        for connection in [writer] + readers {
+            do {
+                try connection.close()
+            } catch let error as StorageError {
+                failure = failure ?? error.with(operation: .close, path: path)
+            }
+        }
+        if let failure { throw failure }
     }
 
     /// The same storage as ``storage(for:)``, type-erased.
@@ -166,7 +209,7 @@ public final class SQLiteDatabase: Store, Sendable {
     func withConnection<T>(
         _ operation: StorageError.Operation, entity: String, _ body: (Connection) throws -> T
     ) throws -> T {
-        try completingErrors(operation, entity: entity) { try writer.withLock(body) }
+        try completingErrors(operation, entity: entity) { try writer.withLock(operation, body) }
     }
 
     /// Runs the read-only `body` on a free reader connection (waiting for one
@@ -177,9 +220,9 @@ public final class SQLiteDatabase: Store, Sendable {
         try completingErrors(operation, entity: entity) {
             for reader in readers where reader.tryLock() {
                 defer { reader.unlock() }
-                return try reader.use(body)
+                return try reader.use(operation, body)
             }
-            return try readers[Int.random(in: 0..<readers.count)].withLock(body)
+            return try readers[Int.random(in: 0..<readers.count)].withLock(operation, body)
         }
     }
 
@@ -203,33 +246,51 @@ public final class SQLiteDatabase: Store, Sendable {
     }
 }
 
-/// A connection behind a lock.
+/// A connection behind a lock, until it is closed.
 ///
 /// `@unchecked Sendable` is safe because the connection (not `Sendable` itself)
-/// is reached only through ``withLock(_:)``, which holds the lock for the whole
-/// use, or through ``use(_:)`` between a successful ``tryLock()`` and its
-/// ``unlock()``, so one thread at a time works with it and its statements.
+/// is reached only through ``withLock(_:_:)``, which holds the lock for the
+/// whole use, or through ``use(_:_:)`` between a successful ``tryLock()`` and
+/// its ``unlock()``, so one thread at a time works with it and its statements;
+/// ``close()`` takes the same lock, so it waits for the use in progress and
+/// every later use finds no connection.
 final class LockedConnection: @unchecked Sendable {
     private let lock = NSLock()
-    private let connection: Connection
+    private var connection: Connection?
 
     init(_ connection: Connection) {
         self.connection = connection
     }
 
-    func withLock<T>(_ body: (Connection) throws -> T) rethrows -> T {
+    /// Runs `body` with the connection, holding the lock.
+    /// - Throws: ``StorageError/Kind/closed`` after ``close()``, or what `body` throws.
+    func withLock<T>(_ operation: StorageError.Operation, _ body: (Connection) throws -> T) throws -> T {
         lock.lock()
         defer { lock.unlock() }
-        return try body(connection)
+        return try use(operation, body)
     }
 
     /// Takes the lock if it is free; a `true` answer must be followed by
-    /// ``use(_:)`` calls and one ``unlock()``.
+    /// ``use(_:_:)`` calls and one ``unlock()``.
     func tryLock() -> Bool { lock.try() }
 
     /// Runs `body` with the connection; the caller holds the lock (``tryLock()``).
-    func use<T>(_ body: (Connection) throws -> T) rethrows -> T { try body(connection) }
+    /// - Throws: ``StorageError/Kind/closed`` after ``close()``, or what `body` throws.
+    func use<T>(_ operation: StorageError.Operation, _ body: (Connection) throws -> T) throws -> T {
+        guard let connection else { throw StorageError.closed(operation, path: nil) }
+        return try body(connection)
+    }
 
     /// Releases the lock taken by ``tryLock()``.
     func unlock() { lock.unlock() }
+
+    /// Waits for the use in progress, then closes the connection. Does nothing
+    /// when it is closed already.
+    func close() throws {
+        lock.lock()
+        defer { lock.unlock() }
+        guard let connection else { return }
+        self.connection = nil
+        try connection.close()
+    }
 }

@@ -41,19 +41,26 @@ extension Table {
         return "CREATE TABLE \(quoted(tableName)) (\(definitions.joined(separator: ", ")))"
     }
 
-    /// Creates the table, its indexes and its relations' child tables when they
-    /// are missing, and checks existing ones against the declaration. Runs inside
-    /// the caller's transaction.
+    /// Checks the table, its indexes and its relations' child tables against
+    /// the declaration and, in ``SchemaSession/Mode/create`` mode, creates
+    /// what is missing and records the entity's schema. Runs inside the
+    /// caller's transaction. In ``SchemaSession/Mode/check`` mode nothing is
+    /// written: the session notes instead that a write is needed.
+    ///
+    /// The schema recorded in the metadata table is compared first, so a
+    /// changed record type is refused before any row is read or written, with
+    /// the same error on every backend. A table created before schemas were
+    /// recorded is checked by its columns and its schema recorded then.
     ///
     /// A child table first created through its own storage has no foreign key
     /// yet; when its parent's storage is opened, the table is rebuilt with it
     /// (SQLite cannot add a foreign key in place), which fails with
     /// ``StorageError/Kind/constraint`` if a stored child has no parent.
     ///
-    /// - Throws: ``StorageError/Kind/schemaMismatch`` when an existing table's
-    ///   columns differ from the entity's fields, or when the entity's relations
-    ///   loop back to it.
-    func ensureSchema(_ connection: Connection, foreignKey: ForeignKey?) throws {
+    /// - Throws: ``StorageError/Kind/schemaMismatch`` when the stored schema or
+    ///   an existing table's columns differ from the entity's declaration, or
+    ///   when the entity's relations loop back to it.
+    func ensureSchema(_ session: SchemaSession, foreignKey: ForeignKey?) throws {
         // Checked before `validate()`, which itself recurses into the children's
         // declarations and would not come back from a loop.
         if let cycle {
@@ -62,29 +69,43 @@ extension Table {
                 message: "'\(entity.name)' cannot be stored in SQLite: \(cycle)")
         }
         try entity.validate()
+        if entity.name == SchemaSession.metadataTable {
+            throw StorageError(
+                .schemaMismatch, .open, entity: entity.name,
+                message: "the name '\(entity.name)' is reserved for the store's metadata table")
+        }
+        let connection = session.connection
+        let declared = EntitySchema(entity)
+        let stored = try session.storedSchema(of: entity.name)
+        if let stored { try declared.check(against: stored) }
         let existing = try columns(of: name, connection)
         if existing.isEmpty {
-            try connection.execute(createTableSQL(named: name, foreignKey: foreignKey))
+            try session.execute(createTableSQL(named: name, foreignKey: foreignKey))
         } else {
             try check(existing)
             if let foreignKey, try !hasForeignKey(foreignKey, connection) {
-                try rebuild(with: foreignKey, connection)
+                try session.write { try rebuild(with: foreignKey, connection) }
             }
         }
-        for index in entity.indexes {
+        if stored == nil {
+            try session.record(declared)
+        }
+        for index in entity.indexes where try !session.hasIndex(index.name) {
             let columns = index.fields.map(quoted).joined(separator: ", ")
-            try connection.execute("CREATE INDEX IF NOT EXISTS \(quoted(index.name)) ON \(quoted(name)) (\(columns))")
+            try session.execute("CREATE INDEX IF NOT EXISTS \(quoted(index.name)) ON \(quoted(name)) (\(columns))")
         }
         // SQLite looks children up by their foreign key on every parent delete
         // (ON DELETE CASCADE) and this adapter reads them by it: make sure an
         // index leads with it.
         if let foreignKey, !entity.indexes.contains(where: { $0.fields.first == foreignKey.column }) {
-            try connection.execute(
-                "CREATE INDEX IF NOT EXISTS \(quoted("\(name)_by_\(foreignKey.column)")) ON \(quoted(name)) (\(quoted(foreignKey.column)))"
-            )
+            let indexName = "\(name)_by_\(foreignKey.column)"
+            if try !session.hasIndex(indexName) {
+                try session.execute(
+                    "CREATE INDEX IF NOT EXISTS \(quoted(indexName)) ON \(quoted(name)) (\(quoted(foreignKey.column)))")
+            }
         }
         for link in links {
-            try link.ensureSchema(connection)
+            try link.ensureSchema(session)
         }
     }
 
@@ -142,5 +163,92 @@ extension Table {
         try connection.execute("INSERT INTO \(quoted(temporary)) (\(selectList)) SELECT \(selectList) FROM \(quoted(name))")
         try connection.execute("DROP TABLE \(quoted(name))")
         try connection.execute("ALTER TABLE \(quoted(temporary)) RENAME TO \(quoted(name))")
+    }
+}
+
+/// One pass over the schema of a storage's tables, inside one transaction.
+///
+/// In `check` mode (a deferred read transaction, which never waits for a
+/// writer in WAL mode) it only reads, and notes in ``needsWrite`` what it
+/// would have to create; in `create` mode (under the write lock) it creates
+/// it. ``SQLiteDatabase/storage(for:)`` runs `check` first and `create` only
+/// when something is missing, so opening an existing store never waits
+/// behind another process's write.
+///
+/// The metadata table `_dao_metadata (key TEXT PRIMARY KEY, value BLOB)` holds
+/// each entity's schema under ``StoreMetadataKey/schema(_:)``, in the form
+/// ``EntitySchema/encoded()`` writes; it is where a schema version and the
+/// applied migrations are to be recorded too.
+final class SchemaSession {
+    enum Mode { case check, create }
+
+    /// The name of the metadata table.
+    static let metadataTable = "_dao_metadata"
+
+    let connection: Connection
+    let mode: Mode
+    /// Set in `check` mode when something would have to be created or recorded.
+    private(set) var needsWrite = false
+    private var hasMetadataTable: Bool
+
+    init(_ connection: Connection, mode: Mode) throws {
+        self.connection = connection
+        self.mode = mode
+        hasMetadataTable = try Self.exists(table: Self.metadataTable, connection)
+        if !hasMetadataTable {
+            try execute(
+                "CREATE TABLE IF NOT EXISTS \(quoted(Self.metadataTable)) (key TEXT NOT NULL PRIMARY KEY, value BLOB NOT NULL) WITHOUT ROWID"
+            )
+            hasMetadataTable = mode == .create
+        }
+    }
+
+    /// Runs the DDL `sql` in `create` mode; notes that it is needed in `check` mode.
+    func execute(_ sql: String) throws {
+        try write { try connection.execute(sql) }
+    }
+
+    /// Runs `body` in `create` mode; notes that a write is needed in `check` mode.
+    func write(_ body: () throws -> Void) throws {
+        switch mode {
+        case .create: try body()
+        case .check: needsWrite = true
+        }
+    }
+
+    /// The schema recorded for `entity`, if any.
+    func storedSchema(of entity: String) throws -> EntitySchema? {
+        guard hasMetadataTable else { return nil }
+        let statement = try connection.statement("SELECT value FROM \(quoted(Self.metadataTable)) WHERE key = ?1")
+        defer { statement.reset() }
+        try statement.bind(StoreMetadataKey.schema(entity), at: 1)
+        guard try statement.step(), let bytes = statement.blob(0) else { return nil }
+        return try EntitySchema.decode(bytes, entity: entity)
+    }
+
+    /// Records `schema` as the entity's stored schema.
+    func record(_ schema: EntitySchema) throws {
+        try write {
+            let statement = try connection.statement(
+                "INSERT OR REPLACE INTO \(quoted(Self.metadataTable)) (key, value) VALUES (?1, ?2)")
+            try statement.bind(StoreMetadataKey.schema(schema.entity), at: 1)
+            try schema.encoded().withUnsafeBytes { try statement.bind(blob: $0, at: 2) }
+            try statement.run()
+        }
+    }
+
+    /// Whether the index `name` exists.
+    func hasIndex(_ name: String) throws -> Bool {
+        let statement = try connection.statement("SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = ?1")
+        defer { statement.reset() }
+        try statement.bind(name, at: 1)
+        return try statement.step()
+    }
+
+    private static func exists(table: String, _ connection: Connection) throws -> Bool {
+        let statement = try connection.statement("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1")
+        defer { statement.reset() }
+        try statement.bind(table, at: 1)
+        return try statement.step()
     }
 }

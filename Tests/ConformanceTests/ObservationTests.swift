@@ -321,7 +321,7 @@ struct ObservationTests {
         withExtendedLifetime(directory) {}
     }
 
-    @Test("closing the broadcaster (the store's close hook) ends every observation", arguments: allBackends)
+    @Test("closing the store ends every observation", arguments: allBackends)
     func closeEnds(backend: Backend) async throws {
         try await withAsyncStore(backend) { store, _ in
             let boards = DAO(storage: try store.anyStorage(for: BoardRecord.self), translator: Same<BoardRecord>())
@@ -329,7 +329,7 @@ struct ObservationTests {
             let iterator = boards.observe().makeAsyncIterator()
             #expect(try await nextSnapshot(iterator)?.isInitial == true)
             let waiting = Task { try await nextSnapshot(iterator) }
-            commits.close()
+            try store.close()
             #expect(try await waiting.value == nil)
             #expect(commits.activeObservers == 0)
             // An observation started after the close ends at once.

@@ -113,7 +113,7 @@ struct BadInputTests {
             try dialogs.persist(records)
             let messageKey = KeyCodec.encode(primaryKey: Int64(1)) + KeyCodec.encode(primaryKey: Int64(1))
             let stored: [UInt8] = try env.read(.read) { txn in
-                try txn.get(messages.table.main, messageKey).map { [UInt8]($0) } ?? []
+                try txn.copy(messages.table.main, messageKey) ?? []
             }
             #expect(stored.first == ValueSchema.formatVersion)
 

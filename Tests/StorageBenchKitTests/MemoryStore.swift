@@ -25,6 +25,9 @@ final class MemoryStore: Store, @unchecked Sendable {
         throw StorageError(.schemaMismatch, .open, entity: R.entity.name, message: "the memory store holds dialogs only")
     }
 
+    /// Nothing to release: the records live as long as the store.
+    func close() {}
+
     func withDialogs<T>(_ body: (inout [Int64: DialogRecord]) throws -> T) rethrows -> T {
         lock.lock()
         defer { lock.unlock() }

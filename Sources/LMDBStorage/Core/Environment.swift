@@ -19,17 +19,25 @@ import Foundation
 /// retried, transparently.
 ///
 /// LMDB forbids opening the same environment twice in one process at the same
-/// time: a second ``init(directory:durability:mapSize:readOnly:)`` for a path that
-/// is still open in this process throws ``StorageError/Kind/busy``. The
-/// environment closes when the last reference to it (it and its storages) goes.
+/// time: a second ``init(directory:durability:mapSize:readOnly:)`` for an
+/// environment that is still open in this process (by any path to it: the
+/// directory or file is identified by device and inode, so a symbolic link or
+/// a second hard link is the same environment) throws
+/// ``StorageError/Kind/busy``. The environment closes at ``close()``, or when
+/// the last reference to it (it and its storages) goes.
+///
+/// When another process grows the map, this one adopts the new size before
+/// its next transaction (`MDB_MAP_RESIZED`), on the read, write and open paths.
 /// See <http://www.lmdb.tech/doc/group__mdb.html>.
 public final class LMDBEnvironment: Store, @unchecked Sendable {
     // Unchecked Sendable: the environment handle is used only as LMDB allows
     // across threads with MDB_NOTLS (any thread may run any transaction); write
     // transactions are serialized by `writeLock`; the map is resized only while
-    // `resizeLock` is held exclusively, which no read transaction overlaps; the
-    // database-handle cache is guarded by `handleLock`. The remaining stored
-    // properties are immutable.
+    // `resizeLock` is held exclusively together with `writeLock`, which no read
+    // or write transaction overlaps; `isClosed` is set (and the handle closed)
+    // only with both held, and read with either held; the database-handle
+    // cache is guarded by `handleLock`. The remaining stored properties are
+    // immutable.
 
     /// Where the environment lives: its directory (or its file, when a single
     /// file was given).
@@ -50,6 +58,9 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
     private let resizeLock: UnsafeMutablePointer<pthread_rwlock_t>
     private var handles: [String: MDB_dbi] = [:]
     private var parentLinks: [String: ParentLink] = [:]
+    private var isClosed = false
+    /// The environment's identity in the registry of open environments.
+    private let identity: FileIdentity
 
     /// The most databases one environment holds (entities, indexes, lookups).
     static let maxDatabases: UInt32 = 256
@@ -71,7 +82,8 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
     /// - Throws: ``StorageError``: ``StorageError/Kind/corrupt`` when the file is
     ///   not an LMDB environment (`MDB_INVALID`, `MDB_VERSION_MISMATCH`),
     ///   ``StorageError/Kind/io`` when the directory cannot be created or opened,
-    ///   ``StorageError/Kind/busy`` when this process has it open already.
+    ///   ``StorageError/Kind/busy`` when this process has it open already
+    ///   (through any path).
     public init(
         directory: URL, durability: Durability = .full, mapSize: Int = LMDBEnvironment.defaultMapSize,
         readOnly: Bool = false
@@ -103,16 +115,18 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
         let canonical = directory.standardizedFileURL
         self.location = canonical
         self.path = canonical.path
-        guard openPaths.insert(path) else {
+        let identity = try FileIdentity(path: path)
+        self.identity = identity
+        guard openEnvironments.insert(identity) else {
             throw StorageError(
                 .busy, .open, path: path,
-                message: "this environment is already open in this process; LMDB allows one open environment per file and process, close (release) the other one first")
+                message: "this environment is already open in this process (through this or another path); LMDB allows one open environment per file and process, close the other one first")
         }
 
         var env: OpaquePointer?
         var code = mdb_env_create(&env)
         guard code == MDB_SUCCESS, let env else {
-            openPaths.remove(path)
+            openEnvironments.remove(identity)
             throw LMDBError.error(code, .open, path: path, call: "mdb_env_create")
         }
         do {
@@ -126,7 +140,7 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
             try LMDBError.check(code, .open, path: path, call: "mdb_env_open")
         } catch {
             mdb_env_close(env)
-            openPaths.remove(path)
+            openEnvironments.remove(identity)
             throw error
         }
         let resizeLock = UnsafeMutablePointer<pthread_rwlock_t>.allocate(capacity: 1)
@@ -144,7 +158,7 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
         guard code == 0 else {
             resizeLock.deallocate()
             mdb_env_close(env)
-            openPaths.remove(path)
+            openEnvironments.remove(identity)
             throw LMDBError.error(code, .open, path: path, call: "pthread_rwlock_init")
         }
         self.handle = env
@@ -158,19 +172,48 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
     }
 
     deinit {
-        mdb_env_close(handle)
+        if !isClosed {
+            mdb_env_close(handle)
+            openEnvironments.remove(identity)
+        }
         pthread_rwlock_destroy(resizeLock)
         resizeLock.deallocate()
-        openPaths.remove(path)
+    }
+
+    /// Closes the environment: ends its observations
+    /// (``CommitBroadcaster/close()``), waits for the transactions in progress
+    /// to end, then closes LMDB's handle (`mdb_env_close`), which unmaps the
+    /// file and releases its locks, so the environment can be opened again.
+    /// Later calls through the environment or its storages throw
+    /// ``StorageError/Kind/closed``; closing again does nothing.
+    public func close() {
+        commits.close()
+        writeLock.lock()
+        defer { writeLock.unlock() }
+        pthread_rwlock_wrlock(resizeLock)
+        defer { pthread_rwlock_unlock(resizeLock) }
+        guard !isClosed else { return }
+        isClosed = true
+        mdb_env_close(handle)
+        openEnvironments.remove(identity)
     }
 
     /// A storage for records of type `type`, creating its databases on first use.
     ///
     /// - Throws: ``StorageError``: ``StorageError/Kind/schemaMismatch`` for an
     ///   entity declaration that cannot be stored, ``StorageError/Kind/readOnly``
-    ///   when its databases do not exist yet in a read-only environment.
+    ///   when its databases do not exist yet in a read-only environment,
+    ///   ``StorageError/Kind/schemaMismatch`` naming every difference when the
+    ///   schema recorded for the entity (or an entity its storage sets up: its
+    ///   owners and children) differs from the declaration, checked before any
+    ///   record is read or written; ``StorageError/Kind/closed`` after ``close()``.
     public func storage<R: Record>(for type: R.Type) throws -> LMDBStorage<R> {
-        try LMDBStorage(environment: self)
+        do {
+            try checkSchemas(of: R.self)
+        } catch let error as StorageError {
+            throw error.with(operation: .open, entity: R.entity.name, path: path)
+        }
+        return try LMDBStorage(environment: self)
     }
 
     /// The same as ``storage(for:)``, type-erased.
@@ -179,8 +222,11 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
     }
 
     /// The environment's flags as LMDB reports them, and the map size, e.g.
-    /// `flags=NOTLS,NOSYNC mapsize=1073741824 lmdb=0.9.24`.
+    /// `flags=NOTLS,NOSYNC mapsize=1073741824 lmdb=0.9.24`; `closed` after ``close()``.
     public var settingsDescription: String {
+        pthread_rwlock_rdlock(resizeLock)
+        defer { pthread_rwlock_unlock(resizeLock) }
+        if isClosed { return "closed" }
         var flags: UInt32 = 0
         let known: [(UInt32, String)] = [
             (UInt32(MDB_NOSUBDIR), "NOSUBDIR"), (UInt32(MDB_NOSYNC), "NOSYNC"), (UInt32(MDB_RDONLY), "RDONLY"),
@@ -195,13 +241,36 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
         } else {
             names = "unknown"
         }
-        return "flags=\(names) mapsize=\(mapSize) lmdb=\(String(cString: mdb_version(nil, nil, nil)))"
+        let size: String
+        do {
+            size = String(try currentMapSize(.open))
+        } catch {
+            size = "unknown (\(error))"
+        }
+        return "flags=\(names) mapsize=\(size) lmdb=\(String(cString: mdb_version(nil, nil, nil)))"
     }
 
     /// The current size of the memory map in bytes.
+    ///
+    /// - Throws: ``StorageError/Kind/closed`` after ``close()``, or what
+    ///   `mdb_env_info` reports.
     public var mapSize: Int {
+        get throws {
+            pthread_rwlock_rdlock(resizeLock)
+            defer { pthread_rwlock_unlock(resizeLock) }
+            guard !isClosed else { throw StorageError.closed(.read, path: path) }
+            return try currentMapSize(.read)
+        }
+    }
+
+    /// The map size LMDB reports; the caller holds `resizeLock` and has
+    /// checked that the environment is open.
+    private func currentMapSize(_ operation: StorageError.Operation) throws -> Int {
         var info = MDB_envinfo()
-        guard mdb_env_info(handle, &info) == MDB_SUCCESS else { return 0 }
+        try LMDBError.check(mdb_env_info(handle, &info), operation, path: path, call: "mdb_env_info")
+        guard info.me_mapsize > 0 else {
+            throw StorageError(.engine, operation, path: path, message: "mdb_env_info reported a map size of 0")
+        }
         return info.me_mapsize
     }
 
@@ -210,6 +279,7 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
     func lastTransactionId() throws -> UInt64 {
         pthread_rwlock_rdlock(resizeLock)
         defer { pthread_rwlock_unlock(resizeLock) }
+        guard !isClosed else { throw StorageError.closed(.read, path: path) }
         var info = MDB_envinfo()
         try LMDBError.check(mdb_env_info(handle, &info), .read, path: path, call: "mdb_env_info")
         return UInt64(info.me_last_txnid)
@@ -219,14 +289,23 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
 
     /// Runs `body` in a read-only transaction, which ends (is aborted) when
     /// `body` returns or throws. Values read are valid only inside `body`.
+    ///
+    /// - Throws: ``StorageError/Kind/closed`` after ``close()``, or what
+    ///   `body` throws.
     func read<T>(_ operation: StorageError.Operation, _ body: (borrowing Transaction) throws -> T) throws -> T {
         while true {
             pthread_rwlock_rdlock(resizeLock)
+            if isClosed {
+                pthread_rwlock_unlock(resizeLock)
+                throw StorageError.closed(operation, path: path)
+            }
             var txn: OpaquePointer?
             let code = mdb_txn_begin(handle, nil, UInt32(MDB_RDONLY), &txn)
             if code == MDB_MAP_RESIZED {
                 // Another process grew the map: adopt its size, then retry.
                 pthread_rwlock_unlock(resizeLock)
+                writeLock.lock()
+                defer { writeLock.unlock() }
                 try adoptGrownMap(operation)
                 continue
             }
@@ -234,9 +313,17 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
             guard code == MDB_SUCCESS, let txn else {
                 throw LMDBError.error(code, operation, path: path, call: "mdb_txn_begin")
             }
-            let transaction = Transaction(txn, environment: self, operation: operation)
-            return try body(transaction)
+            // The transaction ends inside `run`, before the lock is released.
+            return try Self.run(Transaction(txn, environment: self, operation: operation), body)
         }
+    }
+
+    /// Calls `body` with `transaction`, which ends (aborts unless committed)
+    /// when this returns.
+    private static func run<T>(
+        _ transaction: consuming Transaction, _ body: (borrowing Transaction) throws -> T
+    ) throws -> T {
+        try body(transaction)
     }
 
     /// Runs `body` in a write transaction and commits it when `body` returns; a
@@ -244,8 +331,9 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
     /// When the map is full the transaction is aborted, the map doubled and
     /// `body` run again, so `body` must do nothing but transaction work.
     ///
-    /// - Throws: ``StorageError/Kind/readOnly`` in a read-only environment, or
-    ///   what `body` and the commit throw.
+    /// - Throws: ``StorageError/Kind/readOnly`` in a read-only environment,
+    ///   ``StorageError/Kind/closed`` after ``close()``, or what `body` and the
+    ///   commit throw.
     func write<T>(_ operation: StorageError.Operation, _ body: (borrowing Transaction) throws -> T) throws -> T {
         if isReadOnly {
             throw StorageError(
@@ -254,6 +342,7 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
         }
         writeLock.lock()
         defer { writeLock.unlock() }
+        guard !isClosed else { throw StorageError.closed(operation, path: path) }
         while true {
             do {
                 return try attemptWrite(operation, body)
@@ -280,21 +369,36 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
     }
 
     /// Doubles the map. Called with the write lock held and no write
-    /// transaction open; waits until no read transaction is open.
+    /// transaction open; waits until no read transaction is open, so no
+    /// transaction of this process is active while the size changes, as
+    /// `mdb_env_set_mapsize` requires.
+    ///
+    /// - Throws: ``StorageError/Kind/full`` when the map cannot grow further,
+    ///   or what LMDB reports; never returns without the map having grown.
     private func grow(_ operation: StorageError.Operation) throws {
         pthread_rwlock_wrlock(resizeLock)
         defer { pthread_rwlock_unlock(resizeLock) }
-        let current = mapSize
+        let current = try currentMapSize(operation)
         guard current < Int.max / 4 else {
             throw StorageError(.full, operation, path: path, engineCode: MDB_MAP_FULL, message: "the map cannot grow further")
         }
         try LMDBError.check(mdb_env_set_mapsize(handle, current * 2), operation, path: path, call: "mdb_env_set_mapsize")
+        let grown = try currentMapSize(operation)
+        guard grown > current else {
+            throw StorageError(
+                .full, operation, path: path, engineCode: MDB_MAP_FULL,
+                message: "the map did not grow beyond \(current) bytes")
+        }
     }
 
     /// Adopts the map size another process set (after `MDB_MAP_RESIZED`).
+    /// Called with the write lock held and no transaction of this process open
+    /// (it waits for the read transactions to end), as `mdb_env_set_mapsize`
+    /// requires.
     private func adoptGrownMap(_ operation: StorageError.Operation) throws {
         pthread_rwlock_wrlock(resizeLock)
         defer { pthread_rwlock_unlock(resizeLock) }
+        guard !isClosed else { throw StorageError.closed(operation, path: path) }
         try LMDBError.check(mdb_env_set_mapsize(handle, 0), operation, path: path, call: "mdb_env_set_mapsize")
     }
 
@@ -314,6 +418,7 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
         // opened under the write lock, each in a transaction of its own.
         writeLock.lock()
         defer { writeLock.unlock() }
+        guard !isClosed else { throw StorageError.closed(.open, path: path) }
         handleLock.lock()
         if let dbi = handles[name] {
             handleLock.unlock()
@@ -325,9 +430,13 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
         var dbi: MDB_dbi = 0
         while true {
             var txn: OpaquePointer?
-            try LMDBError.check(
-                mdb_txn_begin(handle, nil, isReadOnly ? UInt32(MDB_RDONLY) : 0, &txn), .open, path: path,
-                call: "mdb_txn_begin")
+            let begun = mdb_txn_begin(handle, nil, isReadOnly ? UInt32(MDB_RDONLY) : 0, &txn)
+            if begun == MDB_MAP_RESIZED {
+                // Another process grew the map since this one was opened.
+                try adoptGrownMap(.open)
+                continue
+            }
+            try LMDBError.check(begun, .open, path: path, call: "mdb_txn_begin")
             var code = mdb_dbi_open(txn, name, flags, &dbi)
             if code == MDB_NOTFOUND && isReadOnly {
                 mdb_txn_abort(txn)
@@ -380,6 +489,57 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
         return dbi
     }
 
+    // MARK: - Schemas
+
+    /// The name of the database that holds the environment's metadata: each
+    /// entity's schema under ``StoreMetadataKey/schema(_:)``, in the form
+    /// ``EntitySchema/encoded()`` writes (and, later, a schema version and the
+    /// migrations applied).
+    static var metadataDatabase: String { "__metadata" }
+
+    /// Checks the schema recorded for every entity a storage for `type` sets
+    /// up against its declaration, then records the schemas not recorded yet
+    /// (in one write transaction, which checks again what another process may
+    /// have recorded meanwhile). A read-only environment only checks.
+    ///
+    /// - Throws: ``StorageError/Kind/schemaMismatch`` naming every difference
+    ///   of the first entity that differs, before any record is read or written.
+    func checkSchemas<R: Record>(of type: R.Type) throws {
+        let declared = EntitySchema.tree(for: type)
+        for schema in declared where schema.entity.hasPrefix("__") {
+            throw StorageError(
+                .schemaMismatch, .open, entity: schema.entity,
+                message: "entity names starting with '__' are reserved for the environment's own databases")
+        }
+        guard let metadata = try database(Self.metadataDatabase) else { return }
+        func stored(_ entity: String, _ txn: borrowing Transaction) throws -> EntitySchema? {
+            try txn.withValue(metadata, Array(StoreMetadataKey.schema(entity).utf8)) {
+                try EntitySchema.decode($0, entity: entity)
+            }
+        }
+        let missing: [EntitySchema] = try read(.open) { txn in
+            var missing: [EntitySchema] = []
+            for schema in declared {
+                if let recorded = try stored(schema.entity, txn) {
+                    try schema.check(against: recorded)
+                } else {
+                    missing.append(schema)
+                }
+            }
+            return missing
+        }
+        guard !missing.isEmpty, !isReadOnly else { return }
+        try write(.open) { txn in
+            for schema in missing {
+                if let recorded = try stored(schema.entity, txn) {
+                    try schema.check(against: recorded)
+                } else {
+                    try txn.put(metadata, Array(StoreMetadataKey.schema(schema.entity).utf8), schema.encoded())
+                }
+            }
+        }
+    }
+
     // MARK: - Parents and children
 
     /// Records that `child` entities are owned by `link.parent`, so a storage of
@@ -411,23 +571,44 @@ struct ParentLink: Sendable {
     var parentById: MDB_dbi?
 }
 
-/// The paths of the environments open in this process.
-private let openPaths = OpenPaths()
+/// The environments open in this process, by the identity of their file.
+private let openEnvironments = OpenEnvironments()
 
-private final class OpenPaths: @unchecked Sendable {
-    // Unchecked Sendable: `paths` is only touched with `lock` held.
+/// A file or directory as the file system knows it: device and inode, the
+/// same through every path (symbolic links, hard links, `..`) that reaches it.
+struct FileIdentity: Hashable, Sendable {
+    let device: UInt64
+    let inode: UInt64
+
+    /// The identity of what `path` names (following symbolic links).
+    /// - Throws: ``StorageError/Kind/io`` when it cannot be examined.
+    init(path: String) throws {
+        var info = stat()
+        guard stat(path, &info) == 0 else {
+            let code = errno
+            throw StorageError(
+                LMDBError.kind(code), .open, path: path, engineCode: code,
+                message: "the environment's path could not be examined: \(String(cString: strerror(code)))")
+        }
+        device = UInt64(info.st_dev)
+        inode = UInt64(info.st_ino)
+    }
+}
+
+private final class OpenEnvironments: @unchecked Sendable {
+    // Unchecked Sendable: `identities` is only touched with `lock` held.
     private let lock = NSLock()
-    private var paths = Set<String>()
+    private var identities = Set<FileIdentity>()
 
-    func insert(_ path: String) -> Bool {
+    func insert(_ identity: FileIdentity) -> Bool {
         lock.lock()
         defer { lock.unlock() }
-        return paths.insert(path).inserted
+        return identities.insert(identity).inserted
     }
 
-    func remove(_ path: String) {
+    func remove(_ identity: FileIdentity) {
         lock.lock()
         defer { lock.unlock() }
-        paths.remove(path)
+        identities.remove(identity)
     }
 }

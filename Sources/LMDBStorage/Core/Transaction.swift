@@ -5,9 +5,10 @@ import DAOCore
 /// unless it was committed, so no path leaves one open. Obtain one only through
 /// ``LMDBEnvironment/read(_:_:)`` or ``LMDBEnvironment/write(_:_:)``.
 ///
-/// Buffers it returns point into the memory map and are valid only until the
-/// transaction ends (or, in a write transaction, until the next write):
-/// decode or copy them at once.
+/// Values are lent to a closure (``withValue(_:_:_:)``, ``scan(_:prefix:_:)``)
+/// and never returned: they point into the memory map and are valid only
+/// until the transaction ends (or, in a write transaction, until the next
+/// write), so they are decoded or copied inside the closure.
 struct Transaction: ~Copyable {
     let handle: OpaquePointer
     let environment: LMDBEnvironment
@@ -36,28 +37,33 @@ struct Transaction: ~Copyable {
         }
     }
 
-    /// The value stored under `key`, or `nil`.
-    func get(_ dbi: MDB_dbi, _ key: UnsafeRawBufferPointer) throws -> UnsafeRawBufferPointer? {
-        var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
-        var v = MDB_val()
-        let code = mdb_get(handle, dbi, &k, &v)
-        if code == MDB_NOTFOUND { return nil }
-        try check(code, "mdb_get")
-        return UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size)
-    }
-
-    /// The value stored under `key`, or `nil`.
-    func get(_ dbi: MDB_dbi, _ key: [UInt8]) throws -> UnsafeRawBufferPointer? {
-        var k = MDB_val()
+    /// Calls `body` with the value stored under `key` and returns what it
+    /// returns, or `nil` when there is no such key.
+    ///
+    /// The buffer points into the memory map: it is valid only during the
+    /// call (a write in the same transaction may move the page), so `body`
+    /// decodes or copies what it needs and must not let the buffer escape.
+    func withValue<T>(
+        _ dbi: MDB_dbi, _ key: [UInt8], _ body: (UnsafeRawBufferPointer) throws -> T
+    ) throws -> T? {
         var v = MDB_val()
         let code = key.withUnsafeBytes { key in
-            k.mv_size = key.count
-            k.mv_data = UnsafeMutableRawPointer(mutating: key.baseAddress)
+            var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
             return mdb_get(handle, dbi, &k, &v)
         }
         if code == MDB_NOTFOUND { return nil }
         try check(code, "mdb_get")
-        return UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size)
+        return try body(UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size))
+    }
+
+    /// Whether `key` is stored.
+    func contains(_ dbi: MDB_dbi, _ key: [UInt8]) throws -> Bool {
+        try withValue(dbi, key) { _ in true } ?? false
+    }
+
+    /// A copy of the value stored under `key`, or `nil`.
+    func copy(_ dbi: MDB_dbi, _ key: [UInt8]) throws -> [UInt8]? {
+        try withValue(dbi, key) { [UInt8]($0) }
     }
 
     /// Stores `value` under `key` (for a `MDB_DUPSORT` database: adds it to the

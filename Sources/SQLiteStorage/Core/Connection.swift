@@ -13,6 +13,7 @@ final class Connection {
     let path: String
     private var cache: [String: Statement] = [:]
     private static let cacheLimit = 256
+    private var isClosed = false
 
     /// Opens the database at `path` with `flags` (`SQLITE_OPEN_*`).
     /// - Throws: ``StorageError`` (kind ``StorageError/Kind/io`` when the file cannot be opened).
@@ -30,8 +31,24 @@ final class Connection {
     }
 
     deinit {
+        if !isClosed {
+            cache.removeAll()
+            sqlite3_close_v2(handle)
+        }
+    }
+
+    /// Finalizes the cached statements and closes the connection; the
+    /// connection must not be used afterwards.
+    /// - Throws: ``StorageError`` when SQLite refuses to close it (the handle
+    ///   is released all the same: `sqlite3_close_v2` defers what it cannot do now).
+    func close() throws {
+        guard !isClosed else { return }
+        isClosed = true
         cache.removeAll()
-        sqlite3_close_v2(handle)
+        let code = sqlite3_close_v2(handle)
+        if code != SQLITE_OK {
+            throw sqliteError(code, db: nil, sql: nil, operation: .close).with(path: path)
+        }
     }
 
     /// A prepared statement for `sql`, prepared once and reused afterwards.
