@@ -139,6 +139,7 @@ func runScenario(backend: String, directory: URL) async throws {
         throw ExampleError("the view shows \(view.rows.map(\.text)), the store holds \(expected.map(\.text))")
     }
     print("the view's \(view.rows.count) rows match the store; it never read the store itself")
+    try store.close()
 }
 
 // MARK: - Entry point
@@ -155,6 +156,7 @@ do {
             message(dialog * 1000 + $0, dialog: dialog, minute: Double($0), text: "from another process")
         }
         try dialogs.persist(Dialog(uniqueId: dialog, isPinned: false, messages: written))
+        try store.close()
     } else {
         let backends = arguments.first.map { [$0] } ?? ["json", "plist", "sqlite", "lmdb"]
         for backend in backends {
