@@ -87,9 +87,10 @@ public final class CommitBroadcaster: Sendable {
     /// could have affected them, since the broadcaster was made.
     public var rereadCount: Int { state.withLock { $0.reruns } }
 
-    /// Waits until every commit reported before the call has been handled: its
+    /// Waits until every commit reported before the call has been handled (its
     /// affected observers have read their results again and queued their
-    /// snapshots. For tests and benchmarks.
+    /// snapshots) and the work queued before it (observers' first reads) is
+    /// done. For tests and benchmarks.
     public func drained() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let ready = state.withLock { state -> Bool in
@@ -98,6 +99,10 @@ public final class CommitBroadcaster: Sendable {
                 return false
             }
             if ready { continuation.resume() }
+        }
+        // The queue is serial: this runs after everything queued before it.
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            queue.async { continuation.resume() }
         }
     }
 
@@ -147,33 +152,34 @@ public final class CommitBroadcaster: Sendable {
         if schedule { queue.async { self.drain() } }
     }
 
-    /// Hands the queued changes to every observer, batch by batch, until none
-    /// are left. Runs on `queue`.
+    /// Hands the queued changes to every observer as one batch, then queues
+    /// itself again if more arrived meanwhile, so that the first reads of new
+    /// observers (queued behind it) are not starved by a steady stream of
+    /// commits. Runs on `queue`.
     private func drain() {
-        while true {
-            let batch = state.withLock { state -> (changes: [CommitChange], observers: [any CommitObserver])? in
-                guard !state.pending.isEmpty else {
-                    state.draining = false
-                    return nil
-                }
-                let changes = state.pending
-                state.pending.removeAll()
-                return (changes, Array(state.observers.values))
+        let batch = state.withLock { state -> (changes: [CommitChange], observers: [any CommitObserver])? in
+            guard !state.pending.isEmpty else {
+                state.draining = false
+                return nil
             }
-            guard let batch else { return }
-            let resolved = batch.changes.map(ResolvedChange.init)
-            for observer in batch.observers {
-                observer.process(resolved)
-            }
-            let ready = state.withLock { state -> [CheckedContinuation<Void, Never>] in
-                state.handled += batch.changes.count
-                let handled = state.handled
-                let ready = state.idleWaiters.filter { $0.target <= handled }.map(\.continuation)
-                state.idleWaiters.removeAll { $0.target <= handled }
-                return ready
-            }
-            for continuation in ready { continuation.resume() }
+            let changes = state.pending
+            state.pending.removeAll()
+            return (changes, Array(state.observers.values))
         }
+        guard let batch else { return }
+        let resolved = batch.changes.map(ResolvedChange.init)
+        for observer in batch.observers {
+            observer.process(resolved)
+        }
+        let ready = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.handled += batch.changes.count
+            let handled = state.handled
+            let ready = state.idleWaiters.filter { $0.target <= handled }.map(\.continuation)
+            state.idleWaiters.removeAll { $0.target <= handled }
+            return ready
+        }
+        for continuation in ready { continuation.resume() }
+        queue.async { self.drain() }
     }
 
     // MARK: Polling

@@ -43,7 +43,9 @@ extension ResultsDelegate {
 @MainActor
 public final class ResultsController<Element: Plain> {
     private let observation: Observation<Element>
+    /// The task of the last start, kept after a stop so that ``finished()`` can wait for it.
     private var task: Task<Void, Never>?
+    private var running = false
 
     /// Creates a controller for `observation`; nothing happens until ``start(delegate:)``.
     public init(_ observation: Observation<Element>) {
@@ -55,6 +57,7 @@ public final class ResultsController<Element: Plain> {
     public func start<D: ResultsDelegate>(delegate: D) where D.Element == Element {
         stop()
         let observation = observation
+        running = true
         task = Task { [weak delegate] in
             do {
                 for try await snapshot in observation {
@@ -76,13 +79,14 @@ public final class ResultsController<Element: Plain> {
     /// Stops observing; the delegate hears nothing more.
     public func stop() {
         task?.cancel()
-        task = nil
+        running = false
     }
 
-    /// Whether the observation runs.
-    public var isRunning: Bool { task != nil }
+    /// Whether the observation was started and not stopped.
+    public var isRunning: Bool { running }
 
-    /// Waits until the observation ends (stopped, failed, or the store closed).
+    /// Waits until the last observation started has ended (stopped, failed, or
+    /// its store closed) and let go of the store.
     public func finished() async {
         await task?.value
     }
