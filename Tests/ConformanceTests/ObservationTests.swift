@@ -449,3 +449,61 @@ struct ResultsControllerTests {
         }
     }
 }
+
+import Synchronization
+
+@Suite("Conformance: observation under a steady stream of commits")
+struct SteadyWriterObservationTests {
+    @Test("an observer that starts while a writer commits without pause gets its first snapshot",
+          .timeLimit(.minutes(3)), arguments: allBackends)
+    func firstSnapshotUnderLoad(backend: Backend) async throws {
+        try await withAsyncStore(backend) { store, _ in
+            let boards = DAO(storage: try store.anyStorage(for: BoardRecord.self), translator: Same<BoardRecord>())
+            try boards.persist(BoardRecord(id: "b", title: "0", cards: []))
+            // Observers that every commit affects keep the broadcaster's queue
+            // busier than the writer.
+            var busy: [Observation<BoardRecord>.Iterator] = []
+            for _ in 0..<40 {
+                let iterator = boards.observe().makeAsyncIterator()
+                #expect(try await nextSnapshot(iterator)?.isInitial == true)
+                busy.append(iterator)
+            }
+
+            // The writer runs on a thread of its own, not on the concurrency
+            // pool, which the observations need.
+            let stop = Atomic<Bool>(false)
+            let (finished, finish) = AsyncStream<Result<Int, any Error>>.makeStream()
+            Thread {
+                var round = 0
+                do {
+                    while !stop.load(ordering: .relaxed) {
+                        round += 1
+                        try boards.persist(BoardRecord(id: "b", title: "\(round)", cards: []))
+                    }
+                    finish.yield(.success(round))
+                } catch {
+                    finish.yield(.failure(error))
+                }
+                finish.finish()
+            }.start()
+            let late = boards.observe(primaryKey: "b").makeAsyncIterator()
+            let first: Snapshot<BoardRecord>?
+            do {
+                // The writer is under way once a busy observer sees a change.
+                _ = try await nextSnapshot(busy[0])
+                first = try await nextSnapshot(late)
+            } catch {
+                stop.store(true, ordering: .relaxed)
+                for await _ in finished {}
+                throw error
+            }
+            stop.store(true, ordering: .relaxed)
+            var results = finished.makeAsyncIterator()
+            let rounds = try await results.next(isolation: #isolation)?.get() ?? 0
+            #expect(first?.isInitial == true)
+            #expect(first?.results.count == 1)
+            #expect(rounds > 0)
+            withExtendedLifetime(busy) {}
+        }
+    }
+}
