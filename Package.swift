@@ -18,6 +18,7 @@ let package = Package(
         .library(name: "DialogGraph", targets: ["DialogGraph"]),
         .library(name: "StorageBenchKit", targets: ["StorageBenchKit"]),
         .executable(name: "storage-bench", targets: ["StorageBench"]),
+        .executable(name: "observe-table", targets: ["ObserveTable"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -75,6 +76,13 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Benchmarks/StorageBench",
+        ),
+
+        // Examples.
+        .executableTarget(
+            name: "ObserveTable",
+            dependencies: ["DAOCore", "DialogGraph", "FileStorage", "SQLiteStorage", "LMDBStorage"],
+            path: "Examples/ObserveTable",
         ),
 
         // The child process of the crash and corruption tests.

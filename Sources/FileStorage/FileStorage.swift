@@ -13,10 +13,14 @@ public struct FileStorage<R: Record>: Storage {
 
     let store: FileStore
 
+    /// The store's broadcaster.
+    public var commits: CommitBroadcaster? { store.commits }
+
     public func persist(_ records: [R]) throws {
         try store.write(.persist, R.entity.name) { state in
             try state.persist(records, checkOwner: true)
         }
+        store.commits.didCommit(.persisted(records))
     }
 
     public func read(primaryKey key: R.PrimaryKey) throws -> R? {
@@ -59,7 +63,7 @@ public struct FileStorage<R: Record>: Storage {
 
     @discardableResult
     public func erase(primaryKeys keys: [R.PrimaryKey]) throws -> Int {
-        try store.write(.erase, R.entity.name) { state in
+        let erased = try store.write(.erase, R.entity.name) { state in
             let table = try state.table(R.self)
             var erased = 0
             for key in keys where try state.erase(key.storedValue, from: table) {
@@ -67,11 +71,13 @@ public struct FileStorage<R: Record>: Storage {
             }
             return erased
         }
+        if erased > 0 { store.commits.didCommit(.erased(R.self, primaryKeys: keys)) }
+        return erased
     }
 
     @discardableResult
     public func erase(where predicate: Predicate<R>?) throws -> Int {
-        try store.write(.erase, R.entity.name) { state in
+        let erased = try store.write(.erase, R.entity.name) { state in
             let table = try state.table(R.self)
             let plan = QueryPlan(Query(where: predicate))
             var erased = 0
@@ -80,6 +86,8 @@ public struct FileStorage<R: Record>: Storage {
             }
             return erased
         }
+        if erased > 0 { store.commits.didCommit(.erased(R.self)) }
+        return erased
     }
 }
 

@@ -49,6 +49,9 @@ public final class FileStore: Store {
     public let format: FileFormat
     /// When commits reach the disk.
     public let durability: Durability
+    /// Tells observers what each commit changed. Only this instance writes the
+    /// directory (it holds it exclusively), so observation is in-process only.
+    public let commits = CommitBroadcaster()
     private let lock: DirectoryLock
     private let state: Mutex<StoreState>
 
@@ -101,12 +104,13 @@ public final class FileStore: Store {
         return FileStorage(store: self)
     }
 
-    /// Closes the store: waits for the call in progress, forgets the loaded
-    /// documents and releases the directory's lock, so the directory can be
-    /// opened again. Every commit is on disk already. Later calls through the
-    /// store or its storages throw ``StorageError/Kind/closed``; closing again
-    /// does nothing.
+    /// Closes the store: ends its observations (``CommitBroadcaster/close()``),
+    /// waits for the call in progress, forgets the loaded documents and
+    /// releases the directory's lock, so the directory can be opened again.
+    /// Every commit is on disk already. Later calls through the store or its
+    /// storages throw ``StorageError/Kind/closed``; closing again does nothing.
     public func close() {
+        commits.close()
         state.withLock { state in
             guard !state.isClosed else { return }
             state.close()

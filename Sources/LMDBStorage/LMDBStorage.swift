@@ -26,6 +26,9 @@ public struct LMDBStorage<Record: DAOCore.Record>: Storage {
     /// The environment this storage writes to.
     public var environment: LMDBEnvironment { table.environment }
 
+    /// The environment's broadcaster.
+    public var commits: CommitBroadcaster? { table.environment.commits }
+
     init(environment: LMDBEnvironment) throws {
         do {
             table = try EntityTable(environment: environment, link: nil)
@@ -62,6 +65,7 @@ public struct LMDBStorage<Record: DAOCore.Record>: Storage {
         } catch {
             throw failing(error, .persist)
         }
+        table.environment.commits.didCommit(.persisted(records))
     }
 
     /// Checks every stored record of this storage's entity (not its
@@ -170,13 +174,16 @@ public struct LMDBStorage<Record: DAOCore.Record>: Storage {
     @discardableResult
     public func erase(primaryKeys keys: [Record.PrimaryKey]) throws -> Int {
         guard !keys.isEmpty else { return 0 }
+        let erased: Int
         do {
-            return try table.environment.write(.erase) { txn in
+            erased = try table.environment.write(.erase) { txn in
                 try erase(keys, in: txn, codecs: table.makeCodecs())
             }
         } catch {
             throw failing(error, .erase)
         }
+        if erased > 0 { table.environment.commits.didCommit(.erased(Record.self, primaryKeys: keys)) }
+        return erased
     }
 
     /// Erases the records that meet `predicate` (every record for `nil`) with
@@ -186,8 +193,9 @@ public struct LMDBStorage<Record: DAOCore.Record>: Storage {
     /// - Throws: ``StorageError``; nothing is erased then.
     @discardableResult
     public func erase(where predicate: Predicate<Record>?) throws -> Int {
+        let erased: Int
         do {
-            return try table.environment.write(.erase) { txn in
+            erased = try table.environment.write(.erase) { txn in
                 guard let predicate else {
                     let count = try txn.entryCount(table.main)
                     try table.eraseEverything(in: txn)
@@ -206,6 +214,8 @@ public struct LMDBStorage<Record: DAOCore.Record>: Storage {
         } catch {
             throw failing(error, .erase)
         }
+        if erased > 0 { table.environment.commits.didCommit(.erased(Record.self)) }
+        return erased
     }
 
     /// Erases the records with these keys, with their children and index

@@ -25,6 +25,9 @@ public struct SQLiteStorage<Record: DAOCore.Record>: Storage {
         self.table = table
     }
 
+    /// The database's broadcaster.
+    public var commits: CommitBroadcaster? { database.commits }
+
     private var entityName: String { table.entity.name }
     private var hasChildren: Bool { !table.links.isEmpty }
 
@@ -45,6 +48,7 @@ public struct SQLiteStorage<Record: DAOCore.Record>: Storage {
                 }
             }
         }
+        database.commits.didCommit(.persisted(records))
     }
 
     /// The record with primary key `key`, with its children, or `nil`.
@@ -122,11 +126,13 @@ public struct SQLiteStorage<Record: DAOCore.Record>: Storage {
     @discardableResult
     public func erase(primaryKeys keys: [Record.PrimaryKey]) throws -> Int {
         guard !keys.isEmpty else { return 0 }
-        return try database.withConnection(.erase, entity: entityName) { connection in
+        let erased = try database.withConnection(.erase, entity: entityName) { connection in
             try connection.transaction(immediate: true) {
                 try erase(keys, connection)
             }
         }
+        if erased > 0 { database.commits.didCommit(.erased(Record.self, primaryKeys: keys)) }
+        return erased
     }
 
     /// Erases the records that meet `predicate` (all when `nil`) and their
@@ -135,7 +141,7 @@ public struct SQLiteStorage<Record: DAOCore.Record>: Storage {
     @discardableResult
     public func erase(where predicate: Predicate<Record>?) throws -> Int {
         let plan = Plan(Query(where: predicate))
-        return try database.withConnection(.erase, entity: entityName) { connection in
+        let erased = try database.withConnection(.erase, entity: entityName) { connection in
             try connection.transaction(immediate: true) {
                 if predicate == nil {
                     for link in table.links {
@@ -155,6 +161,8 @@ public struct SQLiteStorage<Record: DAOCore.Record>: Storage {
                 return try erase(keys, connection)
             }
         }
+        if erased > 0 { database.commits.didCommit(.erased(Record.self)) }
+        return erased
     }
 
     /// The `EXPLAIN QUERY PLAN` details of the statement `read(query)` runs for
