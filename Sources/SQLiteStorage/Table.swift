@@ -160,18 +160,49 @@ struct TableReader<R: Record> {
     }
 
     /// Runs `statement` (already bound), decodes every row, and collects the
-    /// value of column `keyColumn` of each row into `keys`.
-    func rows(_ statement: Statement, keyColumn: Int32, keys: inout [StoredValue]) throws -> [R] {
+    /// value of column `keyColumn` of each row into `keys`. With `inKeyOrder`
+    /// the rows (and `keys` with them) come back in primary-key order
+    /// (``StoredValue``'s order, the engine's `BINARY` order for keys of one
+    /// storage class) whatever order the statement yielded them in: sorting a
+    /// parent's few children here is far cheaper than the temporary B-tree
+    /// SQLite builds for `ORDER BY key` when the index it searches by the
+    /// foreign key does not yield the key's order.
+    func rows(_ statement: Statement, keyColumn: Int32, keys: inout [StoredValue], inKeyOrder: Bool = false) throws -> [R] {
         defer { statement.reset() }
         let decoder = RowDecoder(layout: table.layout, statement: statement)
         var records: [R] = []
+        var primaryKeys: [StoredValue] = []
+        let first = keys.count
         while try statement.step() {
             records.append(try decoder.decodeRow(R.self))
             keys.append(statement.storedValue(keyColumn))
+            // Column 0 is the primary key (``Table/selectList`` is in field order).
+            if inKeyOrder { primaryKeys.append(statement.storedValue(0)) }
         }
-        return records
+        guard inKeyOrder, let order = keyOrder(primaryKeys) else { return records }
+        var sorted: [R] = []
+        sorted.reserveCapacity(records.count)
+        var sortedKeys: [StoredValue] = []
+        sortedKeys.reserveCapacity(order.count)
+        for position in order {
+            sorted.append(records[position])
+            sortedKeys.append(keys[first + position])
+        }
+        keys.replaceSubrange(first..., with: sortedKeys)
+        return sorted
     }
+}
 
+/// The positions of `values` in ascending order, or `nil` when they are in
+/// order already.
+private func keyOrder(_ values: [StoredValue]) -> [Int]? {
+    var index = 1
+    while index < values.count, !(values[index] < values[index - 1]) { index += 1 }
+    guard index < values.count else { return nil }
+    return values.indices.sorted { values[$0] < values[$1] }
+}
+
+extension TableReader {
     /// Fills in every relation of `records` from the child tables. `all` says
     /// that `records` are all the rows of the table, so the children can be read
     /// in one scan without naming parents.
@@ -244,7 +275,9 @@ final class RelationLink<Rel: ToManyRelation>: ChildLink {
         let key = quoted(Child.entity.primaryKeyField.name)
         let fk = quoted(foreignKey.column)
         childKeysSQL = "SELECT \(key) FROM \(table) WHERE \(fk) = ?1"
-        childrenOfParentSQL = "SELECT \(child.selectList) FROM \(table) WHERE \(fk) = ?1 ORDER BY \(key)"
+        // No `ORDER BY`: ``TableReader/rows(_:keyColumn:keys:inKeyOrder:)`` puts
+        // the rows in key order (see there why).
+        childrenOfParentSQL = "SELECT \(child.selectList) FROM \(table) WHERE \(fk) = ?1"
     }
 
     var name: String { relation.name }
@@ -266,12 +299,11 @@ final class RelationLink<Rel: ToManyRelation>: ChildLink {
         try RelationWriter(link: self, connection)
     }
 
-    /// `SELECT … WHERE fk IN (?1, …, ?n) ORDER BY key`, for n from a few fixed
-    /// sizes so the statements are reused.
+    /// `SELECT … WHERE fk IN (?1, …, ?n)`, for n from a few fixed sizes so the
+    /// statements are reused; the rows are put in key order as they are read.
     func childrenOfParentsSQL(count: Int) -> String {
         let list = (1...count).map { "?\($0)" }.joined(separator: ", ")
         return "SELECT \(child.selectList) FROM \(quoted(child.name)) WHERE \(quoted(foreignKey.column)) IN (\(list))"
-            + " ORDER BY \(quoted(Child.entity.primaryKeyField.name))"
     }
 
     static var batchSizes: [Int] { [8, 64, 512] }
@@ -281,7 +313,7 @@ final class RelationLink<Rel: ToManyRelation>: ChildLink {
         var groups: [StoredValue: [Child]] = [:]
         func read(_ statement: Statement, all: Bool) throws {
             var keys: [StoredValue] = []
-            var children = try reader.rows(statement, keyColumn: foreignKeyColumn, keys: &keys)
+            var children = try reader.rows(statement, keyColumn: foreignKeyColumn, keys: &keys, inKeyOrder: !all)
             try reader.attachChildren(to: &children, all: all)
             group(children, by: keys, into: &groups)
         }
