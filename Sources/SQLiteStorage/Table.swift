@@ -1,3 +1,4 @@
+import CSQLite
 import DAOCore
 import Foundation
 
@@ -16,6 +17,8 @@ final class Table<R: Record>: Sendable {
     /// The quoted column list, in field order.
     let selectList: String
     let upsertSQL: String
+    /// A plain `INSERT` of one row, for rows known not to be stored yet.
+    let insertSQL: String
     let selectAllSQL: String
     let selectByKeySQL: String
     let deleteByKeySQL: String
@@ -52,6 +55,7 @@ final class Table<R: Record>: Sendable {
         selectList = columns.joined(separator: ", ")
         let values = (1...columns.count).map { "?\($0)" }.joined(separator: ", ")
         let updates = columns.dropFirst().map { "\($0) = excluded.\($0)" }.joined(separator: ", ")
+        insertSQL = "INSERT INTO \(table) (\(selectList)) VALUES (\(values))"
         upsertSQL =
             "INSERT INTO \(table) (\(selectList)) VALUES (\(values)) ON CONFLICT (\(key)) "
             + (updates.isEmpty ? "DO NOTHING" : "DO UPDATE SET \(updates)")
@@ -85,6 +89,10 @@ private func makeLink<Rel: ToManyRelation>(_ relation: Rel, parentTable: String,
 /// and one encoder for every row, and a writer per relation.
 final class TableWriter<R: Record> {
     let upsert: Statement
+    /// The plain `INSERT`, prepared on first use.
+    private var insertStatement: Statement?
+    private let table: Table<R>
+    private let connection: Connection
     let encoder: RowEncoder
     let children: [any ChildWriter<R>]
     /// Writes a record's fields by position, when `R` is a ``FieldwiseRecord``.
@@ -92,6 +100,8 @@ final class TableWriter<R: Record> {
 
     init(_ table: Table<R>, _ connection: Connection) throws {
         upsert = try connection.statement(table.upsertSQL)
+        self.table = table
+        self.connection = connection
         encoder = RowEncoder(layout: table.layout)
         writeFields = (R.self as? any FieldwiseRecord.Type).map { Self.fieldWriter($0) }
         if let foreignKey = table.foreignKey, let column = table.layout.indexByName[foreignKey.column] {
@@ -110,13 +120,44 @@ final class TableWriter<R: Record> {
     /// ``FieldwiseRecord``, through `Encodable` otherwise.
     @inline(__always)
     func bind(_ record: R) throws {
+        try bind(record, to: upsert)
+    }
+
+    /// Binds `record`'s fields to `statement` (the upsert or the plain insert).
+    @inline(__always)
+    func bind(_ record: R, to statement: Statement) throws {
         guard let writeFields else {
-            try encoder.encode(record, into: upsert)
+            try encoder.encode(record, into: statement)
             return
         }
-        var writer = ParameterWriter(encoder: encoder, statement: upsert)
+        var writer = ParameterWriter(encoder: encoder, statement: statement)
         try writeFields(record, &writer)
         try writer.finish()
+    }
+
+    /// The plain `INSERT` statement.
+    func insert() throws -> Statement {
+        if let insertStatement { return insertStatement }
+        let statement = try connection.statement(table.insertSQL)
+        insertStatement = statement
+        return statement
+    }
+
+    /// Inserts `record`, bound to ``insert()`` by ``bind(_:to:)``, with a plain
+    /// `INSERT`, then writes its children. A single-row `INSERT` needs no
+    /// statement journal, where the upsert (`ON CONFLICT … DO UPDATE` may
+    /// write twice) opens one per row; so rows known to be new go this way.
+    /// A row that is stored after all (under another parent: the caller only
+    /// knew this parent's children) fails on its primary key before SQLite
+    /// writes anything, and is then upserted.
+    func finishInsert(_ record: R) throws {
+        do {
+            try insert().run()
+        } catch let error as StorageError where error.engineCode == sqliteConstraintPrimaryKey {
+            try bind(record, to: upsert)
+            try upsert.run()
+        }
+        try finishChildren(record)
     }
 
     /// `write(fields:)` of `F`, which is `R` (the caller found `F` by casting
@@ -129,6 +170,10 @@ final class TableWriter<R: Record> {
     /// writes the record's children.
     func finish(_ record: R) throws {
         try upsert.run()
+        try finishChildren(record)
+    }
+
+    private func finishChildren(_ record: R) throws {
         for child in children {
             try child.write(childrenOf: record)
         }
@@ -409,8 +454,12 @@ final class RelationWriter<Rel: ToManyRelation>: ChildWriter {
         var held: [StoredValue] = []
         if !existing.isEmpty { held.reserveCapacity(children.count) }
         let encoder = writer.encoder
+        // No child is stored under this parent: insert them (see
+        // ``TableWriter/finishInsert(_:)``).
+        let inserting = existing.isEmpty
+        let target = inserting ? try writer.insert() : writer.upsert
         for child in children {
-            try writer.bind(child)
+            try writer.bind(child, to: target)
             var parentOfChild = encoder.capturedParent
             if parentOfChild == .null { parentOfChild = child[keyPath: link.relation.parentKey].storedValue }
             guard parentOfChild == key else {
@@ -423,7 +472,11 @@ final class RelationWriter<Rel: ToManyRelation>: ChildWriter {
                 let childKey = encoder.capturedKey
                 held.append(childKey == .null ? child.primaryKey.storedValue : childKey)
             }
-            try writer.finish(child)
+            if inserting {
+                try writer.finishInsert(child)
+            } else {
+                try writer.finish(child)
+            }
         }
         if !existing.isEmpty {
             let kept = Set(held)

@@ -267,6 +267,21 @@ struct SemanticsTests {
             #expect(try dialogs.read(primaryKey: 1)?.messages.map(\.id) == [-3, 1, 5, 9])
         }
     }
+
+    @Test("a child moves to a parent that had no children, in one persist", arguments: allBackends)
+    func childMovesToNewParent(backend: Backend) throws {
+        try withStore(backend) { store, _ in
+            let dialogs = try store.anyStorage(for: DialogRecord.self)
+            try dialogs.persist([dialogRecord(1, messageIds: [1, 2, 3])])
+            // Dialog 2 is new; message 2 is stored under dialog 1.
+            try dialogs.persist([dialogRecord(2, messageIds: [4, 2])])
+            #expect(try dialogs.read(primaryKey: 1)?.messages.map(\.id) == [1, 3])
+            #expect(try dialogs.read(primaryKey: 2)?.messages.map(\.id) == [2, 4])
+            let messages = try store.anyStorage(for: MessageRecord.self)
+            #expect(try messages.read(primaryKey: 2)?.dialogId == 2)
+            #expect(try messages.readAll().map(\.id) == [1, 2, 3, 4])
+        }
+    }
 }
 
 /// `author` as every backend gives it back: children in primary-key order
