@@ -244,7 +244,18 @@ private func keyOrder(_ values: [StoredValue]) -> [Int]? {
     var index = 1
     while index < values.count, !(values[index] < values[index - 1]) { index += 1 }
     guard index < values.count else { return nil }
-    return values.indices.sorted { values[$0] < values[$1] }
+    // Integer keys (the usual case) sort as plain pairs, several times faster
+    // than through StoredValue's comparison.
+    var integers: [(key: Int64, position: Int)] = []
+    integers.reserveCapacity(values.count)
+    for position in values.indices {
+        guard case .integer(let key) = values[position] else {
+            return values.indices.sorted { values[$0] < values[$1] }
+        }
+        integers.append((key, position))
+    }
+    integers.sort { $0.key < $1.key }
+    return integers.map(\.position)
 }
 
 extension TableReader {
