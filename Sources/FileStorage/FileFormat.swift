@@ -77,4 +77,7 @@ struct Manifest: Codable, Equatable {
     /// of ``EntitySchema``; absent in stores written before schemas were
     /// recorded. The place for a schema version and applied migrations too.
     var schemas: [String: EntitySchema]?
+    /// The store's schema version and the migrations applied (absent until a
+    /// ``Migrator`` first runs).
+    var migrations: MigrationState?
 }

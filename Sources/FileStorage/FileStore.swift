@@ -40,7 +40,7 @@ public final class FileStore: Store {
     /// When commits reach the disk.
     public let durability: Durability
     private let lock: DirectoryLock
-    private let state: Mutex<StoreState>
+    let state: Mutex<StoreState>
 
     /// Opens the store in `directory`, creating the directory if it is missing.
     ///
@@ -216,6 +216,14 @@ final class StoreState: @unchecked Sendable {
         self.coder = DocumentCoder(format: format)
         self.durability = durability
         self.manifest = manifest
+    }
+
+    /// Whether a storage has loaded an entity's table (a migration must come first).
+    var hasLoadedTables: Bool { !tables.isEmpty }
+
+    /// Takes `next` as the manifest a migration committed.
+    func adopt(migrated next: Manifest) {
+        manifest = next
     }
 
     /// Forgets the loaded tables; the store is closed.
@@ -460,7 +468,7 @@ final class StoreState: @unchecked Sendable {
 }
 
 extension JSONEncoder {
-    fileprivate static var manifest: JSONEncoder {
+    static var manifest: JSONEncoder {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
         return encoder

@@ -1,6 +1,7 @@
 import CSQLite
 import DAOCore
 import Foundation
+import Synchronization
 
 /// An SQLite database file that holds the tables of several record types and
 /// hands out a ``SQLiteStorage`` for each.
@@ -51,7 +52,9 @@ public final class SQLiteDatabase: Store, Sendable {
     public static let busyTimeoutMilliseconds: Int32 = 5000
 
     let path: String
-    private let writer: LockedConnection
+    let writer: LockedConnection
+    /// Set once a storage was handed out: a migration must come before.
+    let handedOutStorage = Mutex(false)
     private let readers: [LockedConnection]
     /// How many reader connections the database keeps.
     public static let readerCount = 2
@@ -136,6 +139,7 @@ public final class SQLiteDatabase: Store, Sendable {
                 }
             }
         }
+        handedOutStorage.withLock { $0 = true }
         return SQLiteStorage(database: self, table: table)
     }
 
