@@ -1,5 +1,6 @@
 import DAOCore
 import FileStorage
+import LMDBStorage
 import Foundation
 import SQLiteStorage
 import Testing
@@ -17,6 +18,7 @@ let migratableBackends: [MigratableBackend] = [
     MigratableBackend(name: "json") { try FileStore(directory: $0, format: .json) },
     MigratableBackend(name: "plist") { try FileStore(directory: $0, format: .propertyList) },
     MigratableBackend(name: "sqlite") { try SQLiteDatabase(path: $0.appending(path: "store.sqlite")) },
+    MigratableBackend(name: "lmdb") { try LMDBEnvironment(directory: $0) },
 ]
 
 struct Failure: Error {}
@@ -112,8 +114,10 @@ struct MigrationTests {
 
     @Test("rename a field", arguments: migratableBackends)
     func renameField(backend: MigratableBackend) throws {
-        let read = try migrated(backend, [.renameField("name", to: "fullName", in: "authors")]) {
-            try $0.anyStorage(for: AuthorFullName.self).readAll()
+        let read = try migrated(backend, [.renameField("name", to: "fullName", in: "authors")]) { (store) throws in
+            let authors = try store.anyStorage(for: AuthorFullName.self)
+            #expect(try authors.read(where: #Predicate { $0.fullName == "李雷" }).map(\.id) == ["author-3"])
+            return try authors.readAll()
         }
         #expect(read == authors.map { AuthorFullName(id: $0.id, fullName: $0.name, country: $0.country, books: $0.books) })
     }
@@ -180,8 +184,22 @@ struct MigrationTests {
             ]
         ) { (store) throws in
             // A child storage opened on its own reads the same children.
-            #expect(try store.anyStorage(for: ChapterV2.self).count() == 18)
-            return try store.anyStorage(for: AuthorV2.self).readAll()
+            let chapters = try store.anyStorage(for: ChapterV2.self)
+            #expect(try chapters.count() == 18)
+            #expect(try chapters.read(primaryKey: "book-2-1-3")?.words == 30)
+            let authors = try store.anyStorage(for: AuthorV2.self)
+            let read = try authors.readAll()
+            // The migrated store takes writes and erases with their children.
+            var changed = read[0]
+            changed.books[0].chapters.removeLast()
+            changed.books[0].published = Date(timeIntervalSinceReferenceDate: 0)
+            try authors.persist(changed)
+            #expect(try chapters.count() == 17)
+            #expect(try store.anyStorage(for: BookV2.self).count(where: #Predicate { $0.authorId == "author-1" }) == 2)
+            #expect(try authors.erase(primaryKey: "author-2"))
+            #expect(try chapters.count() == 11)
+            #expect(try authors.read(primaryKey: "author-1") == changed)
+            return read
         }
         let expected = authors.map { author in
             AuthorV2(
