@@ -157,3 +157,112 @@ struct ChapterV2: Record, Equatable {
         ],
         ownedBy: BookV2.self)
 }
+
+// The tree with its leaf entity renamed `sections` and the leaf's foreign key
+// renamed `book`.
+
+struct AuthorS: Record, Equatable {
+    typealias PrimaryKey = String
+    var id: String
+    var name: String
+    var country: String?
+    var books: [BookS]
+
+    static let entity = Entity<AuthorS>(
+        "authors", primaryKey: "id", \.id,
+        fields: [Field("name", \.name), Field("country", \.country)],
+        relations: [Relation("books", \.books, foreignKey: "authorId", \BookS.authorId)])
+}
+
+struct BookS: Record, Equatable {
+    typealias PrimaryKey = String
+    var id: String
+    var authorId: String
+    var title: String
+    var subtitle: String?
+    var year: Int64
+    var chapters: [SectionS]
+
+    static let entity = Entity<BookS>(
+        "books", primaryKey: "id", \.id,
+        fields: [
+            Field("authorId", \.authorId), Field("title", \.title), Field("subtitle", \.subtitle),
+            Field("year", \.year),
+        ],
+        indexes: [Index("books_by_author_year", on: ["authorId", "year"])],
+        relations: [Relation("chapters", \.chapters, foreignKey: "book", \SectionS.book)],
+        ownedBy: AuthorS.self)
+}
+
+struct SectionS: Record, Equatable {
+    typealias PrimaryKey = String
+    var id: String
+    var book: String
+    var number: Int64
+    var text: String
+    var wordCount: Int64?
+
+    static let entity = Entity<SectionS>(
+        "sections", primaryKey: "id", \.id,
+        fields: [Field("book", \.book), Field("number", \.number), Field("text", \.text), Field("wordCount", \.wordCount)],
+        ownedBy: BookS.self)
+}
+
+// Every storage class, in two versions: a Bool added, a field renamed.
+
+struct SampleV1: Record, Equatable {
+    typealias PrimaryKey = Int64
+    var id: Int64
+    var flag: Bool
+    var amount: Double
+    var at: Date
+    var payload: Data
+    var note: String?
+    var extra: Data?
+
+    static let entity = Entity<SampleV1>(
+        "samples", primaryKey: "id", \.id,
+        fields: [
+            Field("flag", \.flag), Field("amount", \.amount), Field("at", \.at), Field("payload", \.payload),
+            Field("note", \.note), Field("extra", \.extra),
+        ],
+        indexes: [Index("samples_by_amount", on: ["amount", "flag"])])
+}
+
+struct SampleV2: Record, Equatable {
+    typealias PrimaryKey = Int64
+    var id: Int64
+    var flag: Bool
+    var amount: Double
+    var at: Date
+    var payload: Data
+    var memo: String?
+    var extra: Data?
+    var checked: Bool
+
+    static let entity = Entity<SampleV2>(
+        "samples", primaryKey: "id", \.id,
+        fields: [
+            Field("flag", \.flag), Field("amount", \.amount), Field("at", \.at), Field("payload", \.payload),
+            Field("memo", \.memo), Field("extra", \.extra), Field("checked", \.checked),
+        ],
+        indexes: [Index("samples_by_amount", on: ["amount", "flag"])])
+}
+
+/// Samples with -0.0, subnormal and huge doubles, fractional dates, empty and
+/// binary data, NFC/NFD text, NUL, emoji and a long text.
+func samples() -> [SampleV1] {
+    let notes: [String?] = ["caf\u{E9}", "cafe\u{301}", "a\u{0}b", "🚀👩‍👩‍👧", String(repeating: "long ", count: 5000), nil]
+    let amounts: [Double] = [-0.0, 0.0, Double.leastNonzeroMagnitude, 1.7976931348623157e308, -0.1, 42]
+    var result: [SampleV1] = []
+    for i in 0..<6 {
+        let at = Date(timeIntervalSinceReferenceDate: 123_456.789_012_345 * Double(i) - 1e9)
+        let payload = Data((0..<(i * 3)).map { UInt8(truncatingIfNeeded: $0 * 85) })
+        let extra: Data? = i == 2 ? Data() : (i == 4 ? Data([0, 255, 0]) : nil)
+        result.append(
+            SampleV1(
+                id: Int64(i) - 3, flag: i % 2 == 0, amount: amounts[i], at: at, payload: payload, note: notes[i],
+                extra: extra))
+    }
+    return result
+}
