@@ -1,4 +1,5 @@
 import DAOCore
+import DialogGraph
 import FileStorage
 import LMDBStorage
 import Foundation
@@ -390,5 +391,39 @@ struct MigrationTests {
             #expect(read.map(\.checked) == stored.map { _ in true })
             #expect(try samples.read(where: #Predicate { $0.amount == 42 }).map(\.id) == [2])
         }
+    }
+}
+
+@Suite("Conformance: the example domain's second message version")
+struct DialogGraphMigrationTests {
+    @Test("a store of the first version migrates to MessageRecordV2 on every backend", arguments: migratableBackends)
+    func messagesGainReactionCount(backend: MigratableBackend) throws {
+        let directory = try TemporaryDirectory()
+        var dialogs: [DialogRecord] = []
+        for d in Int64(1)...4 {
+            var messages: [MessageRecord] = []
+            for m in Int64(1)...5 {
+                messages.append(messageRecord(d * 100 + m, dialog: d, text: "m\(m) 🚀"))
+            }
+            dialogs.append(DialogRecord(id: d, isPinned: d == 2, messages: messages))
+        }
+        do {
+            let store = try backend.open(directory.url)
+            try store.anyStorage(for: DialogRecord.self).persist(dialogs)
+            try store.close()
+        }
+        let store = try backend.open(directory.url)
+        defer {
+            do { try store.close() } catch { Issue.record("closing failed: \(error)") }
+        }
+        #expect(try DialogGraphMigrations.migrator.migrate(store) == [DialogGraphMigrations.reactionCount])
+        let read = try store.anyStorage(for: DialogRecordV2.self).readAll()
+        #expect(
+            read
+                == dialogs.map { dialog in
+                    DialogRecordV2(
+                        id: dialog.id, isPinned: dialog.isPinned,
+                        messages: dialog.messages.map { MessageRecordV2($0, reactionCount: 0) })
+                })
     }
 }
