@@ -266,3 +266,52 @@ func samples() -> [SampleV1] {
     }
     return result
 }
+
+// The tree with its middle entity renamed `volumes`.
+
+struct AuthorOfVolumes: Record, Equatable {
+    typealias PrimaryKey = String
+    var id: String
+    var name: String
+    var country: String?
+    var books: [Volume]
+
+    static let entity = Entity<AuthorOfVolumes>(
+        "authors", primaryKey: "id", \.id,
+        fields: [Field("name", \.name), Field("country", \.country)],
+        relations: [Relation("books", \.books, foreignKey: "authorId", \Volume.authorId)])
+}
+
+struct Volume: Record, Equatable {
+    typealias PrimaryKey = String
+    var id: String
+    var authorId: String
+    var title: String
+    var subtitle: String?
+    var year: Int64
+    var chapters: [ChapterOfVolume]
+
+    static let entity = Entity<Volume>(
+        "volumes", primaryKey: "id", \.id,
+        fields: [
+            Field("authorId", \.authorId), Field("title", \.title), Field("subtitle", \.subtitle),
+            Field("year", \.year),
+        ],
+        indexes: [Index("books_by_author_year", on: ["authorId", "year"])],
+        relations: [Relation("chapters", \.chapters, foreignKey: "bookId", \ChapterOfVolume.bookId)],
+        ownedBy: AuthorOfVolumes.self)
+}
+
+struct ChapterOfVolume: Record, Equatable {
+    typealias PrimaryKey = String
+    var id: String
+    var bookId: String
+    var number: Int64
+    var text: String
+    var wordCount: Int64?
+
+    static let entity = Entity<ChapterOfVolume>(
+        "chapters", primaryKey: "id", \.id,
+        fields: [Field("bookId", \.bookId), Field("number", \.number), Field("text", \.text), Field("wordCount", \.wordCount)],
+        ownedBy: Volume.self)
+}

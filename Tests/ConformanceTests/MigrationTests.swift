@@ -221,9 +221,10 @@ struct MigrationTests {
 
     @Test("lightweight migration: dropped field, added optional field, added index", arguments: migratableBackends)
     func lightweight(backend: MigratableBackend) throws {
-        let read = try migrated(backend, [.lightweight(to: AuthorLight.self)]) { (store) throws in
+        let read = try migrated(backend, [.lightweight(to: AuthorLight.self), .lightweight(to: TagWithoutIndex.self)]) { (store) throws in
             let authors = try store.anyStorage(for: AuthorLight.self)
             #expect(try authors.count(where: #Predicate { $0.website == nil }) == 3)
+            #expect(try store.anyStorage(for: TagWithoutIndex.self).count(where: #Predicate { $0.label == "poetry" }) == 1)
             return try authors.readAll()
         }
         #expect(read == authors.map { AuthorLight(id: $0.id, name: $0.name, website: nil, books: $0.books) })
@@ -304,6 +305,14 @@ struct MigrationTests {
             #expect(error?.message.contains("'v3'") == true)
             #expect(try Migrator.state(of: store) == MigrationState(applied: ["v2", "v3"]))
         }
+        var reordered = Migrator()
+        reordered.register("v3", [.addField("born", to: "authors", type: .integer, optional: true)])
+        reordered.register("v2", [.addIndex("authors_by_name", on: ["name"], to: "authors")])
+        try opened(backend, directory) { (store) throws in
+            let error = expectStorageError { try reordered.migrate(store) }
+            #expect(error?.kind == .schemaMismatch)
+            #expect(error?.message.contains("another order") == true)
+        }
     }
 
     @Test("a migration must come before the first storage", arguments: migratableBackends)
@@ -351,6 +360,41 @@ struct MigrationTests {
                                 year: book.year,
                                 chapters: book.chapters.map {
                                     SectionS(id: $0.id, book: $0.bookId, number: $0.number, text: $0.text, wordCount: $0.wordCount)
+                                })
+                        })
+                })
+    }
+
+    @Test("rename the middle entity of three levels: its owner and its children follow", arguments: migratableBackends)
+    func renameMiddle(backend: MigratableBackend) throws {
+        let read = try migrated(backend, [.renameEntity("books", to: "volumes")]) { (store) throws in
+            // The leaf first: it finds its renamed owner.
+            let chapters = try store.anyStorage(for: ChapterOfVolume.self)
+            #expect(try chapters.count() == 18)
+            let authors = try store.anyStorage(for: AuthorOfVolumes.self)
+            let read = try authors.readAll()
+            // Erasing cascades through the renamed entity; a child written on
+            // its own must name an existing volume.
+            #expect(try store.anyStorage(for: Volume.self).erase(primaryKey: "book-1-1"))
+            #expect(try chapters.count() == 15)
+            let orphan = ChapterOfVolume(id: "x", bookId: "book-1-1", number: 1, text: "", wordCount: nil)
+            #expect(expectStorageError { try chapters.persist(orphan) }?.kind == .constraint)
+            try chapters.persist(ChapterOfVolume(id: "x", bookId: "book-1-2", number: 9, text: "new", wordCount: 1))
+            #expect(try authors.read(primaryKey: "author-1")?.books.first?.chapters.last?.id == "x")
+            return read
+        }
+        #expect(
+            read
+                == authors.map { author in
+                    AuthorOfVolumes(
+                        id: author.id, name: author.name, country: author.country,
+                        books: author.books.map { book in
+                            Volume(
+                                id: book.id, authorId: book.authorId, title: book.title, subtitle: book.subtitle,
+                                year: book.year,
+                                chapters: book.chapters.map {
+                                    ChapterOfVolume(
+                                        id: $0.id, bookId: $0.bookId, number: $0.number, text: $0.text, wordCount: $0.wordCount)
                                 })
                         })
                 })
