@@ -37,7 +37,8 @@ let package = Package(
         ),
 
         // The library.
-        .target(name: "DAOCore"),
+        .target(name: "CCRC32C"),
+        .target(name: "DAOCore", dependencies: ["CCRC32C"]),
         .target(name: "FileStorage", dependencies: ["DAOCore"]),
         .target(name: "SQLiteStorage", dependencies: ["DAOCore", "CSQLite"]),
         .target(name: "LMDBStorage", dependencies: ["DAOCore", "CLMDB"]),
@@ -60,6 +61,12 @@ let package = Package(
             path: "Benchmarks/StorageBench",
         ),
 
+        // The child process of the crash and corruption tests.
+        .executableTarget(
+            name: "CrashHelper",
+            dependencies: ["DAOCore", "DialogGraph", "FileStorage", "SQLiteStorage", "LMDBStorage"],
+        ),
+
         // Tests.
         // A second process for tests that need one (another process growing an
         // LMDB map, holding an SQLite write lock); built with the tests.
@@ -78,6 +85,7 @@ let package = Package(
         .testTarget(name: "SQLiteStorageTests", dependencies: ["SQLiteStorage", "DialogGraph"]),
         .testTarget(name: "LMDBStorageTests", dependencies: ["LMDBStorage", "DialogGraph"]),
         .testTarget(name: "StorageBenchKitTests", dependencies: ["StorageBenchKit"]),
+        .testTarget(name: "CrashTests", dependencies: ["CrashHelper"]),
     ],
     swiftLanguageModes: [.v6]
 )

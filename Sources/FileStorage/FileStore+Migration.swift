@@ -27,11 +27,10 @@ extension FileStore: MigratableStore {
                     .invalidArgument, .open, path: location.path,
                     message: "a migration must run before the store hands out storages")
             }
-            let txn = FileMigrationTransaction(
-                directory: location, format: format, manifest: state.manifest)
+            let txn = FileMigrationTransaction(state: state, format: format, durability: durability)
             do {
                 let result = try body(txn)
-                if let next = try txn.commit(sync: durability == .full) { state.adopt(migrated: next) }
+                if let next = try txn.commit() { state.adopt(migrated: next) }
                 return result
             } catch {
                 throw StoreState.wrap(error, .open, "", path: location.path)
@@ -43,19 +42,24 @@ extension FileStore: MigratableStore {
 /// A migration's view of a file store: documents read through a
 /// schema-driven row coder, rewritten documents held until the commit.
 final class FileMigrationTransaction: MigrationTransaction {
+    /// The store's state, for reading its documents (checked against their checksums).
+    private let state: StoreState
     let directory: URL
     let format: FileFormat
+    let durability: Durability
     private let original: Manifest
     private var manifest: Manifest
     /// Rewritten documents by entity, written at the commit.
     private var documents: [String: Data] = [:]
     private var changed = false
 
-    init(directory: URL, format: FileFormat, manifest: Manifest) {
-        self.directory = directory
+    init(state: StoreState, format: FileFormat, durability: Durability) {
+        self.state = state
+        self.directory = state.directory
         self.format = format
-        self.original = manifest
-        self.manifest = manifest
+        self.durability = durability
+        self.original = state.manifest
+        self.manifest = state.manifest
     }
 
     func recordedSchemas() throws -> [String: EntitySchema] { manifest.schemas ?? [:] }
@@ -78,7 +82,7 @@ final class FileMigrationTransaction: MigrationTransaction {
         if let pending = documents[schema.entity] {
             data = pending
         } else if let name = manifest.documents[schema.entity] {
-            data = try FileIO.read(directory.appendingPathComponent(name), operation: .open)
+            data = try state.documentData(named: name, entity: schema.entity)
         } else {
             return []
         }
@@ -121,33 +125,41 @@ final class FileMigrationTransaction: MigrationTransaction {
         changed = true
     }
 
-    /// Writes the rewritten documents, then the manifest; returns it, or
-    /// `nil` when nothing changed. On failure the new files are removed and
-    /// the old manifest stands.
-    func commit(sync: Bool) throws -> Manifest? {
+    /// Writes the rewritten documents, then the manifest (sealed with its
+    /// checksum, as every commit writes it); returns it, or `nil` when nothing
+    /// changed. On failure the new files are removed and the old manifest stands.
+    func commit() throws -> Manifest? {
         guard changed || !documents.isEmpty else { return nil }
+        guard let storeId = original.storeId else {
+            throw StorageError(.corrupt, .open, path: directory.path, message: "the store's manifest has no identity")
+        }
         var next = manifest
         next.generation = original.generation + 1
         var written: [URL] = []
         do {
             for (entity, data) in documents.sorted(by: { $0.key < $1.key }) {
-                let name = "\(entity)-\(next.generation).\(format.fileExtension)"
+                let name = StoreFiles.documentName(
+                    storeId: storeId, generation: next.generation, entity: entity, format: format)
                 let url = directory.appendingPathComponent(name)
-                try FileIO.create(url, data: data, sync: sync, operation: .open)
+                try FileIO.create(url, data: data, sync: durability == .full, operation: .open)
                 written.append(url)
                 next.documents[entity] = name
+                next.checksums = next.checksums ?? [:]
+                next.checksums?[name] = DocumentChecksum(crc32c: CRC32C.checksum(data), size: data.count)
             }
-            try FileIO.replace(
-                directory.appendingPathComponent(Manifest.fileName), data: try JSONEncoder.manifest.encode(next),
-                sync: sync, operation: .open)
+            let kept = Set(next.documents.values)
+            for name in original.documents.values where !kept.contains(name) { next.checksums?[name] = nil }
+            next = try FileStore.write(next, in: directory, durability: durability, operation: .open)
         } catch {
             for url in written { unlink(url.path) }
             throw error
         }
         let kept = Set(next.documents.values)
-        for name in original.documents.values where !kept.contains(name) {
+        for (entity, name) in original.documents where !kept.contains(name) {
             // No longer named by the manifest; the next open removes it if this fails.
-            unlink(directory.appendingPathComponent(name).path)
+            if StoreFiles.mayRemoveSuperseded(name, entity: entity, storeId: storeId) {
+                unlink(directory.appendingPathComponent(name).path)
+            }
         }
         return next
     }

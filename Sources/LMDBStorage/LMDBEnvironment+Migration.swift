@@ -32,8 +32,8 @@ extension LMDBEnvironment: MigratableStore {
 /// a renamed field changes only the recorded schema; an added or dropped
 /// index fills or empties its own database; every other change rewrites each
 /// value of the entity (with its `#id` and index entries) in the new layout.
-/// The value's leading format byte (``ValueSchema/formatVersion``) stays the
-/// same: the recorded schema says which fields a value holds.
+/// Values are written in the current format (``ValueSchema/formatVersion``,
+/// with its checksum); the recorded schema says which fields a value holds.
 final class LMDBMigrationTransaction: MigrationTransaction {
     let handle: OpaquePointer
     let path: String
@@ -305,14 +305,28 @@ final class LMDBMigrationTransaction: MigrationTransaction {
                     .encoding, .open, entity: schema.entity, message: "the value \(value) does not fit field \(field)")
             }
         }
+        let checksum = bytes.withUnsafeBytes { CRC32C.checksum($0) }
+        withUnsafeBytes(of: checksum.littleEndian) { bytes.append(contentsOf: $0) }
         return bytes
     }
 
     /// A row from a value written in `schema`'s layout.
-    static func decode(_ bytes: [UInt8], _ schema: EntitySchema) throws -> [StoredValue] {
+    static func decode(_ value: [UInt8], _ schema: EntitySchema) throws -> [StoredValue] {
         var position = 0
         func corrupt(_ what: String) -> StorageError {
             StorageError(.corrupt, .open, entity: schema.entity, message: "a stored value \(what)")
+        }
+        // Format 2 ends with the CRC-32C of the bytes before it; format 1 has none.
+        var bytes = value
+        if bytes.first == ValueSchema.formatVersion {
+            guard bytes.count > ValueSchema.checksumSize else { throw corrupt("ends early") }
+            let body = bytes.count - ValueSchema.checksumSize
+            var stored: UInt32 = 0
+            for (shift, byte) in bytes[body...].enumerated() { stored |= UInt32(byte) << (8 * UInt32(shift)) }
+            let actual = bytes[..<body].withUnsafeBytes { CRC32C.checksum($0) }
+            guard stored == actual else { throw corrupt("does not match its checksum") }
+            bytes.removeLast(ValueSchema.checksumSize)
+            bytes[0] = ValueSchema.uncheckedFormatVersion
         }
         func byte() throws -> UInt8 {
             guard position < bytes.count else { throw corrupt("ends early") }
@@ -335,7 +349,7 @@ final class LMDBMigrationTransaction: MigrationTransaction {
             defer { position += count }
             return bytes[position..<position + count]
         }
-        guard try byte() == ValueSchema.formatVersion else { throw corrupt("has an unknown format") }
+        guard try byte() == ValueSchema.uncheckedFormatVersion else { throw corrupt("has an unknown format") }
         var row: [StoredValue] = []
         row.reserveCapacity(schema.fields.count)
         for field in schema.fields {
