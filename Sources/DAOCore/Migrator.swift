@@ -314,9 +314,7 @@ struct MigrationRunner {
                 }
             }
         }
-        var newTop = top
-        newTop.entity = top.entity
-        try flatten(migrated, as: newTop)
+        try flatten(migrated, as: top)
         let old = oldTree
         for schema in declared { schemas[schema.entity] = schema }
         if top.entity != entity { schemas[entity] = nil }

@@ -219,7 +219,7 @@ final class LMDBMigrationTransaction: MigrationTransaction {
         _ change: NativeAlteration, from old: EntitySchema, to new: EntitySchema, in schemas: [String: EntitySchema]
     ) throws -> Bool {
         switch change {
-        case .renameField(let from, let to):
+        case .renameField(_, let to):
             // Values hold no names: only the schema, and the link of a
             // child whose foreign key this is, change.
             if let link = Self.link(of: new, in: schemas), link.foreignKey == to,
@@ -227,7 +227,6 @@ final class LMDBMigrationTransaction: MigrationTransaction {
             {
                 try put(try linksDB, Array(new.entity.utf8), Array("\(link.owner)\n\(to)".utf8))
             }
-            _ = from
         case .dropIndex(let index):
             try empty(old.entity + "#" + index.name, duplicateSort: true)
         case .addIndex(let index):

@@ -22,7 +22,7 @@ let migratableBackends: [MigratableBackend] = [
     MigratableBackend(name: "lmdb") { try LMDBEnvironment(directory: $0) },
 ]
 
-struct Failure: Error {}
+struct MigrationTestFailure: Error {}
 
 @Suite("Conformance: migrations change a stored record type the same way on every backend")
 struct MigrationTests {
@@ -170,12 +170,12 @@ struct MigrationTests {
                 .rewrite("authors", to: AuthorV2.self) { author in
                     author.children["books"] = try (author.children["books"] ?? []).map { book in
                         var book = book
-                        guard case .integer(let year) = book["year"] else { throw Failure() }
+                        guard case .integer(let year) = book["year"] else { throw MigrationTestFailure() }
                         book["published"] = .real(Date(timeIntervalSince1970: Double(year - 1970) * 31_556_952).timeIntervalSinceReferenceDate)
                         book.values["year"] = nil
                         book.children["chapters"] = try (book.children["chapters"] ?? []).map { chapter in
                             var chapter = chapter
-                            guard case .text(let text) = chapter["text"] else { throw Failure() }
+                            guard case .text(let text) = chapter["text"] else { throw MigrationTestFailure() }
                             chapter["words"] = .integer(Int64(text.count))
                             return chapter
                         }
@@ -270,7 +270,7 @@ struct MigrationTests {
                 .renameEntity("tags", to: "labels"),
                 .dropField("country", from: "authors"),
                 .changeField("name", in: "authors", to: .text, optional: false) { value in
-                    if value == .text("李雷") { throw Failure() }
+                    if value == .text("李雷") { throw MigrationTestFailure() }
                     return value
                 },
             ])
