@@ -287,11 +287,18 @@ struct MigrationRunner {
             }
             return result
         }
+        // Flatten into the new tree, each child's foreign key set to its parent's key.
+        let newByName = Dictionary(declared.map { ($0.entity, $0) }, uniquingKeysWith: { first, _ in first })
+        // An entity of the old tree the new types no longer reach would stay
+        // stored, owned by a parent that no longer declares it: refused.
+        if let left = oldTree.keys.sorted().first(where: { $0 != entity && newByName[$0] == nil }) {
+            throw Self.refuse(
+                entity,
+                "the general step to '\(top.entity)' does not store '\(left)', which the stored tree of '\(entity)' holds")
+        }
         var migrated = try rows(of: oldTop)
         for index in migrated.indices { try body(&migrated[index]) }
 
-        // Flatten into the new tree, each child's foreign key set to its parent's key.
-        let newByName = Dictionary(declared.map { ($0.entity, $0) }, uniquingKeysWith: { first, _ in first })
         var flat: [String: [[StoredValue]]] = [:]
         func flatten(_ rows: [MigrationRow], as schema: EntitySchema) throws {
             for row in rows {

@@ -119,6 +119,12 @@ struct MigratorTests {
         #expect(refusal([.dropIndex("nope", from: "parents")])?.contains("no index 'nope'") == true)
         #expect(refusal([.addField("x", to: "ghosts", type: .text, optional: true)])?.contains("no entity 'ghosts'") == true)
         #expect(refusal([.changeField("id", in: "children", to: .text, optional: false) { $0 }])?.contains("primary key") == true)
+        // The general step must store every entity of the tree it reads.
+        #expect(refusal([.rewrite("parents", to: LoneParent.self) { _ in }])?.contains("does not store 'children'") == true)
+        // A row that lacks a non-optional field of the new shape.
+        #expect(
+            refusal([.rewrite("children", to: LoneChild.self) { row in row.values["parentId"] = nil }])?
+                .contains("does not fit") == true)
         // A later step's failure undoes the earlier ones of the same migration.
         #expect(
             refusal([.renameEntity("parents", to: "owners"), .dropField("id", from: "owners")])?.contains("primary key")
@@ -143,4 +149,27 @@ struct MigratorTests {
         #expect(store.rows["owners"]?.count == 2)
         #expect(try Migrator.state(of: store) == MigrationState(applied: ["v2"]))
     }
+}
+
+/// `parents` without its relation to `children`.
+struct LoneParent: Record {
+    typealias PrimaryKey = String
+    var id: String
+    var name: String
+    var score: Double?
+
+    static let entity = Entity<LoneParent>(
+        "parents", primaryKey: "id", \.id, fields: [Field("name", \.name), Field("score", \.score)],
+        indexes: [Index("parents_by_name", on: ["name"])])
+}
+
+/// `children` as a top-level entity with a non-optional `parentId`.
+struct LoneChild: Record {
+    typealias PrimaryKey = Int64
+    var id: Int64
+    var parentId: String
+    var note: String?
+
+    static let entity = Entity<LoneChild>(
+        "children", primaryKey: "id", \.id, fields: [Field("parentId", \.parentId), Field("note", \.note)])
 }
