@@ -315,3 +315,17 @@ struct ChapterOfVolume: Record, Equatable {
         fields: [Field("bookId", \.bookId), Field("number", \.number), Field("text", \.text), Field("wordCount", \.wordCount)],
         ownedBy: Volume.self)
 }
+
+/// ``CatalogTag`` with an optional `color` added last.
+struct TagColored: Record, Equatable {
+    typealias PrimaryKey = String
+    var id: String
+    var label: String
+    var weight: Double?
+    var color: String?
+
+    static let entity = Entity<TagColored>(
+        "tags", primaryKey: "id", \.id,
+        fields: [Field("label", \.label), Field("weight", \.weight), Field("color", \.color)],
+        indexes: [Index("tags_by_label_weight", on: ["label", "weight"])])
+}

@@ -81,6 +81,19 @@ struct MigrationTests {
         #expect(read == authors.map { AuthorBorn(id: $0.id, name: $0.name, country: $0.country, born: 1900, books: $0.books) })
     }
 
+    @Test("add an optional field with a value in every record", arguments: migratableBackends)
+    func addOptionalFieldWithValue(backend: MigratableBackend) throws {
+        let read = try migrated(
+            backend, [.addField("color", to: "tags", type: .text, optional: true, default: .text("red"))]
+        ) { (store) throws in
+            let tags = try store.anyStorage(for: TagColored.self)
+            try tags.persist(TagColored(id: "t4", label: "new", weight: nil, color: nil))
+            #expect(try tags.count(where: #Predicate { $0.color == nil }) == 1)
+            return try tags.read(where: #Predicate { $0.color != nil })
+        }
+        #expect(read == tags.map { TagColored(id: $0.id, label: $0.label, weight: $0.weight, color: "red") })
+    }
+
     @Test("add a field whose default has no SQL literal (a real, text with NUL)", arguments: migratableBackends)
     func addFieldOddDefault(backend: MigratableBackend) throws {
         let read = try migrated(
