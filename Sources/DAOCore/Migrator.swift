@@ -79,7 +79,10 @@ public struct Migrator: Sendable {
     }
 
     /// The migration state `store` records (no migration applied: version 0).
-    /// - Throws: ``StorageError``.
+    /// It is read in a migration transaction, so, like ``migrate(_:)``, only
+    /// before the store's first `storage(for:)`.
+    /// - Throws: ``StorageError``: ``StorageError/Kind/invalidArgument`` once
+    ///   the store handed out a storage.
     public static func state(of store: some MigratableStore) throws -> MigrationState {
         try store.withMigrationTransaction { txn in
             try txn.metadata(StoreMetadataKey.migrations).map { try MigrationState.decode($0) }
