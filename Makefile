@@ -17,7 +17,7 @@ REPORT ?= results/latest.csv
 
 BENCH = $(SWIFT) run -c release --skip-build storage-bench
 
-.PHONY: setup build test bench bench-release bench-smoke compare plot clean
+.PHONY: setup build test torture bench bench-release bench-smoke compare plot clean
 
 setup:
 	@bash scripts/setup.sh
@@ -28,6 +28,14 @@ build: setup
 test: setup
 	@bash scripts/build-checked.sh --build-tests
 	$(SWIFT) test --skip-build
+
+# `make torture`: the crash and corruption tests (Tests/CrashTests) with many
+# more cases than `make test` runs: 150 SIGKILLs per backend and every damage
+# of every file. STORAGE_TORTURE_SEED=N repeats a run (the seed is printed with
+# every failure); STORAGE_TORTURE_BACKENDS=lmdb,sqlite narrows it.
+torture: setup
+	@bash scripts/build-checked.sh --build-tests
+	STORAGE_TORTURE=1 $(SWIFT) test --skip-build --filter CrashTests
 
 # Build output goes to standard error, so `make compare` prints only the comparison.
 bench-release: setup

@@ -39,7 +39,8 @@ let package = Package(
         ),
 
         // The library.
-        .target(name: "DAOCore"),
+        .target(name: "CCRC32C"),
+        .target(name: "DAOCore", dependencies: ["CCRC32C"]),
         .target(name: "FileStorage", dependencies: ["DAOCore"]),
         .target(name: "SQLiteStorage", dependencies: ["DAOCore", "CSQLite"]),
         .target(name: "LMDBStorage", dependencies: ["DAOCore", "CLMDB"]),
@@ -72,6 +73,12 @@ let package = Package(
             path: "Benchmarks/StorageBench",
         ),
 
+        // The child process of the crash and corruption tests.
+        .executableTarget(
+            name: "CrashHelper",
+            dependencies: ["DAOCore", "DialogGraph", "FileStorage", "SQLiteStorage", "LMDBStorage"],
+        ),
+
         // Tests.
         // A second process for tests that need one (another process growing an
         // LMDB map, holding an SQLite write lock); built with the tests.
@@ -93,6 +100,7 @@ let package = Package(
         .testTarget(
             name: "StorageBenchReferenceTests",
             dependencies: ["StorageBenchReference", "StorageBenchKit", "DialogGraph", "CLMDB"]),
+        .testTarget(name: "CrashTests", dependencies: ["CrashHelper"]),
     ],
     swiftLanguageModes: [.v6]
 )

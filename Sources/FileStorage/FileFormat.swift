@@ -62,19 +62,98 @@ struct Document<R: Record>: Codable {
     var records: [R]
 }
 
-/// The store's table of contents: which document holds each entity now. It is
-/// replaced atomically on every commit, which makes a commit that rewrites
-/// several documents (a dialog and its messages) atomic as a whole.
+/// The store's table of contents: which document holds each entity now, and
+/// the checksum of each. It is replaced atomically on every commit, which makes
+/// a commit that rewrites several documents (a dialog and its messages) atomic
+/// as a whole.
+///
+/// Layout version 2 (this one) adds the store's identity: `storeId`, a random
+/// 128-bit hex string chosen when the store is created and written to the
+/// manifest before any document carries it. Documents are named
+/// `dao-<storeId>-<generation>-<entity>.<ext>`, so the store can prove a file is
+/// its own before it removes it. Version 1 manifests (no identity, documents
+/// named `<entity>-<generation>.<ext>`) are upgraded in place at open.
 struct Manifest: Codable, Equatable {
     static var fileName: String { "manifest.json" }
-    static var currentVersion: Int { 1 }
+    static var currentVersion: Int { 2 }
 
     var version: Int
     var format: FileFormat
+    /// The store's identity (version 2; `nil` in a version 1 manifest).
+    var storeId: String?
     var generation: UInt64
+    /// Entity name → document file name.
     var documents: [String: String]
     /// The schema of each entity the store holds, by entity name, in the form
     /// of ``EntitySchema``; absent in stores written before schemas were
     /// recorded. The place for a schema version and applied migrations too.
     var schemas: [String: EntitySchema]?
+    /// Document file name → its CRC-32C and size (version 2; documents carried
+    /// over from a version 1 store have none).
+    var checksums: [String: DocumentChecksum]?
+    /// The CRC-32C of ``canonicalText``, so a damaged manifest that still
+    /// parses is refused rather than believed (version 2).
+    var checksum: UInt32?
+
+    /// Every field but ``checksum``, in a fixed order and notation of its own
+    /// (not JSONEncoder's, which may change between toolchains). A field added
+    /// to the manifest must be added here too, or the checksum does not cover it.
+    var canonicalText: String {
+        var text = "v\(version) \(format.rawValue) \(storeId ?? "-") g\(generation)"
+        for (entity, name) in documents.sorted(by: { $0.key < $1.key }) {
+            text += " \(entity.utf8.count):\(entity)=\(name.utf8.count):\(name)"
+        }
+        for (name, sum) in (checksums ?? [:]).sorted(by: { $0.key < $1.key }) {
+            text += " \(name.utf8.count):\(name)#\(sum.crc32c)/\(sum.size)"
+        }
+        for (entity, schema) in (schemas ?? [:]).sorted(by: { $0.key < $1.key }) {
+            text += " schema \(Self.field(entity)) \(Self.canonicalText(of: schema))"
+        }
+        return text
+    }
+
+    /// A string as its UTF-8 length, a colon and itself, so no two lists of
+    /// strings read the same.
+    private static func field(_ text: String) -> String { "\(text.utf8.count):\(text)" }
+
+    private static func canonicalText(of schema: EntitySchema) -> String {
+        var text = "f\(schema.format) \(field(schema.entity)) owner \(schema.owner.map(field) ?? "-")"
+        text += " fields \(schema.fields.count)"
+        for item in schema.fields {
+            text += " \(field(item.name)) \(field(item.type.rawValue)) \(item.optional ? 1 : 0)"
+        }
+        text += " indexes \(schema.indexes.count)"
+        for index in schema.indexes {
+            text += " \(field(index.name)) \(index.fields.count) " + index.fields.map(field).joined(separator: " ")
+        }
+        text += " relations \(schema.relations.count)"
+        for relation in schema.relations {
+            text += " \(field(relation.name)) \(field(relation.child)) \(field(relation.foreignKey))"
+        }
+        return text
+    }
+
+    /// The manifest with ``checksum`` set from the other fields.
+    func sealed() -> Manifest {
+        var copy = self
+        copy.checksum = CRC32C.checksum(Array(canonicalText.utf8))
+        return copy
+    }
+
+    /// Whether ``checksum`` matches the other fields.
+    var isIntact: Bool {
+        checksum == CRC32C.checksum(Array(canonicalText.utf8))
+    }
+}
+
+/// What a document's bytes must be: their CRC-32C and count.
+struct DocumentChecksum: Codable, Equatable {
+    var crc32c: UInt32
+    var size: Int
+}
+
+/// The first fields of a document, to recognize one without decoding its records.
+struct DocumentHeader: Decodable {
+    var version: Int
+    var entity: String
 }

@@ -20,13 +20,23 @@ import Darwin
 /// try dialogs.persist(dialog)
 /// ```
 ///
-/// Layout: `manifest.json` names the current document of each entity
-/// (`dialogs-7.json`, `messages-7.json`). A commit writes new documents for the
-/// entities it changed, then replaces the manifest atomically (temporary file,
-/// sync, rename, directory sync), so a commit that touches a parent and its
-/// children is atomic as a whole: after a crash the store holds either the old
-/// or the new documents. Superseded documents are removed after the commit, or
-/// at the next open if the process died first.
+/// Layout (version 2; see the README's "File store layout"): `manifest.json`
+/// holds the store's identity (a random `storeId`), a generation, the current
+/// document of each entity and each document's CRC-32C and size. Documents are
+/// named `dao-<storeId>-<generation>-<entity>.json` (or `.plist`). A commit
+/// writes new documents for the entities it changed, then replaces the manifest
+/// atomically (temporary file, sync, rename, directory sync), so a commit that
+/// touches a parent and its children is atomic as a whole: after a crash the
+/// store holds either the old or the new documents. Superseded documents are
+/// removed after the commit, or at the next open if the process died first.
+///
+/// The store removes only files it can prove it wrote: documents carrying its
+/// own identity that the manifest no longer names, and the manifest's own
+/// temporary files. Other files in the directory are left alone. A missing
+/// manifest beside store documents, a document that is missing, or one whose
+/// checksum does not match is ``StorageError/Kind/corrupt``, never an empty
+/// store. A version 1 store (no identity) is upgraded at open: its manifest is
+/// rewritten with an identity and its documents are kept as they are.
 ///
 /// Every call rewrites the documents of the entities it changes: whole-file
 /// stores are made for small data sets and for reading, not for many small
@@ -60,7 +70,7 @@ public final class FileStore: Store {
                 underlying: error)
         }
         lock = try DirectoryLock(directory: location)
-        let manifest = try Self.loadManifest(in: location, format: format)
+        let manifest = try Self.loadManifest(in: location, format: format, durability: durability)
         try Self.removeUnreferencedFiles(in: location, manifest: manifest)
         state = Mutex(StoreState(directory: location, format: format, durability: durability, manifest: manifest))
     }
@@ -152,13 +162,20 @@ public final class FileStore: Store {
 
     // MARK: Opening
 
-    private static func loadManifest(in directory: URL, format: FileFormat) throws -> Manifest {
+    /// Reads the manifest, or creates one for a new store; upgrades a version 1
+    /// manifest to version 2. A manifest with a new identity is written (and
+    /// synced) before any document that carries the identity.
+    private static func loadManifest(in directory: URL, format: FileFormat, durability: Durability) throws -> Manifest {
         let url = directory.appendingPathComponent(Manifest.fileName)
         guard FileManager.default.fileExists(atPath: url.path) else {
-            return Manifest(version: Manifest.currentVersion, format: format, generation: 0, documents: [:])
+            try refuseOrphanedDocuments(in: directory)
+            let manifest = Manifest(
+                version: Manifest.currentVersion, format: format, storeId: StoreFiles.newStoreId(), generation: 0,
+                documents: [:], checksums: [:])
+            return try write(manifest, in: directory, durability: durability, operation: .open)
         }
         let data = try FileIO.read(url, operation: .open)
-        let manifest: Manifest
+        var manifest: Manifest
         do {
             manifest = try JSONDecoder().decode(Manifest.self, from: data)
         } catch {
@@ -166,34 +183,207 @@ public final class FileStore: Store {
                 .corrupt, .open, path: url.path, message: "the store's manifest is not a valid manifest",
                 underlying: error)
         }
-        guard manifest.version == Manifest.currentVersion else {
+        switch manifest.version {
+        case 1:
+            // Version 1 wrote none of these; a manifest that has them is a
+            // version 2 manifest whose version number was damaged.
+            guard manifest.storeId == nil, manifest.checksum == nil, manifest.checksums == nil else {
+                throw StorageError(
+                    .corrupt, .open, path: url.path,
+                    message: "the store's manifest is damaged: it says layout version 1 but has version 2 fields")
+            }
+        case Manifest.currentVersion:
+            guard manifest.isIntact, let storeId = manifest.storeId, StoreFiles.isStoreId(storeId) else {
+                throw StorageError(
+                    .corrupt, .open, path: url.path,
+                    message: "the store's manifest is damaged: its checksum does not match its contents")
+            }
+        default:
             throw StorageError(
                 .schemaMismatch, .open, path: url.path,
-                message: "the manifest has layout version \(manifest.version); this library reads version \(Manifest.currentVersion)")
+                message: "the manifest has layout version \(manifest.version); this library reads versions 1 and \(Manifest.currentVersion)")
         }
         guard manifest.format == format else {
             throw StorageError(
                 .schemaMismatch, .open, path: directory.path,
                 message: "the store was written as \(manifest.format.rawValue), not \(format.rawValue)")
         }
+        for name in manifest.documents.values where !StoreFiles.isPlainFileName(name) {
+            throw StorageError(
+                .corrupt, .open, path: url.path, message: "the manifest names '\(name)', which is not a file in the store's directory")
+        }
+        if manifest.version == 1 {
+            // Give the store an identity before it writes anything that carries it.
+            manifest.version = Manifest.currentVersion
+            manifest.storeId = StoreFiles.newStoreId()
+            manifest.checksums = [:]
+            manifest = try write(manifest, in: directory, durability: durability, operation: .open)
+        }
         return manifest
     }
 
-    /// Removes documents no manifest names and temporary files: what a process
-    /// that died mid-commit, or after a commit but before its clean-up, left.
-    private static func removeUnreferencedFiles(in directory: URL, manifest: Manifest) throws {
-        let names: [String]
+    /// Replaces the manifest atomically with `manifest`, its checksum set
+    /// (``Manifest/sealed()``), and returns what was written. Every write of
+    /// the manifest goes through here, so none can leave a stale checksum.
+    @discardableResult
+    static func write(
+        _ manifest: Manifest, in directory: URL, durability: Durability, operation: StorageError.Operation
+    ) throws -> Manifest {
+        let manifest = manifest.sealed()
+        let data: Data
         do {
-            names = try FileManager.default.contentsOfDirectory(atPath: directory.path)
+            data = try JSONEncoder.manifest.encode(manifest)
+        } catch {
+            throw StorageError(.encoding, operation, path: directory.path, message: "the manifest could not be encoded", underlying: error)
+        }
+        try FileIO.replace(
+            directory.appendingPathComponent(Manifest.fileName), data: data, sync: durability == .full,
+            operation: operation)
+        return manifest
+    }
+
+    /// Throws ``StorageError/Kind/corrupt`` when there is no manifest but the
+    /// directory holds documents of a store: the manifest was lost, and opening
+    /// an empty store there would hide (and later lose) the documents.
+    private static func refuseOrphanedDocuments(in directory: URL) throws {
+        for name in try contents(of: directory) {
+            let isDocument: Bool
+            if StoreFiles.isDocumentOfAnyStore(name) {
+                isDocument = true
+            } else if StoreFiles.isVersion1DocumentName(name) {
+                // A user's `backup-2024.json` has that shape too: only a file that
+                // reads as a store document counts.
+                isDocument = StoreFiles.readsAsDocument(directory.appendingPathComponent(name))
+            } else {
+                isDocument = false
+            }
+            if isDocument {
+                throw StorageError(
+                    .corrupt, .open, path: directory.appendingPathComponent(name).path,
+                    message: "the store's manifest (\(Manifest.fileName)) is missing but the directory holds its document '\(name)'; restore the manifest, or move the documents away to start a new store")
+            }
+        }
+    }
+
+    private static func contents(of directory: URL) throws -> [String] {
+        do {
+            return try FileManager.default.contentsOfDirectory(atPath: directory.path)
         } catch {
             throw StorageError(
                 .io, .open, path: directory.path, message: "the store's directory could not be listed",
                 underlying: error)
         }
+    }
+
+    /// Removes what a process that died mid-commit, or after a commit but
+    /// before its clean-up, left: documents carrying this store's identity that
+    /// the manifest does not name, and the manifest's temporary files. Nothing
+    /// else in the directory is touched.
+    private static func removeUnreferencedFiles(in directory: URL, manifest: Manifest) throws {
+        guard let storeId = manifest.storeId else { return }
         let referenced = Set(manifest.documents.values)
-        for name in names where !referenced.contains(name) && StoreState.isStoreFile(name) {
-            try FileIO.removeIfPresent(directory.appendingPathComponent(name))
+        for name in try contents(of: directory) where !referenced.contains(name) {
+            if StoreFiles.isOwnedDocument(name, storeId: storeId) || StoreFiles.isManifestTemporary(name) {
+                try FileIO.removeIfPresent(directory.appendingPathComponent(name))
+            }
         }
+    }
+}
+
+/// The names of the files a ``FileStore`` writes, and the tests that tell them
+/// from anyone else's.
+enum StoreFiles {
+    /// A new random store identity: 32 lowercase hex digits.
+    static func newStoreId() -> String {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<2).map { _ in
+            let word = String(generator.next() as UInt64, radix: 16)
+            return String(repeating: "0", count: 16 - word.count) + word
+        }.joined()
+    }
+
+    static func isStoreId(_ text: String) -> Bool {
+        text.utf8.count == 32 && text.utf8.allSatisfy { isHexDigit($0) }
+    }
+
+    /// `dao-<storeId>-<generation>-<entity>.<ext>`, the entity's name with
+    /// everything but ASCII letters, digits and `_` percent-encoded.
+    static func documentName(storeId: String, generation: UInt64, entity: String, format: FileFormat) -> String {
+        var escaped = ""
+        for byte in entity.utf8 {
+            if (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
+                || byte == 0x5F
+            {
+                escaped.append(Character(Unicode.Scalar(byte)))
+            } else {
+                let hex = String(byte, radix: 16, uppercase: true)
+                escaped += "%" + (hex.count == 1 ? "0" + hex : hex)
+            }
+        }
+        return "dao-\(storeId)-\(generation)-\(escaped).\(format.fileExtension)"
+    }
+
+    /// Whether `name` is a document of the store with identity `storeId`.
+    static func isOwnedDocument(_ name: String, storeId: String) -> Bool {
+        isDocumentOfAnyStore(name) && name.hasPrefix("dao-\(storeId)-")
+    }
+
+    /// Whether `name` has the shape of a version 2 document of any store.
+    static func isDocumentOfAnyStore(_ name: String) -> Bool {
+        guard let stem = stripExtension(name) else { return false }
+        let bytes = Array(stem.utf8)
+        // "dao-" + 32 hex + "-" + digits + "-" + at least one byte
+        guard bytes.count >= 4 + 32 + 1 + 1 + 1 + 1, bytes.starts(with: Array("dao-".utf8)) else { return false }
+        guard bytes[4..<36].allSatisfy(isHexDigit), bytes[36] == UInt8(ascii: "-") else { return false }
+        var position = 37
+        while position < bytes.count && bytes[position] >= 0x30 && bytes[position] <= 0x39 { position += 1 }
+        return position > 37 && position + 1 < bytes.count && bytes[position] == UInt8(ascii: "-")
+    }
+
+    /// Whether `name` has the shape of a version 1 document: `<word>-<digits>.<ext>`.
+    static func isVersion1DocumentName(_ name: String) -> Bool {
+        guard let stem = stripExtension(name), let dash = stem.lastIndex(of: "-") else { return false }
+        let generation = stem[stem.index(after: dash)...]
+        return dash != stem.startIndex && !generation.isEmpty && generation.utf8.allSatisfy { $0 >= 0x30 && $0 <= 0x39 }
+    }
+
+    /// Whether `name` may be removed when a commit supersedes it: a document of
+    /// this store, or a version 1 document of `entity` named by the manifest.
+    static func mayRemoveSuperseded(_ name: String, entity: String, storeId: String?) -> Bool {
+        if let storeId, isOwnedDocument(name, storeId: storeId) { return true }
+        return isVersion1DocumentName(name) && name.hasPrefix("\(entity)-") && isPlainFileName(name)
+    }
+
+    /// The temporary file `FileIO.replace` writes the manifest to.
+    static func isManifestTemporary(_ name: String) -> Bool {
+        let prefix = ".\(Manifest.fileName)."
+        guard name.hasPrefix(prefix), name.hasSuffix(".tmp") else { return false }
+        let pid = name.dropFirst(prefix.count).dropLast(4)
+        return !pid.isEmpty && pid.utf8.allSatisfy { $0 >= 0x30 && $0 <= 0x39 }
+    }
+
+    /// A name that stays inside the directory: no separator, not `.` or `..`.
+    static func isPlainFileName(_ name: String) -> Bool {
+        !name.isEmpty && name != "." && name != ".." && !name.contains("/") && !name.utf8.contains(0)
+    }
+
+    /// Whether the file decodes as a store document (as JSON or as a property list).
+    static func readsAsDocument(_ url: URL) -> Bool {
+        guard let data = FileManager.default.contents(atPath: url.path) else { return false }
+        // Failing to decode is the answer here, not an error to report.
+        if (try? JSONDecoder().decode(DocumentHeader.self, from: data)) != nil { return true }
+        return (try? PropertyListDecoder().decode(DocumentHeader.self, from: data)) != nil
+    }
+
+    private static func stripExtension(_ name: String) -> Substring? {
+        for format in FileFormat.allCases where name.hasSuffix(".\(format.fileExtension)") {
+            return name.dropLast(format.fileExtension.count + 1)
+        }
+        return nil
+    }
+
+    private static func isHexDigit(_ byte: UInt8) -> Bool {
+        (byte >= 0x30 && byte <= 0x39) || (byte >= 0x61 && byte <= 0x66)
     }
 }
 
@@ -243,10 +433,7 @@ final class StoreState: @unchecked Sendable {
         var schemas = next.schemas ?? [:]
         for schema in missing { schemas[schema.entity] = schema }
         next.schemas = schemas
-        try FileIO.replace(
-            directory.appendingPathComponent(Manifest.fileName), data: try JSONEncoder.manifest.encode(next),
-            sync: durability == .full, operation: .open)
-        manifest = next
+        manifest = try FileStore.write(next, in: directory, durability: durability, operation: .open)
     }
 
     /// For a store written before schemas were recorded: refuses a document
@@ -260,7 +447,7 @@ final class StoreState: @unchecked Sendable {
     private func checkUnrecordedDocument(of schema: EntitySchema) throws {
         guard let name = manifest.documents[schema.entity] else { return }
         let url = directory.appendingPathComponent(name)
-        let data = try FileIO.read(url, operation: .open)
+        let data = try documentData(named: name, entity: schema.entity)
         let tree: Any
         do {
             switch coder.format {
@@ -327,9 +514,33 @@ final class StoreState: @unchecked Sendable {
         _ = try table(Relation.Child.self)
     }
 
+    /// The bytes of the document `name` of `entity`, checked against the size
+    /// and CRC-32C the manifest recorded for it.
+    ///
+    /// - Throws: ``StorageError/Kind/corrupt`` when it is missing or its bytes
+    ///   differ; ``StorageError/Kind/io`` when it cannot be read.
+    private func documentData(named name: String, entity: String) throws -> Data {
+        let url = directory.appendingPathComponent(name)
+        guard FileManager.default.fileExists(atPath: url.path) else {
+            throw StorageError(
+                .corrupt, .open, entity: entity, path: url.path,
+                message: "the manifest names the document '\(name)', which is missing")
+        }
+        let data = try FileIO.read(url, operation: .open)
+        if let expected = manifest.checksums?[name] {
+            let actual = CRC32C.checksum(data)
+            guard data.count == expected.size, actual == expected.crc32c else {
+                throw StorageError(
+                    .corrupt, .open, entity: entity, path: url.path,
+                    message: "the document is damaged: \(data.count) bytes with CRC-32C \(actual), the manifest recorded \(expected.size) bytes with CRC-32C \(expected.crc32c)")
+            }
+        }
+        return data
+    }
+
     private func loadDocument<R: Record>(_ type: R.Type, named name: String) throws -> [R] {
         let url = directory.appendingPathComponent(name)
-        let data = try FileIO.read(url, operation: .open)
+        let data = try documentData(named: name, entity: R.entity.name)
         let document: Document<R>
         do {
             document = try coder.decode(Document<R>.self, from: data)
@@ -374,12 +585,16 @@ final class StoreState: @unchecked Sendable {
             return
         }
         let sync = durability == .full
+        guard let storeId = manifest.storeId else {
+            throw StorageError(.corrupt, .persist, path: directory.path, message: "the store's manifest has no identity")
+        }
         var next = manifest
         next.generation += 1
         var written: [URL] = []
         do {
             for table in dirty {
-                let name = "\(table.entityName)-\(next.generation).\(coder.format.fileExtension)"
+                let name = StoreFiles.documentName(
+                    storeId: storeId, generation: next.generation, entity: table.entityName, format: coder.format)
                 let url = directory.appendingPathComponent(name)
                 let data: Data
                 do {
@@ -391,18 +606,22 @@ final class StoreState: @unchecked Sendable {
                 }
                 try FileIO.create(url, data: data, sync: sync, operation: .persist)
                 written.append(url)
+                if let old = next.documents[table.entityName] { next.checksums?[old] = nil }
                 next.documents[table.entityName] = name
+                next.checksums = next.checksums ?? [:]
+                next.checksums?[name] = DocumentChecksum(crc32c: CRC32C.checksum(data), size: data.count)
             }
-            let manifestData = try JSONEncoder.manifest.encode(next)
-            try FileIO.replace(
-                directory.appendingPathComponent(Manifest.fileName), data: manifestData, sync: sync,
-                operation: .persist)
+            next = try FileStore.write(next, in: directory, durability: durability, operation: .persist)
         } catch {
             // The manifest still names the old documents; the new ones are unreferenced.
             for url in written { unlink(url.path) }
             throw error
         }
-        let superseded = dirty.compactMap(\.documentName)
+        let superseded = dirty.compactMap { table in
+            table.documentName.flatMap {
+                StoreFiles.mayRemoveSuperseded($0, entity: table.entityName, storeId: storeId) ? $0 : nil
+            }
+        }
         manifest = next
         for table in dirty { table.documentName = next.documents[table.entityName] }
         for table in tables.values { table.commit() }
@@ -443,19 +662,6 @@ final class StoreState: @unchecked Sendable {
 
     private static func codingPath(_ path: [any CodingKey]) -> String {
         path.isEmpty ? "the top level" : path.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.joined(separator: ".")
-    }
-
-    /// Whether `name` is a file this store writes (a document or a temporary
-    /// file), as opposed to a file someone else put in the directory.
-    static func isStoreFile(_ name: String) -> Bool {
-        if name.hasPrefix(".") && name.hasSuffix(".tmp") { return true }
-        for format in FileFormat.allCases where name.hasSuffix(".\(format.fileExtension)") {
-            let stem = name.dropLast(format.fileExtension.count + 1)
-            guard let dash = stem.lastIndex(of: "-") else { return false }
-            let generation = stem[stem.index(after: dash)...]
-            return !generation.isEmpty && generation.allSatisfy(\.isASCII) && generation.allSatisfy(\.isNumber)
-        }
-        return false
     }
 }
 

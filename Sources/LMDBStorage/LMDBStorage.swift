@@ -63,6 +63,31 @@ public struct LMDBStorage<Record: DAOCore.Record>: Storage {
         }
     }
 
+    /// Checks every stored record of this storage's entity (not its
+    /// children's: verify their storages too) and returns how many there are:
+    /// each value decodes and its CRC-32C holds, each key is the one its
+    /// record's fields give (under the parent its foreign key names, which is
+    /// stored), each `#id` lookup and index entry matches a record, one for
+    /// one. One read transaction.
+    ///
+    /// Reads answer from keys and indexes without these cross-checks, so a
+    /// damaged key or index entry can hide a record from them; `verify()`
+    /// finds it. liblmdb itself trusts the structure of its pages: on a file
+    /// you do not trust, call this in a child process, where a crash inside
+    /// liblmdb cannot take your process down (docs/LMDB.md).
+    ///
+    /// - Throws: ``StorageError/Kind/corrupt`` naming the first inconsistency;
+    ///   ``StorageError/Kind/decoding`` for a value the record type refuses.
+    public func verify() throws -> Int {
+        do {
+            return try table.environment.read(.read) { txn in
+                try table.verify(in: txn, codecs: table.makeCodecs())
+            }
+        } catch {
+            throw failing(error, .read)
+        }
+    }
+
     /// The record with primary key `key`, with its children, or `nil`.
     ///
     /// - Throws: ``StorageError``: ``StorageError/Kind/corrupt`` or

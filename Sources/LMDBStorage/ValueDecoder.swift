@@ -28,19 +28,30 @@ final class ValueDecoder {
     /// that follows is done).
     ///
     /// - Throws: ``StorageError/Kind/corrupt`` for an unknown format version, a
-    ///   truncated value or trailing bytes.
+    ///   checksum that does not match, a truncated value or trailing bytes.
     func load(_ value: UnsafeRawBufferPointer) throws {
-        base = value
         guard let version = value.first else { throw corrupt("it is empty") }
-        guard version == ValueSchema.formatVersion else {
-            throw corrupt("its format version is \(version); this build reads version \(ValueSchema.formatVersion)")
+        let count: Int
+        if version == ValueSchema.formatVersion {
+            count = value.count - ValueSchema.checksumSize
+            guard count > 0, let start = value.baseAddress else { throw corrupt("it is shorter than its checksum") }
+            let stored = UInt32(littleEndian: value.loadUnaligned(fromByteOffset: count, as: UInt32.self))
+            let actual = CRC32C.checksum(UnsafeRawBufferPointer(start: start, count: count))
+            guard stored == actual else {
+                throw corrupt("its CRC-32C is \(actual), the value records \(stored)")
+            }
+        } else if version == ValueSchema.uncheckedFormatVersion {
+            count = value.count
+        } else {
+            throw corrupt("its format version is \(version); this build reads versions \(ValueSchema.uncheckedFormatVersion) and \(ValueSchema.formatVersion)")
         }
+        base = UnsafeRawBufferPointer(rebasing: value[..<count])
         // Work on a local array (moved out and back), not on the property.
         var offsets: [Int] = []
         swap(&offsets, &self.offsets)
         defer { swap(&offsets, &self.offsets) }
         var position = 1
-        let count = value.count
+        let value = base
         let schema = self.schema
         for index in 0..<schema.fieldCount {
             if schema.optional[index] {

@@ -75,6 +75,8 @@ final class ValueEncoder {
         for index in slots.indices {
             try write(slots[index], field: index, to: &out)
         }
+        let checksum = out.withUnsafeBytes { CRC32C.checksum($0) }
+        withUnsafeBytes(of: checksum.littleEndian) { out.append(contentsOf: $0) }
     }
 
     private func write(_ value: StoredValue?, field index: Int, to bytes: inout [UInt8]) throws {

@@ -17,8 +17,14 @@ final class ValueSchema: Sendable {
     private let slots: [String: Int]
 
     /// The current value format: a leading byte, so a later format can still
-    /// read values written by this one.
-    static let formatVersion: UInt8 = 1
+    /// read values written by this one. Version 2 ends every value with the
+    /// CRC-32C of the bytes before it (4 bytes, little-endian); version 1
+    /// values (no checksum) are still read.
+    static let formatVersion: UInt8 = 2
+    /// The format without a checksum, still read.
+    static let uncheckedFormatVersion: UInt8 = 1
+    /// The bytes of the trailing checksum.
+    static let checksumSize = 4
 
     init<R: Record>(_ entity: Entity<R>) {
         self.entity = entity.name

@@ -60,7 +60,8 @@ public final class SQLiteDatabase: Store, Sendable {
     /// when missing.
     ///
     /// - Throws: ``StorageError`` of kind ``StorageError/Kind/corrupt`` when the
-    ///   file is not an SQLite database, ``StorageError/Kind/io`` when it cannot
+    ///   file is not an SQLite database or is shorter than its header says
+    ///   (truncated), ``StorageError/Kind/io`` when it cannot
     ///   be opened or created.
     public init(path: URL, durability: Durability = .full) throws {
         let filePath = path.path(percentEncoded: false)
@@ -74,6 +75,8 @@ public final class SQLiteDatabase: Store, Sendable {
             throw StorageError(
                 .io, .open, path: filePath, message: "cannot create the database's directory", underlying: error)
         }
+        // SQLite opens a truncated file without a word: check its header first.
+        try FileCheck.check(path: filePath)
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
         let connection = try Connection(path: filePath, flags: flags)
         do {

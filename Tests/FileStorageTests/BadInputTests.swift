@@ -1,6 +1,6 @@
 import DAOCore
 import DialogGraph
-import FileStorage
+@testable import FileStorage
 import Foundation
 import Testing
 
@@ -42,6 +42,27 @@ func documentURL(_ directory: URL, _ entity: String) throws -> URL {
     return directory.appendingPathComponent(try #require(documents[entity]))
 }
 
+/// Replaces a document's bytes and records their checksum in the manifest, as
+/// a writer of the store would: for tests of what the decoder says about
+/// well-formed but wrong documents.
+func rewriteDocument(_ url: URL, _ data: Data) throws {
+    try data.write(to: url)
+    let manifestURL = url.deletingLastPathComponent().appendingPathComponent("manifest.json")
+    var manifest = try JSONDecoder().decode(Manifest.self, from: Data(contentsOf: manifestURL))
+    manifest.checksums?[url.lastPathComponent] = DocumentChecksum(crc32c: CRC32C.checksum(data), size: data.count)
+    try JSONEncoder().encode(manifest.sealed()).write(to: manifestURL)
+}
+
+/// The name a commit `generations` after the current one gives `entity`'s document.
+func nextDocumentURL(_ directory: URL, _ entity: String, generations: UInt64 = 1) throws -> URL {
+    let manifest = try #require(
+        JSONSerialization.jsonObject(with: Data(contentsOf: directory.appendingPathComponent("manifest.json")))
+            as? [String: Any])
+    let storeId = try #require(manifest["storeId"] as? String)
+    let generation = try #require((manifest["generation"] as? NSNumber)?.uint64Value)
+    return directory.appendingPathComponent("dao-\(storeId)-\(generation + generations)-\(entity).json")
+}
+
 @Suite("File store: bad input gives a typed error and loses no data")
 struct BadInputTests {
     @Test("a truncated document", arguments: FileFormat.allCases)
@@ -79,7 +100,7 @@ struct BadInputTests {
         try seed(scratch.url, format: .json)
         let url = try documentURL(scratch.url, "messages")
         let text = try String(contentsOf: url, encoding: .utf8).replacingOccurrences(of: "\"senderId\"", with: "\"sender\"")
-        try text.write(to: url, atomically: true, encoding: .utf8)
+        try rewriteDocument(url, Data(text.utf8))
 
         let store = try FileStore(directory: scratch.url, format: .json)
         let error = #expect(throws: StorageError.self) { try store.storage(for: MessageRecord.self) }
@@ -93,7 +114,7 @@ struct BadInputTests {
         try seed(scratch.url, format: .json)
         let url = try documentURL(scratch.url, "dialogs")
         let text = try String(contentsOf: url, encoding: .utf8).replacingOccurrences(of: "\"isPinned\":false", with: "\"isPinned\":\"no\"")
-        try text.write(to: url, atomically: true, encoding: .utf8)
+        try rewriteDocument(url, Data(text.utf8))
 
         let store = try FileStore(directory: scratch.url, format: .json)
         let error = #expect(throws: StorageError.self) { try store.storage(for: DialogRecord.self) }
@@ -156,7 +177,7 @@ struct BadInputTests {
             let dialogs = try store.storage(for: DialogRecord.self)
             // Occupy the names the next commit writes, as a directory, so the write fails.
             for entity in ["dialogs", "messages"] {
-                try FileManager.default.createDirectory(at: scratch.file("\(entity)-2.json"), withIntermediateDirectories: false)
+                try FileManager.default.createDirectory(at: try nextDocumentURL(scratch.url, entity), withIntermediateDirectories: false)
             }
             let error = #expect(throws: StorageError.self) {
                 try dialogs.persist(DialogRecord(id: 9, isPinned: true, messages: []))
@@ -168,7 +189,7 @@ struct BadInputTests {
             #expect(try Data(contentsOf: scratch.file("manifest.json")) == before)
         }
         for entity in ["dialogs", "messages"] {
-            try FileManager.default.removeItem(at: scratch.file("\(entity)-2.json"))
+            try FileManager.default.removeItem(at: try nextDocumentURL(scratch.url, entity))
         }
         let store = try FileStore(directory: scratch.url, format: .json)
         #expect(try store.storage(for: DialogRecord.self).readAll().map(\.id) == [1])
@@ -179,14 +200,15 @@ struct BadInputTests {
         let scratch = try Scratch()
         try seed(scratch.url, format: .json)
         // A document written by a commit whose manifest never landed, and a temporary file.
-        try Data("[]".utf8).write(to: scratch.file("dialogs-7.json"))
+        let orphan = try nextDocumentURL(scratch.url, "dialogs", generations: 6)
+        try Data("[]".utf8).write(to: orphan)
         try Data("partial".utf8).write(to: scratch.file(".manifest.json.123.tmp"))
         try Data("mine".utf8).write(to: scratch.file("notes.txt"))
 
         let store = try FileStore(directory: scratch.url, format: .json)
         #expect(try store.storage(for: DialogRecord.self).read(primaryKey: 1)?.messages.count == 2)
         let names = try Set(FileManager.default.contentsOfDirectory(atPath: scratch.url.path))
-        #expect(!names.contains("dialogs-7.json"))
+        #expect(!names.contains(orphan.lastPathComponent))
         #expect(!names.contains(".manifest.json.123.tmp"))
         #expect(names.contains("notes.txt"))
     }
@@ -213,6 +235,9 @@ struct BadInputTests {
             try users.persist(UserRecord(id: "u\(index)", name: "n", bio: nil, email: nil, birthDate: nil, gender: nil))
         }
         let names = try FileManager.default.contentsOfDirectory(atPath: scratch.url.path).sorted()
-        #expect(names == ["manifest.json", "store.lock", "users-5.plist"])
+        let document = try documentURL(scratch.url, "users").lastPathComponent
+        #expect(Set(names) == ["manifest.json", "store.lock", document])
+        #expect(names.count == 3)
+        #expect(document.hasSuffix("-5-users.plist"))
     }
 }

@@ -21,8 +21,9 @@ struct UserWithoutBio: Record, Equatable {
 
 @Suite("File store: a store written before schemas were recorded")
 struct LegacySchemaTests {
-    /// Writes users, then removes the recorded schemas from the manifest, as a
-    /// store written by an earlier version of the library has none.
+    /// Writes users, then rewrites the manifest as an earlier version of the
+    /// library wrote it: layout version 1, without recorded schemas, store
+    /// identity or checksums.
     func legacyStore(_ directory: URL, format: FileFormat, users: [UserRecord]) throws {
         let store = try FileStore(directory: directory, format: format)
         try store.storage(for: UserRecord.self).persist(users)
@@ -31,6 +32,8 @@ struct LegacySchemaTests {
         var manifest = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: manifestURL)) as? [String: Any])
         #expect(manifest["schemas"] != nil)
         manifest["schemas"] = nil
+        for key in ["storeId", "checksums", "checksum"] { manifest[key] = nil }
+        manifest["version"] = 1
         try JSONSerialization.data(withJSONObject: manifest).write(to: manifestURL)
     }
 

@@ -87,8 +87,110 @@ struct BadInputTests {
             let error = storageError { _ = try LMDBEnvironment(directory: directory.store) }
             #expect(error?.kind == .corrupt)
             #expect(error?.operation == .open)
-            #expect(error?.path == directory.store.standardizedFileURL.path)
+            #expect(error?.path == directory.store.standardizedFileURL.appendingPathComponent("data.mdb").path)
             #expect(error?.engineCode == MDB_INVALID)
+        }
+    }
+
+    @Test("a changed byte in a stored value is corrupt, not a wrong value")
+    func flippedValueByte() throws {
+        try withTemporaryDirectory { directory in
+            let records = try dialogRecords(dialogs: 2, messages: 2)
+            let env = try LMDBEnvironment(directory: directory.store)
+            let dialogs = try env.storage(for: DialogRecord.self)
+            let messages = try env.storage(for: MessageRecord.self)
+            try dialogs.persist(records)
+            let messageKey = KeyCodec.encode(primaryKey: Int64(1)) + KeyCodec.encode(primaryKey: Int64(1))
+            let stored: [UInt8] = try env.read(.read) { txn in
+                try storedValue(txn, messages.table.main, messageKey)
+            }
+            // Every byte of the fields, changed in turn: each is caught.
+            for index in 1..<(stored.count - ValueSchema.checksumSize) {
+                var damaged = stored
+                damaged[index] ^= 0x01
+                try env.write(.persist) { txn in try txn.put(messages.table.main, messageKey, damaged) }
+                let error = storageError { _ = try messages.read(primaryKey: 1) }
+                #expect(error?.kind == .corrupt, "byte \(index)")
+                #expect(error?.message.contains("CRC-32C") == true, "byte \(index)")
+            }
+            try env.write(.persist) { txn in try txn.put(messages.table.main, messageKey, stored) }
+            #expect(try dialogs.readAll() == records)
+        }
+    }
+
+    @Test("verify() finds a record under the wrong parent, a lost index entry and a stray lookup; reads do not")
+    func verifyFindsInconsistencies() throws {
+        try withTemporaryDirectory { directory in
+            let records = try dialogRecords(dialogs: 3, messages: 2)
+            let env = try LMDBEnvironment(directory: directory.store)
+            let dialogs = try env.storage(for: DialogRecord.self)
+            let messages = try env.storage(for: MessageRecord.self)
+            try dialogs.persist(records)
+            #expect(try dialogs.verify() == 3)
+            #expect(try messages.verify() == 6)
+            let first = records[0].messages[0]
+            let key = KeyCodec.encode(primaryKey: records[0].id) + KeyCodec.encode(primaryKey: first.id)
+            let movedKey = KeyCodec.encode(primaryKey: records[1].id) + KeyCodec.encode(primaryKey: first.id)
+            let value: [UInt8] = try env.read(.read) { txn in try storedValue(txn, messages.table.main, key) }
+            #expect(!value.isEmpty)
+
+            // The message's key now names another dialog (as a damaged key byte
+            // would): a read shows it under the wrong dialog, without an error.
+            try env.write(.persist) { txn in
+                try txn.delete(messages.table.main, key)
+                try txn.put(messages.table.main, movedKey, value)
+            }
+            #expect(try dialogs.read(primaryKey: records[1].id)?.messages.contains { $0.id == first.id } == true)
+            var error = storageError { _ = try messages.verify() }
+            #expect(error?.kind == .corrupt)
+            #expect(error?.entity == "messages")
+            try env.write(.persist) { txn in
+                try txn.delete(messages.table.main, movedKey)
+                try txn.put(messages.table.main, key, value)
+            }
+            #expect(try messages.verify() == 6)
+
+            // An index entry lost.
+            let index = try #require(messages.table.indexes.first)
+            let indexEntry: ([UInt8], [UInt8])? = try env.read(.read) { txn in
+                var entry: ([UInt8], [UInt8])?
+                try txn.scan(index.dbi, prefix: []) { k, v in
+                    entry = ([UInt8](k), [UInt8](v))
+                    return false
+                }
+                return entry
+            }
+            let (indexKey, indexValue) = try #require(indexEntry)
+            #expect(try env.write(.persist) { txn in try txn.delete(index.dbi, indexKey, value: indexValue) })
+            error = storageError { _ = try messages.verify() }
+            #expect(error?.kind == .corrupt)
+            #expect(error?.message.contains(index.index.name) == true)
+            try env.write(.persist) { txn in try txn.put(index.dbi, indexKey, indexValue) }
+            #expect(try messages.verify() == 6)
+
+            // A '#id' lookup that names no record.
+            try env.write(.persist) { txn in
+                try txn.put(messages.table.byId, KeyCodec.encode(primaryKey: Int64(999)), movedKey)
+            }
+            #expect(storageError { _ = try messages.verify() }?.kind == .corrupt)
+        }
+    }
+
+    @Test("a value of format version 1 (no checksum) is still read")
+    func version1Value() throws {
+        try withTemporaryDirectory { directory in
+            let records = try dialogRecords(dialogs: 2, messages: 2)
+            let env = try LMDBEnvironment(directory: directory.store)
+            let dialogs = try env.storage(for: DialogRecord.self)
+            let messages = try env.storage(for: MessageRecord.self)
+            try dialogs.persist(records)
+            let messageKey = KeyCodec.encode(primaryKey: Int64(1)) + KeyCodec.encode(primaryKey: Int64(1))
+            let stored: [UInt8] = try env.read(.read) { txn in
+                try storedValue(txn, messages.table.main, messageKey)
+            }
+            let version1 = [ValueSchema.uncheckedFormatVersion] + stored.dropFirst().dropLast(ValueSchema.checksumSize)
+            try env.write(.persist) { txn in try txn.put(messages.table.main, messageKey, Array(version1)) }
+            #expect(try dialogs.readAll() == records)
         }
     }
 
@@ -261,4 +363,15 @@ struct KeyCodecTests {
             }
         }
     }
+}
+
+/// A copy of the value stored under exactly `key`, or no bytes, read through a
+/// cursor.
+func storedValue(_ txn: borrowing Transaction, _ dbi: MDB_dbi, _ key: [UInt8]) throws -> [UInt8] {
+    var found: [UInt8] = []
+    try txn.scan(dbi, prefix: key) { stored, value in
+        if stored.count == key.count { found = [UInt8](value) }
+        return false
+    }
+    return found
 }

@@ -77,6 +77,27 @@ struct HostileInputTests {
         }
     }
 
+    @Test("a truncated database file is corrupt at open, not an empty or shorter database",
+          arguments: [50, 1000, 4096, -4096, -1])
+    func truncated(cut: Int) throws {
+        try withTemporaryDirectory { directory in
+            let url = directory.appending(path: "store.sqlite")
+            do {
+                let database = try SQLiteDatabase(path: url)
+                try database.storage(for: DialogRecord.self).persist(try workloadRecords(dialogs: 30, messages: 30))
+            }
+            #expect(!FileManager.default.fileExists(atPath: url.path(percentEncoded: false) + "-wal"))
+            let bytes = try Data(contentsOf: url)
+            #expect(bytes.count > 4 * 4096)
+            // A cut below zero counts from the end.
+            try bytes.prefix(cut > 0 ? cut : bytes.count + cut).write(to: url)
+            let error = #expect(throws: StorageError.self) { try SQLiteDatabase(path: url) }
+            #expect(error?.kind == .corrupt)
+            #expect(error?.operation == .open)
+            #expect(error?.message.contains("truncated") == true)
+        }
+    }
+
     @Test("a path whose directory cannot be created is an io error")
     func unopenablePath() throws {
         try withTemporaryDirectory { directory in

@@ -76,7 +76,9 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
     ///   - readOnly: opens with `MDB_RDONLY`; every write then throws
     ///     ``StorageError/Kind/readOnly``.
     /// - Throws: ``StorageError``: ``StorageError/Kind/corrupt`` when the file is
-    ///   not an LMDB environment (`MDB_INVALID`, `MDB_VERSION_MISMATCH`),
+    ///   not an LMDB environment (`MDB_INVALID`, `MDB_VERSION_MISMATCH`), is
+    ///   shorter than its meta page says, has a damaged meta or root page, or is
+    ///   missing or empty beside an existing lock file (see docs/LMDB.md),
     ///   ``StorageError/Kind/io`` when the directory cannot be created or opened,
     ///   ``StorageError/Kind/busy`` when this process has it open already
     ///   (through any path).
@@ -111,6 +113,9 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
         let canonical = directory.standardizedFileURL
         self.location = canonical
         self.path = canonical.path
+        // liblmdb would map a truncated file and die of SIGBUS, or abort on a
+        // garbage root page: refuse those first.
+        try DataFileCheck.check(path: path, isFile: exists && !isDirectory.boolValue)
         let identity = try FileIdentity(path: path)
         self.identity = identity
         guard openEnvironments.insert(identity) else {

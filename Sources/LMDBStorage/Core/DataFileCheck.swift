@@ -1,0 +1,231 @@
+import CLMDB
+import DAOCore
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Checks an environment's data file before liblmdb maps it.
+///
+/// liblmdb trusts its file: a data file shorter than the pages its meta page
+/// names is mapped anyway, and reading past the end kills the process with
+/// `SIGBUS`; a zeroed or garbage root page makes it abort on an assertion. So
+/// before `mdb_env_open` the adapter reads both meta pages itself (LMDB 0.9
+/// data format, version 1) and refuses, with ``StorageError/Kind/corrupt``:
+///
+/// - a meta page that is not one (wrong page number, flags, magic, version or
+///   page size), or two that disagree on the page size;
+/// - a data file shorter than `(last_pgno + 1) × page size` of the meta page in
+///   use (the one with the larger transaction id);
+/// - a root page number beyond `last_pgno`, or a root page that is not a
+///   branch or leaf page of that number;
+/// - a data file that is missing or empty while the lock file exists: the
+///   environment existed, and opening would create an empty one in its place.
+///
+/// Damage deeper in the file (interior pages) is not found here; see
+/// docs/LMDB.md for what the adapter guarantees then.
+enum DataFileCheck {
+    /// `MDB_meta` offsets in a meta page (64-bit build: `pgno_t` and `size_t`
+    /// are 8 bytes); the page header is 16 bytes.
+    private enum Offset {
+        static let pageNumber = 0
+        static let pageFlags = 10
+        static let magic = 16
+        static let version = 20
+        static let pageSize = 40  // mm_dbs[FREE_DBI].md_pad
+        static let freeRoot = 80
+        static let mainRoot = 128
+        static let lastPage = 136
+        static let transactionID = 144
+        static let end = 152
+    }
+
+    private static let magic: UInt32 = 0xBEEF_C0DE
+    private static let dataVersion: UInt32 = 1
+    private static let metaFlag: UInt16 = 0x08
+    private static let branchFlag: UInt16 = 0x01
+    private static let leafFlag: UInt16 = 0x02
+    private static let invalidPage = UInt64.max
+
+    /// One meta page, as read.
+    struct Meta {
+        var pageSize: Int
+        var freeRoot: UInt64
+        var mainRoot: UInt64
+        var lastPage: UInt64
+        var transactionID: UInt64
+    }
+
+    /// Checks the data file of the environment at `path` (a directory, or the
+    /// data file itself when `isFile`).
+    ///
+    /// - Throws: ``StorageError/Kind/corrupt`` as described on the type,
+    ///   ``StorageError/Kind/io`` when the file cannot be read.
+    static func check(path: String, isFile: Bool) throws {
+        let dataPath = isFile ? path : path + "/data.mdb"
+        let lockPath = isFile ? path + "-lock" : path + "/lock.mdb"
+        var status = stat()
+        guard stat(dataPath, &status) == 0 else {
+            let code = errno
+            if code == ENOENT && access(lockPath, F_OK) == 0 {
+                throw corrupt(
+                    dataPath,
+                    "the data file is missing but the lock file is there: the environment existed and its data file was removed")
+            }
+            return  // a new environment (or an error mdb_env_open reports)
+        }
+        let size = UInt64(status.st_size)
+        if size == 0 {
+            if access(lockPath, F_OK) == 0 {
+                throw corrupt(
+                    dataPath,
+                    "the data file is empty but the lock file is there: the environment existed and its data file was truncated (if it never held data, remove the directory)")
+            }
+            return  // a new environment
+        }
+        let fd = open(dataPath, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else {
+            let code = errno
+            throw StorageError(
+                LMDBError.kind(code), .open, path: dataPath, engineCode: code,
+                message: "the data file could not be opened to check it: \(String(cString: strerror(code)))")
+        }
+        defer { close(fd) }
+        // Another process may be committing to a live environment while this
+        // runs: a round whose meta pages changed under it proves nothing either
+        // way and is repeated. A file that keeps changing is being written, not
+        // damaged, and is left to liblmdb.
+        for _ in 0..<8 {
+            let before = try transactionIDs(fd, path: dataPath)
+            let verdict: StorageError?
+            do {
+                try checkRound(fd, path: dataPath)
+                verdict = nil
+            } catch let error as StorageError where error.kind == .corrupt {
+                verdict = error
+            }
+            guard try transactionIDs(fd, path: dataPath) == before else { continue }
+            if let verdict { throw verdict }
+            return
+        }
+    }
+
+    /// The transaction ids of the two meta pages, or `nil` when they cannot
+    /// be read (the round that follows says why).
+    private static func transactionIDs(_ fd: Int32, path: String) throws -> [UInt64]? {
+        var bytes = [UInt8](repeating: 0, count: Offset.end)
+        guard pread(fd, &bytes, Offset.end, 0) == Offset.end else { return nil }
+        let pageSize = Int(load(UInt32.self, bytes, Offset.pageSize))
+        guard pageSize >= 512, pageSize <= 65536 else { return nil }
+        let first = load(UInt64.self, bytes, Offset.transactionID)
+        guard pread(fd, &bytes, Offset.end, off_t(pageSize)) == Offset.end else { return nil }
+        return [first, load(UInt64.self, bytes, Offset.transactionID)]
+    }
+
+    /// One reading of the meta pages and the root pages they name. The file's
+    /// size is taken after the meta pages are read: data files only grow, and
+    /// a commit writes its pages before its meta page.
+    private static func checkRound(_ fd: Int32, path dataPath: String) throws {
+        let first = try readMeta(fd, at: 0, index: 0, path: dataPath, size: try fileSize(fd, dataPath))
+        let second = try readMeta(fd, at: UInt64(first.pageSize), index: 1, path: dataPath, size: try fileSize(fd, dataPath))
+        guard first.pageSize == second.pageSize else {
+            throw corrupt(dataPath, "the two meta pages disagree on the page size (\(first.pageSize), \(second.pageSize))")
+        }
+        // liblmdb uses the meta page with the larger transaction id.
+        let meta = second.transactionID > first.transactionID ? second : first
+        let size = try fileSize(fd, dataPath)
+        let pageSize = UInt64(meta.pageSize)
+        let (pages, overflow) = meta.lastPage.addingReportingOverflow(1)
+        let (needed, overflow2) = pages.multipliedReportingOverflow(by: pageSize)
+        guard meta.lastPage >= 1, !overflow, !overflow2, size >= needed else {
+            throw corrupt(
+                dataPath,
+                "the data file holds \(size) bytes but its meta page (transaction \(meta.transactionID)) names pages up to \(meta.lastPage) of \(pageSize) bytes: it was truncated")
+        }
+        for (name, root) in [("main", meta.mainRoot), ("free", meta.freeRoot)] where root != invalidPage {
+            guard root >= 2, root <= meta.lastPage else {
+                throw corrupt(dataPath, "the \(name) database's root page \(root) is outside pages 2...\(meta.lastPage)")
+            }
+            var header = [UInt8](repeating: 0, count: 16)
+            try readExactly(fd, &header, at: root * pageSize, path: dataPath)
+            let number = load(UInt64.self, header, Offset.pageNumber)
+            let flags = load(UInt16.self, header, Offset.pageFlags)
+            guard number == root, flags & (branchFlag | leafFlag) != 0 else {
+                throw corrupt(
+                    dataPath,
+                    "the \(name) database's root page \(root) is damaged (it names page \(number), flags \(flags))")
+            }
+        }
+    }
+
+    private static func fileSize(_ fd: Int32, _ path: String) throws -> UInt64 {
+        var status = stat()
+        guard fstat(fd, &status) == 0 else {
+            let code = errno
+            throw StorageError(
+                .io, .open, path: path, engineCode: code,
+                message: "the data file could not be examined: \(String(cString: strerror(code)))")
+        }
+        return UInt64(status.st_size)
+    }
+
+    private static func readMeta(_ fd: Int32, at offset: UInt64, index: UInt64, path: String, size: UInt64) throws -> Meta {
+        guard size >= offset + UInt64(Offset.end) else {
+            throw corrupt(path, "the data file (\(size) bytes) ends before meta page \(index)")
+        }
+        var bytes = [UInt8](repeating: 0, count: Offset.end)
+        try readExactly(fd, &bytes, at: offset, path: path)
+        let number = load(UInt64.self, bytes, Offset.pageNumber)
+        let flags = load(UInt16.self, bytes, Offset.pageFlags)
+        let foundMagic = load(UInt32.self, bytes, Offset.magic)
+        let version = load(UInt32.self, bytes, Offset.version)
+        let pageSize = Int(load(UInt32.self, bytes, Offset.pageSize))
+        guard number == index, flags & metaFlag != 0, foundMagic == magic else {
+            throw corrupt(
+                path, "meta page \(index) is not an LMDB meta page (page number \(number), flags \(flags), magic \(foundMagic))",
+                code: MDB_INVALID)
+        }
+        guard version == dataVersion else {
+            throw corrupt(
+                path, "meta page \(index) has data version \(version); this liblmdb reads version \(dataVersion)",
+                code: MDB_VERSION_MISMATCH)
+        }
+        guard pageSize >= 512, pageSize <= 65536, pageSize & (pageSize - 1) == 0 else {
+            throw corrupt(path, "meta page \(index) names a page size of \(pageSize) bytes")
+        }
+        return Meta(
+            pageSize: pageSize, freeRoot: load(UInt64.self, bytes, Offset.freeRoot),
+            mainRoot: load(UInt64.self, bytes, Offset.mainRoot), lastPage: load(UInt64.self, bytes, Offset.lastPage),
+            transactionID: load(UInt64.self, bytes, Offset.transactionID))
+    }
+
+    private static func readExactly(_ fd: Int32, _ bytes: inout [UInt8], at offset: UInt64, path: String) throws {
+        let wanted = bytes.count
+        let read = bytes.withUnsafeMutableBytes { buffer in
+            pread(fd, buffer.baseAddress, wanted, off_t(offset))
+        }
+        guard read == wanted else {
+            if read < 0 {
+                let code = errno
+                throw StorageError(
+                    .io, .open, path: path, engineCode: code,
+                    message: "the data file could not be read to check it: \(String(cString: strerror(code)))")
+            }
+            throw corrupt(path, "the data file ends inside the page at byte \(offset)")
+        }
+    }
+
+    private static func load<T: FixedWidthInteger>(_ type: T.Type, _ bytes: [UInt8], _ offset: Int) -> T {
+        // liblmdb writes its pages in the machine's byte order.
+        bytes.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: offset, as: T.self) }
+    }
+
+    private static func corrupt(_ path: String, _ message: String, code: Int32 = MDB_CORRUPTED) -> StorageError {
+        StorageError(.corrupt, .open, path: path, engineCode: code, message: message)
+    }
+}

@@ -1,0 +1,75 @@
+import DAOCore
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Checks a database file's header before SQLite opens it.
+///
+/// SQLite reads a file shorter than one page, or one cut short in the middle,
+/// without an error: a file truncated to a few bytes opens as an empty
+/// database, and one truncated at a page boundary loses the rows of the
+/// missing pages silently. So before opening, when the file is not empty, the
+/// adapter reads its 100-byte header (<https://sqlite.org/fileformat.html>)
+/// and refuses, with ``StorageError/Kind/corrupt``, a file shorter than the
+/// header, one whose header does not start with `SQLite format 3`, one with an
+/// impossible page size, and (when no write-ahead log holds newer pages) one
+/// shorter than the page count its header records.
+///
+/// An empty (zero-byte) file is a new database to SQLite and stays one: a
+/// store whose only file was emptied or removed leaves nothing to tell it from
+/// a new store.
+enum FileCheck {
+    static func check(path: String) throws {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return }  // missing (a new database) or unreadable: SQLite's open reports it
+        defer { close(fd) }
+        var status = stat()
+        var bytes = [UInt8](repeating: 0, count: 100)
+        let read = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress, 100, 0) }
+        guard fstat(fd, &status) == 0, read >= 0 else {
+            let code = errno
+            throw StorageError(
+                .io, .open, path: path, engineCode: code,
+                message: "the database file could not be read to check it: \(String(cString: strerror(code)))")
+        }
+        let size = UInt64(status.st_size)
+        guard size > 0 else { return }
+        guard read == 100 else {
+            throw corrupt(path, "the file is \(size) bytes long, shorter than an SQLite header: it was truncated")
+        }
+        guard bytes.starts(with: Array("SQLite format 3\0".utf8)) else {
+            throw corrupt(path, "the file does not start with an SQLite header")
+        }
+        let rawPageSize = Int(bytes[16]) << 8 | Int(bytes[17])
+        let pageSize = rawPageSize == 1 ? 65536 : rawPageSize
+        guard pageSize >= 512, pageSize <= 65536, pageSize & (pageSize - 1) == 0 else {
+            throw corrupt(path, "the header names a page size of \(rawPageSize)")
+        }
+        func word(_ offset: Int) -> UInt64 {
+            bytes[offset..<(offset + 4)].reduce(0) { $0 << 8 | UInt64($1) }
+        }
+        // The header's page count is valid when its "version-valid-for" number
+        // equals the change counter (SQLite 3.7.0 and later write both).
+        let pageCount = word(28)
+        guard pageCount > 0, word(92) == word(24) else { return }
+        var log = stat()
+        if stat(path + "-wal", &log) == 0 && log.st_size > 0 {
+            return  // the log may hold pages a checkpoint has not copied yet
+        }
+        guard size >= pageCount * UInt64(pageSize) else {
+            throw corrupt(
+                path,
+                "the file is \(size) bytes long but its header records \(pageCount) pages of \(pageSize) bytes: it was truncated")
+        }
+    }
+
+    private static func corrupt(_ path: String, _ message: String) -> StorageError {
+        StorageError(.corrupt, .open, path: path, engineCode: 26, message: message)  // SQLITE_NOTADB
+    }
+}

@@ -1,0 +1,139 @@
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The backends every crash and corruption test runs against
+/// (`STORAGE_TORTURE_BACKENDS=lmdb,sqlite` narrows a torture run).
+let backends: [String] = {
+    let all = ["json", "plist", "sqlite", "lmdb"]
+    guard let list = ProcessInfo.processInfo.environment["STORAGE_TORTURE_BACKENDS"] else { return all }
+    return all.filter { list.split(separator: ",").map(String.init).contains($0) }
+}()
+
+/// Whether this is a `make torture` run (many more cases), and its seed.
+enum Torture {
+    static let isOn = ProcessInfo.processInfo.environment["STORAGE_TORTURE"] == "1"
+    /// The seed of the random choices: fixed in `make test` so a failure
+    /// repeats; in `make torture` from `STORAGE_TORTURE_SEED` or the clock,
+    /// printed with every failure.
+    static let seed: UInt64 = {
+        if let text = ProcessInfo.processInfo.environment["STORAGE_TORTURE_SEED"], let seed = UInt64(text) {
+            return seed
+        }
+        return isOn ? UInt64(Date().timeIntervalSince1970 * 1000) : 20_261_122
+    }()
+}
+
+/// A small deterministic generator for the tests' random choices.
+struct TestRandom {
+    private var state: UInt64
+
+    init(_ seed: UInt64) { state = seed }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+
+    mutating func below(_ bound: Int) -> Int { bound <= 0 ? 0 : Int(next() % UInt64(bound)) }
+}
+
+/// How a child process ended.
+struct ChildResult: CustomStringConvertible {
+    var status: Int32
+    /// The signal that killed it, if one did.
+    var signal: Int32?
+    var output: String
+
+    var description: String {
+        let how = signal.map { "killed by signal \($0)" } ?? "exit status \(status)"
+        return "\(how): \(output.trimmingCharacters(in: .whitespacesAndNewlines))"
+    }
+}
+
+/// The helper executable, built beside the test bundle.
+let helperURL: URL = {
+    if let path = ProcessInfo.processInfo.environment["CRASH_HELPER"] { return URL(fileURLWithPath: path) }
+    var directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+    // On macOS the runner is inside the .xctest bundle.
+    for _ in 0..<4 where !FileManager.default.isExecutableFile(atPath: directory.appendingPathComponent("CrashHelper").path) {
+        directory.deleteLastPathComponent()
+    }
+    return directory.appendingPathComponent("CrashHelper")
+}()
+
+/// Runs the helper with `arguments` to its end.
+func runHelper(_ arguments: [String]) throws -> ChildResult {
+    let process = Process()
+    process.executableURL = helperURL
+    process.arguments = arguments
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    process.standardError = pipe
+    try process.run()
+    let data = pipe.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return result(of: process, output: data)
+}
+
+/// Runs the helper's `write` and kills it with SIGKILL `extraMicroseconds`
+/// after it reported `afterDone` finished transactions (or when it ends on its
+/// own). Returns how many transactions it reported finished.
+func runWriterAndKill(_ arguments: [String], afterDone: Int, extraMicroseconds: UInt32) throws -> (done: Int, result: ChildResult) {
+    let process = Process()
+    process.executableURL = helperURL
+    process.arguments = arguments
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    process.standardError = pipe
+    try process.run()
+    let reader = pipe.fileHandleForReading
+    var output = Data()
+    var done = 0
+    var killed = false
+    while true {
+        let chunk = reader.availableData
+        if chunk.isEmpty { break }
+        output.append(chunk)
+        done = doneCount(output)
+        if !killed && done >= afterDone {
+            if extraMicroseconds > 0 { usleep(extraMicroseconds) }
+            kill(process.processIdentifier, SIGKILL)
+            killed = true
+        }
+    }
+    process.waitUntilExit()
+    return (doneCount(output), result(of: process, output: output))
+}
+
+private func doneCount(_ output: Data) -> Int {
+    String(decoding: output, as: UTF8.self).split(separator: "\n").filter { $0.hasPrefix("done ") }.count
+}
+
+private func result(of process: Process, output: Data) -> ChildResult {
+    let text = String(decoding: output, as: UTF8.self)
+    if process.terminationReason == .uncaughtSignal {
+        return ChildResult(status: -1, signal: process.terminationStatus, output: text)
+    }
+    return ChildResult(status: process.terminationStatus, signal: nil, output: text)
+}
+
+/// A fresh temporary directory, removed by ``remove()``.
+struct TemporaryDirectory {
+    let url: URL
+
+    init(_ label: String) throws {
+        url = FileManager.default.temporaryDirectory.appendingPathComponent("crash-\(label)-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+
+    func remove() {
+        try? FileManager.default.removeItem(at: url)  // test clean-up; a leftover is harmless
+    }
+}
