@@ -46,11 +46,15 @@ let package = Package(
         .target(name: "LMDBStorage", dependencies: ["DAOCore", "CLMDB"]),
         .target(name: "DialogGraph", dependencies: ["DAOCore"]),
 
+        // Callgrind client requests (no-ops outside valgrind, and when built
+        // without valgrind's headers).
+        .target(name: "CCallgrind"),
+
         // The harness.
         .target(
             name: "StorageBenchKit",
             dependencies: [
-                "DAOCore", "DialogGraph", "FileStorage", "SQLiteStorage", "LMDBStorage",
+                "DAOCore", "DialogGraph", "FileStorage", "SQLiteStorage", "LMDBStorage", "CCallgrind",
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
             ],
         ),

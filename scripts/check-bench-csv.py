@@ -1,19 +1,25 @@
 #!/usr/bin/env python3
 """Checks a storage-bench CSV report: every backend x operation (for each size and
-durability in the report) has a row without an error and with a positive throughput,
-and every such row whose backend names a reference (column `reference`) that is
+durability in the report) has a row without an error, with a positive throughput,
+with the units the operation must touch (fewer only where the note says the calls
+were bounded), and latency percentiles exactly for the per-call operations; and
+every such row whose backend names a reference (column `reference`) that is
 among the checked backends has its `ratio_to_raw`: its throughput divided by the
 reference's row of the same size, durability and operation.
 
-    scripts/check-bench-csv.py results/smoke.csv --backends json,plist,sqlite,grdb,sqlite-raw,lmdb,lmdb-raw
+    storage-bench operations --format json --sizes 100x10 > operations.json
+    scripts/check-bench-csv.py results/smoke.csv --backends json,plist,sqlite,grdb,sqlite-raw,lmdb,lmdb-raw \
+        --operations-json operations.json
 
+The operations (names, units, per-call, expected units per size) come from
+`storage-bench operations --format json`, the one description the harness uses.
 Exit status 0 when the report is complete, 1 otherwise (each problem is printed).
 """
 import argparse
 import csv
+import json
 import sys
 
-OPERATIONS = ["persist", "read-all", "read-by-id", "query", "update", "persist-single", "erase-by-id", "erase-all"]
 REQUIRED = (
     "workload,run_id,timestamp,git_commit,host,os,cpu,swift_version,build,backend,durability,operation,"
     "dialogs,messages_per_dialog,units,unit,iterations,median_s,min_s,max_s,mean_s,stddev_s,throughput_per_s,"
@@ -47,10 +53,18 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("report")
     parser.add_argument("--backends", required=True, help="comma-separated registered backends")
-    parser.add_argument("--operations", default=",".join(OPERATIONS), help="comma-separated operations")
+    parser.add_argument("--operations-json", required=True,
+                        help="the output of `storage-bench operations --format json --sizes ...` (- for stdin)")
+    parser.add_argument("--operations", help="comma-separated subset of the operations to require (default: all)")
     args = parser.parse_args()
     backends = [b for b in args.backends.split(",") if b]
-    operations = [o for o in args.operations.split(",") if o]
+    with (sys.stdin if args.operations_json == "-" else open(args.operations_json, encoding="utf-8")) as handle:
+        described = {d["name"]: d for d in json.load(handle)}
+    operations = [o for o in args.operations.split(",") if o] if args.operations else list(described)
+    unknown = [o for o in operations if o not in described]
+    if unknown:
+        print(f"check-bench-csv: unknown operations {unknown}; known: {list(described)}", file=sys.stderr)
+        return 1
     if not backends:
         print("check-bench-csv: no backends given", file=sys.stderr)
         return 1
@@ -91,6 +105,18 @@ def main() -> int:
                 reference = row.get("reference", "")
                 if reference in backends:
                     problems += check_ratio(row, reference, rows, where)
+                description = described[operation]
+                if row["unit"] != description["unit"]:
+                    problems.append(f"{where}: unit {row['unit']!r}, expected {description['unit']!r}")
+                expected = description["expected_units"].get(f"{dialogs}x{messages}")
+                if expected is None:
+                    problems.append(f"{where}: no expected units for this size in {args.operations_json}; "
+                                    f"pass --sizes {dialogs}x{messages} to storage-bench operations")
+                elif int(row["units"] or 0) != expected and not (row.get("note") and 0 < int(row["units"] or 0) < expected):
+                    problems.append(f"{where}: {row['units']} {row['unit']}, expected "
+                                    f"{description['units_formula']} = {expected}")
+                if bool(row["p50_us"]) != description["per_call"]:
+                    problems.append(f"{where}: p50_us is {row['p50_us']!r}, but per_call is {description['per_call']}")
     for problem in problems:
         print(f"check-bench-csv: {problem}", file=sys.stderr)
     if problems:

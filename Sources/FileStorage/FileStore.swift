@@ -497,7 +497,7 @@ final class StoreState: @unchecked Sendable {
         let foreignKey = R.entity.owner.flatMap { $0.ownedRelation(for: R.self)?.foreignKeyField }
         let documentName = manifest.documents[name]
         let records = try documentName.map { try loadDocument(R.self, named: $0) } ?? []
-        let table = Table<R>(records: records, documentName: documentName, foreignKey: foreignKey)
+        let table = Table<R>(records: records, documentName: documentName, foreignKey: foreignKey, format: coder.format)
         tables[name] = table
         if inTransaction { table.begin() }
         for relation in R.entity.relations {
@@ -511,7 +511,9 @@ final class StoreState: @unchecked Sendable {
     }
 
     private func loadChildTable<Relation: ToManyRelation>(_ relation: Relation) throws {
-        _ = try table(Relation.Child.self)
+        // A child entity that does not name its owner was loaded without an
+        // index on the foreign key, which reading a parent's children needs.
+        try table(Relation.Child.self).ensureIndex(on: relation.foreignKeyField)
     }
 
     /// The bytes of the document `name` of `entity`, checked against the size

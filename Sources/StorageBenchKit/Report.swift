@@ -45,6 +45,7 @@ public struct ReportRow: Sendable, Hashable {
         "backend", "durability", "operation", "dialogs", "messages_per_dialog", "units", "unit", "iterations",
         "median_s", "min_s", "max_s", "mean_s", "stddev_s", "throughput_per_s", "p50_us", "p90_us", "p99_us",
         "bytes_on_disk", "peak_rss_bytes", "seed", "warmup", "note", "error", "settings", "reference", "ratio_to_raw",
+        "instructions", "allocations", "ci_low", "ci_high",
     ]
 
     /// The workload name and version (`dialog-graph-v1`).
@@ -108,6 +109,17 @@ public struct ReportRow: Sendable, Hashable {
     /// raw engine, 0.25 a quarter of its speed. `nil` when the reference did not
     /// run or either row has no throughput.
     public var ratioToRaw: Double?
+    /// Instructions executed inside the operation's timed region(s) per
+    /// iteration, median of the callgrind iterations; `nil` when not counted.
+    public var instructions: Int64?
+    /// Calls to the C allocator inside the timed region(s) per iteration,
+    /// median of the callgrind iterations; `nil` when not counted.
+    public var allocations: Int64?
+    /// The lower bound of the 95% confidence interval of ``medianSeconds``
+    /// (distribution-free, from the order statistics), in seconds.
+    public var ciLowSeconds: Double?
+    /// The upper bound of the 95% confidence interval of ``medianSeconds``, in seconds.
+    public var ciHighSeconds: Double?
 
     /// Creates a row.
     public init(
@@ -159,6 +171,7 @@ public struct ReportRow: Sendable, Hashable {
             text(throughputPerSecond), text(p50Microseconds), text(p90Microseconds), text(p99Microseconds),
             text(bytesOnDisk), text(peakRSSBytes), text(seed), text(warmup), note, error, settings,
             reference, text(ratioToRaw),
+            text(instructions), text(allocations), text(ciLowSeconds), text(ciHighSeconds),
         ]
     }
 
@@ -219,6 +232,14 @@ public struct ReportRow: Sendable, Hashable {
             }
             ratioToRaw = value
         }
+        // Columns added after the first reports: absent in older ones.
+        func optional<T: LosslessStringConvertible>(_ name: String, _: T.Type = T.self) throws -> T? {
+            byName[name] == nil ? nil : try number(name)
+        }
+        instructions = try optional("instructions")
+        allocations = try optional("allocations")
+        ciLowSeconds = try optional("ci_low")
+        ciHighSeconds = try optional("ci_high")
     }
 
     private func text<T: CustomStringConvertible>(_ value: T?) -> String {
@@ -253,7 +274,7 @@ public struct Report: Sendable, Hashable {
         let numeric: Set<String> = [
             "dialogs", "messages_per_dialog", "units", "iterations", "median_s", "min_s", "max_s", "mean_s",
             "stddev_s", "throughput_per_s", "p50_us", "p90_us", "p99_us", "bytes_on_disk", "peak_rss_bytes", "seed",
-            "warmup", "ratio_to_raw",
+            "warmup", "ratio_to_raw", "instructions", "allocations", "ci_low", "ci_high",
         ]
         var objects: [[String: Any]] = []
         for row in rows {
@@ -343,6 +364,11 @@ enum Format {
     static func seconds(_ value: Double?) -> String {
         guard let value else { return "" }
         return String(format: value < 0.001 ? "%.6f" : "%.4f", value)
+    }
+
+    /// `3%`, `0.5%`.
+    static func percent(_ fraction: Double) -> String {
+        String(format: "%g%%", fraction * 100)
     }
 
     static func micro(_ value: Double?) -> String {

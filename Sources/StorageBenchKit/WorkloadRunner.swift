@@ -61,22 +61,23 @@ public enum WorkloadRunner {
         result.settings = subject.settingsDescription
 
         func record(_ measurement: OperationMeasurement) {
+            TimedRegion.finish(measurement.operation)
             if selected.contains(measurement.operation) { result.measurements.append(measurement) }
         }
 
         // persist: everything after it needs the initial graph.
         current = .persist
         progress(.persist)
-        var start = now()
+        var start = TimedRegion.begin()
         try subject.persist(data.initial)
-        record(OperationMeasurement(operation: .persist, seconds: seconds(since: start), units: size.dialogs * m))
+        record(OperationMeasurement(operation: .persist, seconds: TimedRegion.seconds(since: start), units: size.dialogs * m))
 
         if selected.contains(.readAll) {
             current = .readAll
             progress(.readAll)
-            start = now()
+            start = TimedRegion.begin()
             let all = try subject.readAll()
-            let elapsed = seconds(since: start)
+            let elapsed = TimedRegion.seconds(since: start)
             let count = all.reduce(0) { $0 + $1.messages.count }
             guard all.count == size.dialogs, count == size.dialogs * m,
                 all.map(\.uniqueId) == Array(1...Int64(size.dialogs))
@@ -95,7 +96,7 @@ public enum WorkloadRunner {
             calls.reserveCapacity(data.readIds.count)
             var found = 0
             var first: Dialog?
-            start = now()
+            start = TimedRegion.begin()
             for id in data.readIds {
                 let callStart = now()
                 let dialog = try subject.read(dialogId: id)
@@ -103,7 +104,7 @@ public enum WorkloadRunner {
                 if dialog != nil { found += 1 }
                 if first == nil { first = dialog }
             }
-            let elapsed = seconds(since: start)
+            let elapsed = TimedRegion.seconds(since: start)
             guard found == data.readIds.count else {
                 throw CheckFailure(description: "read-by-id found \(found) of \(data.readIds.count) dialogs")
             }
@@ -121,14 +122,14 @@ public enum WorkloadRunner {
             var calls: [UInt64] = []
             calls.reserveCapacity(data.queryIds.count)
             var first: [Message]?
-            start = now()
+            start = TimedRegion.begin()
             for id in data.queryIds {
                 let callStart = now()
                 let unread = try subject.unreadMessages(dialogId: id)
                 calls.append(now() - callStart)
                 if first == nil { first = unread }
             }
-            let elapsed = seconds(since: start)
+            let elapsed = TimedRegion.seconds(since: start)
             if let id = data.queryIds.first, let first {
                 let expected = data.initial[Int(id) - 1].messages.filter { !$0.isRead }
                     .sorted { $0.date != $1.date ? $0.date > $1.date : $0.uniqueId < $1.uniqueId }
@@ -143,9 +144,9 @@ public enum WorkloadRunner {
             current = .update
             progress(.update)
             let updated = data.updated
-            start = now()
+            start = TimedRegion.begin()
             try subject.update(updated)
-            let elapsed = seconds(since: start)
+            let elapsed = TimedRegion.seconds(since: start)
             result.bytesOnDisk = try directorySize(directory)
             try check(subject, expected: updated, size: size)
             record(OperationMeasurement(operation: .update, seconds: elapsed, units: size.dialogs * m))
@@ -159,13 +160,13 @@ public enum WorkloadRunner {
             let timed = min(backend.singleCallLimit ?? total, total)
             var calls: [UInt64] = []
             calls.reserveCapacity(timed)
-            start = now()
+            start = TimedRegion.begin()
             for dialog in data.extra.prefix(timed) {
                 let callStart = now()
                 try subject.persistSingle(dialog)
                 calls.append(now() - callStart)
             }
-            let elapsed = seconds(since: start)
+            let elapsed = TimedRegion.seconds(since: start)
             var note: String?
             if timed < total {
                 try subject.persist(Array(data.extra[timed...]))
@@ -182,9 +183,9 @@ public enum WorkloadRunner {
             current = .eraseById
             progress(.eraseById)
             let before = try subject.messageCount()
-            start = now()
+            start = TimedRegion.begin()
             let erased = try subject.erase(dialogIds: data.eraseIds)
-            let elapsed = seconds(since: start)
+            let elapsed = TimedRegion.seconds(since: start)
             let after = try subject.messageCount()
             guard erased == data.eraseIds.count, before - after == erased * m else {
                 throw CheckFailure(
@@ -199,9 +200,9 @@ public enum WorkloadRunner {
             progress(.eraseAll)
             let before = try subject.messageCount()
             let dialogsBefore = try subject.dialogCount()
-            start = now()
+            start = TimedRegion.begin()
             let erased = try subject.eraseAll()
-            let elapsed = seconds(since: start)
+            let elapsed = TimedRegion.seconds(since: start)
             let after = try subject.messageCount()
             let dialogsAfter = try subject.dialogCount()
             guard erased == dialogsBefore, after == 0, dialogsAfter == 0 else {
@@ -300,7 +301,4 @@ public enum WorkloadRunner {
 
     @inline(__always)
     static func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
-
-    @inline(__always)
-    static func seconds(since start: UInt64) -> Double { Double(now() - start) / 1e9 }
 }
