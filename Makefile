@@ -4,9 +4,15 @@ SWIFT ?= swift
 # `make bench`: every backend at the default size of WORKLOAD.md, 5 measured
 # iterations after 1 warm-up, durability full. Override with BENCH_ARGS, e.g.
 #   make bench BENCH_ARGS="--sizes 100x10,1000x100 --backends json,plist --format csv,markdown"
-BENCH_ARGS ?= --backends all --dialogs 1000 --messages-per-dialog 100 --iterations 5 --warmup 1 --durability full
-# `make bench-smoke`: a tiny size, every backend, in seconds.
-SMOKE_ARGS ?= --backends all --dialogs 100 --messages-per-dialog 10 --iterations 2 --warmup 1 --durability full --output results/smoke.csv
+# Backends whose medians are not known within ±3% (95% interval) run more
+# rounds, up to 11 iterations or 90 s more per size.
+BENCH_ARGS ?= --backends all --dialogs 1000 --messages-per-dialog 100 --iterations 5 --max-iterations 11 --time-limit 90 --warmup 1 --durability full
+# `make bench-smoke`: a tiny size, every backend, about a minute: at least 6
+# timed iterations (the fewest that give a 95% interval of the median), up to
+# 12 or 10 s more; no syncs, so that the wall times measure the code and not
+# the disk; and one iteration per backend under callgrind for the
+# instruction and allocation counts.
+SMOKE_ARGS ?= --backends all --dialogs 100 --messages-per-dialog 10 --iterations 6 --max-iterations 12 --time-limit 10 --warmup 1 --durability none --instructions --output results/smoke.csv
 # `make compare`: the newest report against the committed baseline.
 BASELINE ?= results/baseline.csv
 CURRENT ?= results/latest.csv
@@ -17,10 +23,14 @@ REPORT ?= results/latest.csv
 
 BENCH = $(SWIFT) run -c release --skip-build storage-bench
 
-.PHONY: setup build test torture bench bench-release bench-smoke compare plot clean
+.PHONY: setup setup-instructions build test torture bench bench-release bench-smoke compare plot clean
 
 setup:
 	@bash scripts/setup.sh
+
+# valgrind before the build: the harness is built with its headers to count instructions.
+setup-instructions:
+	@bash scripts/setup.sh instructions
 
 build: setup
 	@bash scripts/build-checked.sh
@@ -32,10 +42,14 @@ test: setup
 # `make torture`: the crash and corruption tests (Tests/CrashTests) with many
 # more cases than `make test` runs: 150 SIGKILLs per backend and every damage
 # of every file. STORAGE_TORTURE_SEED=N repeats a run (the seed is printed with
-# every failure); STORAGE_TORTURE_BACKENDS=lmdb,sqlite narrows it.
+# every failure); STORAGE_TORTURE_BACKENDS=lmdb,sqlite narrows it. Then the
+# differential test (Tests/ConformanceTests/DifferentialTests.swift) with 200
+# seeded rounds instead of 6; DAO_DIFFERENTIAL_SEED=N starts at another seed.
+DIFFERENTIAL_ROUNDS ?= 200
 torture: setup
 	@bash scripts/build-checked.sh --build-tests
 	STORAGE_TORTURE=1 $(SWIFT) test --skip-build --filter CrashTests
+	DAO_DIFFERENTIAL_ROUNDS=$(DIFFERENTIAL_ROUNDS) $(SWIFT) test --skip-build --filter DifferentialTests
 
 # Build output goes to standard error, so `make compare` prints only the comparison.
 bench-release: setup
@@ -44,7 +58,7 @@ bench-release: setup
 bench: bench-release
 	$(BENCH) run $(BENCH_ARGS)
 
-bench-smoke: bench-release
+bench-smoke: setup-instructions bench-release
 	$(BENCH) run $(SMOKE_ARGS)
 
 compare: bench-release

@@ -18,10 +18,13 @@ let package = Package(
         .library(name: "DialogGraph", targets: ["DialogGraph"]),
         .library(name: "StorageBenchKit", targets: ["StorageBenchKit"]),
         .executable(name: "storage-bench", targets: ["StorageBench"]),
+        .executable(name: "observe-table", targets: ["ObserveTable"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
+        // Only for the `grdb` reference backend of the harness; no library product links it.
+        .package(url: "https://github.com/groue/GRDB.swift", exact: "7.10.0"),
     ],
     targets: [
         // C libraries, reached through system-library targets.
@@ -44,21 +47,42 @@ let package = Package(
         .target(name: "LMDBStorage", dependencies: ["DAOCore", "CLMDB"]),
         .target(name: "DialogGraph", dependencies: ["DAOCore"]),
 
+        // Callgrind client requests (no-ops outside valgrind, and when built
+        // without valgrind's headers).
+        .target(name: "CCallgrind"),
+
         // The harness.
         .target(
             name: "StorageBenchKit",
             dependencies: [
-                "DAOCore", "DialogGraph", "FileStorage", "SQLiteStorage", "LMDBStorage",
+                "DAOCore", "DialogGraph", "FileStorage", "SQLiteStorage", "LMDBStorage", "CCallgrind",
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
+            ],
+        ),
+        // Reference backends for the harness, not part of any library product:
+        // each engine's C API used directly, and GRDB.
+        .target(
+            name: "StorageBenchReference",
+            dependencies: [
+                "StorageBenchKit", "DAOCore", "DialogGraph", "CSQLite", "CLMDB",
+                .product(name: "GRDB", package: "GRDB.swift"),
             ],
         ),
         .executableTarget(
             name: "StorageBench",
             dependencies: [
                 "StorageBenchKit",
+                "StorageBenchReference",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Benchmarks/StorageBench",
+        ),
+
+        // Examples.
+        .executableTarget(
+            name: "ObserveTable",
+            dependencies: ["DAOCore", "DialogGraph", "FileStorage", "SQLiteStorage", "LMDBStorage"],
+            path: "Examples/ObserveTable",
         ),
 
         // The child process of the crash and corruption tests.
@@ -85,6 +109,9 @@ let package = Package(
         .testTarget(name: "SQLiteStorageTests", dependencies: ["SQLiteStorage", "DialogGraph"]),
         .testTarget(name: "LMDBStorageTests", dependencies: ["LMDBStorage", "DialogGraph"]),
         .testTarget(name: "StorageBenchKitTests", dependencies: ["StorageBenchKit"]),
+        .testTarget(
+            name: "StorageBenchReferenceTests",
+            dependencies: ["StorageBenchReference", "StorageBenchKit", "DialogGraph", "CLMDB"]),
         .testTarget(name: "CrashTests", dependencies: ["CrashHelper"]),
     ],
     swiftLanguageModes: [.v6]

@@ -1,15 +1,17 @@
 #!/usr/bin/env python3
 """Prints a storage-bench report as the Markdown table the README quotes:
-median throughput per operation and backend, the relative standard deviation
-of the iterations, p50 latency for the per-lookup operations, and how many
-calls were timed where fewer than all were.
+median throughput per operation and backend, the 95% interval of the median
+relative to it (or, for reports without one, the relative standard deviation
+of the iterations), p50 latency for the per-lookup operations, instructions per
+unit when counted, and how many calls were timed where fewer than all were.
 
     python3 scripts/baseline-table.py results/baseline.csv
+
+The operations, their order and their units come from the report itself (its
+rows are in workload order), so the table follows the harness's one description.
 """
 import csv
 import sys
-
-OPERATIONS = ["persist", "read-all", "read-by-id", "query", "update", "persist-single", "erase-by-id", "erase-all"]
 
 
 def human(value):
@@ -34,7 +36,7 @@ def main(path):
     cell = {(row["operation"], row["backend"]): row for row in rows}
     print("| operation | unit | " + " | ".join(backends) + " |")
     print("| --- | --- | " + " | ".join("---" for _ in backends) + " |")
-    for operation in OPERATIONS:
+    for operation in dict.fromkeys(row["operation"] for row in rows):
         unit = next((cell[(operation, b)]["unit"] for b in backends if (operation, b) in cell), "")
         cells = []
         for backend in backends:
@@ -45,9 +47,16 @@ def main(path):
             text = f"{human(float(row['throughput_per_s']))}/s"
             if row["p50_us"]:
                 text += f" (p50 {latency(float(row['p50_us']))})"
-            mean, stddev = float(row["mean_s"]), float(row["stddev_s"])
-            if mean > 0:
-                text += f" ±{100 * stddev / mean:.0f}%"
+            median = float(row["median_s"])
+            if row.get("ci_low") and row.get("ci_high") and median > 0:
+                low, high = float(row["ci_low"]), float(row["ci_high"])
+                text += f" ({100 * (low / median - 1):+.0f}…{100 * (high / median - 1):+.0f}%)"
+            else:
+                mean, stddev = float(row["mean_s"]), float(row["stddev_s"])
+                if mean > 0:
+                    text += f" ±{100 * stddev / mean:.0f}%"
+            if row.get("instructions"):
+                text += f", {human(float(row['instructions']) / float(row['units']))} instr"
             if "timed" in row.get("note", ""):
                 text += f", {row['units']} timed"
             cells.append(text)

@@ -7,7 +7,7 @@ trap 'rm -f "$log"' EXIT
 swift build "$@" 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 [ "$status" -eq 0 ] || exit "$status"
-if grep -E "^$(pwd)/(Sources|Tests|Benchmarks)/.*: warning:" "$log" >/dev/null; then
+if grep -E "^$(pwd)/(Sources|Tests|Benchmarks|Examples)/.*: warning:" "$log" >/dev/null; then
   echo "build-checked: the project's sources have compiler warnings (above); fix them" >&2
   exit 1
 fi

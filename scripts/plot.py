@@ -5,12 +5,21 @@
 
 Writes, beside the report (REPORT stands for its file name without .csv):
 - REPORT-throughput-DxM-DURABILITY.png: throughput per operation per backend,
-  grouped bars on a log scale, one chart per size and durability;
+  grouped bars on a log scale, one chart per size and durability; when the
+  report has a ratio_to_raw column with figures, a second panel below shows,
+  for each backend that names a reference (its raw engine), its throughput
+  divided by that reference's (log scale, a line at 1 = as fast as the raw
+  engine);
 - REPORT-sweep-DURABILITY.png, when the report holds several sizes: throughput
   against the number of messages (D x M), one line per backend, one panel per
   operation, log-log.
-Rows with an error have no throughput and are left out (their backend is marked
-"error" in the legend).
+Each median's spread is drawn as an error bar: the 95% confidence interval of
+the median (ci_low … ci_high) as a throughput, or min … max for reports made
+before those columns; a ratio to the raw engine gets the widest interval the
+two rows' intervals allow, as storage-bench compare uses it. Rows with an error have no throughput and are left out
+(their backend is marked "error" in the legend). The operations, their order
+and their units come from the report (its rows are in workload order; its
+`unit` column), the harness's one description of them.
 """
 import csv
 import os
@@ -22,11 +31,11 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import matplotlib.ticker  # noqa: E402
 
-OPERATIONS = ["persist", "read-all", "read-by-id", "query", "update", "persist-single", "erase-by-id", "erase-all"]
-UNITS = {
-    "persist": "msg/s", "read-all": "msg/s", "read-by-id": "lookups/s", "query": "queries/s",
-    "update": "msg/s", "persist-single": "dialogs/s", "erase-by-id": "msg/s", "erase-all": "msg/s",
-}
+
+
+def operations_of(rows):
+    """The operations in report order (workload order), each with its unit."""
+    return {r["operation"]: r["unit"] + "/s" for r in rows}
 
 
 def read(path):
@@ -42,18 +51,43 @@ def throughput(row):
     return value if value > 0 and not row.get("error") else None
 
 
-def ordered(values, order):
-    known = [v for v in order if v in values]
-    return known + sorted(v for v in values if v not in order)
+def spread(row):
+    """(below, above) the median throughput: the 95% interval of the median, or min … max."""
+    value = throughput(row)
+    if value is None:
+        return (0.0, 0.0)
+    try:
+        units = float(row["units"])
+        slow = float(row.get("ci_high") or row["max_s"])
+        fast = float(row.get("ci_low") or row["min_s"])
+    except (KeyError, ValueError):
+        return (0.0, 0.0)
+    low = units / slow if slow > 0 else value
+    high = units / fast if fast > 0 else value
+    return (max(0.0, value - min(low, value)), max(0.0, max(high, value) - value))
+
+
+def ratio(row):
+    try:
+        value = float(row.get("ratio_to_raw") or "")
+    except ValueError:
+        return None
+    return value if value > 0 else None
 
 
 def bars(rows, title, path):
     backends = list(dict.fromkeys(r["backend"] for r in rows))  # report order
-    operations = ordered({r["operation"] for r in rows}, OPERATIONS)
+    units = operations_of(rows)
+    operations = list(units)
     width = 0.8 / max(len(backends), 1)
-    figure, axes = plt.subplots(figsize=(max(8, min(14, 1.6 * len(operations))), 5.5))
+    measured = [b for b in backends if any(r["backend"] == b and ratio(r) is not None for r in rows)]
+    size = (max(8, min(14, 1.6 * len(operations))), 9 if measured else 5.5)
+    if measured:
+        figure, (axes, lower) = plt.subplots(2, 1, figsize=size, gridspec_kw={"height_ratios": [3, 2]})
+    else:
+        figure, axes = plt.subplots(figsize=size)
     for index, backend in enumerate(backends):
-        values, positions, failed = [], [], False
+        values, positions, below, above, failed = [], [], [], [], False
         for position, operation in enumerate(operations):
             match = [r for r in rows if r["backend"] == backend and r["operation"] == operation]
             value = throughput(match[0]) if match else None
@@ -62,23 +96,70 @@ def bars(rows, title, path):
             if value is not None:
                 values.append(value)
                 positions.append(position - 0.4 + width * (index + 0.5))
+                low, high = spread(match[0])
+                below.append(low)
+                above.append(high)
         label = backend + (" (error)" if failed else "")
-        axes.bar(positions, values, width=width, label=label)
+        axes.bar(positions, values, width=width, label=label, yerr=[below, above], capsize=2,
+                 error_kw={"elinewidth": 0.8, "alpha": 0.8})
     axes.set_yscale("log")
     axes.set_xticks(range(len(operations)))
-    axes.set_xticklabels([f"{op}\n{UNITS.get(op, '/s')}" for op in operations], fontsize=8)
-    axes.set_ylabel("throughput (units per second, log scale)")
+    axes.set_xticklabels([f"{op}\n{units[op]}" for op in operations], fontsize=8)
+    axes.set_ylabel("throughput (units per second, log scale; bars: 95% interval of the median)")
     axes.set_title(title)
     axes.grid(axis="y", which="major", alpha=0.4)
-    axes.legend()
+    axes.legend(fontsize=8)
+    if measured:
+        ratios(rows, measured, operations, lower)
     figure.tight_layout()
     figure.savefig(path, dpi=120)
     plt.close(figure)
 
 
+def ratio_spread(row, raw, value):
+    """(below, above) a ratio to the raw engine: the widest the two rows' intervals allow."""
+    if raw is None or throughput(row) is None or throughput(raw) is None:
+        return (0.0, 0.0)
+    row_below, row_above = spread(row)
+    raw_below, raw_above = spread(raw)
+    t, r = throughput(row), throughput(raw)
+    low = (t - row_below) / (r + raw_above)
+    high = (t + row_above) / max(r - raw_below, 1e-300)
+    return (max(0.0, value - low), max(0.0, high - value))
+
+
+def ratios(rows, backends, operations, axes):
+    """Each backend's throughput over its raw engine's, per operation."""
+    width = 0.8 / max(len(backends), 1)
+    for index, backend in enumerate(backends):
+        values, positions, below, above = [], [], [], []
+        reference = next((r.get("reference", "") for r in rows if r["backend"] == backend), "")
+        for position, operation in enumerate(operations):
+            match = [r for r in rows if r["backend"] == backend and r["operation"] == operation]
+            value = ratio(match[0]) if match else None
+            if value is not None:
+                values.append(value)
+                positions.append(position - 0.4 + width * (index + 0.5))
+                raw = [r for r in rows if r["backend"] == reference and r["operation"] == operation]
+                low, high = ratio_spread(match[0], raw[0] if raw else None, value)
+                below.append(low)
+                above.append(high)
+        bars = axes.bar(positions, values, width=width, label=f"{backend} / {reference}", yerr=[below, above],
+                        capsize=2, error_kw={"elinewidth": 0.8, "alpha": 0.8})
+        axes.bar_label(bars, labels=[f"{v:.2f}" if v >= 0.1 else f"{v:.2g}" for v in values], fontsize=6)
+    axes.axhline(1.0, color="black", linewidth=0.8)
+    axes.set_yscale("log")
+    axes.set_xticks(range(len(operations)))
+    axes.set_xticklabels(operations, fontsize=8)
+    axes.set_ylabel("ratio to the raw engine\n(throughput / raw throughput)", fontsize=8)
+    axes.grid(axis="y", which="major", alpha=0.4)
+    axes.legend(fontsize=8)
+
+
 def sweep(rows, title, path):
     backends = list(dict.fromkeys(r["backend"] for r in rows))
-    operations = ordered({r["operation"] for r in rows}, OPERATIONS)
+    units = operations_of(rows)
+    operations = list(units)
     columns = 4
     lines = (len(operations) + columns - 1) // columns
     figure, axes = plt.subplots(lines, columns, figsize=(4 * columns, 3.4 * lines), squeeze=False)
@@ -88,16 +169,18 @@ def sweep(rows, title, path):
             points = []
             for r in rows:
                 if r["backend"] == backend and r["operation"] == operation and throughput(r) is not None:
-                    points.append((int(r["dialogs"]) * int(r["messages_per_dialog"]), throughput(r)))
-            points.sort()
+                    points.append((int(r["dialogs"]) * int(r["messages_per_dialog"]), throughput(r), spread(r)))
+            points.sort(key=lambda p: p[0])
             if points:
-                axis.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=backend)
+                axis.errorbar([p[0] for p in points], [p[1] for p in points],
+                              yerr=[[p[2][0] for p in points], [p[2][1] for p in points]],
+                              marker="o", capsize=2, label=backend)
         axis.set_xscale("log")
         axis.set_yscale("log")
         axis.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
         axis.set_title(operation, fontsize=10)
         axis.set_xlabel("messages in the graph (D x M)", fontsize=8)
-        axis.set_ylabel(UNITS.get(operation, "/s"), fontsize=8)
+        axis.set_ylabel(units[operation], fontsize=8)
         axis.grid(which="both", alpha=0.3)
     for index in range(len(operations), lines * columns):
         axes[index // columns][index % columns].axis("off")

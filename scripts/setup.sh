@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # Installs what the project needs on a Debian or Ubuntu machine, only when it is
 # missing: the C libraries behind the SQLite and LMDB adapters (and pkg-config to
-# find them). `scripts/setup.sh plot` also installs matplotlib for `make plot`.
+# find them). `scripts/setup.sh plot` also installs matplotlib for `make plot`;
+# `scripts/setup.sh instructions` installs valgrind (whose headers the harness
+# is built with, to count instructions under callgrind) and binutils (objcopy).
 set -euo pipefail
 
 need=()
-for package in libsqlite3-dev liblmdb-dev pkg-config; do
+packages=(libsqlite3-dev liblmdb-dev pkg-config)
+[ "${1:-}" = "instructions" ] && packages+=(valgrind binutils)
+for package in "${packages[@]}"; do
   dpkg -s "$package" >/dev/null 2>&1 || need+=("$package")
 done
 

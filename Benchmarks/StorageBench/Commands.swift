@@ -2,13 +2,14 @@ import ArgumentParser
 import DAOCore
 import Foundation
 import StorageBenchKit
+import StorageBenchReference
 
 /// `storage-bench`: runs the dialog-graph workload on every backend and compares reports.
 struct StorageBench: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "storage-bench",
         abstract: "Benchmarks the storage backends on the dialog-graph workload (WORKLOAD.md).",
-        subcommands: [Run.self, Compare.self, Backends.self, Worker.self, Migrate.self]
+        subcommands: [Run.self, Compare.self, Backends.self, Operations.self, Worker.self, Observe.self, Migrate.self]
     )
 }
 
@@ -24,7 +25,7 @@ struct Run: ParsableCommand {
             """
     )
 
-    @Option(help: "Comma-separated backends, or all (\(BackendRegistry.standard.names.joined(separator: ", "))).")
+    @Option(help: "Comma-separated backends, or all (\(BackendRegistry.withReferences.names.joined(separator: ", "))).")
     var backends = "all"
 
     @Option(help: "Dialogs in the graph (D; default 1000). Not with --sizes.")
@@ -41,6 +42,21 @@ struct Run: ParsableCommand {
 
     @Option(help: "Warm-up iterations run first and discarded.")
     var warmup = 1
+
+    @Option(name: .customLong("max-iterations"), help: "Measured iterations at most: after --iterations, backends whose medians are not yet known within --precision run more rounds, up to this many (default: --iterations, no extra rounds).")
+    var maxIterations: Int?
+
+    @Option(help: "The half-width of the 95% confidence interval of each median to reach with extra rounds, e.g. 3%.")
+    var precision = "3%"
+
+    @Option(name: .customLong("time-limit"), help: "The most seconds of extra rounds per size and durability.")
+    var timeLimit: Double = 60
+
+    @Flag(help: "Also run each backend under valgrind's callgrind and report the instructions and allocations of each operation's timed region.")
+    var instructions = false
+
+    @Option(name: .customLong("instruction-iterations"), help: "Callgrind iterations per backend and size with --instructions (the median is reported).")
+    var instructionIterations = 1
 
     @Option(help: "The generator seed.")
     var seed: UInt64 = 42
@@ -71,7 +87,7 @@ struct Run: ParsableCommand {
 
     func plan() throws -> Plan {
         do {
-            let chosen = try BackendRegistry.standard.select(backends)
+            let chosen = try BackendRegistry.withReferences.select(backends)
             let sweep: [BenchSize]
             if let sizes {
                 guard dialogs == nil, messagesPerDialog == nil else {
@@ -84,7 +100,18 @@ struct Run: ParsableCommand {
             let configuration = try RunConfiguration(
                 backends: chosen, sizes: sweep, durabilities: try parseDurabilities(durability),
                 operations: try BenchOperation.parseList(operations), iterations: iterations, warmup: warmup,
-                seed: seed, showsProgress: !noProgress)
+                seed: seed, showsProgress: !noProgress, maxIterations: maxIterations,
+                precision: try parseThreshold(precision, option: "--precision"), timeLimit: timeLimit,
+                instructionIterations: instructions ? instructionIterations : 0)
+            if instructions {
+                guard !inProcess else { throw ConfigurationError("--instructions runs workers; not with --in-process") }
+                guard Callgrind.isBuiltIn else {
+                    throw ConfigurationError(
+                        "--instructions: this storage-bench was built without valgrind's headers; "
+                            + "install valgrind (scripts/setup.sh instructions), then rebuild it (touch Sources/CCallgrind/CCallgrind.c first if it was built before)")
+                }
+                _ = try Callgrind.find()
+            }
             let formats = try ReportFormat.parseList(format.joined(separator: ","))
             if let output { try ReportWriter.validate(URL(fileURLWithPath: output)) }
             return Plan(configuration: configuration, formats: formats)
@@ -111,20 +138,48 @@ struct Run: ParsableCommand {
             timestamp: timestamp, gitCommit: SystemInfo.gitCommit, host: host, os: SystemInfo.os,
             cpu: SystemInfo.cpu, swiftVersion: SystemInfo.swiftVersion, build: SystemInfo.build)
         let executor: any IterationExecutor
+        var scratch: URL?
+        defer {
+            if let scratch {
+                do {
+                    try FileManager.default.removeItem(at: scratch)
+                } catch {
+                    FileHandle.standardError.write(Data("storage-bench: could not remove \(scratch.path): \(error)\n".utf8))
+                }
+            }
+        }
         if inProcess {
-            executor = InProcessExecutor(registry: .standard)
+            executor = InProcessExecutor(registry: .withReferences)
         } else {
             guard let executable = SystemInfo.executableURL else {
                 throw ValidationError("cannot find this program's own path to start its worker processes")
             }
-            executor = SubprocessExecutor(executable: executable)
+            var callgrind: Callgrind?
+            if instructions {
+                let directory = FileManager.default.temporaryDirectory
+                    .appendingPathComponent("storage-bench-\(UUID().uuidString)", isDirectory: true)
+                try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+                scratch = directory
+                callgrind = try Callgrind.prepare(executable: executable, in: directory)
+            }
+            executor = SubprocessExecutor(executable: executable, callgrind: callgrind)
         }
         let report = try BenchmarkRunner(configuration: plan.configuration, executor: executor)
             .run(provenance: provenance)
         let outputURL = output.map { URL(fileURLWithPath: $0) }
             ?? ReportWriter.defaultOutput(startedAt: started, host: host)
         let written = try ReportWriter.write(report, to: outputURL, formats: plan.formats)
-        print(SummaryTable.render(report), terminator: "")
+        // Unbuffered, so that the table comes before the warnings when both go to one file.
+        FileHandle.standardOutput.write(Data(SummaryTable.render(report).utf8))
+        let noisy = SummaryTable.noisyRows(report, precision: plan.configuration.precision)
+        if !noisy.isEmpty {
+            var warning = "storage-bench: warning: \(noisy.count) of \(report.rows.count) rows are too noisy to compare on wall time "
+            warning += "(after \(plan.configuration.maxIterations) iterations at most); compare them by ratio or instructions:\n"
+            for (row, reason) in noisy {
+                warning += "  \(row.backend) \(row.operation) \(row.dialogs)x\(row.messagesPerDialog) \(row.durability): \(reason)\n"
+            }
+            FileHandle.standardError.write(Data(warning.utf8))
+        }
         for url in written {
             FileHandle.standardError.write(Data("wrote \(url.relativePath)\n".utf8))
         }
@@ -140,9 +195,12 @@ struct Compare: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Compare a report with a baseline, row by row.",
         discussion: """
-            Rows are matched by backend × durability × size × operation. A row regresses when its \
-            throughput fell by more than the threshold and lies outside the min–max spread of both \
-            runs. Exit status: 0 when nothing regressed and no baseline row is missing; 1 when a row \
+            Rows are matched by backend × durability × size × operation. Time is compared as each \
+            row's throughput divided by a reference backend's in its own run (--normalize; by \
+            default the reference the row declares, else B-raw, where both reports have it), which cancels the machine's speed; a \
+            row regresses when that fell by more than --threshold and the two runs' 95% confidence \
+            intervals do not overlap. Instruction and allocation counts (run --instructions) are \
+            deterministic and compared directly against --instructions-threshold. Exit status: 0 when nothing regressed and no baseline row is missing; 1 when a row \
             regressed or now fails; 2 when nothing regressed but baseline rows are missing (or the \
             reports cannot be compared); 64 for invalid arguments.
             """
@@ -154,17 +212,31 @@ struct Compare: ParsableCommand {
     @Argument(help: "The current report (CSV).")
     var current: String
 
-    @Option(help: "The largest slowdown that is not a regression, e.g. 10%.")
+    @Option(help: "The largest change of a throughput (or of its ratio to a reference) that is not a verdict, e.g. 10%.")
     var threshold = "10%"
+
+    @Option(name: .customLong("instructions-threshold"), help: "The largest change of an instruction or allocation count that is not a verdict, e.g. 1%.")
+    var instructionsThreshold = "1%"
+
+    @Option(help: "What each throughput is divided by, in its own run: auto (each backend by the reference its rows declare, else B by B-raw, where both reports have it), none (absolute), a backend (every row by it), or pairs B=REF,… (e.g. grdb=sqlite-raw).")
+    var normalize = "auto"
+
+    @Option(help: "all (time and, where both reports have them, counts), time, or instructions.")
+    var metric = "all"
 
     @Option(help: "text or markdown (for a CI job summary).")
     var format = "text"
 
     func validate() throws {
         do {
-            _ = try parseThreshold(threshold)
+            _ = try parseThreshold(threshold, option: "--threshold")
+            _ = try parseThreshold(instructionsThreshold, option: "--instructions-threshold")
+            _ = try Comparison.Normalization(parsing: normalize)
         } catch let error as ConfigurationError {
             throw ValidationError(error.message)
+        }
+        guard Comparison.Metrics(rawValue: metric) != nil else {
+            throw ValidationError("unknown --metric '\(metric)'; use all, time or instructions")
         }
         guard format == "text" || format == "markdown" else {
             throw ValidationError("unknown --format '\(format)'; use text or markdown")
@@ -180,7 +252,10 @@ struct Compare: ParsableCommand {
             comparison = try Comparison(
                 baseline: try Report(contentsOf: URL(fileURLWithPath: baseline)),
                 current: try Report(contentsOf: URL(fileURLWithPath: current)),
-                threshold: try parseThreshold(threshold))
+                threshold: try parseThreshold(threshold),
+                instructionThreshold: try parseThreshold(instructionsThreshold),
+                normalization: try Comparison.Normalization(parsing: normalize),
+                metrics: Comparison.Metrics(rawValue: metric) ?? .all)
         } catch {
             FileHandle.standardError.write(Data("storage-bench compare: \(error)\n".utf8))
             throw ExitCode(Comparison.exitMissing)
@@ -195,7 +270,50 @@ struct Backends: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "List the registered backends, one per line.")
 
     func run() {
-        for name in BackendRegistry.standard.names { print(name) }
+        for name in BackendRegistry.withReferences.names { print(name) }
+    }
+}
+
+/// `storage-bench operations`.
+struct Operations: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "List the workload's operations: name, unit, whether each call is timed, the units each must touch.",
+        discussion: "--format json prints the same as data, for scripts (scripts/check-bench-csv.py reads it)."
+    )
+
+    @Option(help: "text or json.")
+    var format = "text"
+
+    @Option(help: "Sizes DxM whose expected units to list, comma-separated (default 1000x100).")
+    var sizes = "1000x100"
+
+    func validate() throws {
+        guard format == "text" || format == "json" else {
+            throw ValidationError("unknown --format '\(format)'; use text or json")
+        }
+        do {
+            _ = try BenchSize.parseSweep(sizes)
+        } catch let error as ConfigurationError {
+            throw ValidationError(error.message)
+        }
+    }
+
+    func run() throws {
+        let sweep = try BenchSize.parseSweep(sizes)
+        let descriptions = BenchOperation.allCases.map { $0.describe(sizes: sweep) }
+        if format == "json" {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+            print(String(decoding: try encoder.encode(descriptions), as: UTF8.self))
+            return
+        }
+        var table = [["operation", "unit", "per call", "units"] + sweep.map { "at \($0)" } + ["what it does"]]
+        for d in descriptions {
+            table.append(
+                [d.name, d.unit, d.perCall ? "yes" : "no", d.unitsFormula]
+                    + sweep.map { String(d.expectedUnits[$0.description] ?? 0) } + [d.summary])
+        }
+        print(SummaryTable.align(table), terminator: "")
     }
 }
 
@@ -211,7 +329,7 @@ struct Worker: ParsableCommand {
 
     func run() throws {
         do {
-            print(try StorageBenchKit.Worker.run(jobJSON: job, registry: .standard))
+            print(try StorageBenchKit.Worker.run(jobJSON: job, registry: .withReferences))
         } catch let error as ConfigurationError {
             throw ValidationError(error.message)
         }

@@ -15,7 +15,7 @@ struct Migrate: ParsableCommand {
             """
     )
 
-    @Option(help: "Comma-separated backends, or all (\(BackendRegistry.standard.names.joined(separator: ", "))).")
+    @Option(help: "Comma-separated backends, or all (\(MigrateBenchmark.standardSubjects.map(\.name).joined(separator: ", "))).")
     var backends = "all"
 
     @Option(help: "Dialogs in the graph (D).")
@@ -47,7 +47,7 @@ struct Migrate: ParsableCommand {
             }
             guard iterations > 0, warmup >= 0 else { throw ConfigurationError("iterations must be positive") }
             return MigrateBenchmark(
-                backends: try BackendRegistry.standard.select(backends),
+                backends: try MigrateBenchmark.select(backends),
                 size: try BenchSize(dialogs: dialogs, messagesPerDialog: messagesPerDialog), durability: chosen,
                 iterations: iterations, warmup: warmup, seed: seed)
         } catch let error as ConfigurationError {

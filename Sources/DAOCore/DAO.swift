@@ -140,7 +140,7 @@ where S.Record == T.Record, T.PlainObject.ID == S.Record.PrimaryKey {
         }
     }
 
-    private func toPlain(_ record: Record) throws -> PlainObject {
+    func toPlain(_ record: Record) throws -> PlainObject {
         do {
             return try translator.plain(from: record)
         } catch let error as StorageError {

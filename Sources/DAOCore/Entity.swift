@@ -114,6 +114,18 @@ public final class Entity<Root: Record>: Sendable {
     public let owner: (any Record.Type)?
     /// Field positions by key path and by name, for lookups on hot paths.
     private let positionByKeyPath: [KeyPathKey: Int]
+    /// The fields stored as reals (`Double`, `Float`, `Date`), checked by
+    /// `checkStorable(_:)`.
+    let realFields: [Field<Root>]
+    /// The `Codable` keys a record may encode: its fields and relations.
+    let declaredKeys: Set<String>
+    /// The same keys in declaration order.
+    let declaredOrder: [String]
+    /// Whether `checkStorable(_:)` has anything to check.
+    let hasRealFieldsOrRelations: Bool
+    /// For a ``FieldwiseRecord`` with reals: the position of the first real it
+    /// writes that no backend stores, found without key paths.
+    let realChecker: (@Sendable (Root) throws -> Int?)?
     private let positionByName: [String: Int]
 
     /// Declares an entity.
@@ -149,6 +161,15 @@ public final class Entity<Root: Record>: Sendable {
         }
         positionByKeyPath = byKeyPath
         positionByName = byName
+        declaredOrder = self.fields.map(\.name) + relations.map(\.name)
+        declaredKeys = Set(declaredOrder)
+        realFields = self.fields.filter { $0.type == .real || $0.type == .date }
+        hasRealFieldsOrRelations = !realFields.isEmpty || !relations.isEmpty
+        if !realFields.isEmpty, let fieldwise = Root.self as? any FieldwiseRecord.Type {
+            realChecker = makeRealChecker(fieldwise, for: Root.self)
+        } else {
+            realChecker = nil
+        }
     }
 
     /// The primary key field.
@@ -180,12 +201,22 @@ public final class Entity<Root: Record>: Sendable {
     /// - Throws: ``StorageError`` of kind ``StorageError/Kind/schemaMismatch``.
     public func validate() throws {
         var visited: Set<String> = []
-        try validate(visited: &visited)
+        var path: [String] = []
+        try validate(visited: &visited, path: &path)
     }
 
-    /// Validates this entity and, once each, the entities its relations own.
-    func validate(visited: inout Set<String>) throws {
+    /// Validates this entity and, once each, the entities its relations own;
+    /// `path` is the chain of owners that led here, to refuse a relation that
+    /// loops back (no backend can store a record that owns its own kind).
+    func validate(visited: inout Set<String>, path: inout [String]) throws {
+        if path.contains(name) {
+            throw StorageError(
+                .schemaMismatch, .open, entity: name,
+                message: "its relations lead back to it through \((path + [name]).joined(separator: " → ")); an entity cannot own itself")
+        }
         guard visited.insert(name).inserted else { return }
+        path.append(name)
+        defer { path.removeLast() }
         var seen = Set<String>()
         for key in codingKeys where !seen.insert(key).inserted {
             throw StorageError(.schemaMismatch, .open, entity: name, message: "the name '\(key)' is declared twice")
@@ -201,7 +232,7 @@ public final class Entity<Root: Record>: Sendable {
             }
         }
         for relation in relations {
-            try relation.validateForeignKey(parent: name, visited: &visited)
+            try relation.validateForeignKey(parent: name, visited: &visited, path: &path)
         }
         if let owner, owner.ownedRelation(for: Root.self) == nil {
             throw StorageError(
@@ -228,7 +259,7 @@ extension ToManyRelation {
     /// The child's entity declaration.
     public var childEntity: Entity<Child> { Child.entity }
 
-    func validateForeignKey(parent: String, visited: inout Set<String>) throws {
+    func validateForeignKey(parent: String, visited: inout Set<String>, path: inout [String]) throws {
         guard let field = Child.entity.field(named: foreignKeyField) else {
             throw StorageError(
                 .schemaMismatch, .open, entity: parent,
@@ -239,7 +270,7 @@ extension ToManyRelation {
                 .schemaMismatch, .open, entity: parent,
                 message: "relation '\(name)': field '\(foreignKeyField)' of '\(Child.entity.name)' is not the key path given as the parent key")
         }
-        try Child.entity.validate(visited: &visited)
+        try Child.entity.validate(visited: &visited, path: &path)
     }
 }
 

@@ -34,51 +34,26 @@ public struct Query<Record: DAOCore.Record>: Sendable {
         }
     }
 
-    /// Whether `record` meets the predicate.
+    /// Whether `record` meets the predicate, with the library's semantics (see
+    /// ``QueryPlan``; to test many records, plan once and call
+    /// ``QueryPlan/matches(_:)``).
     ///
     /// - Throws: ``StorageError`` when the predicate itself throws.
-    @inlinable
     public func matches(_ record: Record) throws -> Bool {
-        guard let predicate else { return true }
-        do {
-            return try predicate.evaluate(record)
-        } catch {
-            throw StorageError(
-                .invalidArgument, .read, entity: Record.entity.name,
-                message: "the predicate could not be evaluated", underlying: error)
-        }
+        try QueryPlan(Query(where: predicate)).matches(record)
     }
 
     /// Answers the query in memory over `records`: filter, sort (descriptors, then
-    /// primary key), limit. Adapters that evaluate predicates in memory call this;
-    /// so does every adapter for the part of a predicate it cannot compile.
+    /// primary key), limit, with the library's semantics (``QueryPlan/finish(_:)``).
     ///
     /// - Throws: ``StorageError`` when the predicate throws or the limit is negative.
     public func apply(to records: some Sequence<Record>) throws -> [Record] {
-        try validate()
-        var matched: [Record] = []
-        for record in records where try matches(record) {
-            matched.append(record)
-        }
-        matched = Self.sorted(matched, by: sortedBy)
-        if let limit, matched.count > limit {
-            matched.removeSubrange(limit...)
-        }
-        return matched
+        try QueryPlan(self).finish(Array(records), filtered: false)
     }
 
-    /// `records` in the order of `descriptors`, ties broken by primary key.
+    /// `records` in the order of `descriptors`, ties broken by primary key
+    /// (``SortPlan``).
     public static func sorted(_ records: [Record], by descriptors: [SortDescriptor<Record>]) -> [Record] {
-        let keyPath = Record.entity.primaryKeyPath
-        return records.sorted { lhs, rhs in
-            for descriptor in descriptors {
-                switch descriptor.compare(lhs, rhs) {
-                case .orderedAscending: return true
-                case .orderedDescending: return false
-                case .orderedSame: continue
-                }
-            }
-            return lhs[keyPath: keyPath] < rhs[keyPath: keyPath]
-        }
+        SortPlan(descriptors).sorted(records)
     }
 }

@@ -54,6 +54,19 @@ public indirect enum QueryExpression: Sendable, Hashable {
 
     /// The result of translating a predicate.
     public struct Translation: Sendable, Hashable {
+        init(_ partial: PartialTranslation) {
+            switch partial {
+            case .exact(let expression): self.init(expression: expression, isExact: true)
+            case .superset(let expression): self.init(expression: expression, isExact: false)
+            case .none: self.init(expression: .constant(true), isExact: false)
+            }
+        }
+
+        init(expression: QueryExpression, isExact: Bool) {
+            self.expression = expression
+            self.isExact = isExact
+        }
+
         /// The condition an engine can run.
         public let expression: QueryExpression
         /// `true` when `expression` holds exactly for the records the predicate
@@ -63,6 +76,22 @@ public indirect enum QueryExpression: Sendable, Hashable {
         public let isExact: Bool
     }
 
+    /// The condition that evaluates `predicate` with the library's semantics:
+    /// every translatable part (see ``translate(_:)``) by the library, the rest
+    /// by Foundation.
+    public static func condition<R: Record>(_ predicate: Predicate<R>) -> RecordCondition<R> {
+        analyze(predicate).condition
+    }
+
+    /// ``translate(_:)`` and ``condition(_:)`` in one walk of the predicate.
+    public static func analyze<R: Record>(_ predicate: Predicate<R>) -> (translation: Translation, condition: RecordCondition<R>) {
+        let context = TranslationContext<R>(predicate.variable)
+        let analysis = context.analyze(predicate.expression)
+        let condition = analysis.condition
+            ?? .opaque(OpaqueCondition(expression: predicate.expression, variable: predicate.variable))
+        return (Translation(analysis.translation), condition)
+    }
+
     /// Translates the parts of `predicate` that name declared fields of `R`.
     ///
     /// A part it cannot translate (a computed property, a method call, an
@@ -70,12 +99,7 @@ public indirect enum QueryExpression: Sendable, Hashable {
     /// narrows the candidates; under `||` or `!` the whole branch is dropped. A
     /// predicate with nothing translatable gives `.constant(true)`, inexact.
     public static func translate<R: Record>(_ predicate: Predicate<R>) -> Translation {
-        let context = TranslationContext<R>(variable: predicate.variable.key)
-        switch context.translate(predicate.expression) {
-        case .exact(let expression): return Translation(expression: expression, isExact: true)
-        case .superset(let expression): return Translation(expression: expression, isExact: false)
-        case .none: return Translation(expression: .constant(true), isExact: false)
-        }
+        Translation(TranslationContext<R>(predicate.variable).translate(predicate.expression))
     }
 
     /// The `field == value` conditions that must all hold for the expression to
@@ -121,6 +145,12 @@ enum PartialTranslation {
 
 struct TranslationContext<R: Record> {
     let variable: PredicateExpressions.VariableID
+    let input: PredicateExpressions.Variable<R>
+
+    init(_ input: PredicateExpressions.Variable<R>) {
+        self.input = input
+        self.variable = input.key
+    }
 
     func translate<E>(_ expression: E) -> PartialTranslation {
         guard let node = expression as? any TranslatableExpression else { return .none }
@@ -146,12 +176,118 @@ struct TranslationContext<R: Record> {
 
     func comparison<Left, Right>(_ lhs: Left, _ rhs: Right, _ op: QueryExpression.Comparison) -> PartialTranslation {
         if let field = field(lhs), let value = value(rhs) {
-            return .exact(.compare(field: field.name, op, value))
+            return Self.compare(field.name, op, value)
         }
         if let value = value(lhs), let field = field(rhs) {
-            return .exact(.compare(field: field.name, op.flipped, value))
+            return Self.compare(field.name, op.flipped, value)
         }
         return .none
+    }
+
+    /// `field <op> value`, with the constants no engine stores decided here: a
+    /// comparison with NaN is false (`!=` true), as in Swift; `-0.0` is `0.0`,
+    /// which it equals.
+    static func compare(_ field: String, _ op: QueryExpression.Comparison, _ value: StoredValue) -> PartialTranslation {
+        if case .real(let real) = value {
+            if real.isNaN { return .exact(.constant(op == .notEqual)) }
+            if real == 0 { return .exact(.compare(field: field, op, .real(0))) }
+        }
+        return .exact(.compare(field: field, op, value))
+    }
+
+    /// What an engine can run of `expression` and the condition that evaluates
+    /// it with the library's semantics (`nil` when a part cannot be evaluated
+    /// at all), in one walk.
+    func analyze<E>(_ expression: E) -> Analysis<R> {
+        if let logical = expression as? any LogicalExpression {
+            return logical.analyze(in: self)
+        }
+        let translation = translate(expression)
+        if case .exact(let translated) = translation, let condition = RecordCondition<R>.compile(translated) {
+            return Analysis(translation: translation, condition: condition)
+        }
+        if let pair = expression as? any FieldPairExpression, let condition = pair.fieldCondition(in: self) {
+            return Analysis(translation: translation, condition: condition)
+        }
+        guard let standard = expression as? any StandardPredicateExpression<Bool> else {
+            return Analysis(translation: translation, condition: nil)
+        }
+        return Analysis(translation: translation, condition: .opaque(OpaqueCondition(expression: standard, variable: input)))
+    }
+
+    /// `lhs <op> rhs` for two declared fields of one type, else `nil`.
+    func fieldComparison<Left, Right>(_ lhs: Left, _ rhs: Right, _ op: QueryExpression.Comparison) -> RecordCondition<R>? {
+        guard let left = field(lhs), let right = field(rhs), left.type == right.type else { return nil }
+        if op != .equal && op != .notEqual && (left.isOptional || right.isOptional) { return nil }
+        return .compareFields(left, op, right)
+    }
+}
+
+/// A part of a predicate analyzed: what an engine can run, and its condition.
+struct Analysis<R: Record> {
+    var translation: PartialTranslation
+    var condition: RecordCondition<R>?
+}
+
+/// `&&`, `||` and `!`: analyzed from their operands.
+protocol LogicalExpression {
+    func analyze<R>(in context: TranslationContext<R>) -> Analysis<R>
+}
+
+extension PredicateExpressions.Conjunction: LogicalExpression {
+    func analyze<R>(in context: TranslationContext<R>) -> Analysis<R> {
+        let lhs = context.analyze(lhs)
+        let rhs = context.analyze(rhs)
+        var condition: RecordCondition<R>?
+        if let left = lhs.condition, let right = rhs.condition { condition = .and(left, right) }
+        return Analysis(translation: .conjunction(lhs.translation, rhs.translation), condition: condition)
+    }
+}
+
+extension PredicateExpressions.Disjunction: LogicalExpression {
+    func analyze<R>(in context: TranslationContext<R>) -> Analysis<R> {
+        let lhs = context.analyze(lhs)
+        let rhs = context.analyze(rhs)
+        var condition: RecordCondition<R>?
+        if let left = lhs.condition, let right = rhs.condition { condition = .or(left, right) }
+        return Analysis(translation: .disjunction(lhs.translation, rhs.translation), condition: condition)
+    }
+}
+
+extension PredicateExpressions.Negation: LogicalExpression {
+    func analyze<R>(in context: TranslationContext<R>) -> Analysis<R> {
+        let wrapped = context.analyze(wrapped)
+        return Analysis(translation: .negation(wrapped.translation), condition: wrapped.condition.map { .not($0) })
+    }
+}
+
+/// A comparison whose operands may both be declared fields.
+protocol FieldPairExpression {
+    func fieldCondition<R>(in context: TranslationContext<R>) -> RecordCondition<R>?
+}
+
+extension PredicateExpressions.Equal: FieldPairExpression {
+    func fieldCondition<R>(in context: TranslationContext<R>) -> RecordCondition<R>? {
+        context.fieldComparison(lhs, rhs, .equal)
+    }
+}
+
+extension PredicateExpressions.NotEqual: FieldPairExpression {
+    func fieldCondition<R>(in context: TranslationContext<R>) -> RecordCondition<R>? {
+        context.fieldComparison(lhs, rhs, .notEqual)
+    }
+}
+
+extension PredicateExpressions.Comparison: FieldPairExpression {
+    func fieldCondition<R>(in context: TranslationContext<R>) -> RecordCondition<R>? {
+        let comparison: QueryExpression.Comparison =
+            switch op {
+            case .lessThan: .less
+            case .lessThanOrEqual: .lessOrEqual
+            case .greaterThan: .greater
+            case .greaterThanOrEqual: .greaterOrEqual
+            }
+        return context.fieldComparison(lhs, rhs, comparison)
     }
 }
 
@@ -219,9 +355,10 @@ extension PredicateExpressions.KeyPath: TranslatableExpression {
     }
 }
 
-extension PredicateExpressions.Conjunction: TranslatableExpression {
-    func translate<R>(in context: TranslationContext<R>) -> PartialTranslation {
-        switch (context.translate(lhs), context.translate(rhs)) {
+extension PartialTranslation {
+    /// `a && b`: exact when both are; otherwise what is translated still narrows.
+    static func conjunction(_ a: PartialTranslation, _ b: PartialTranslation) -> PartialTranslation {
+        switch (a, b) {
         case let (.exact(a), .exact(b)): .exact(.and(a, b))
         case let (.exact(a), .superset(b)), let (.superset(a), .exact(b)), let (.superset(a), .superset(b)):
             .superset(.and(a, b))
@@ -230,23 +367,39 @@ extension PredicateExpressions.Conjunction: TranslatableExpression {
         case (.none, .none): .none
         }
     }
-}
 
-extension PredicateExpressions.Disjunction: TranslatableExpression {
-    func translate<R>(in context: TranslationContext<R>) -> PartialTranslation {
-        switch (context.translate(lhs), context.translate(rhs)) {
+    /// `a || b`: nothing narrows unless both sides are translated.
+    static func disjunction(_ a: PartialTranslation, _ b: PartialTranslation) -> PartialTranslation {
+        switch (a, b) {
         case let (.exact(a), .exact(b)): .exact(.or(a, b))
         case let (.exact(a), .superset(b)), let (.superset(a), .exact(b)), let (.superset(a), .superset(b)):
             .superset(.or(a, b))
         default: .none
         }
     }
+
+    /// `!a`: only an exact translation can be negated.
+    static func negation(_ a: PartialTranslation) -> PartialTranslation {
+        guard case .exact(let wrapped) = a else { return .none }
+        return .exact(.not(wrapped))
+    }
+}
+
+extension PredicateExpressions.Conjunction: TranslatableExpression {
+    func translate<R>(in context: TranslationContext<R>) -> PartialTranslation {
+        .conjunction(context.translate(lhs), context.translate(rhs))
+    }
+}
+
+extension PredicateExpressions.Disjunction: TranslatableExpression {
+    func translate<R>(in context: TranslationContext<R>) -> PartialTranslation {
+        .disjunction(context.translate(lhs), context.translate(rhs))
+    }
 }
 
 extension PredicateExpressions.Negation: TranslatableExpression {
     func translate<R>(in context: TranslationContext<R>) -> PartialTranslation {
-        guard case .exact(let wrapped) = context.translate(wrapped) else { return .none }
-        return .exact(.not(wrapped))
+        .negation(context.translate(wrapped))
     }
 }
 
@@ -299,7 +452,20 @@ extension PredicateExpressions.SequenceContains: TranslatableExpression {
             let constant = sequence as? any SequenceValueOperand,
             let values = constant.storedValues
         else { return .none }
-        return .exact(.isIn(field: field.name, values: values))
+        var normalized: [StoredValue] = []
+        normalized.reserveCapacity(values.count)
+        for value in values {
+            // NaN equals nothing; -0.0 equals 0.0 (see `TranslationContext.compare`).
+            if case .real(let real) = value {
+                if real.isNaN { continue }
+                if real == 0 {
+                    normalized.append(.real(0))
+                    continue
+                }
+            }
+            normalized.append(value)
+        }
+        return .exact(.isIn(field: field.name, values: normalized))
     }
 }
 

@@ -51,9 +51,17 @@ public protocol Storage<Record>: Sendable {
     /// - Throws: ``StorageError``; the store is left as it was.
     @discardableResult
     func erase(where predicate: Predicate<Record>?) throws -> Int
+
+    /// The broadcaster of the store this storage belongs to, which its writes
+    /// report their commits to and ``DAO/observe(where:sortedBy:limit:pollInterval:)``
+    /// listens on; `nil` (the default) for a storage that cannot be observed.
+    var commits: CommitBroadcaster? { get }
 }
 
 extension Storage {
+    /// No broadcaster: the storage cannot be observed.
+    public var commits: CommitBroadcaster? { nil }
+
     /// Inserts or replaces one record with its children.
     public func persist(_ record: Record) throws {
         try persist([record])

@@ -73,4 +73,5 @@ public struct AnyStorage<Record: DAOCore.Record>: Storage {
     public func erase(primaryKeys keys: [Record.PrimaryKey]) throws -> Int { try base.erase(primaryKeys: keys) }
     @discardableResult
     public func erase(where predicate: Predicate<Record>?) throws -> Int { try base.erase(where: predicate) }
+    public var commits: CommitBroadcaster? { base.commits }
 }

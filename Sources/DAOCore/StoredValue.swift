@@ -5,7 +5,13 @@ import Foundation
 /// Adapters use it for keys, index entries and bound query parameters. It orders
 /// values the way SQLite does: `null` first, then numbers (integers and reals
 /// compared by value), then text (by UTF-8 bytes), then blobs (by bytes).
-public enum StoredValue: Sendable, Hashable {
+///
+/// Two stored values are equal (`==`, and so the same dictionary key) only when
+/// they are the same value: text with the same Unicode scalars (not Swift's
+/// canonical equivalence, which makes NFC `"Zoë"` equal to NFD `"Zoe\u{308}"`),
+/// reals with the same bits. This is the identity every engine keys by; see
+/// `docs/SEMANTICS.md`.
+public enum StoredValue: Sendable {
     /// No value (an optional field that is `nil`).
     case null
     /// A signed 64-bit integer (integers, `Bool` as 0/1, integer-backed enums).
@@ -16,6 +22,57 @@ public enum StoredValue: Sendable, Hashable {
     case text(String)
     /// Raw bytes (`Data`).
     case blob([UInt8])
+}
+
+extension StoredValue: Hashable {
+    /// Whether `lhs` and `rhs` are the same stored value: the same case and the
+    /// same integer, the same bits of a real, the same Unicode scalars of text,
+    /// the same bytes of a blob.
+    public static func == (lhs: StoredValue, rhs: StoredValue) -> Bool {
+        switch (lhs, rhs) {
+        case (.null, .null): true
+        case let (.integer(a), .integer(b)): a == b
+        case let (.real(a), .real(b)): a.bitPattern == b.bitPattern
+        case let (.text(a), .text(b)): Self.sameScalars(a, b)
+        case let (.blob(a), .blob(b)): a == b
+        default: false
+        }
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        switch self {
+        case .null:
+            hasher.combine(0 as UInt8)
+        case .integer(let value):
+            hasher.combine(1 as UInt8)
+            hasher.combine(value)
+        case .real(let value):
+            hasher.combine(2 as UInt8)
+            hasher.combine(value.bitPattern)
+        case .text(let value):
+            hasher.combine(3 as UInt8)
+            let hashed: Void? = value.utf8.withContiguousStorageIfAvailable { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
+            if hashed == nil {
+                for byte in value.utf8 { hasher.combine(byte) }
+            }
+            hasher.combine(value.utf8.count)
+        case .blob(let value):
+            hasher.combine(4 as UInt8)
+            hasher.combine(value)
+        }
+    }
+
+    /// Whether two strings hold the same Unicode scalars (the same UTF-8 bytes).
+    public static func sameScalars(_ a: String, _ b: String) -> Bool {
+        guard a.utf8.count == b.utf8.count else { return false }
+        let compared: Bool? = a.utf8.withContiguousStorageIfAvailable { left in
+            b.utf8.withContiguousStorageIfAvailable { right in
+                guard let leftBytes = left.baseAddress, let rightBytes = right.baseAddress else { return left.isEmpty }
+                return memcmp(leftBytes, rightBytes, left.count) == 0
+            }
+        } ?? nil
+        return compared ?? a.utf8.elementsEqual(b.utf8)
+    }
 }
 
 extension StoredValue: Comparable {

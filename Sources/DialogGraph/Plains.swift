@@ -7,7 +7,9 @@ public struct Dialog: Plain, Hashable {
     public let uniqueId: Int64
     /// Whether the dialog is pinned to the top of the list.
     public let isPinned: Bool
-    /// The dialog's messages, in the order they were given.
+    /// The dialog's messages. A dialog read from a store holds them in
+    /// `uniqueId` order (every backend returns children in primary-key order),
+    /// so give them in that order for a round trip to return an equal dialog.
     public let messages: [Message]
 
     /// Creates a dialog.

@@ -4,7 +4,8 @@ import Foundation
 /// The encoding of a ``FileStore``'s documents.
 public enum FileFormat: String, Sendable, Hashable, CaseIterable, Codable {
     /// UTF-8 JSON, written by `JSONEncoder`. Dates are stored as seconds since
-    /// 2001-01-01 UTC, so they round-trip bit for bit.
+    /// 2001-01-01 UTC, so they round-trip bit for bit; infinities as the strings
+    /// `"+Infinity"` and `"-Infinity"`.
     case json
     /// Binary property lists, written by `PropertyListEncoder`.
     case propertyList
@@ -30,11 +31,22 @@ struct DocumentCoder {
         self.format = format
         jsonEncoder = JSONEncoder()
         jsonEncoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        // JSON has no infinities; every other backend stores them, so JSON
+        // writes them as these strings (only a real field reads them back).
+        jsonEncoder.nonConformingFloatEncodingStrategy = .convertToString(
+            positiveInfinity: Self.positiveInfinity, negativeInfinity: Self.negativeInfinity, nan: Self.notANumber)
         jsonDecoder = JSONDecoder()
+        jsonDecoder.nonConformingFloatDecodingStrategy = .convertFromString(
+            positiveInfinity: Self.positiveInfinity, negativeInfinity: Self.negativeInfinity, nan: Self.notANumber)
         plistEncoder = PropertyListEncoder()
         plistEncoder.outputFormat = .binary
         plistDecoder = PropertyListDecoder()
     }
+
+    static let positiveInfinity = "+Infinity"
+    static let negativeInfinity = "-Infinity"
+    /// Never written: every backend refuses NaN before encoding (`Entity.checkStorable`).
+    static let notANumber = "NaN"
 
     func encode<T: Encodable>(_ value: T) throws -> Data {
         switch format {

@@ -13,10 +13,14 @@ public struct FileStorage<R: Record>: Storage {
 
     let store: FileStore
 
+    /// The store's broadcaster.
+    public var commits: CommitBroadcaster? { store.commits }
+
     public func persist(_ records: [R]) throws {
         try store.write(.persist, R.entity.name) { state in
             try state.persist(records, checkOwner: true)
         }
+        store.commits.didCommit(.persisted(records))
     }
 
     public func read(primaryKey key: R.PrimaryKey) throws -> R? {
@@ -42,27 +46,24 @@ public struct FileStorage<R: Record>: Storage {
         try store.read(.read, R.entity.name) { state in
             try query.validate()
             let table = try state.table(R.self)
-            let matches = try query.apply(to: state.candidates(in: table, for: query.predicate))
-            return try matches.map(state.attachChildren)
+            let plan = QueryPlan(query)
+            let matches = try plan.finish(state.candidates(in: table, for: plan), filtered: plan.accessIsExact && table.walksExactly(plan))
+            return plan.needsCompleteRecords ? matches : try matches.map(state.attachChildren)
         }
     }
 
     public func count(where predicate: Predicate<R>?) throws -> Int {
         try store.read(.count, R.entity.name) { state in
             let table = try state.table(R.self)
-            guard let predicate else { return table.state.records.count }
-            let query = Query(where: predicate)
-            var count = 0
-            for record in state.candidates(in: table, for: predicate) where try query.matches(record) {
-                count += 1
-            }
-            return count
+            guard predicate != nil else { return table.state.records.count }
+            let plan = QueryPlan(Query(where: predicate))
+            return try plan.count(state.candidates(in: table, for: plan), filtered: plan.accessIsExact && table.walksExactly(plan))
         }
     }
 
     @discardableResult
     public func erase(primaryKeys keys: [R.PrimaryKey]) throws -> Int {
-        try store.write(.erase, R.entity.name) { state in
+        let erased = try store.write(.erase, R.entity.name) { state in
             let table = try state.table(R.self)
             var erased = 0
             for key in keys where try state.erase(key.storedValue, from: table) {
@@ -70,19 +71,23 @@ public struct FileStorage<R: Record>: Storage {
             }
             return erased
         }
+        if erased > 0 { store.commits.didCommit(.erased(R.self, primaryKeys: keys)) }
+        return erased
     }
 
     @discardableResult
     public func erase(where predicate: Predicate<R>?) throws -> Int {
-        try store.write(.erase, R.entity.name) { state in
+        let erased = try store.write(.erase, R.entity.name) { state in
             let table = try state.table(R.self)
-            let query = Query(where: predicate)
+            let plan = QueryPlan(Query(where: predicate))
             var erased = 0
-            for record in state.candidates(in: table, for: predicate) where try query.matches(record) {
+            for record in try state.candidates(in: table, for: plan) where try plan.matches(record) {
                 if try state.erase(record.primaryKey.storedValue, from: table) { erased += 1 }
             }
             return erased
         }
+        if erased > 0 { store.commits.didCommit(.erased(R.self)) }
+        return erased
     }
 }
 
@@ -93,6 +98,8 @@ extension StoreState {
     /// an owned entity must name an owner that exists.
     func persist<T: Record>(_ records: [T], checkOwner: Bool) throws {
         let table = try table(T.self)
+        try T.entity.checkStorable(records)
+        try T.entity.checkDeclaredKeys(records)
         if checkOwner, let owner = T.entity.owner {
             try checkOwnersExist(records, owner: owner)
         }
@@ -121,7 +128,7 @@ extension StoreState {
         for relation in T.entity.relations {
             try replaceChildren(relation, of: record, stripped: &stripped)
         }
-        table.insert(stripped)
+        try table.insert(stripped)
     }
 
     /// Stores exactly the children `parent` holds: removes those it no longer
@@ -131,19 +138,15 @@ extension StoreState {
     ) throws {
         let children = parent[keyPath: relation.children]
         stripped[keyPath: relation.children] = []
-        let parentKey = parent.primaryKey
+        let parentKey = parent.primaryKey.storedValue
         let childTable = try table(Relation.Child.self)
         var kept = Set<StoredValue>()
         kept.reserveCapacity(children.count)
         for child in children {
-            guard child[keyPath: relation.parentKey] == parentKey else {
-                throw StorageError(
-                    .constraint, .persist, entity: Relation.Parent.entity.name,
-                    message: "\(Relation.Child.entity.name) \(child.primaryKey) is held by \(Relation.Parent.entity.name) \(parentKey) but names \(child[keyPath: relation.parentKey]) in '\(relation.foreignKeyField)'")
-            }
+            try relation.checkChild(child, isHeldBy: parentKey)
             kept.insert(child.primaryKey.storedValue)
         }
-        let current = childTable.keys(where: relation.foreignKeyField, equals: parentKey.storedValue) ?? []
+        let current = childTable.keys(where: relation.foreignKeyField, equals: parentKey) ?? []
         for key in current where !kept.contains(key) {
             _ = try erase(key, from: childTable)
         }
@@ -190,35 +193,40 @@ extension StoreState {
         parent[keyPath: relation.children] = children
     }
 
-    /// The records that may meet `predicate`: narrowed by an equality on the
-    /// primary key or on an indexed field when the predicate requires one, else
-    /// every record. The caller still evaluates the predicate on each.
-    func candidates<T: Record>(in table: Table<T>, for predicate: Predicate<T>?) -> [T] {
-        guard let predicate else { return Array(table.state.records.values) }
-        let equalities = QueryExpression.translate(predicate).expression.requiredEqualities
-        let primaryKey = T.entity.primaryKeyField.name
-        for (field, value) in equalities where field == primaryKey {
-            return table.record(value).map { [$0] } ?? []
+    /// The records the plan's access path finds (a superset of the answer
+    /// unless the path is exact), complete with their children when the plan
+    /// evaluates something that may read them.
+    func candidates<T: Record>(in table: Table<T>, for plan: QueryPlan<T>) throws -> [T] {
+        var records: [T]
+        switch plan.access {
+        case .all:
+            records = Array(table.state.records.values)
+        case .primaryKey(let key):
+            records = table.record(key).map { [$0] } ?? []
+        case .index(let index, let values):
+            guard let keys = table.keys(where: index.fields[0], equals: values[0]) else {
+                records = Array(table.state.records.values)
+                break
+            }
+            records = keys.compactMap(table.record)
+        case .parent(let value):
+            guard let foreignKey = T.entity.foreignKeyField, let keys = table.keys(where: foreignKey, equals: value) else {
+                records = Array(table.state.records.values)
+                break
+            }
+            records = keys.compactMap(table.record)
         }
-        for (name, value) in equalities {
-            guard let field = T.entity.field(named: name), value.isStorable(as: field.type),
-                let keys = table.keys(where: name, equals: value)
-            else { continue }
-            return keys.compactMap(table.record)
-        }
-        return Array(table.state.records.values)
+        if plan.needsCompleteRecords { records = try records.map(attachChildren) }
+        return records
     }
 }
 
-extension StoredValue {
-    /// Whether a field of `type` stores values of this case, so that an index
-    /// lookup by this value finds what an evaluation of the predicate would.
-    func isStorable(as type: FieldType) -> Bool {
-        switch (self, type) {
-        case (.integer, .integer), (.integer, .bool), (.real, .real), (.real, .date), (.text, .text),
-            (.blob, .blob), (.null, _):
-            true
-        default: false
-        }
+extension Table {
+    /// Whether ``StoreState/candidates(in:for:)`` finds exactly the records of
+    /// the plan's access path: the in-memory indexes hold an index's leading
+    /// field only.
+    func walksExactly(_ plan: QueryPlan<R>) -> Bool {
+        if case .index(_, let values) = plan.access { return values.count == 1 }
+        return true
     }
 }

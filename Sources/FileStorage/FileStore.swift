@@ -49,6 +49,9 @@ public final class FileStore: Store {
     public let format: FileFormat
     /// When commits reach the disk.
     public let durability: Durability
+    /// Tells observers what each commit changed. Only this instance writes the
+    /// directory (it holds it exclusively), so observation is in-process only.
+    public let commits = CommitBroadcaster()
     private let lock: DirectoryLock
     let state: Mutex<StoreState>
 
@@ -101,12 +104,13 @@ public final class FileStore: Store {
         return FileStorage(store: self)
     }
 
-    /// Closes the store: waits for the call in progress, forgets the loaded
-    /// documents and releases the directory's lock, so the directory can be
-    /// opened again. Every commit is on disk already. Later calls through the
-    /// store or its storages throw ``StorageError/Kind/closed``; closing again
-    /// does nothing.
+    /// Closes the store: ends its observations (``CommitBroadcaster/close()``),
+    /// waits for the call in progress, forgets the loaded documents and
+    /// releases the directory's lock, so the directory can be opened again.
+    /// Every commit is on disk already. Later calls through the store or its
+    /// storages throw ``StorageError/Kind/closed``; closing again does nothing.
     public func close() {
+        commits.close()
         state.withLock { state in
             guard !state.isClosed else { return }
             state.close()
@@ -505,7 +509,7 @@ final class StoreState: @unchecked Sendable {
         let foreignKey = R.entity.owner.flatMap { $0.ownedRelation(for: R.self)?.foreignKeyField }
         let documentName = manifest.documents[name]
         let records = try documentName.map { try loadDocument(R.self, named: $0) } ?? []
-        let table = Table<R>(records: records, documentName: documentName, foreignKey: foreignKey)
+        let table = Table<R>(records: records, documentName: documentName, foreignKey: foreignKey, format: coder.format)
         tables[name] = table
         if inTransaction { table.begin() }
         for relation in R.entity.relations {
@@ -519,7 +523,9 @@ final class StoreState: @unchecked Sendable {
     }
 
     private func loadChildTable<Relation: ToManyRelation>(_ relation: Relation) throws {
-        _ = try table(Relation.Child.self)
+        // A child entity that does not name its owner was loaded without an
+        // index on the foreign key, which reading a parent's children needs.
+        try table(Relation.Child.self).ensureIndex(on: relation.foreignKeyField)
     }
 
     /// The bytes of the document `name` of `entity`, checked against the size

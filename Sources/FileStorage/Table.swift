@@ -18,6 +18,17 @@ struct TableState<R: Record> {
     /// The encoded form of records that have not changed since they were last
     /// written (JSON only), so a commit re-encodes only what changed.
     var encoded: [StoredValue: Data] = [:]
+    /// Property lists only: how many text fields hold each text, by its exact
+    /// scalars. Foundation's binary property-list writer stores canonically
+    /// equivalent strings once, so two different spellings in one document
+    /// would come back as one; ``Table/insert(_:)`` refuses the second instead.
+    /// Built when the first text that may not be in NFC arrives (`nil` until
+    /// then): a table that never holds one does not pay for it.
+    var texts: [StoredValue: Int]?
+    /// Property lists only: the texts that may not be in NFC (see
+    /// ``CanonicalText``), keyed by Swift's canonical equivalence, with their
+    /// exact scalars and how many fields hold them.
+    var suspects: [String: (scalars: [UInt8], count: Int)] = [:]
 }
 
 /// A table as the store holds it, behind the store's lock.
@@ -43,11 +54,15 @@ final class Table<R: Record>: AnyTable {
     var state: TableState<R>
     /// The fields with an equality index: the foreign key (when the entity is
     /// owned) and the leading field of each declared index.
-    let indexedFields: [Field<R>]
+    private(set) var indexedFields: [Field<R>]
     private var saved: TableState<R>?
     private(set) var isDirty = false
 
-    init(records: [R], documentName: String?, foreignKey: String?) {
+    /// The text fields whose spellings are tracked (property lists only).
+    private let trackedTextFields: [Field<R>]
+
+    init(records: [R], documentName: String?, foreignKey: String?, format: FileFormat = .json) {
+        trackedTextFields = format == .propertyList ? R.entity.fields.filter { $0.type == .text } : []
         entityName = R.entity.name
         self.documentName = documentName
         var names: [String] = []
@@ -58,8 +73,28 @@ final class Table<R: Record>: AnyTable {
         indexedFields = names.compactMap { R.entity.field(named: $0) }
         state = TableState()
         for field in indexedFields { state.indexes[field.name] = [:] }
-        for record in records { insert(record) }
+        for record in records {
+            insertUnchecked(record)
+        }
         isDirty = false
+    }
+
+    /// Adds an equality index on the field `name` (in the current state and in
+    /// the one a rollback would restore), if there is none.
+    func ensureIndex(on name: String) {
+        guard !indexedFields.contains(where: { $0.name == name }), let field = R.entity.field(named: name) else { return }
+        indexedFields.append(field)
+        state.indexes[name] = Self.index(state.records, on: field)
+        if var restored = saved {
+            restored.indexes[name] = Self.index(restored.records, on: field)
+            saved = restored
+        }
+    }
+
+    private static func index(_ records: [StoredValue: R], on field: Field<R>) -> [StoredValue: Set<StoredValue>] {
+        var index: [StoredValue: Set<StoredValue>] = [:]
+        for (key, record) in records { index[field.value(in: record), default: []].insert(key) }
+        return index
     }
 
     // MARK: Transactions
@@ -93,7 +128,17 @@ final class Table<R: Record>: AnyTable {
     // MARK: Writes
 
     /// Inserts or replaces `record` (relations already emptied).
-    func insert(_ record: R) {
+    ///
+    /// - Throws: ``StorageError`` of kind ``StorageError/Kind/invalidArgument``
+    ///   when the document is a property list and already holds a text that
+    ///   is canonically equivalent to one of the record's but spelled with other
+    ///   Unicode scalars; nothing changes then.
+    func insert(_ record: R) throws {
+        if !trackedTextFields.isEmpty { try checkSpellings(of: record) }
+        insertUnchecked(record)
+    }
+
+    private func insertUnchecked(_ record: R) {
         let key = record.primaryKey.storedValue
         if let old = state.records.updateValue(record, forKey: key) {
             unindex(old, key)
@@ -102,8 +147,84 @@ final class Table<R: Record>: AnyTable {
         for field in indexedFields {
             state.indexes[field.name, default: [:]][field.value(in: record), default: []].insert(key)
         }
+        for field in trackedTextFields {
+            guard case .text(let text) = field.value(in: record) else { continue }
+            if state.texts != nil { state.texts?[.text(text), default: 0] += 1 }
+            if CanonicalText.isSuspect(text) { state.suspects[text, default: (Array(text.utf8), 0)].count += 1 }
+        }
         isDirty = true
     }
+
+    private func checkSpellings(of record: R) throws {
+        let old = state.records[record.primaryKey.storedValue]
+        var values: [(field: Field<R>, text: String)] = []
+        for field in trackedTextFields {
+            if case .text(let text) = field.value(in: record) { values.append((field, text)) }
+        }
+        let suspects = values.map { CanonicalText.isSuspect($0.text) }
+        let recordHasSuspects = suspects.contains(true)
+        for (position, value) in values.enumerated() {
+            let suspect = suspects[position]
+            // Two NFC texts are equivalent only when they are the same text.
+            guard suspect || recordHasSuspects || !state.suspects.isEmpty else { continue }
+            let scalars = Array(value.text.utf8)
+            var conflict: [UInt8]?
+            // Another field of this record.
+            for other in values.indices where other < position && (suspect || suspects[other]) {
+                let text = values[other].text
+                if text == value.text && !text.utf8.elementsEqual(scalars) { conflict = Array(text.utf8) }
+            }
+            // A stored text that may not be in NFC, equivalent to this one.
+            if conflict == nil, let stored = state.suspects[value.text],
+                stored.scalars != scalars, !heldOnly(by: old, stored.scalars, count: stored.count)
+            {
+                conflict = stored.scalars
+            }
+            // The NFC spelling of this text, stored.
+            if conflict == nil, suspect {
+                let composed = value.text.precomposedStringWithCanonicalMapping
+                if !composed.utf8.elementsEqual(scalars), let count = textCounts()[.text(composed)],
+                    !heldOnly(by: old, Array(composed.utf8), count: count)
+                {
+                    conflict = Array(composed.utf8)
+                }
+            }
+            guard let conflict else { continue }
+            throw StorageError(
+                .invalidArgument, .persist, entity: entityName,
+                message: "field '\(value.field.name)' of record \(record.primaryKey) holds \(Self.scalars(value.text)), canonically equivalent to the stored \(Self.scalars(String(decoding: conflict, as: UTF8.self))) but spelled differently; a binary property list stores the two as one, so this store refuses it (use the JSON format, or normalize text)")
+        }
+    }
+
+    /// How many fields hold each text, built on first use.
+    private func textCounts() -> [StoredValue: Int] {
+        if let texts = state.texts { return texts }
+        var texts: [StoredValue: Int] = [:]
+        for record in state.records.values {
+            for field in trackedTextFields {
+                if case .text(let text) = field.value(in: record) { texts[.text(text), default: 0] += 1 }
+            }
+        }
+        state.texts = texts
+        return texts
+    }
+
+    /// Whether the `count` fields that hold the text `scalars` are all fields of
+    /// `old`, the version of the record being replaced.
+    private func heldOnly(by old: R?, _ scalars: [UInt8], count: Int) -> Bool {
+        guard let old else { return false }
+        var held = 0
+        for field in trackedTextFields {
+            if case .text(let text) = field.value(in: old), text.utf8.elementsEqual(scalars) { held += 1 }
+        }
+        return held >= count
+    }
+
+    /// `text` as its Unicode scalars, `U+0065 U+0308`.
+    private static func scalars(_ text: String) -> String {
+        text.unicodeScalars.map { "U+" + String($0.value, radix: 16, uppercase: true) }.joined(separator: " ")
+    }
+
 
     /// Removes the record with `key`; returns it if there was one.
     @discardableResult
@@ -116,6 +237,14 @@ final class Table<R: Record>: AnyTable {
     }
 
     private func unindex(_ record: R, _ key: StoredValue) {
+        for field in trackedTextFields {
+            guard case .text(let text) = field.value(in: record) else { continue }
+            if let count = state.texts?[.text(text)] { state.texts?[.text(text)] = count > 1 ? count - 1 : nil }
+            guard !state.suspects.isEmpty, CanonicalText.isSuspect(text), let stored = state.suspects[text],
+                stored.scalars.elementsEqual(text.utf8)
+            else { continue }
+            if stored.count <= 1 { state.suspects[text] = nil } else { state.suspects[text]?.count -= 1 }
+        }
         for field in indexedFields {
             let value = field.value(in: record)
             state.indexes[field.name]?[value]?.remove(key)

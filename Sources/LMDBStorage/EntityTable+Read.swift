@@ -74,106 +74,47 @@ extension EntityTable {
         case indexRange(String, [UInt8])
     }
 
-    /// The narrowest way to find the records that can meet `predicate`, from
-    /// its required equalities: on the primary key one lookup; on the leading
-    /// fields of an index that index's range (preferred over the parent key
-    /// when it binds more than one field); on the parent key one cursor range;
-    /// otherwise every record.
+    /// The narrowest way to find the records that can meet `predicate`: the
+    /// core's access path (``QueryPlan/access``) in this adapter's keys.
     func plan(for predicate: Predicate<R>?) -> Plan {
-        planWithExactness(for: predicate).plan
+        plan(for: QueryPlan(Query(where: predicate))).plan
     }
 
     /// ``plan(for:)``, and whether the plan's records are exactly those that
-    /// meet the predicate: it translates exactly into equalities on distinct
-    /// fields, and the plan's key range binds every one of them. Then the
-    /// predicate need not be evaluated on each record.
+    /// meet the predicate, so it need not be evaluated on each record.
     func planWithExactness(for predicate: Predicate<R>?) -> (plan: Plan, isExact: Bool) {
-        guard let predicate else { return (.everything, true) }
-        let translation = QueryExpression.translate(predicate)
-        let equalities = translation.expression.requiredEqualities
-        guard !equalities.isEmpty else { return (.everything, false) }
-        func bound(_ field: Int) -> StoredValue? {
-            let declared = entity.fields[field]
-            for equality in equalities where equality.field == declared.name {
-                if let value = KeyCodec.coerce(equality.value, to: declared.type, optional: declared.isOptional) {
-                    return value
-                }
-            }
-            return nil
-        }
-        var fieldNames = Set<String>()
-        let onlyEqualities =
-            translation.isExact && Self.isConjunctionOfEqualities(translation.expression)
-            && equalities.allSatisfy { equality in
-                if case .real(let real) = equality.value, real.isNaN { return false }
-                return fieldNames.insert(equality.field).inserted
-            }
-        func exact(_ boundFields: Int) -> Bool { onlyEqualities && boundFields == equalities.count }
-
-        if let value = bound(0) {
-            var pk: [UInt8] = []
-            KeyCodec.append(untagged: value, to: &pk)
-            return (.primaryKey(pk), exact(1))
-        }
-        var bestIndex: (name: String, prefix: [UInt8], bound: Int)?
-        for index in indexes {
-            var prefix: [UInt8] = []
-            var count = 0
-            for field in index.fields {
-                guard let value = bound(field) else { break }
-                KeyCodec.append(indexed: value, to: &prefix)
-                count += 1
-            }
-            if count > 0 && count > (bestIndex?.bound ?? 0) { bestIndex = (index.index.name, prefix, count) }
-        }
-        let parentValue = link.flatMap { bound($0.foreignKeyIndex) }
-        if let bestIndex, bestIndex.bound > 1 || parentValue == nil {
-            return (.indexRange(bestIndex.name, bestIndex.prefix), exact(bestIndex.bound))
-        }
-        if let parentValue {
-            var prefix: [UInt8] = []
-            KeyCodec.append(untagged: parentValue, to: &prefix)
-            return (.parentRange(prefix), exact(1))
-        }
-        return (.everything, false)
+        plan(for: QueryPlan(Query(where: predicate)))
     }
 
-    /// Whether `expression` is a conjunction of field equalities only.
-    private static func isConjunctionOfEqualities(_ expression: QueryExpression) -> Bool {
-        switch expression {
-        case .compare(_, .equal, _), .isTrue, .not(.isTrue): true
-        case .and(let lhs, let rhs): isConjunctionOfEqualities(lhs) && isConjunctionOfEqualities(rhs)
-        default: false
+    /// The key range of the core's access path, and whether its records are
+    /// exactly the answer (before sort and limit).
+    func plan(for query: QueryPlan<R>) -> (plan: Plan, isExact: Bool) {
+        switch query.access {
+        case .all:
+            return (.everything, query.accessIsExact)
+        case .primaryKey(let value):
+            var pk: [UInt8] = []
+            KeyCodec.append(untagged: value, to: &pk)
+            return (.primaryKey(pk), query.accessIsExact)
+        case .index(let declared, let values):
+            guard let index = indexes.first(where: { $0.index.name == declared.name }) else {
+                return (.everything, false)
+            }
+            var prefix: [UInt8] = []
+            for value in values { KeyCodec.append(indexed: value, to: &prefix) }
+            return (.indexRange(index.index.name, prefix), query.accessIsExact)
+        case .parent(let value):
+            guard link != nil else { return (.everything, false) }
+            var prefix: [UInt8] = []
+            KeyCodec.append(untagged: value, to: &prefix)
+            return (.parentRange(prefix), query.accessIsExact)
         }
     }
 
     /// `records` in the order of `descriptors`, ties broken by primary key: the
-    /// order of ``Query/sorted(_:by:)``. When every descriptor names a
-    /// non-optional integer or date field, the sort keys are read once per
-    /// record and compared as stored values (the same order those types have);
-    /// otherwise the descriptors compare.
+    /// core's ``SortPlan``.
     func sorted(_ records: [R], by descriptors: [SortDescriptor<R>]) -> [R] {
-        guard R.PrimaryKey.fieldType == .integer else { return Query<R>.sorted(records, by: descriptors) }
-        var fields: [Field<R>] = []
-        var ascending: [Bool] = []
-        for descriptor in descriptors {
-            guard let keyPath = descriptor.keyPath, let field = entity.field(for: keyPath), !field.isOptional,
-                field.type == .integer || field.type == .date
-            else {
-                return Query<R>.sorted(records, by: descriptors)
-            }
-            fields.append(field)
-            ascending.append(descriptor.order == .forward)
-        }
-        // The primary key (an integer) breaks ties, ascending.
-        fields.append(entity.primaryKeyField)
-        ascending.append(true)
-        var keys: [StoredValue] = []
-        keys.reserveCapacity(records.count * fields.count)
-        for record in records {
-            for field in fields { keys.append(field.value(in: record)) }
-        }
-        return SortKeys.order(keys, width: fields.count, ascending: ascending).map { records[$0] }
+        SortPlan(descriptors).sorted(records)
     }
 
     /// A superset of the records that meet `predicate`, found by ``plan(for:)``.
@@ -208,29 +149,6 @@ extension EntityTable {
                 records.append(record)
             }
             return records
-        }
-    }
-}
-
-/// Sorting by precomputed keys, in code that is not generic over the record.
-enum SortKeys {
-    /// The positions of the rows of `keys` (`width` values each) in ascending
-    /// order of their values, column by column, each column ascending or not.
-    static func order(_ keys: [StoredValue], width: Int, ascending: [Bool]) -> [Int] {
-        let count = width == 0 ? 0 : keys.count / width
-        return keys.withUnsafeBufferPointer { keys in
-            ascending.withUnsafeBufferPointer { ascending in
-                (0..<count).sorted { lhs, rhs in
-                    var position = 0
-                    while position < width {
-                        let a = keys[lhs * width + position]
-                        let b = keys[rhs * width + position]
-                        if a != b { return ascending[position] ? a < b : b < a }
-                        position += 1
-                    }
-                    return false
-                }
-            }
         }
     }
 }

@@ -96,24 +96,4 @@ enum KeyCodec {
         append(primaryKey: key, to: &bytes)
         return bytes
     }
-
-    /// `value` converted to the storage class of a field of type `type`, for
-    /// comparing a query's constant with stored keys; `nil` when no stored value
-    /// of that field can equal it (so no key range can answer for it).
-    static func coerce(_ value: StoredValue, to type: FieldType, optional: Bool) -> StoredValue? {
-        switch (type, value) {
-        case (_, .null): return optional ? .null : nil
-        case (.integer, .integer), (.bool, .integer): return value
-        case (.integer, .real(let real)), (.bool, .real(let real)):
-            guard let exact = Int64(exactly: real) else { return nil }
-            return .integer(exact)
-        case (.real, .real), (.date, .real): return value
-        case (.real, .integer(let integer)), (.date, .integer(let integer)):
-            let real = Double(integer)
-            guard Int64(exactly: real) == integer else { return nil }
-            return .real(real)
-        case (.text, .text), (.blob, .blob): return value
-        default: return nil
-        }
-    }
 }

@@ -26,6 +26,9 @@ public struct LMDBStorage<Record: DAOCore.Record>: Storage {
     /// The environment this storage writes to.
     public var environment: LMDBEnvironment { table.environment }
 
+    /// The environment's broadcaster.
+    public var commits: CommitBroadcaster? { table.environment.commits }
+
     init(environment: LMDBEnvironment) throws {
         do {
             table = try EntityTable(environment: environment, link: nil)
@@ -52,6 +55,7 @@ public struct LMDBStorage<Record: DAOCore.Record>: Storage {
     public func persist(_ records: [Record]) throws {
         guard !records.isEmpty else { return }
         do {
+            try Record.entity.checkStorable(records)
             try table.environment.write(.persist) { txn in
                 let codecs = table.makeCodecs()
                 for record in records {
@@ -61,6 +65,7 @@ public struct LMDBStorage<Record: DAOCore.Record>: Storage {
         } catch {
             throw failing(error, .persist)
         }
+        table.environment.commits.didCommit(.persisted(records))
     }
 
     /// Checks every stored record of this storage's entity (not its
@@ -132,22 +137,12 @@ public struct LMDBStorage<Record: DAOCore.Record>: Storage {
     public func read(_ query: Query<Record>) throws -> [Record] {
         do {
             try query.validate()
-            let (plan, isExact) = table.planWithExactness(for: query.predicate)
+            let plan = QueryPlan(query)
+            let (path, isExact) = table.plan(for: plan)
             let candidates = try table.environment.read(.read) { txn in
-                try table.candidates(for: plan, in: txn, codecs: table.makeCodecs())
+                try table.candidates(for: path, in: txn, codecs: table.makeCodecs())
             }
-            guard isExact else {
-                // Filter here, so that the sort below can take the quick path.
-                var matching: [Record] = []
-                for record in candidates where try query.matches(record) { matching.append(record) }
-                var records = table.sorted(matching, by: query.sortedBy)
-                if let limit = query.limit, records.count > limit { records.removeSubrange(limit...) }
-                return records
-            }
-            // The key range answered the predicate exactly: sort and limit only.
-            var records = table.sorted(candidates, by: query.sortedBy)
-            if let limit = query.limit, records.count > limit { records.removeSubrange(limit...) }
-            return records
+            return try plan.finish(candidates, filtered: isExact)
         } catch {
             throw failing(error, .read)
         }
@@ -160,16 +155,11 @@ public struct LMDBStorage<Record: DAOCore.Record>: Storage {
     public func count(where predicate: Predicate<Record>?) throws -> Int {
         do {
             return try table.environment.read(.count) { txn in
-                guard let predicate else { return try txn.entryCount(table.main) }
-                let (plan, isExact) = table.planWithExactness(for: predicate)
-                let candidates = try table.candidates(for: plan, in: txn, codecs: table.makeCodecs())
-                if isExact { return candidates.count }
-                let query = Query(where: predicate)
-                var count = 0
-                for record in candidates where try query.matches(record) {
-                    count += 1
-                }
-                return count
+                guard predicate != nil else { return try txn.entryCount(table.main) }
+                let plan = QueryPlan(Query(where: predicate))
+                let (path, isExact) = table.plan(for: plan)
+                let candidates = try table.candidates(for: path, in: txn, codecs: table.makeCodecs())
+                return try plan.count(candidates, filtered: isExact)
             }
         } catch {
             throw failing(error, .count)
@@ -184,13 +174,16 @@ public struct LMDBStorage<Record: DAOCore.Record>: Storage {
     @discardableResult
     public func erase(primaryKeys keys: [Record.PrimaryKey]) throws -> Int {
         guard !keys.isEmpty else { return 0 }
+        let erased: Int
         do {
-            return try table.environment.write(.erase) { txn in
+            erased = try table.environment.write(.erase) { txn in
                 try erase(keys, in: txn, codecs: table.makeCodecs())
             }
         } catch {
             throw failing(error, .erase)
         }
+        if erased > 0 { table.environment.commits.didCommit(.erased(Record.self, primaryKeys: keys)) }
+        return erased
     }
 
     /// Erases the records that meet `predicate` (every record for `nil`) with
@@ -200,17 +193,20 @@ public struct LMDBStorage<Record: DAOCore.Record>: Storage {
     /// - Throws: ``StorageError``; nothing is erased then.
     @discardableResult
     public func erase(where predicate: Predicate<Record>?) throws -> Int {
+        let erased: Int
         do {
-            return try table.environment.write(.erase) { txn in
+            erased = try table.environment.write(.erase) { txn in
                 guard let predicate else {
                     let count = try txn.entryCount(table.main)
                     try table.eraseEverything(in: txn)
                     return count
                 }
-                let query = Query(where: predicate)
+                let plan = QueryPlan(Query(where: predicate))
+                let (path, isExact) = table.plan(for: plan)
                 let codecs = table.makeCodecs()
                 var doomed: [Record.PrimaryKey] = []
-                for record in try table.candidates(for: predicate, in: txn, codecs: codecs) where try query.matches(record) {
+                for record in try table.candidates(for: path, in: txn, codecs: codecs)
+                where try isExact || plan.matches(record) {
                     doomed.append(record.primaryKey)
                 }
                 return try erase(doomed, in: txn, codecs: codecs)
@@ -218,6 +214,8 @@ public struct LMDBStorage<Record: DAOCore.Record>: Storage {
         } catch {
             throw failing(error, .erase)
         }
+        if erased > 0 { table.environment.commits.didCommit(.erased(Record.self)) }
+        return erased
     }
 
     /// Erases the records with these keys, with their children and index

@@ -46,15 +46,16 @@ struct RelationChildren<Relation: ToManyRelation>: ChildSet {
     ) throws {
         let children = parent[keyPath: relation.children]
         // The children stored now that the parent no longer holds.
-        var wanted: Set<Relation.Child.PrimaryKey>?
+        // Keys compare as stored values: text by Unicode scalars, as LMDB keys do.
+        var wanted: Set<StoredValue>?
         var hadChildren = false
         let unwanted = try table.keys(prefix: parentKey, in: txn) { pk in
             hadChildren = true
-            if wanted == nil { wanted = Set(children.map(\.primaryKey)) }
+            if wanted == nil { wanted = Set(children.map(\.primaryKey.storedValue)) }
             guard let wanted, let key = KeyCodec.decodePrimaryKey(Relation.Child.PrimaryKey.self, from: pk) else {
                 return true
             }
-            return !wanted.contains(key)
+            return !wanted.contains(key.storedValue)
         }
         for existing in unwanted {
             try table.erase(storageKey: existing.key, pk: existing.pk, in: txn, codecs: codecs)

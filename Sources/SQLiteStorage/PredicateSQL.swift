@@ -139,20 +139,14 @@ enum PredicateSQL {
         }
     }
 
-    /// `ORDER BY` terms for `descriptors` (without the primary-key tie-break), or
-    /// `nil` when one of them cannot be run by SQLite exactly as Foundation would
-    /// sort: a key path that is not a declared field, or a descriptor with a
-    /// string comparator (those are Unicode- or locale-aware; SQLite's BINARY
-    /// collation is not). A descriptor without one compares with `<`, which for
-    /// NFC strings is SQLite's byte order, the order every adapter agrees on.
-    static func orderBy<R: Record>(_ descriptors: [SortDescriptor<R>], entity: Entity<R>) -> [String]? {
-        var terms: [String] = []
-        for descriptor in descriptors {
-            guard let keyPath = descriptor.keyPath, let field = entity.field(for: keyPath) else { return nil }
-            if field.type == .blob || descriptor.stringComparator != nil { return nil }
-            terms.append("\(quoted(field.name)) \(descriptor.order == .forward ? "ASC" : "DESC")")
-        }
-        return terms
+    /// `ORDER BY` terms for a sort (without the primary-key tie-break), or `nil`
+    /// when the core's sort is Foundation's (a `String` comparator, or a key
+    /// path that is not a declared field), which SQLite cannot run. A sort by
+    /// stored values is SQLite's order: NULL first, numbers by value, text and
+    /// blobs by bytes (the BINARY collation).
+    static func orderBy<R: Record>(_ sort: SortPlan<R>) -> [String]? {
+        guard let fields = sort.fields else { return nil }
+        return fields.map { "\(quoted($0.field.name)) \($0.ascending ? "ASC" : "DESC")" }
     }
 }
 

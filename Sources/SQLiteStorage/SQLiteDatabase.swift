@@ -51,6 +51,10 @@ public final class SQLiteDatabase: Store, Sendable {
     /// How long a call waits for a lock held by another process, in milliseconds.
     public static let busyTimeoutMilliseconds: Int32 = 5000
 
+    /// Tells observers what each commit changed. Commits by other connections
+    /// (other processes) are noticed by polling `PRAGMA data_version` on the
+    /// writer connection, which changes only for them.
+    public let commits = CommitBroadcaster()
     let path: String
     let writer: LockedConnection
     /// Set once a storage was handed out: a migration must come before.
@@ -109,6 +113,17 @@ public final class SQLiteDatabase: Store, Sendable {
             throw error.with(operation: .open, path: filePath)
         }
         writer = LockedConnection(connection)
+        commits.setVersionSource { [writer, filePath] in
+            try writer.withLock(.read) { connection in
+                // https://sqlite.org/pragma.html#pragma_data_version
+                let statement = try connection.statement("PRAGMA data_version")
+                defer { statement.reset() }
+                guard try statement.step() else {
+                    throw StorageError(.engine, .read, path: filePath, message: "PRAGMA data_version returned no row")
+                }
+                return UInt64(bitPattern: statement.int64(0))
+            }
+        }
     }
 
     /// The storage for records of type `type`, creating its tables and indexes
@@ -170,13 +185,15 @@ public final class SQLiteDatabase: Store, Sendable {
         try Table(O.entity).ensureSchema(session, foreignKey: nil)
     }
 
-    /// Closes the database: waits for the calls in progress, then closes the
-    /// writer and every reader connection. Later calls through the database or
-    /// its storages throw ``StorageError/Kind/closed``; closing again does nothing.
+    /// Closes the database: ends its observations (``CommitBroadcaster/close()``),
+    /// waits for the calls in progress, then closes the writer and every reader
+    /// connection. Later calls through the database or its storages throw
+    /// ``StorageError/Kind/closed``; closing again does nothing.
     ///
     /// - Throws: ``StorageError`` when SQLite reports a failure closing a
     ///   connection; every connection is closed all the same.
     public func close() throws {
+        commits.close()
         var failure: StorageError?
         for connection in [writer] + readers {
             do {

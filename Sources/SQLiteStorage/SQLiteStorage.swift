@@ -25,6 +25,9 @@ public struct SQLiteStorage<Record: DAOCore.Record>: Storage {
         self.table = table
     }
 
+    /// The database's broadcaster.
+    public var commits: CommitBroadcaster? { database.commits }
+
     private var entityName: String { table.entity.name }
     private var hasChildren: Bool { !table.links.isEmpty }
 
@@ -32,6 +35,11 @@ public struct SQLiteStorage<Record: DAOCore.Record>: Storage {
     /// - Throws: ``StorageError``; nothing is written then.
     public func persist(_ records: [Record]) throws {
         guard !records.isEmpty else { return }
+        do {
+            try Record.entity.checkStorable(records)
+        } catch let error as StorageError {
+            throw error.with(path: database.path)
+        }
         try database.withConnection(.persist, entity: entityName) { connection in
             try connection.transaction(immediate: true) {
                 let writer = try TableWriter(table, connection)
@@ -40,6 +48,7 @@ public struct SQLiteStorage<Record: DAOCore.Record>: Storage {
                 }
             }
         }
+        database.commits.didCommit(.persisted(records))
     }
 
     /// The record with primary key `key`, with its children, or `nil`.
@@ -68,8 +77,8 @@ public struct SQLiteStorage<Record: DAOCore.Record>: Storage {
     public func read(_ query: Query<Record>) throws -> [Record] {
         try query.validate()
         if query.limit == 0 { return [] }
-        let plan = Plan(query.predicate, entity: table.entity)
-        let order = PredicateSQL.orderBy(query.sortedBy, entity: table.entity)
+        let plan = Plan(query)
+        let order = PredicateSQL.orderBy(plan.core.sort)
         return try database.withReader(.read, entity: entityName) { connection in
             try transactionIfNeeded(connection) {
                 let reader = TableReader(table: table, connection: connection)
@@ -85,10 +94,7 @@ public struct SQLiteStorage<Record: DAOCore.Record>: Storage {
                     try reader.attachChildren(to: &records, all: plan.condition == nil && query.limit == nil)
                     return records
                 }
-                let candidates = try candidates(plan, reader, connection)
-                let remaining = Query(
-                    where: plan.isExact ? nil : query.predicate, sortedBy: query.sortedBy, limit: query.limit)
-                return try remaining.apply(to: candidates)
+                return try plan.core.finish(candidates(plan, reader, connection), filtered: plan.isExact)
             }
         }
     }
@@ -96,7 +102,7 @@ public struct SQLiteStorage<Record: DAOCore.Record>: Storage {
     /// How many records meet `predicate`.
     /// - Throws: ``StorageError``.
     public func count(where predicate: Predicate<Record>?) throws -> Int {
-        let plan = Plan(predicate, entity: table.entity)
+        let plan = Plan(Query(where: predicate))
         return try database.withReader(.count, entity: entityName) { connection in
             if plan.isExact {
                 var sql = "SELECT count(*) FROM \(quoted(table.name))"
@@ -109,8 +115,7 @@ public struct SQLiteStorage<Record: DAOCore.Record>: Storage {
             }
             return try transactionIfNeeded(connection) {
                 let reader = TableReader(table: table, connection: connection)
-                let query = Query(where: predicate)
-                return try candidates(plan, reader, connection).reduce(0) { try query.matches($1) ? $0 + 1 : $0 }
+                return try plan.core.count(candidates(plan, reader, connection), filtered: false)
             }
         }
     }
@@ -121,11 +126,13 @@ public struct SQLiteStorage<Record: DAOCore.Record>: Storage {
     @discardableResult
     public func erase(primaryKeys keys: [Record.PrimaryKey]) throws -> Int {
         guard !keys.isEmpty else { return 0 }
-        return try database.withConnection(.erase, entity: entityName) { connection in
+        let erased = try database.withConnection(.erase, entity: entityName) { connection in
             try connection.transaction(immediate: true) {
                 try erase(keys, connection)
             }
         }
+        if erased > 0 { database.commits.didCommit(.erased(Record.self, primaryKeys: keys)) }
+        return erased
     }
 
     /// Erases the records that meet `predicate` (all when `nil`) and their
@@ -133,8 +140,8 @@ public struct SQLiteStorage<Record: DAOCore.Record>: Storage {
     /// - Throws: ``StorageError``; nothing is erased then.
     @discardableResult
     public func erase(where predicate: Predicate<Record>?) throws -> Int {
-        let plan = Plan(predicate, entity: table.entity)
-        return try database.withConnection(.erase, entity: entityName) { connection in
+        let plan = Plan(Query(where: predicate))
+        let erased = try database.withConnection(.erase, entity: entityName) { connection in
             try connection.transaction(immediate: true) {
                 if predicate == nil {
                     for link in table.links {
@@ -150,19 +157,20 @@ public struct SQLiteStorage<Record: DAOCore.Record>: Storage {
                     return connection.changes
                 }
                 let reader = TableReader(table: table, connection: connection)
-                let query = Query(where: predicate)
-                let keys = try candidates(plan, reader, connection).filter { try query.matches($0) }.map(\.primaryKey)
+                let keys = try candidates(plan, reader, connection).filter { try plan.core.matches($0) }.map(\.primaryKey)
                 return try erase(keys, connection)
             }
         }
+        if erased > 0 { database.commits.didCommit(.erased(Record.self)) }
+        return erased
     }
 
     /// The `EXPLAIN QUERY PLAN` details of the statement `read(query)` runs for
     /// the parent rows, and whether SQLite runs the whole query (filter, sort,
     /// limit) rather than leaving part of it to memory.
     func queryPlan(_ query: Query<Record>) throws -> (details: [String], pushedDown: Bool) {
-        let plan = Plan(query.predicate, entity: table.entity)
-        let order = PredicateSQL.orderBy(query.sortedBy, entity: table.entity)
+        let plan = Plan(query)
+        let order = PredicateSQL.orderBy(plan.core.sort)
         let pushedDown = plan.isExact && order != nil
         let sql = table.selectSQL(
             where: plan.condition?.sql, orderBy: pushedDown ? order ?? [] : [],
@@ -210,25 +218,36 @@ public struct SQLiteStorage<Record: DAOCore.Record>: Storage {
         hasChildren ? try connection.transaction(immediate: false, body) : try body()
     }
 
-    /// How a predicate runs: the SQL condition (none = every row) and whether it
-    /// is the whole answer or a superset to filter in memory.
+    /// How a query runs: the core's plan, the SQL condition compiled from its
+    /// engine condition (none = every row), and whether that condition is the
+    /// whole predicate or a superset whose rows the core's condition filters.
     private struct Plan {
+        let core: QueryPlan<Record>
         var condition: SQLCondition?
         var isExact: Bool
 
-        init(_ predicate: Predicate<Record>?, entity: Entity<Record>) {
-            guard let predicate else {
+        init(_ query: Query<Record>) {
+            // SQLite walks no access path; an exact condition runs as SQL.
+            var core = QueryPlan(query, parts: [])
+            guard let expression = core.engineCondition else {
+                self.core = core
                 condition = nil
                 isExact = true
                 return
             }
-            let translation = QueryExpression.translate(predicate)
-            if case .constant(true) = translation.expression {
+            var condition: SQLCondition?
+            if case .constant(true) = expression {
                 condition = nil
             } else {
-                condition = PredicateSQL.compile(translation.expression, entity: entity)
+                condition = PredicateSQL.compile(expression, entity: Record.entity)
             }
-            isExact = translation.isExact && (condition != nil || translation.expression == .constant(true))
+            let isExact = core.conditionIsExact && (condition != nil || expression == .constant(true))
+            // An exact predicate SQLite cannot run (too many parameters) is
+            // evaluated in memory after all.
+            if !isExact && core.conditionIsExact { core = QueryPlan(query, parts: [.exactCondition]) }
+            self.core = core
+            self.condition = condition
+            self.isExact = isExact
         }
     }
 }

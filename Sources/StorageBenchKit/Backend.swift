@@ -1,16 +1,26 @@
 import DAOCore
 import Foundation
 
-/// One storage the harness can benchmark: a name and how to open a ``Store`` in a
-/// directory with a durability.
+/// One subject the harness can benchmark: a name and how to open a
+/// ``WorkloadSubject`` in a directory with a durability.
 ///
 /// Any adapter that conforms to ``Store`` (and so hands out ``Storage``s) can be
-/// benchmarked by registering one of these:
+/// benchmarked through the ``DAO`` by registering one of these:
 ///
 /// ```swift
 /// Backend("json", singleCallLimit: 20) { directory, durability in
 ///     try FileStore(directory: directory, format: .json, durability: durability)
 /// }
+/// ```
+///
+/// A reference implementation that does not go through the DAO (an engine's C
+/// API used directly, another library) registers its ``WorkloadSubject`` with
+/// ``init(name:singleCallLimit:reference:subject:)``:
+///
+/// ```swift
+/// Backend(name: "sqlite-raw", subject: { directory, durability in
+///     try SQLiteRawSubject(directory: directory, durability: durability)
+/// })
 /// ```
 public struct Backend: Sendable {
     /// The name used on the command line and in reports (`sqlite`, `json`, …).
@@ -19,23 +29,47 @@ public struct Backend: Sendable {
     /// `persist-single` calls are timed (the rest are persisted in one untimed
     /// call, so the store holds the same data afterwards), or `nil` to time all.
     public let singleCallLimit: Int?
-    /// Opens (creating if missing) a store inside `directory`, which exists and is empty.
-    public let open: @Sendable (_ directory: URL, _ durability: Durability) throws -> any Store
+    /// The backend this one is measured against in the `ratio_to_raw` column
+    /// (for an adapter, the plain use of its engine, e.g. `sqlite-raw`), or `nil`.
+    public let reference: String?
+    /// Opens (creating if missing) the subject inside `directory`, which exists and is empty.
+    public let open: @Sendable (_ directory: URL, _ durability: Durability) throws -> any WorkloadSubject
 
-    /// Declares a backend.
+    /// Declares a backend that runs the workload through the ``DAO`` on a ``Store``.
     ///
     /// - Parameters:
     ///   - name: the backend's name: lowercase letters, digits and `-`.
     ///   - singleCallLimit: the number of `persist-single` calls to time, or `nil` for all.
+    ///   - reference: the backend whose throughput the report divides this one's by, or `nil`.
     ///   - open: opens a store in a fresh, empty directory with a durability.
     public init(
         _ name: String,
         singleCallLimit: Int? = nil,
+        reference: String? = nil,
         open: @escaping @Sendable (_ directory: URL, _ durability: Durability) throws -> any Store
+    ) {
+        self.init(
+            name: name, singleCallLimit: singleCallLimit, reference: reference,
+            subject: { directory, durability in try DAOSubject(store: open(directory, durability)) })
+    }
+
+    /// Declares a backend that runs the workload through its own ``WorkloadSubject``.
+    ///
+    /// - Parameters:
+    ///   - name: the backend's name: lowercase letters, digits and `-`.
+    ///   - singleCallLimit: the number of `persist-single` calls to time, or `nil` for all.
+    ///   - reference: the backend whose throughput the report divides this one's by, or `nil`.
+    ///   - subject: opens the subject in a fresh, empty directory with a durability.
+    public init(
+        name: String,
+        singleCallLimit: Int? = nil,
+        reference: String? = nil,
+        subject: @escaping @Sendable (_ directory: URL, _ durability: Durability) throws -> any WorkloadSubject
     ) {
         self.name = name
         self.singleCallLimit = singleCallLimit
-        self.open = open
+        self.reference = reference
+        self.open = subject
     }
 }
 

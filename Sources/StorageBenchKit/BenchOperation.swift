@@ -47,6 +47,42 @@ public enum BenchOperation: String, Sendable, CaseIterable, Codable, Comparable 
         }
     }
 
+    /// What the operation does, as WORKLOAD.md says it.
+    public var summary: String {
+        switch self {
+        case .persist: "persist all D dialogs with their messages in one call (one transaction)"
+        case .readAll: "read every dialog with all its messages, ordered by dialog id"
+        case .readById: "K = min(D, 1000) lookups of a random dialog (with its messages) by primary key"
+        case .query: "K times: the unread messages of a random dialog, newest first"
+        case .update: "persist all dialogs again with every message marked read (upsert, one transaction)"
+        case .persistSingle: "P = min(D, 200) new dialogs (ids above D), one call and one commit each"
+        case .eraseById: "erase every dialog with an even id, with its messages, in one call"
+        case .eraseAll: "erase everything that is left, in one call"
+        }
+    }
+
+    /// How many units the operation must touch, as a formula of D, M,
+    /// P = min(D, 200) and K = min(D, 1000).
+    public var unitsFormula: String {
+        switch self {
+        case .persist, .readAll, .update: "D × M"
+        case .readById, .query: "K"
+        case .persistSingle: "P"
+        case .eraseById: "⌊(D + P) / 2⌋ × M"
+        case .eraseAll: "(D + P − ⌊(D + P) / 2⌋) × M"
+        }
+    }
+
+    /// The operation as data, for reports, scripts and plots
+    /// (`storage-bench operations --format json`), with the units it must touch
+    /// at each of `sizes`.
+    public func describe(sizes: [BenchSize] = []) -> OperationDescription {
+        OperationDescription(
+            name: rawValue, unit: unit, shortUnit: shortUnit, perCall: isPerCall, summary: summary,
+            unitsFormula: unitsFormula,
+            expectedUnits: Dictionary(uniqueKeysWithValues: sizes.map { ($0.description, expectedUnits(for: $0)) }))
+    }
+
     /// The units the full operation counts at a size, as WORKLOAD.md defines them.
     public func expectedUnits(for size: BenchSize) -> Int {
         let d = size.dialogs
@@ -82,5 +118,33 @@ public enum BenchOperation: String, Sendable, CaseIterable, Codable, Comparable 
     /// Workload order.
     public static func < (lhs: BenchOperation, rhs: BenchOperation) -> Bool {
         allCases.firstIndex(of: lhs) ?? 0 < allCases.firstIndex(of: rhs) ?? 0
+    }
+}
+
+/// One operation of the workload as data: what the runner, the report, the
+/// plots and the scripts know of it. `storage-bench operations --format json`
+/// prints the list, in workload order.
+public struct OperationDescription: Sendable, Hashable, Codable {
+    /// The name in reports and on the command line (`read-by-id`).
+    public var name: String
+    /// The counted unit (`messages`, `lookups`, …), the report's `unit` column.
+    public var unit: String
+    /// The unit of a throughput on the terminal and in plots (`msg/s`).
+    public var shortUnit: String
+    /// Whether each call is timed, with p50 / p90 / p99 latencies.
+    public var perCall: Bool
+    /// What the operation does.
+    public var summary: String
+    /// The units it must touch, as a formula of D, M, P and K.
+    public var unitsFormula: String
+    /// The units it must touch at each size asked for, keyed `DxM`.
+    public var expectedUnits: [String: Int]
+
+    enum CodingKeys: String, CodingKey {
+        case name, unit, summary
+        case shortUnit = "short_unit"
+        case perCall = "per_call"
+        case unitsFormula = "units_formula"
+        case expectedUnits = "expected_units"
     }
 }

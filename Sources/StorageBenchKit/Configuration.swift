@@ -112,12 +112,12 @@ public func parseDurabilities(_ text: String) throws -> [Durability] {
 /// Parses a regression threshold: `10%`, `10` (percent) or `0.1` (a fraction below 1).
 /// - Returns: the threshold as a fraction (0.1 for 10%).
 /// - Throws: ``ConfigurationError`` for a value that is not a number between 0 and 1000%.
-public func parseThreshold(_ text: String) throws -> Double {
+public func parseThreshold(_ text: String, option: String = "a threshold") throws -> Double {
     let trimmed = text.trimmingCharacters(in: .whitespaces)
     let isPercent = trimmed.hasSuffix("%")
     let number = isPercent ? String(trimmed.dropLast()) : trimmed
     guard let value = Double(number), value.isFinite, value >= 0 else {
-        throw ConfigurationError("'\(text)' is not a threshold; write a percentage such as 10%")
+        throw ConfigurationError("'\(text)' is not a valid \(option); write a percentage such as 10%")
     }
     let fraction = isPercent || value >= 1 ? value / 100 : value
     guard fraction <= 10 else {

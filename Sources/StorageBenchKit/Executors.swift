@@ -40,20 +40,66 @@ public struct SubprocessExecutor: IterationExecutor {
     public let executable: URL
     /// The arguments before the job's JSON.
     public let arguments: [String]
+    /// How to run the jobs that count instructions (``IterationJob/countsInstructions``).
+    public let callgrind: Callgrind?
 
-    /// An executor that starts `executable` with `arguments` and the job's JSON.
-    public init(executable: URL, arguments: [String] = ["worker", "--job"]) {
+    /// An executor that starts `executable` with `arguments` and the job's JSON,
+    /// under `callgrind` for the jobs that count instructions.
+    public init(executable: URL, arguments: [String] = ["worker", "--job"], callgrind: Callgrind? = nil) {
         self.executable = executable
         self.arguments = arguments
+        self.callgrind = callgrind
     }
 
-    /// - Throws: when the worker cannot be started.
+    /// - Throws: when the worker cannot be started, or a job counts
+    ///   instructions and the executor has no ``callgrind``.
     public func run(_ job: IterationJob) throws -> IterationResult {
+        guard job.countsInstructions else { return try start(job, callgrindOutput: nil) }
+        guard let callgrind else {
+            throw ConfigurationError("a job counts instructions but the executor has no callgrind to run it under")
+        }
+        let directory = FileManager.default.temporaryDirectory
+            .appendingPathComponent("storage-bench-callgrind-\(UUID().uuidString)", isDirectory: true)
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer {
+            do {
+                try FileManager.default.removeItem(at: directory)
+            } catch {
+                FileHandle.standardError.write(Data("storage-bench: could not remove \(directory.path): \(error)\n".utf8))
+            }
+        }
+        let outputBase = directory.appendingPathComponent("callgrind.out")
+        var result = try start(job, callgrindOutput: (callgrind, outputBase))
+        guard result.error == nil else { return result }
+        do {
+            let dumps = try Callgrind.readDumps(outputBase: outputBase)
+            for index in result.measurements.indices {
+                let name = result.measurements[index].operation.rawValue
+                guard let dump = dumps[name] else {
+                    result.error = "callgrind wrote no dump for \(name); was the worker built without valgrind's headers?"
+                    return result
+                }
+                result.measurements[index].instructions = dump.instructions
+                result.measurements[index].allocations = dump.allocations
+            }
+        } catch {
+            result.error = "the callgrind dumps could not be read: \(error)"
+        }
+        return result
+    }
+
+    private func start(_ job: IterationJob, callgrindOutput: (Callgrind, URL)?) throws -> IterationResult {
         let encoder = JSONEncoder()
         let jobJSON = String(decoding: try encoder.encode(job), as: UTF8.self)
         let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments + [jobJSON]
+        if let (callgrind, outputBase) = callgrindOutput {
+            process.executableURL = callgrind.valgrind
+            process.arguments = callgrind.arguments(outputBase: outputBase) + [(callgrind.program ?? executable).path] + arguments + [jobJSON]
+            process.environment = Callgrind.environment()
+        } else {
+            process.executableURL = executable
+            process.arguments = arguments + [jobJSON]
+        }
         let output = Pipe()
         process.standardOutput = output
         // Standard error is inherited: the worker shows its progress and errors there.
@@ -84,6 +130,11 @@ public enum Worker {
             job = try JSONDecoder().decode(IterationJob.self, from: Data(jobJSON.utf8))
         } catch {
             throw ConfigurationError("the worker's job is not valid: \(error)")
+        }
+        if job.countsInstructions && !TimedRegion.canCountInstructions {
+            throw ConfigurationError(
+                "this storage-bench was built without valgrind's headers and cannot count instructions; "
+                    + "install valgrind (scripts/setup.sh instructions), then rebuild it (touch Sources/CCallgrind/CCallgrind.c first if it was built before)")
         }
         var result = try InProcessExecutor(registry: registry).run(job)
         result.peakRSSBytes = SystemInfo.peakResidentBytes()

@@ -18,6 +18,9 @@ public struct IterationJob: Sendable, Codable, Hashable {
     public var round: Int
     /// Whether this is a warm-up iteration, whose figures are discarded.
     public var isWarmup: Bool
+    /// Whether the iteration runs under callgrind to count instructions and
+    /// allocations (its wall times are then not reported).
+    public var countsInstructions: Bool = false
     /// A prefix for progress lines (`[3/24]`), or `nil` for no progress.
     public var progressLabel: String?
 
@@ -49,16 +52,25 @@ public struct OperationMeasurement: Sendable, Codable, Hashable {
     public var callNanoseconds: [UInt64]?
     /// What was done differently from WORKLOAD.md, if anything (a bounded count).
     public var note: String?
+    /// Instructions executed inside the timed region(s), when the iteration ran
+    /// under callgrind.
+    public var instructions: Int64?
+    /// Calls to the C allocator (`malloc`, `calloc`, `realloc`, the aligned
+    /// variants) inside the timed region(s), when the iteration ran under callgrind.
+    public var allocations: Int64?
 
     /// Creates a measurement.
     public init(
-        operation: BenchOperation, seconds: Double, units: Int, callNanoseconds: [UInt64]? = nil, note: String? = nil
+        operation: BenchOperation, seconds: Double, units: Int, callNanoseconds: [UInt64]? = nil, note: String? = nil,
+        instructions: Int64? = nil, allocations: Int64? = nil
     ) {
         self.operation = operation
         self.seconds = seconds
         self.units = units
         self.callNanoseconds = callNanoseconds
         self.note = note
+        self.instructions = instructions
+        self.allocations = allocations
     }
 }
 

@@ -1,6 +1,9 @@
 import DAOCore
 import DialogGraph
+import FileStorage
 import Foundation
+import LMDBStorage
+import SQLiteStorage
 
 /// The `migrate` measurement, outside workload v1: what a schema change costs
 /// on each engine. A store of D dialogs × M messages is written with
@@ -18,8 +21,45 @@ public struct MigrateBenchmark: Sendable {
     /// The workload name written in the rows.
     public static let workload = "dialog-graph-migrate-v1"
 
+    /// One store that can be migrated: a name and how to open it in a directory.
+    public struct Subject: Sendable {
+        /// The backend's name, as in the workload's reports.
+        public let name: String
+        /// Opens (creating if missing) the store in `directory`.
+        public let open: @Sendable (_ directory: URL, _ durability: Durability) throws -> any MigratableStore
+
+        /// Declares a subject.
+        public init(
+            _ name: String, open: @escaping @Sendable (_ directory: URL, _ durability: Durability) throws -> any MigratableStore
+        ) {
+            self.name = name
+            self.open = open
+        }
+    }
+
+    /// The library's four backends, in report order.
+    public static let standardSubjects: [Subject] = [
+        Subject("json") { try FileStore(directory: $0, format: .json, durability: $1) },
+        Subject("plist") { try FileStore(directory: $0, format: .propertyList, durability: $1) },
+        Subject("sqlite") { try SQLiteDatabase(path: $0.appendingPathComponent("store.sqlite"), durability: $1) },
+        Subject("lmdb") { try LMDBEnvironment(directory: $0, durability: $1) },
+    ]
+
+    /// The subjects `list` names (comma-separated, or `all`), in report order.
+    /// - Throws: ``ConfigurationError`` for an unknown or empty list.
+    public static func select(_ list: String) throws -> [Subject] {
+        let names = list.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+        if names == ["all"] { return standardSubjects }
+        for name in names where !standardSubjects.contains(where: { $0.name == name }) {
+            throw ConfigurationError(
+                "unknown backend '\(name)' for migrate; use \(standardSubjects.map(\.name).joined(separator: ", ")) or all")
+        }
+        guard !names.isEmpty else { throw ConfigurationError("no backend given") }
+        return standardSubjects.filter { names.contains($0.name) }
+    }
+
     /// The backends to measure.
-    public var backends: [Backend]
+    public var backends: [Subject]
     /// The store's size.
     public var size: BenchSize
     /// The durability the stores are opened with.
@@ -33,7 +73,7 @@ public struct MigrateBenchmark: Sendable {
 
     /// Describes a run.
     public init(
-        backends: [Backend], size: BenchSize, durability: Durability, iterations: Int, warmup: Int, seed: UInt64
+        backends: [Subject], size: BenchSize, durability: Durability, iterations: Int, warmup: Int, seed: UInt64
     ) {
         self.backends = backends
         self.size = size
@@ -52,7 +92,7 @@ public struct MigrateBenchmark: Sendable {
     }
 
     /// Runs every backend and returns two rows for each (an error row pair
-    /// when the backend failed or cannot migrate).
+    /// when the backend failed).
     public func run(provenance: Provenance) -> [ReportRow] {
         let data = WorkloadData(dialogs: size.dialogs, messagesPerDialog: size.messagesPerDialog, seed: seed)
         var rows: [ReportRow] = []
@@ -90,7 +130,7 @@ public struct MigrateBenchmark: Sendable {
     }
 
     /// One iteration on a fresh store.
-    private func measure(_ backend: Backend, _ data: WorkloadData) throws -> Timing {
+    private func measure(_ backend: Subject, _ data: WorkloadData) throws -> Timing {
         let directory = FileManager.default.temporaryDirectory
             .appendingPathComponent("storage-bench-migrate-\(UUID().uuidString)", isDirectory: true)
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -108,11 +148,8 @@ public struct MigrateBenchmark: Sendable {
             defer { closeReporting(store) }
             try store.anyStorage(for: DialogRecord.self).persist(records)
         }
-        let opened = try backend.open(directory, durability)
-        defer { closeReporting(opened) }
-        guard let store = opened as? any MigratableStore else {
-            throw StorageError(.invalidArgument, .open, message: "backend '\(backend.name)' cannot run migrations")
-        }
+        let store = try backend.open(directory, durability)
+        defer { closeReporting(store) }
         let clock = ContinuousClock()
         let migrateStart = clock.now
         let applied = try DialogGraphMigrations.migrator.migrate(store)

@@ -44,7 +44,8 @@ public struct ReportRow: Sendable, Hashable {
         "workload", "run_id", "timestamp", "git_commit", "host", "os", "cpu", "swift_version", "build",
         "backend", "durability", "operation", "dialogs", "messages_per_dialog", "units", "unit", "iterations",
         "median_s", "min_s", "max_s", "mean_s", "stddev_s", "throughput_per_s", "p50_us", "p90_us", "p99_us",
-        "bytes_on_disk", "peak_rss_bytes", "seed", "warmup", "note", "error", "settings",
+        "bytes_on_disk", "peak_rss_bytes", "seed", "warmup", "note", "error", "settings", "reference", "ratio_to_raw",
+        "instructions", "allocations", "ci_low", "ci_high",
     ]
 
     /// The workload name and version (`dialog-graph-v1`).
@@ -100,6 +101,25 @@ public struct ReportRow: Sendable, Hashable {
     /// The store's settings in force, as the store read them back (for SQLite,
     /// the pragmas; for LMDB, the environment flags), or empty.
     public var settings: String = ""
+    /// The backend this one is measured against (its raw engine, e.g. `sqlite-raw`
+    /// for `sqlite`), as the backend declares it, or empty.
+    public var reference: String = ""
+    /// This row's throughput divided by the throughput of its ``reference``'s
+    /// row of the same run, durability, size and operation: 1 is as fast as the
+    /// raw engine, 0.25 a quarter of its speed. `nil` when the reference did not
+    /// run or either row has no throughput.
+    public var ratioToRaw: Double?
+    /// Instructions executed inside the operation's timed region(s) per
+    /// iteration, median of the callgrind iterations; `nil` when not counted.
+    public var instructions: Int64?
+    /// Calls to the C allocator inside the timed region(s) per iteration,
+    /// median of the callgrind iterations; `nil` when not counted.
+    public var allocations: Int64?
+    /// The lower bound of the 95% confidence interval of ``medianSeconds``
+    /// (distribution-free, from the order statistics), in seconds.
+    public var ciLowSeconds: Double?
+    /// The upper bound of the 95% confidence interval of ``medianSeconds``, in seconds.
+    public var ciHighSeconds: Double?
 
     /// Creates a row.
     public init(
@@ -150,6 +170,8 @@ public struct ReportRow: Sendable, Hashable {
             text(medianSeconds), text(minSeconds), text(maxSeconds), text(meanSeconds), text(stddevSeconds),
             text(throughputPerSecond), text(p50Microseconds), text(p90Microseconds), text(p99Microseconds),
             text(bytesOnDisk), text(peakRSSBytes), text(seed), text(warmup), note, error, settings,
+            reference, text(ratioToRaw),
+            text(instructions), text(allocations), text(ciLowSeconds), text(ciHighSeconds),
         ]
     }
 
@@ -203,6 +225,21 @@ public struct ReportRow: Sendable, Hashable {
         note = byName["note"] ?? ""
         settings = byName["settings"] ?? ""
         error = byName["error"] ?? ""
+        reference = byName["reference"] ?? ""
+        if let ratio = byName["ratio_to_raw"], !ratio.isEmpty {
+            guard let value = Double(ratio) else {
+                throw ConfigurationError("'\(ratio)' in column ratio_to_raw is not a number")
+            }
+            ratioToRaw = value
+        }
+        // Columns added after the first reports: absent in older ones.
+        func optional<T: LosslessStringConvertible>(_ name: String, _: T.Type = T.self) throws -> T? {
+            byName[name] == nil ? nil : try number(name)
+        }
+        instructions = try optional("instructions")
+        allocations = try optional("allocations")
+        ciLowSeconds = try optional("ci_low")
+        ciHighSeconds = try optional("ci_high")
     }
 
     private func text<T: CustomStringConvertible>(_ value: T?) -> String {
@@ -237,7 +274,7 @@ public struct Report: Sendable, Hashable {
         let numeric: Set<String> = [
             "dialogs", "messages_per_dialog", "units", "iterations", "median_s", "min_s", "max_s", "mean_s",
             "stddev_s", "throughput_per_s", "p50_us", "p90_us", "p99_us", "bytes_on_disk", "peak_rss_bytes", "seed",
-            "warmup",
+            "warmup", "ratio_to_raw", "instructions", "allocations", "ci_low", "ci_high",
         ]
         var objects: [[String: Any]] = []
         for row in rows {
@@ -274,7 +311,7 @@ public struct Report: Sendable, Hashable {
         }
         let header = [
             "backend", "durability", "size", "operation", "units", "iterations", "median s", "min s", "max s",
-            "throughput/s", "p50 µs", "p90 µs", "p99 µs", "bytes on disk", "peak RSS", "note",
+            "throughput/s", "ratio to raw", "p50 µs", "p90 µs", "p99 µs", "bytes on disk", "peak RSS", "note",
         ]
         text += "| " + header.joined(separator: " | ") + " |\n"
         text += "|" + header.map { _ in " --- " }.joined(separator: "|") + "|\n"
@@ -284,6 +321,7 @@ public struct Report: Sendable, Hashable {
                 row.backend, row.durability, "\(row.dialogs)x\(row.messagesPerDialog)", row.operation, units,
                 String(row.iterations), Format.seconds(row.medianSeconds), Format.seconds(row.minSeconds),
                 Format.seconds(row.maxSeconds), Format.compact(row.throughputPerSecond),
+                row.ratioToRaw.map { Format.ratio($0) + " " + row.reference } ?? "",
                 Format.micro(row.p50Microseconds), Format.micro(row.p90Microseconds), Format.micro(row.p99Microseconds),
                 Format.bytes(row.bytesOnDisk), Format.bytes(row.peakRSSBytes),
                 row.error.isEmpty ? row.note : "error: \(row.error)",
@@ -328,6 +366,11 @@ enum Format {
         return String(format: value < 0.001 ? "%.6f" : "%.4f", value)
     }
 
+    /// `3%`, `0.5%`.
+    static func percent(_ fraction: Double) -> String {
+        String(format: "%g%%", fraction * 100)
+    }
+
     static func micro(_ value: Double?) -> String {
         guard let value else { return "" }
         return String(format: value < 10 ? "%.2f" : "%.0f", value)
@@ -341,6 +384,11 @@ enum Format {
         if magnitude >= 1e6 { return String(format: "%.3gM", value / 1e6) }
         if magnitude >= 1e3 { return String(format: "%.3gk", value / 1e3) }
         return String(format: "%.3g", value)
+    }
+
+    /// `0.45×`, `0.031×`: a ratio with two significant digits below 0.1.
+    static func ratio(_ value: Double) -> String {
+        String(format: value >= 0.1 ? "%.2f×" : "%.2g×", value)
     }
 
     static func bytes(_ value: Int64?) -> String {

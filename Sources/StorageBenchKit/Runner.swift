@@ -1,6 +1,7 @@
 import DAOCore
 import DialogGraph
 import Foundation
+import Synchronization
 
 /// What a run measures: backends × durabilities × sizes, each operation, with
 /// warm-up and measured iterations.
@@ -21,13 +22,29 @@ public struct RunConfiguration: Sendable {
     public var seed: UInt64
     /// Whether to show progress on standard error.
     public var showsProgress: Bool
+    /// The most measured iterations per backend × size × durability: after
+    /// ``iterations``, rounds of the backends whose medians are not yet known
+    /// within ``precision`` continue up to this many (or ``timeLimit``).
+    public var maxIterations: Int
+    /// The half-width of the 95% interval of a median, relative to it, that
+    /// ends the extra rounds (0.03 for ±3%).
+    public var precision: Double
+    /// The confidence of the interval of each median (0.95).
+    public var confidence: Double
+    /// The most seconds of extra rounds per size × durability.
+    public var timeLimit: Double
+    /// Iterations run under callgrind per backend × size × durability to count
+    /// instructions and allocations (0: not counted). They run after the timed
+    /// ones, in parallel, and their wall times are not reported.
+    public var instructionIterations: Int
 
     /// Creates a configuration.
     /// - Throws: ``ConfigurationError`` when a list is empty or a count out of range.
     public init(
         backends: [Backend], sizes: [BenchSize], durabilities: [Durability] = [.full],
         operations: [BenchOperation] = BenchOperation.allCases, iterations: Int = 5, warmup: Int = 1,
-        seed: UInt64 = 42, showsProgress: Bool = true
+        seed: UInt64 = 42, showsProgress: Bool = true, maxIterations: Int? = nil, precision: Double = 0.03,
+        confidence: Double = 0.95, timeLimit: Double = 60, instructionIterations: Int = 0
     ) throws {
         guard !backends.isEmpty else { throw ConfigurationError("no backend to run") }
         guard !sizes.isEmpty else { throw ConfigurationError("no size to run") }
@@ -47,26 +64,69 @@ public struct RunConfiguration: Sendable {
         self.warmup = warmup
         self.seed = seed
         self.showsProgress = showsProgress
+        let maxIterations = maxIterations ?? iterations
+        guard (iterations...1000).contains(maxIterations) else {
+            throw ConfigurationError(
+                "--max-iterations must be between --iterations (\(iterations)) and 1000, not \(maxIterations)")
+        }
+        guard precision > 0, precision.isFinite else {
+            throw ConfigurationError("--precision must be a positive percentage, e.g. 3%")
+        }
+        guard confidence > 0, confidence < 1 else {
+            throw ConfigurationError("the confidence must be between 0 and 1, not \(confidence)")
+        }
+        guard timeLimit >= 0, timeLimit.isFinite else {
+            throw ConfigurationError("--time-limit must be a number of seconds, not \(timeLimit)")
+        }
+        guard (0...100).contains(instructionIterations) else {
+            throw ConfigurationError("--instruction-iterations must be between 0 and 100, not \(instructionIterations)")
+        }
+        self.maxIterations = maxIterations
+        self.precision = precision
+        self.confidence = confidence
+        self.timeLimit = timeLimit
+        self.instructionIterations = instructionIterations
     }
 
-    /// The jobs of the run, in the order they run: for each durability and size,
+    /// Whether the wall times of one backend's measured `results` (at one size
+    /// and durability) still leave a median unknown within ``precision`` at
+    /// ``confidence``: a row that more rounds could settle. A failed backend is settled.
+    func needsMoreRounds(_ results: [IterationResult]) -> Bool {
+        guard !results.isEmpty, results.allSatisfy({ $0.error == nil }) else { return false }
+        for operation in operations {
+            let times = results.compactMap { $0.measurements.first { $0.operation == operation }?.seconds }
+            guard let statistics = SampleStatistics(times), let interval = MedianInterval(times, confidence: confidence)
+            else { continue }
+            if interval.coverage < confidence || interval.relativeHalfWidth(around: statistics.median) > precision {
+                return true
+            }
+        }
+        return false
+    }
+
+    /// One round's jobs: one iteration of each of `backends`, their order
+    /// rotated by the round number.
+    func round(_ round: Int, of backends: [Backend], size: BenchSize, durability: Durability) -> [IterationJob] {
+        guard !backends.isEmpty else { return [] }
+        let shift = round % backends.count
+        return Array(backends[shift...] + backends[..<shift]).map { backend in
+            IterationJob(
+                backend: backend.name, size: size, seed: seed, durability: durability, operations: operations,
+                round: round, isWarmup: round < warmup)
+        }
+    }
+
+    /// The fixed jobs of the run, in the order they run (extra rounds and
+    /// callgrind iterations come after them): for each durability and size,
     /// rounds of one iteration per backend, warm-up rounds first; within a round
     /// the backends take turns, and their order rotates from round to round, so
     /// drift of the machine falls on all of them alike.
     public func jobs() -> [IterationJob] {
         var jobs: [IterationJob] = []
-        let rounds = warmup + iterations
         for durability in durabilities {
             for size in sizes {
-                for round in 0..<rounds {
-                    let shift = round % backends.count
-                    let order = Array(backends[shift...] + backends[..<shift])
-                    for backend in order {
-                        jobs.append(
-                            IterationJob(
-                                backend: backend.name, size: size, seed: seed, durability: durability,
-                                operations: operations, round: round, isWarmup: round < warmup))
-                    }
+                for round in 0..<(warmup + iterations) {
+                    jobs += self.round(round, of: backends, size: size, durability: durability)
                 }
             }
         }
@@ -96,20 +156,101 @@ public struct BenchmarkRunner: Sendable {
         self.executor = executor
     }
 
-    /// Runs every job and returns the measured (not warm-up) results.
+    /// Runs every job and returns the measured (not warm-up) results: for each
+    /// durability and size, the warm-up and ``RunConfiguration/iterations``
+    /// rounds, then extra rounds of the backends whose medians are not yet
+    /// known within the precision (up to ``RunConfiguration/maxIterations``
+    /// or ``RunConfiguration/timeLimit``), then the callgrind iterations.
     /// - Throws: when an iteration could not be run at all (not when a backend fails).
     public func measure() throws -> [IterationResult] {
+        let c = configuration
         var results: [IterationResult] = []
-        defer { if configuration.showsProgress { ProgressPrinter.finish() } }
-        for job in configuration.jobs() {
+        defer { if c.showsProgress { ProgressPrinter.finish() } }
+        var count = 0
+        func run(_ job: IterationJob, _ label: String) throws {
+            var job = job
+            count += 1
+            if c.showsProgress { job.progressLabel = "[\(count)] \(job.size) \(job.durability.rawValue) \(job.backend), \(label)" }
             let result = try executor.run(job)
-            if let error = result.error, configuration.showsProgress {
-                ProgressPrinter.write("\(job.progressLabel ?? job.backend): failed: \(error)")
-                if ProgressPrinter.isTerminal { FileHandle.standardError.write(Data("\n".utf8)) }
-            }
+            report(result)
             if !job.isWarmup { results.append(result) }
         }
+        for durability in c.durabilities {
+            for size in c.sizes {
+                for round in 0..<(c.warmup + c.iterations) {
+                    for job in c.round(round, of: c.backends, size: size, durability: durability) {
+                        let label = job.isWarmup
+                            ? "warm-up \(round + 1)/\(c.warmup)" : "iteration \(round - c.warmup + 1)/\(c.iterations)"
+                        try run(job, label)
+                    }
+                }
+                let started = DispatchTime.now().uptimeNanoseconds
+                var round = c.warmup + c.iterations
+                while round - c.warmup < c.maxIterations,
+                    Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9 < c.timeLimit
+                {
+                    let unsettled = c.backends.filter { backend in
+                        c.needsMoreRounds(
+                            results.filter {
+                                $0.job.backend == backend.name && $0.job.size == size && $0.job.durability == durability
+                            })
+                    }
+                    if unsettled.isEmpty { break }
+                    for job in c.round(round, of: unsettled, size: size, durability: durability) {
+                        try run(job, "iteration \(round - c.warmup + 1) of at most \(c.maxIterations) (median not yet within ±\(Format.percent(c.precision)))")
+                    }
+                    round += 1
+                }
+            }
+        }
+        results += try countInstructions()
         return results
+    }
+
+    /// Runs the callgrind iterations, in parallel (their counts do not depend
+    /// on the machine's load).
+    func countInstructions() throws -> [IterationResult] {
+        let c = configuration
+        guard c.instructionIterations > 0 else { return [] }
+        var jobs: [IterationJob] = []
+        for durability in c.durabilities {
+            for size in c.sizes {
+                for index in 0..<c.instructionIterations {
+                    for var job in c.round(c.warmup + index, of: c.backends, size: size, durability: durability) {
+                        job.countsInstructions = true
+                        jobs.append(job)
+                    }
+                }
+            }
+        }
+        if c.showsProgress {
+            ProgressPrinter.write("counting instructions: \(jobs.count) iterations under callgrind, \(ProcessInfo.processInfo.activeProcessorCount) at a time")
+        }
+        let executor = self.executor
+        let all = jobs
+        let outcomes = Mutex<[Int: Result<IterationResult, any Error>]>([:])
+        DispatchQueue.concurrentPerform(iterations: jobs.count) { index in
+            let outcome = Result { try executor.run(all[index]) }
+            outcomes.withLock { $0[index] = outcome }
+        }
+        let finished = outcomes.withLock { $0 }
+        var results: [IterationResult] = []
+        for index in jobs.indices {
+            guard let outcome = finished[index] else { continue }
+            let result = try outcome.get()
+            report(result)
+            results.append(result)
+        }
+        return results
+    }
+
+    private func report(_ result: IterationResult) {
+        if let error = result.error, configuration.showsProgress {
+            let job = result.job
+            let what = job.countsInstructions ? "\(job.size) \(job.durability.rawValue) \(job.backend) under callgrind" : (job.progressLabel ?? job.backend)
+            ProgressPrinter.write("\(what): failed: \(error)")
+            if ProgressPrinter.isTerminal { FileHandle.standardError.write(Data("\n".utf8)) }
+        }
     }
 
     /// Runs every job and builds the report.
@@ -126,7 +267,8 @@ public enum ReportBuilder {
     /// Times come from each iteration's measurement; throughput from the median;
     /// latency percentiles from an HDR histogram of every timed call of every
     /// iteration. A backend with a failed iteration gets rows with the error and
-    /// no figures.
+    /// no figures. A backend that names a reference gets its ratio to it
+    /// (``ReportRow/ratioToRaw``) when the reference ran too.
     public static func report(
         of results: [IterationResult], configuration: RunConfiguration, provenance: Provenance
     ) -> Report {
@@ -142,11 +284,33 @@ public enum ReportBuilder {
                             row(
                                 operation, results: mine, backend: backend.name, size: size,
                                 durability: durability, configuration: configuration, provenance: provenance))
+                        rows[rows.count - 1].reference = backend.reference ?? ""
                     }
                 }
             }
         }
-        return Report(rows: rows)
+        return Report(rows: ratiosToRaw(rows))
+    }
+
+    /// `rows` with ``ReportRow/ratioToRaw`` set for every row whose reference
+    /// has a row of the same durability, size and operation, both with a
+    /// throughput: the row's throughput divided by the reference's.
+    public static func ratiosToRaw(_ rows: [ReportRow]) -> [ReportRow] {
+        var throughputs: [String: Double] = [:]
+        for row in rows {
+            if let throughput = row.throughputPerSecond, throughput > 0, row.error.isEmpty {
+                throughputs[row.key] = throughput
+            }
+        }
+        return rows.map { row in
+            var row = row
+            row.ratioToRaw = nil
+            guard !row.reference.isEmpty, row.error.isEmpty, let throughput = row.throughputPerSecond else { return row }
+            var reference = row
+            reference.backend = row.reference
+            if let raw = throughputs[reference.key] { row.ratioToRaw = throughput / raw }
+            return row
+        }
     }
 
     static func row(
@@ -162,8 +326,21 @@ public enum ReportBuilder {
             row.error = error
             return row
         }
+        let counted = results.filter(\.job.countsInstructions)
+        let results = results.filter { !$0.job.countsInstructions }
+        row.iterations = results.count
         let measurements = results.compactMap { result in
             result.measurements.first { $0.operation == operation }
+        }
+        let counts = counted.compactMap { result in result.measurements.first { $0.operation == operation } }
+        if !counted.isEmpty {
+            guard counts.count == counted.count, counts.allSatisfy({ $0.instructions != nil && $0.allocations != nil })
+            else {
+                row.error = "instructions not counted in every callgrind iteration"
+                return row
+            }
+            row.instructions = SampleStatistics(counts.compactMap(\.instructions).map(Double.init)).map { Int64($0.median.rounded()) }
+            row.allocations = SampleStatistics(counts.compactMap(\.allocations).map(Double.init)).map { Int64($0.median.rounded()) }
         }
         guard !measurements.isEmpty, measurements.count == results.count,
             let statistics = SampleStatistics(measurements.map(\.seconds))
@@ -176,6 +353,13 @@ public enum ReportBuilder {
             row.error = "the iterations counted different units: \(measurements.map(\.units))"
             return row
         }
+        let expected = operation.expectedUnits(for: size)
+        // A bounded operation (see Backend.singleCallLimit) says so in its note.
+        let bounded = measurements.contains { $0.note != nil } && units < expected
+        guard units == expected || bounded else {
+            row.error = "counted \(units) \(operation.unit); WORKLOAD.md says \(operation.unitsFormula) = \(expected)"
+            return row
+        }
         row.units = units
         row.medianSeconds = statistics.median
         row.minSeconds = statistics.min
@@ -183,6 +367,10 @@ public enum ReportBuilder {
         row.meanSeconds = statistics.mean
         row.stddevSeconds = statistics.standardDeviation
         row.throughputPerSecond = statistics.median > 0 ? Double(units) / statistics.median : nil
+        if let interval = MedianInterval(measurements.map(\.seconds), confidence: configuration.confidence) {
+            row.ciLowSeconds = interval.low
+            row.ciHighSeconds = interval.high
+        }
         if operation.isPerCall,
             let percentiles = LatencyPercentiles(nanoseconds: measurements.flatMap { $0.callNanoseconds ?? [] })
         {
@@ -237,9 +425,7 @@ public enum SummaryTable {
                         line.append("error")
                         notes.append("\(backend) \(operation): \(row.error)")
                     } else if let throughput = row.throughputPerSecond, let fastest, fastest > 0 {
-                        let share = throughput / fastest
-                        let ratio = String(format: share >= 0.1 ? "%.2f×" : "%.2g×", share)
-                        line.append("\(Format.compact(throughput)) \(unit) \(ratio)")
+                        line.append("\(Format.compact(throughput)) \(unit) \(Format.ratio(throughput / fastest))")
                     } else {
                         line.append("–")
                     }
@@ -258,19 +444,89 @@ public enum SummaryTable {
             }
             text += "\(title) (median of \(rows.first?.iterations ?? 0) iterations; ratio = throughput / fastest)\n"
             text += align(table)
+            text += ratioTable(rows, backends: backends, operations: operations)
             for note in Array(Set(notes)).sorted() { text += "  note: \(note)\n" }
             for backend in backends {
                 if let settings = rows.first(where: { $0.backend == backend && !$0.settings.isEmpty })?.settings {
                     text += "  settings in force: \(backend): \(settings)\n"
                 }
             }
+            text += countsTable(rows, backends: backends, operations: operations)
             text += "\n"
         }
         return text
     }
 
+    /// Instructions and allocations per counted unit, when the rows have them.
+    static func countsTable(_ rows: [ReportRow], backends: [String], operations: [String]) -> String {
+        guard rows.contains(where: { $0.instructions != nil }) else { return "" }
+        var table: [[String]] = [["operation"] + backends]
+        for operation in operations {
+            var line = [operation]
+            for backend in backends {
+                guard let row = rows.first(where: { $0.backend == backend && $0.operation == operation }),
+                    let instructions = row.instructions, let units = row.units, units > 0
+                else {
+                    line.append("–")
+                    continue
+                }
+                let perUnit = Double(instructions) / Double(units)
+                let allocations = row.allocations.map { String(format: " / %.3g", Double($0) / Double(units)) } ?? ""
+                line.append(Format.compact(perUnit) + allocations)
+            }
+            table.append(line)
+        }
+        return "  instructions / allocations per unit (callgrind, timed regions only):\n" + align(table)
+    }
+
+    /// The rows whose wall time is too uncertain to compare: no 95% interval
+    /// (fewer than 6 iterations), or one wider than `precision` around the median.
+    public static func noisyRows(_ report: Report, precision: Double) -> [(row: ReportRow, reason: String)] {
+        var noisy: [(ReportRow, String)] = []
+        for row in report.rows where row.error.isEmpty {
+            guard let median = row.medianSeconds, median > 0 else { continue }
+            guard let low = row.ciLowSeconds, let high = row.ciHighSeconds, row.iterations >= 6 else {
+                noisy.append((row, "\(row.iterations) iterations give no 95% interval of the median (6 at least)"))
+                continue
+            }
+            let below = (low - median) / median
+            let above = (high - median) / median
+            if max(-below, above) > precision {
+                noisy.append(
+                    (row, String(format: "95%% interval of the median %+.1f%% … %+.1f%%", below * 100, above * 100)
+                        + ", wider than ±\(Format.percent(precision))"))
+            }
+        }
+        return noisy
+    }
+
+    /// The ratio of each backend that names a reference to that reference, by
+    /// operation, when the run has at least one such ratio; otherwise empty.
+    static func ratioTable(_ rows: [ReportRow], backends: [String], operations: [String]) -> String {
+        guard rows.contains(where: { $0.ratioToRaw != nil }) else { return "" }
+        let measured = backends.compactMap { backend in
+            rows.first { $0.backend == backend && !$0.reference.isEmpty }.map { (backend, $0.reference) }
+        }
+        var table: [[String]] = [["operation"] + measured.map { "\($0.0) ÷ \($0.1)" }]
+        for operation in operations {
+            var line = [operation]
+            for (backend, _) in measured {
+                let row = rows.first { $0.backend == backend && $0.operation == operation }
+                if let ratio = row?.ratioToRaw {
+                    line.append(Format.ratio(ratio))
+                } else {
+                    line.append(row?.error.isEmpty == false ? "error" : "–")
+                }
+            }
+            table.append(line)
+        }
+        var text = "  ratio to the raw engine: throughput ÷ the raw engine's throughput in this run "
+        text += "(1.00× = as fast as its C API used directly; – = the reference did not run)\n"
+        return text + align(table)
+    }
+
     /// Columns padded to their widest cell; the first left-aligned, the rest right-aligned.
-    static func align(_ table: [[String]]) -> String {
+    public static func align(_ table: [[String]]) -> String {
         let columns = table.map(\.count).max() ?? 0
         var widths = [Int](repeating: 0, count: columns)
         for row in table {

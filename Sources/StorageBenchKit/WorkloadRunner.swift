@@ -3,7 +3,9 @@ import DialogGraph
 import Foundation
 
 /// Runs the operations of WORKLOAD.md, in order, on a fresh store in a fresh
-/// temporary directory, through the public ``DAO`` (plain objects in and out).
+/// temporary directory, through a backend's ``WorkloadSubject`` (plain objects
+/// in and out; for an adapter, the public ``DAO``). The timing, the correctness
+/// checks and the measurements are here, the same for every subject.
 public enum WorkloadRunner {
     /// A failed correctness check: the store did not hold what was written.
     public struct CheckFailure: Error, CustomStringConvertible, Sendable {
@@ -46,8 +48,8 @@ public enum WorkloadRunner {
         return result
     }
 
-    // The store lives only inside this function, so it is closed before its
-    // directory is removed.
+    // The subject lives only inside this function, so its store is closed before
+    // its directory is removed.
     private static func runOperations(
         _ job: IterationJob, backend: Backend, data: WorkloadData, directory: URL,
         result: inout IterationResult, current: inout BenchOperation, progress: (BenchOperation) -> Void
@@ -55,28 +57,27 @@ public enum WorkloadRunner {
         let selected = Set(job.operations)
         let size = job.size
         let m = size.messagesPerDialog
-        let store = try backend.open(directory, job.durability)
-        result.settings = store.settingsDescription
-        let dialogs = DAO(storage: try store.anyStorage(for: DialogRecord.self), translator: DialogTranslator())
-        let messages = DAO(storage: try store.anyStorage(for: MessageRecord.self), translator: MessageTranslator())
+        let subject = try backend.open(directory, job.durability)
+        result.settings = subject.settingsDescription
 
         func record(_ measurement: OperationMeasurement) {
+            TimedRegion.finish(measurement.operation)
             if selected.contains(measurement.operation) { result.measurements.append(measurement) }
         }
 
         // persist: everything after it needs the initial graph.
         current = .persist
         progress(.persist)
-        var start = now()
-        try dialogs.persist(data.initial)
-        record(OperationMeasurement(operation: .persist, seconds: seconds(since: start), units: size.dialogs * m))
+        var start = TimedRegion.begin()
+        try subject.persist(data.initial)
+        record(OperationMeasurement(operation: .persist, seconds: TimedRegion.seconds(since: start), units: size.dialogs * m))
 
         if selected.contains(.readAll) {
             current = .readAll
             progress(.readAll)
-            start = now()
-            let all = try dialogs.read()
-            let elapsed = seconds(since: start)
+            start = TimedRegion.begin()
+            let all = try subject.readAll()
+            let elapsed = TimedRegion.seconds(since: start)
             let count = all.reduce(0) { $0 + $1.messages.count }
             guard all.count == size.dialogs, count == size.dialogs * m,
                 all.map(\.uniqueId) == Array(1...Int64(size.dialogs))
@@ -95,15 +96,15 @@ public enum WorkloadRunner {
             calls.reserveCapacity(data.readIds.count)
             var found = 0
             var first: Dialog?
-            start = now()
+            start = TimedRegion.begin()
             for id in data.readIds {
                 let callStart = now()
-                let dialog = try dialogs.read(byPrimaryKey: id)
+                let dialog = try subject.read(dialogId: id)
                 calls.append(now() - callStart)
                 if dialog != nil { found += 1 }
                 if first == nil { first = dialog }
             }
-            let elapsed = seconds(since: start)
+            let elapsed = TimedRegion.seconds(since: start)
             guard found == data.readIds.count else {
                 throw CheckFailure(description: "read-by-id found \(found) of \(data.readIds.count) dialogs")
             }
@@ -118,19 +119,17 @@ public enum WorkloadRunner {
         if selected.contains(.query) {
             current = .query
             progress(.query)
-            let newestFirst = [SortDescriptor(\MessageRecord.date, order: .reverse)]
             var calls: [UInt64] = []
             calls.reserveCapacity(data.queryIds.count)
             var first: [Message]?
-            start = now()
+            start = TimedRegion.begin()
             for id in data.queryIds {
                 let callStart = now()
-                let unread = try messages.read(
-                    where: #Predicate<MessageRecord> { $0.dialogId == id && !$0.isRead }, sortedBy: newestFirst)
+                let unread = try subject.unreadMessages(dialogId: id)
                 calls.append(now() - callStart)
                 if first == nil { first = unread }
             }
-            let elapsed = seconds(since: start)
+            let elapsed = TimedRegion.seconds(since: start)
             if let id = data.queryIds.first, let first {
                 let expected = data.initial[Int(id) - 1].messages.filter { !$0.isRead }
                     .sorted { $0.date != $1.date ? $0.date > $1.date : $0.uniqueId < $1.uniqueId }
@@ -145,11 +144,11 @@ public enum WorkloadRunner {
             current = .update
             progress(.update)
             let updated = data.updated
-            start = now()
-            try dialogs.persist(updated)
-            let elapsed = seconds(since: start)
+            start = TimedRegion.begin()
+            try subject.update(updated)
+            let elapsed = TimedRegion.seconds(since: start)
             result.bytesOnDisk = try directorySize(directory)
-            try check(dialogs: dialogs, messages: messages, expected: updated, size: size)
+            try check(subject, expected: updated, size: size)
             record(OperationMeasurement(operation: .update, seconds: elapsed, units: size.dialogs * m))
         }
 
@@ -161,33 +160,33 @@ public enum WorkloadRunner {
             let timed = min(backend.singleCallLimit ?? total, total)
             var calls: [UInt64] = []
             calls.reserveCapacity(timed)
-            start = now()
+            start = TimedRegion.begin()
             for dialog in data.extra.prefix(timed) {
                 let callStart = now()
-                try dialogs.persist(dialog)
+                try subject.persistSingle(dialog)
                 calls.append(now() - callStart)
             }
-            let elapsed = seconds(since: start)
+            let elapsed = TimedRegion.seconds(since: start)
             var note: String?
             if timed < total {
-                try dialogs.persist(data.extra[timed...])
+                try subject.persist(Array(data.extra[timed...]))
                 note = "timed \(timed) of \(total) single-dialog calls; the other \(total - timed) were persisted in one untimed call"
             }
             record(
                 OperationMeasurement(
                     operation: .persistSingle, seconds: elapsed, units: timed, callNanoseconds: calls, note: note))
         } else if erases {
-            try dialogs.persist(data.extra)
+            try subject.persist(data.extra)
         }
 
         if selected.contains(.eraseById) {
             current = .eraseById
             progress(.eraseById)
-            let before = try messages.count()
-            start = now()
-            let erased = try dialogs.erase(byPrimaryKeys: data.eraseIds)
-            let elapsed = seconds(since: start)
-            let after = try messages.count()
+            let before = try subject.messageCount()
+            start = TimedRegion.begin()
+            let erased = try subject.erase(dialogIds: data.eraseIds)
+            let elapsed = TimedRegion.seconds(since: start)
+            let after = try subject.messageCount()
             guard erased == data.eraseIds.count, before - after == erased * m else {
                 throw CheckFailure(
                     description: "erase-by-id erased \(erased) dialogs and \(before - after) messages "
@@ -199,13 +198,13 @@ public enum WorkloadRunner {
         if selected.contains(.eraseAll) {
             current = .eraseAll
             progress(.eraseAll)
-            let before = try messages.count()
-            let dialogsBefore = try dialogs.count()
-            start = now()
-            let erased = try dialogs.erase()
-            let elapsed = seconds(since: start)
-            let after = try messages.count()
-            let dialogsAfter = try dialogs.count()
+            let before = try subject.messageCount()
+            let dialogsBefore = try subject.dialogCount()
+            start = TimedRegion.begin()
+            let erased = try subject.eraseAll()
+            let elapsed = TimedRegion.seconds(since: start)
+            let after = try subject.messageCount()
+            let dialogsAfter = try subject.dialogCount()
             guard erased == dialogsBefore, after == 0, dialogsAfter == 0 else {
                 throw CheckFailure(
                     description: "erase-all erased \(erased) of \(dialogsBefore) dialogs and left "
@@ -217,21 +216,17 @@ public enum WorkloadRunner {
 
     /// The correctness check of WORKLOAD.md after `update`: the counts, no unread
     /// message, and a sample of dialogs compared field by field.
-    static func check(
-        dialogs: DAO<AnyStorage<DialogRecord>, DialogTranslator>,
-        messages: DAO<AnyStorage<MessageRecord>, MessageTranslator>,
-        expected: [Dialog], size: BenchSize
-    ) throws {
-        let dialogCount = try dialogs.count()
-        let messageCount = try messages.count()
-        let unread = try messages.count(where: #Predicate<MessageRecord> { !$0.isRead })
+    static func check(_ subject: some WorkloadSubject, expected: [Dialog], size: BenchSize) throws {
+        let dialogCount = try subject.dialogCount()
+        let messageCount = try subject.messageCount()
+        let unread = try subject.unreadMessageCount()
         guard dialogCount == size.dialogs, messageCount == size.dialogs * size.messagesPerDialog, unread == 0 else {
             throw CheckFailure(
                 description: "after update the store holds \(dialogCount) dialogs and \(messageCount) messages, "
                     + "\(unread) unread (expected \(size.dialogs), \(size.dialogs * size.messagesPerDialog), 0)")
         }
         let sample = sampleIds(count: size.dialogs)
-        let read = try dialogs.read(byPrimaryKeys: sample)
+        let read = try subject.read(dialogIds: sample)
         guard read.count == sample.count else {
             throw CheckFailure(description: "after update \(read.count) of the \(sample.count) sampled dialogs were found")
         }
@@ -306,7 +301,4 @@ public enum WorkloadRunner {
 
     @inline(__always)
     static func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
-
-    @inline(__always)
-    static func seconds(since start: UInt64) -> Double { Double(now() - start) / 1e9 }
 }

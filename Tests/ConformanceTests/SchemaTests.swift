@@ -129,7 +129,7 @@ struct SchemaTests {
             expect(error, entity: "tags", [.indexRemoved(IndexSchema(name: "tags_by_label_weight", fields: ["label", "weight"]))])
             // The declared type still opens, and works.
             let tags = try store.anyStorage(for: CatalogTag.self)
-            try tags.persist(CatalogTag(id: "a", label: "b", weight: -0.0))
+            try tags.persist(CatalogTag(id: "a", label: "b", weight: 0.5))
             #expect(try tags.count() == 1)
         }
     }

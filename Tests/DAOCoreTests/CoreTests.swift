@@ -105,9 +105,14 @@ struct Folder: Record {
         relations: [Relation("folders", \.folders, foreignKey: "parentId", \Folder.parentId)], ownedBy: Folder.self)
 }
 
-@Test("validating a relation that leads back to its own entity terminates")
-func selfReferenceValidates() throws {
-    try Folder.entity.validate()
+@Test("validating a relation that leads back to its own entity terminates with a schema mismatch")
+func selfReferenceIsRefused() throws {
+    #expect {
+        try Folder.entity.validate()
+    } throws: { error in
+        guard let error = error as? StorageError else { return false }
+        return error.kind == .schemaMismatch && error.message.contains("lead back")
+    }
 }
 
 @Suite("Records that read their fields by position")

@@ -78,7 +78,7 @@ struct MigratorTests {
                 FieldSchema(name: "note", type: .text, optional: true),
             ],
             owner: "parents")
-        store.rows["parents"] = [[.text("p1"), .text("one"), .null], [.text("p2"), .text("two"), .real(-0.0)]]
+        store.rows["parents"] = [[.text("p1"), .text("one"), .null], [.text("p2"), .text("two"), .real(0.5)]]
         store.rows["children"] = [[.integer(1), .text("p1"), .null], [.integer(2), .text("p1"), .text("x")]]
         return store
     }
@@ -129,6 +129,18 @@ struct MigratorTests {
         #expect(
             refusal([.renameEntity("parents", to: "owners"), .dropField("id", from: "owners")])?.contains("primary key")
                 == true)
+    }
+
+    @Test("a migration writes no real any backend would change: NaN and -0.0 are refused")
+    func unstorableReals() throws {
+        for value in [Double.nan, -0.0] {
+            let store = store()
+            var migrator = Migrator()
+            migrator.register("v2", [.changeField("score", in: "parents", to: .real, optional: true) { _ in .real(value) }])
+            let error = #expect(throws: StorageError.self) { try migrator.migrate(store) }
+            #expect(error?.kind == .invalidArgument)
+            #expect(store.metadata.isEmpty)
+        }
     }
 
     @Test("renaming an owner, its foreign key and a field updates the related schemas and indexes")

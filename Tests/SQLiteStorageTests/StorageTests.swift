@@ -238,15 +238,6 @@ struct StorageTests {
         }
     }
 
-    @Test("a relation that loops back to its own entity is a schema error, not a crash")
-    func relationLoop() throws {
-        try withDatabase { database in
-            let error = #expect(throws: StorageError.self) { try database.storage(for: CommentRecord.self) }
-            #expect(error?.kind == .schemaMismatch)
-            #expect(error?.entity == "comments")
-        }
-    }
-
     @Test("a table whose columns differ from the record is a schema mismatch")
     func schemaMismatch() throws {
         try withTemporaryDirectory { directory in
@@ -263,28 +254,6 @@ struct StorageTests {
         }
     }
 
-    @Test("a Codable key the entity does not declare is a schema mismatch, on write and on read")
-    func undeclaredKey() throws {
-        try withDatabase { database in
-            let storage = try database.storage(for: ExtraKeyRecord.self)
-            let error = #expect(throws: StorageError.self) { try storage.persist(ExtraKeyRecord(id: 1, name: "a", extra: 2)) }
-            #expect(error?.kind == .schemaMismatch)
-            #expect(error?.message.contains("extra") == true)
-            #expect(try storage.count() == 0)
-        }
-    }
-}
-
-/// A comment that owns its replies, which are comments too.
-struct CommentRecord: Record, Equatable {
-    typealias PrimaryKey = Int64
-    var id: Int64
-    var parentId: Int64
-    var replies: [CommentRecord]
-
-    static let entity = Entity<CommentRecord>(
-        "comments", primaryKey: "id", \.id, fields: [Field("parentId", \.parentId)],
-        relations: [Relation("replies", \.replies, foreignKey: "parentId", \CommentRecord.parentId)])
 }
 
 /// A parent whose child entity does not name it as owner.
@@ -308,14 +277,4 @@ struct LeafRecord: Record, Equatable {
 
     static let entity = Entity<LeafRecord>(
         "leaves", primaryKey: "id", \.id, fields: [Field("treeId", \.treeId), Field("label", \.label)])
-}
-
-/// A record whose Codable shape has a key its entity does not declare.
-struct ExtraKeyRecord: Record, Equatable {
-    typealias PrimaryKey = Int64
-    var id: Int64
-    var name: String
-    var extra: Int64
-
-    static let entity = Entity<ExtraKeyRecord>("extra_key", primaryKey: "id", \.id, fields: [Field("name", \.name)])
 }

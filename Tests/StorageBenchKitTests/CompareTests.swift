@@ -114,7 +114,7 @@ import Testing
         let comparison = try Self.compare(
             [Self.row(median: 1, min: 0.95, max: 1.05)], [Self.row(median: 1.3, min: 1.25, max: 1.35)])
         let markdown = comparison.render(markdown: true)
-        #expect(markdown.contains("| row | baseline/s | current/s | change | verdict |"))
+        #expect(markdown.contains("| row | metric | baseline | current | change | verdict |"))
         #expect(markdown.contains("**regressed**"))
         #expect(markdown.contains("REGRESSION"))
         #expect(comparison.render(markdown: false).contains("json/full/10x2/persist"))

@@ -120,3 +120,53 @@ func withTemporaryDirectory<T>(_ body: (URL) throws -> T) throws -> T {
     defer { try? FileManager.default.removeItem(at: url) }
     return try body(url)
 }
+
+/// A ``WorkloadSubject`` over a dictionary of plain dialogs, without a DAO: the
+/// shape of a reference backend. It can be told to return a query's messages
+/// oldest first, to test that subjects get the same checks as DAO backends.
+final class MemorySubject: WorkloadSubject {
+    private var dialogs: [Int64: Dialog] = [:]
+    let sortsQueryWrongly: Bool
+
+    init(sortsQueryWrongly: Bool = false) {
+        self.sortsQueryWrongly = sortsQueryWrongly
+    }
+
+    var settingsDescription: String { "memory" }
+
+    func persist(_ dialogs: [Dialog]) throws {
+        for dialog in dialogs { self.dialogs[dialog.uniqueId] = dialog }
+    }
+
+    func update(_ dialogs: [Dialog]) throws { try persist(dialogs) }
+
+    func persistSingle(_ dialog: Dialog) throws { try persist([dialog]) }
+
+    func readAll() throws -> [Dialog] { dialogs.values.sorted { $0.uniqueId < $1.uniqueId } }
+
+    func read(dialogId id: Int64) throws -> Dialog? { dialogs[id] }
+
+    func unreadMessages(dialogId id: Int64) throws -> [Message] {
+        let unread = (dialogs[id]?.messages ?? []).filter { !$0.isRead }
+        return sortsQueryWrongly ? unread.sorted { $0.date < $1.date } : unread.sorted { $0.date > $1.date }
+    }
+
+    func erase(dialogIds ids: [Int64]) throws -> Int {
+        ids.reduce(0) { $0 + (dialogs.removeValue(forKey: $1) == nil ? 0 : 1) }
+    }
+
+    func eraseAll() throws -> Int {
+        defer { dialogs.removeAll() }
+        return dialogs.count
+    }
+
+    func read(dialogIds ids: [Int64]) throws -> [Dialog] { ids.compactMap { dialogs[$0] } }
+
+    func dialogCount() throws -> Int { dialogs.count }
+
+    func messageCount() throws -> Int { dialogs.values.reduce(0) { $0 + $1.messages.count } }
+
+    func unreadMessageCount() throws -> Int {
+        dialogs.values.reduce(0) { $0 + $1.messages.filter { !$0.isRead }.count }
+    }
+}

@@ -12,7 +12,7 @@ struct MigrateBenchmarkTests {
     @Test("every standard backend migrates a small store and reads it back, two rows each")
     func standardBackends() throws {
         let benchmark = MigrateBenchmark(
-            backends: BackendRegistry.standard.backends, size: try BenchSize(dialogs: 4, messagesPerDialog: 3),
+            backends: MigrateBenchmark.standardSubjects, size: try BenchSize(dialogs: 4, messagesPerDialog: 3),
             durability: .none, iterations: 1, warmup: 0, seed: 7)
         let rows = benchmark.run(provenance: provenance)
         #expect(rows.map(\.backend) == ["json", "json", "plist", "plist", "sqlite", "sqlite", "lmdb", "lmdb"])
@@ -30,13 +30,23 @@ struct MigrateBenchmarkTests {
         #expect(parsed.count == rows.count + 1)
     }
 
-    @Test("a backend that cannot migrate gets rows with the error, not figures")
-    func notMigratable() throws {
+    @Test("a backend that fails gets rows with the error, not figures")
+    func failingBackend() throws {
+        let failing = MigrateBenchmark.Subject("failing") { _, _ in
+            throw StorageError(.io, .open, message: "cannot open")
+        }
         let benchmark = MigrateBenchmark(
-            backends: [TestBackends.memory], size: try BenchSize(dialogs: 2, messagesPerDialog: 2), durability: .none,
+            backends: [failing], size: try BenchSize(dialogs: 2, messagesPerDialog: 2), durability: .none,
             iterations: 1, warmup: 0, seed: 7)
         let rows = benchmark.run(provenance: provenance)
         #expect(rows.count == 2)
-        #expect(rows.allSatisfy { $0.error.contains("cannot run migrations") && $0.medianSeconds == nil })
+        #expect(rows.allSatisfy { $0.error.contains("cannot open") && $0.medianSeconds == nil })
+    }
+
+    @Test("backends are chosen by name")
+    func selection() throws {
+        #expect(try MigrateBenchmark.select("all").map(\.name) == ["json", "plist", "sqlite", "lmdb"])
+        #expect(try MigrateBenchmark.select("lmdb,json").map(\.name) == ["json", "lmdb"])
+        #expect(throws: ConfigurationError.self) { try MigrateBenchmark.select("sqlite-raw") }
     }
 }

@@ -93,6 +93,23 @@ import Testing
         #expect(!result.measurements.contains { $0.operation == .update })
     }
 
+    @Test func aSubjectWithoutADAORunsTheSameWorkloadAndChecks() throws {
+        let size = try Self.size(12, 3)
+        let plain = Backend(name: "plain", reference: "memory", subject: { _, _ in MemorySubject() })
+        #expect(plain.reference == "memory")
+        let result = Self.run(plain, size)
+        #expect(result.error == nil)
+        #expect(result.settings == "memory")
+        #expect(result.measurements.map(\.operation) == BenchOperation.allCases)
+        for measurement in result.measurements {
+            #expect(measurement.units == measurement.operation.expectedUnits(for: size), "\(measurement.operation)")
+        }
+        let wrong = Backend(name: "wrong", subject: { _, _ in MemorySubject(sortsQueryWrongly: true) })
+        let failed = Self.run(wrong, try Self.size(12, 20))  // enough unread messages to have an order
+        #expect(failed.error?.hasPrefix("query:") == true, "\(failed.error ?? "no error")")
+        #expect(!failed.measurements.contains { $0.operation == .query })
+    }
+
     @Test func aBackendThatCannotOpenFails() throws {
         let result = Self.run(TestBackends.failing, try Self.size(5, 3))
         #expect(result.error?.contains("cannot open") == true)
@@ -184,6 +201,70 @@ import Testing
         #expect(table.contains("1.00×"))
         #expect(table.contains("error"))
         #expect(table.contains("6 dialogs × 2 messages"))
+    }
+
+    @Test func eachRowIsDividedByItsReferenceOfTheSameRunSizeAndOperation() throws {
+        let provenance = Provenance(
+            runId: "t", timestamp: "now", gitCommit: "", host: "h", os: "o", cpu: "c", swiftVersion: "6", build: "debug")
+        func row(_ backend: String, _ operation: String, _ dialogs: Int, _ throughput: Double?, reference: String = "",
+                 error: String = "") -> ReportRow {
+            var row = ReportRow(
+                workload: "dialog-graph-v1", provenance: provenance, backend: backend, durability: "full",
+                operation: operation, dialogs: dialogs, messagesPerDialog: 2, units: 1, unit: "messages", iterations: 1,
+                throughputPerSecond: throughput, error: error)
+            row.reference = reference
+            return row
+        }
+        let rows = ReportBuilder.ratiosToRaw([
+            row("dao", "persist", 10, 50, reference: "raw"),
+            row("raw", "persist", 10, 200),
+            row("dao", "query", 10, 30, reference: "raw"),
+            row("raw", "query", 10, 10),
+            row("dao", "persist", 20, 50, reference: "raw"),  // no raw row at this size
+            row("dao", "read-all", 10, nil, reference: "raw", error: "boom"),
+            row("raw", "read-all", 10, 100),
+            row("other", "persist", 10, 100, reference: "absent"),
+        ])
+        #expect(rows.map(\.ratioToRaw) == [0.25, nil, 3, nil, nil, nil, nil, nil])
+        let report = Report(rows: rows)
+        let table = SummaryTable.render(report)
+        #expect(table.contains("dao ÷ raw"))
+        #expect(table.contains("0.25×"))
+        #expect(table.contains("3.00×"))
+        #expect(table.contains("other ÷ absent"))
+        let csv = report.csv()
+        #expect(csv.hasPrefix(ReportRow.columns.joined(separator: ",")))
+        #expect(Array(ReportRow.columns[33..<35]) == ["reference", "ratio_to_raw"])
+        let back = try Report(csv: csv)
+        #expect(back == report)
+        #expect(back.rows[0].ratioToRaw == 0.25 && back.rows[0].reference == "raw")
+        #expect(report.markdown().contains("0.25× raw"))
+        #expect(try report.json().contains("\"ratio_to_raw\" : 0.25"))
+        // A table without any ratio has no ratio section.
+        #expect(!SummaryTable.render(Report(rows: [row("raw", "persist", 10, 200)])).contains("ratio to the raw engine"))
+    }
+
+    @Test func aRunWithTheReferenceFillsTheRatioColumn() throws {
+        let subject = Backend(name: "plain", subject: { _, _ in MemorySubject() })
+        let dao = Backend("memory", reference: "plain") { directory, _ in MemoryStore(location: directory) }
+        let configuration = try RunConfiguration(
+            backends: [dao, subject], sizes: [BenchSize(dialogs: 6, messagesPerDialog: 2)], iterations: 1, warmup: 0,
+            showsProgress: false)
+        let provenance = Provenance(
+            runId: "t", timestamp: "now", gitCommit: "", host: "h", os: "o", cpu: "c", swiftVersion: "6", build: "debug")
+        let runner = BenchmarkRunner(
+            configuration: configuration, executor: InProcessExecutor(registry: BackendRegistry([dao, subject])))
+        let report = try runner.run(provenance: provenance)
+        for row in report.rows {
+            if row.backend == "memory" {
+                let ratio = try #require(row.ratioToRaw)
+                let raw = try #require(report.rows.first { $0.backend == "plain" && $0.operation == row.operation })
+                #expect(abs(ratio - (row.throughputPerSecond ?? 0) / (raw.throughputPerSecond ?? 1)) < 1e-12)
+                #expect(row.reference == "plain")
+            } else {
+                #expect(row.ratioToRaw == nil && row.reference.isEmpty)
+            }
+        }
     }
 
     @Test func theWriterWritesEachFormatAndLatest() throws {

@@ -48,6 +48,10 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
     /// Whether the environment was opened read-only (`MDB_RDONLY`).
     public let isReadOnly: Bool
 
+    /// Tells observers what each commit changed. Commits by other processes
+    /// are noticed by polling the environment's last transaction id
+    /// (`mdb_env_info`), which this process's own commits advance too.
+    public let commits = CommitBroadcaster()
     let handle: OpaquePointer
     let path: String
     private let writeLock = NSLock()
@@ -167,6 +171,12 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
         }
         self.handle = env
         self.resizeLock = resizeLock
+        commits.setVersionSource { [weak self] in
+            // Observations hold their storage, and so the environment; with
+            // none left, nothing polls.
+            guard let self else { return 0 }
+            return try self.lastTransactionId()
+        }
     }
 
     deinit {
@@ -178,12 +188,14 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
         resizeLock.deallocate()
     }
 
-    /// Closes the environment: waits for the transactions in progress to end,
-    /// then closes LMDB's handle (`mdb_env_close`), which unmaps the file and
-    /// releases its locks, so the environment can be opened again. Later calls
-    /// through the environment or its storages throw
+    /// Closes the environment: ends its observations
+    /// (``CommitBroadcaster/close()``), waits for the transactions in progress
+    /// to end, then closes LMDB's handle (`mdb_env_close`), which unmaps the
+    /// file and releases its locks, so the environment can be opened again.
+    /// Later calls through the environment or its storages throw
     /// ``StorageError/Kind/closed``; closing again does nothing.
     public func close() {
+        commits.close()
         writeLock.lock()
         defer { writeLock.unlock() }
         pthread_rwlock_wrlock(resizeLock)
@@ -270,6 +282,17 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
             throw StorageError(.engine, operation, path: path, message: "mdb_env_info reported a map size of 0")
         }
         return info.me_mapsize
+    }
+
+    /// The id of the last committed write transaction (`mdb_env_info`), which
+    /// every process's commits advance: how observers notice other processes.
+    func lastTransactionId() throws -> UInt64 {
+        pthread_rwlock_rdlock(resizeLock)
+        defer { pthread_rwlock_unlock(resizeLock) }
+        guard !isClosed else { throw StorageError.closed(.read, path: path) }
+        var info = MDB_envinfo()
+        try LMDBError.check(mdb_env_info(handle, &info), .read, path: path, call: "mdb_env_info")
+        return UInt64(info.me_last_txnid)
     }
 
     // MARK: - Transactions

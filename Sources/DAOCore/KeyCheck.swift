@@ -1,0 +1,188 @@
+import Foundation
+
+extension Entity {
+    /// Checks that `record`, and every child it holds, encodes only the
+    /// `Codable` keys its entity declares (its fields and relations), for an
+    /// adapter whose encoder would otherwise store an undeclared key, or drop
+    /// it, without a word.
+    ///
+    /// - Throws: ``StorageError`` of kind ``StorageError/Kind/schemaMismatch``
+    ///   naming the key.
+    public func checkDeclaredKeys(_ record: Root) throws {
+        try checkDeclaredKeys(record, with: KeyCheckEncoder(declared: declaredKeys, order: declaredOrder))
+    }
+
+    /// ``checkDeclaredKeys(_:)`` for each of `records`, with one encoder.
+    /// - Throws: ``StorageError`` of kind ``StorageError/Kind/schemaMismatch``.
+    public func checkDeclaredKeys(_ records: [Root]) throws {
+        let encoder = KeyCheckEncoder(declared: declaredKeys, order: declaredOrder)
+        for record in records { try checkDeclaredKeys(record, with: encoder) }
+    }
+
+    fileprivate func checkDeclaredKeys(_ record: Root, with encoder: KeyCheckEncoder) throws {
+        encoder.state.reset()
+        do {
+            try record.encode(to: encoder)
+        } catch let error as StorageError {
+            throw error
+        } catch {
+            throw StorageError(
+                .encoding, .persist, entity: name, message: "record \(record.primaryKey) could not be encoded",
+                underlying: error)
+        }
+        if let key = encoder.state.undeclared {
+            throw StorageError(
+                .schemaMismatch, .persist, entity: name,
+                message: "the record encodes the key '\(key)', which the entity does not declare")
+        }
+        for relation in relations {
+            try relation.checkDeclaredKeysOfChildren(of: record)
+        }
+    }
+}
+
+extension ToManyRelation {
+    func checkDeclaredKeysOfChildren(of parent: Parent) throws {
+        let children = parent[keyPath: children]
+        guard !children.isEmpty else { return }
+        try Child.entity.checkDeclaredKeys(children)
+    }
+}
+
+/// An encoder that only notes the first top-level key that is not declared;
+/// values are not encoded.
+final class KeyCheckEncoder: Encoder {
+    final class State {
+        let declared: Set<String>
+        /// The keys in declaration order, which synthesized `Codable` follows:
+        /// a key at its expected position is checked without hashing.
+        let order: [String]
+        var position = 0
+        var undeclared: String?
+
+        init(declared: Set<String>, order: [String]) {
+            self.declared = declared
+            self.order = order
+        }
+
+        func reset() {
+            position = 0
+            undeclared = nil
+        }
+
+        func note(_ name: String) {
+            if position < order.count, order[position] == name {
+                position += 1
+            } else if undeclared == nil, !declared.contains(name) {
+                undeclared = name
+            }
+        }
+    }
+
+    let state: State
+    var codingPath: [any CodingKey] { [] }
+    var userInfo: [CodingUserInfoKey: Any] { [:] }
+
+    init(declared: Set<String>, order: [String]) {
+        state = State(declared: declared, order: order)
+    }
+
+    func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
+        KeyedEncodingContainer(KeyCheckContainer<Key>(state: state))
+    }
+
+    func unkeyedContainer() -> any UnkeyedEncodingContainer {
+        state.undeclared = state.undeclared ?? "(an unkeyed container)"
+        return IgnoringUnkeyedContainer()
+    }
+
+    func singleValueContainer() -> any SingleValueEncodingContainer {
+        state.undeclared = state.undeclared ?? "(a single value)"
+        return IgnoringSingleValueContainer()
+    }
+}
+
+private struct KeyCheckContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
+    let state: KeyCheckEncoder.State
+    var codingPath: [any CodingKey] { [] }
+
+    private func note(_ key: Key) { state.note(key.stringValue) }
+
+    mutating func encodeNil(forKey key: Key) throws { note(key) }
+    mutating func encode(_ value: Bool, forKey key: Key) throws { note(key) }
+    mutating func encode(_ value: String, forKey key: Key) throws { note(key) }
+    mutating func encode(_ value: Double, forKey key: Key) throws { note(key) }
+    mutating func encode(_ value: Float, forKey key: Key) throws { note(key) }
+    mutating func encode(_ value: Int, forKey key: Key) throws { note(key) }
+    mutating func encode(_ value: Int8, forKey key: Key) throws { note(key) }
+    mutating func encode(_ value: Int16, forKey key: Key) throws { note(key) }
+    mutating func encode(_ value: Int32, forKey key: Key) throws { note(key) }
+    mutating func encode(_ value: Int64, forKey key: Key) throws { note(key) }
+    mutating func encode(_ value: UInt, forKey key: Key) throws { note(key) }
+    mutating func encode(_ value: UInt8, forKey key: Key) throws { note(key) }
+    mutating func encode(_ value: UInt16, forKey key: Key) throws { note(key) }
+    mutating func encode(_ value: UInt32, forKey key: Key) throws { note(key) }
+    mutating func encode(_ value: UInt64, forKey key: Key) throws { note(key) }
+    mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws { note(key) }
+    mutating func encodeIfPresent<T: Encodable>(_ value: T?, forKey key: Key) throws { note(key) }
+
+    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type, forKey key: Key)
+        -> KeyedEncodingContainer<NestedKey>
+    {
+        note(key)
+        return KeyedEncodingContainer(IgnoringKeyedContainer<NestedKey>())
+    }
+
+    mutating func nestedUnkeyedContainer(forKey key: Key) -> any UnkeyedEncodingContainer {
+        note(key)
+        return IgnoringUnkeyedContainer()
+    }
+
+    mutating func superEncoder() -> any Encoder { IgnoringEncoder() }
+    mutating func superEncoder(forKey key: Key) -> any Encoder {
+        note(key)
+        return IgnoringEncoder()
+    }
+}
+
+/// Containers that accept anything and keep nothing: what is nested under a
+/// top-level key does not matter to the check.
+private struct IgnoringEncoder: Encoder {
+    var codingPath: [any CodingKey] { [] }
+    var userInfo: [CodingUserInfoKey: Any] { [:] }
+    func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
+        KeyedEncodingContainer(IgnoringKeyedContainer<Key>())
+    }
+    func unkeyedContainer() -> any UnkeyedEncodingContainer { IgnoringUnkeyedContainer() }
+    func singleValueContainer() -> any SingleValueEncodingContainer { IgnoringSingleValueContainer() }
+}
+
+private struct IgnoringKeyedContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
+    var codingPath: [any CodingKey] { [] }
+    mutating func encodeNil(forKey key: Key) throws {}
+    mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws {}
+    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type, forKey key: Key)
+        -> KeyedEncodingContainer<NestedKey>
+    { KeyedEncodingContainer(IgnoringKeyedContainer<NestedKey>()) }
+    mutating func nestedUnkeyedContainer(forKey key: Key) -> any UnkeyedEncodingContainer { IgnoringUnkeyedContainer() }
+    mutating func superEncoder() -> any Encoder { IgnoringEncoder() }
+    mutating func superEncoder(forKey key: Key) -> any Encoder { IgnoringEncoder() }
+}
+
+private struct IgnoringUnkeyedContainer: UnkeyedEncodingContainer {
+    var codingPath: [any CodingKey] { [] }
+    var count: Int { 0 }
+    mutating func encodeNil() throws {}
+    mutating func encode<T: Encodable>(_ value: T) throws {}
+    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type) -> KeyedEncodingContainer<NestedKey> {
+        KeyedEncodingContainer(IgnoringKeyedContainer<NestedKey>())
+    }
+    mutating func nestedUnkeyedContainer() -> any UnkeyedEncodingContainer { IgnoringUnkeyedContainer() }
+    mutating func superEncoder() -> any Encoder { IgnoringEncoder() }
+}
+
+private struct IgnoringSingleValueContainer: SingleValueEncodingContainer {
+    var codingPath: [any CodingKey] { [] }
+    mutating func encodeNil() throws {}
+    mutating func encode<T: Encodable>(_ value: T) throws {}
+}

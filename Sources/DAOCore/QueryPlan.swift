@@ -1,0 +1,351 @@
+import Foundation
+
+/// How a ``Query`` runs, decided once for every adapter: the access path its
+/// predicate allows, what an engine may run of it, what remains to evaluate in
+/// memory, and how to sort.
+///
+/// ```swift
+/// let plan = QueryPlan(query)
+/// switch plan.access {
+/// case .primaryKey(let key): …       // one lookup
+/// case .index(let index, let values): …  // the index range of these leading values
+/// case .parent(let value): …          // the children of one parent
+/// case .all: …                        // every record
+/// }
+/// let answer = try plan.finish(candidates)  // filter, sort, limit
+/// ```
+///
+/// Adapters keep only what is engine-specific: how to walk the access path,
+/// how to run ``engineCondition`` (SQL), how to commit.
+public struct QueryPlan<R: Record>: Sendable {
+    /// How the candidates are found.
+    public enum Access: Sendable, Equatable {
+        /// Every record of the entity.
+        case all
+        /// The record with this primary key (of the key's field type).
+        case primaryKey(StoredValue)
+        /// The records whose leading fields of `index` hold `values`, in order
+        /// (at least one value).
+        case index(Index, values: [StoredValue])
+        /// The children of the parent with this key (the entity is owned through
+        /// a relation; the value is the foreign key's).
+        case parent(StoredValue)
+    }
+
+    /// The query planned.
+    public let query: Query<R>
+    /// The access path.
+    public let access: Access
+    /// The translatable part of the predicate, for an engine that runs
+    /// conditions itself (`nil` when there is no predicate). When
+    /// ``conditionIsExact`` is false it holds for a superset of the answer.
+    public let engineCondition: QueryExpression?
+    /// Whether ``engineCondition`` holds exactly for the records the predicate accepts.
+    public let conditionIsExact: Bool
+    /// Whether the records the access path finds are exactly the answer's (before
+    /// sort and limit), so no record needs evaluating.
+    public let accessIsExact: Bool
+    /// The whole predicate with the library's semantics (`nil`: every record,
+    /// or left out by ``Parts``).
+    public let condition: RecordCondition<R>?
+    /// The sort: by declared fields' stored values, or by Foundation's descriptors.
+    public let sort: SortPlan<R>
+
+    /// What an adapter needs planned beyond the translation and the sort.
+    public typealias Parts = QueryPlanParts
+
+    /// Plans `query`; `parts` leaves out what the adapter does not use (SQLite,
+    /// which runs an exact condition as SQL, needs neither part).
+    public init(_ query: Query<R>, parts: Parts = .all) {
+        self.query = query
+        sort = SortPlan(query.sortedBy)
+        guard let predicate = query.predicate else {
+            access = .all
+            engineCondition = nil
+            conditionIsExact = true
+            accessIsExact = true
+            condition = nil
+            return
+        }
+        // An exact translation is the whole predicate: its condition compiles from
+        // it without walking the predicate again. Otherwise one walk finds what
+        // only Foundation can evaluate.
+        var translation = QueryExpression.translate(predicate)
+        var condition: RecordCondition<R>?
+        if translation.isExact {
+            if parts.contains(.exactCondition) { condition = RecordCondition<R>.compile(translation.expression) }
+        } else {
+            let analysis = QueryExpression.analyze(predicate)
+            translation = analysis.translation
+            condition = analysis.condition
+        }
+        self.condition = condition
+        engineCondition = translation.expression
+        conditionIsExact = translation.isExact
+        if parts.contains(.accessPath) {
+            let (access, bound) = Self.access(for: translation.expression.requiredEqualities)
+            self.access = access
+            accessIsExact = Self.isExact(translation, boundFields: bound)
+        } else {
+            access = .all
+            accessIsExact = false
+        }
+    }
+
+    /// Whether evaluating the predicate or the sort may read the record's
+    /// relations (or anything else Foundation evaluates), so candidates must be
+    /// complete, with their children, before ``matches(_:)`` and ``finish(_:)``.
+    public var needsCompleteRecords: Bool {
+        (condition?.hasOpaqueParts ?? false) || sort.readsOpaqueValues
+    }
+
+    /// Whether the candidates need evaluating at all.
+    public var needsFiltering: Bool { !accessIsExact }
+
+    /// Whether `record` meets the predicate, with the library's semantics.
+    /// - Throws: ``StorageError`` of kind ``StorageError/Kind/invalidArgument``
+    ///   when a part evaluated by Foundation throws.
+    @inlinable
+    public func matches(_ record: R) throws -> Bool {
+        guard let predicate = query.predicate else { return true }
+        do {
+            // Left out by `parts`: correct, if slow; no adapter gets here.
+            let condition = condition ?? QueryExpression.condition(predicate)
+            return try condition.evaluate(record)
+        } catch {
+            throw StorageError(
+                .invalidArgument, .read, entity: R.entity.name, message: "the predicate could not be evaluated",
+                underlying: error)
+        }
+    }
+
+    /// The answer from `candidates`: filtered (unless `filtered` says they
+    /// all meet the predicate already), sorted, limited.
+    ///
+    /// - Parameter filtered: `true` when the adapter found exactly the records
+    ///   that meet the predicate (an exact access path walked in full, or an
+    ///   engine that ran the whole ``engineCondition``).
+    /// - Throws: ``StorageError`` when the predicate throws or the limit is negative.
+    public func finish(_ candidates: [R], filtered: Bool) throws -> [R] {
+        try query.validate()
+        var records: [R]
+        if filtered {
+            records = candidates
+        } else {
+            records = []
+            for record in candidates where try matches(record) { records.append(record) }
+        }
+        records = sort.sorted(records)
+        if let limit = query.limit, records.count > limit { records.removeSubrange(limit...) }
+        return records
+    }
+
+    /// How many of `candidates` meet the predicate (all, when `filtered`).
+    /// - Throws: ``StorageError`` when the predicate throws.
+    public func count(_ candidates: [R], filtered: Bool) throws -> Int {
+        if filtered { return candidates.count }
+        var count = 0
+        for record in candidates where try matches(record) { count += 1 }
+        return count
+    }
+
+    // MARK: Choosing the access path
+
+    /// The access path for these required equalities and how many distinct
+    /// equalities it binds: the primary key; else the index binding the most
+    /// leading fields, when it binds more than one or there is no parent key;
+    /// else the parent key; else every record.
+    static func access(for equalities: [(field: String, value: StoredValue)]) -> (Access, Int) {
+        guard !equalities.isEmpty else { return (.all, 0) }
+        let entity = R.entity
+        func bound(_ name: String) -> StoredValue? {
+            guard let field = entity.field(named: name) else { return nil }
+            for equality in equalities where equality.field == name {
+                if let value = equality.value.coerced(to: field.type, optional: field.isOptional) { return value }
+            }
+            return nil
+        }
+        if let key = bound(entity.primaryKeyField.name) { return (.primaryKey(key), 1) }
+        var best: (index: Index, values: [StoredValue])?
+        for index in entity.indexes {
+            var values: [StoredValue] = []
+            for field in index.fields {
+                guard let value = bound(field) else { break }
+                values.append(value)
+            }
+            if !values.isEmpty && values.count > (best?.values.count ?? 0) { best = (index, values) }
+        }
+        let parentValue = entity.foreignKeyField.flatMap { bound($0) }
+        if let best, best.values.count > 1 || parentValue == nil {
+            return (.index(best.index, values: best.values), best.values.count)
+        }
+        if let parentValue { return (.parent(parentValue), 1) }
+        return (.all, 0)
+    }
+
+    /// Whether the access path alone answers a predicate: it translates exactly
+    /// into equalities on distinct fields, each bound by the path.
+    static func isExact(_ translation: QueryExpression.Translation, boundFields: Int) -> Bool {
+        guard translation.isExact else { return false }
+        if case .constant(true) = translation.expression { return true }
+        guard isConjunctionOfEqualities(translation.expression) else { return false }
+        let equalities = translation.expression.requiredEqualities
+        var names = Set<String>()
+        for equality in equalities where !names.insert(equality.field).inserted { return false }
+        return boundFields == equalities.count && boundFields > 0
+    }
+
+    private static func isConjunctionOfEqualities(_ expression: QueryExpression) -> Bool {
+        switch expression {
+        case .compare(_, .equal, _), .isTrue, .not(.isTrue): true
+        case .and(let lhs, let rhs): isConjunctionOfEqualities(lhs) && isConjunctionOfEqualities(rhs)
+        default: false
+        }
+    }
+}
+
+/// How query results are sorted, the same on every backend: by the sort
+/// descriptors, then by primary key (ascending, in stored-value order).
+///
+/// A descriptor over a declared field without a `String` comparator compares
+/// the fields' stored values (numbers by value, dates by time, text by Unicode
+/// scalars, `nil` first), which is also SQLite's `ORDER BY`. A descriptor with
+/// a `String` comparator (`comparator: .lexical`) or over anything but a
+/// declared field (`\.chapters.count`) is evaluated by Foundation, as it
+/// defines it, in memory.
+public struct SortPlan<R: Record>: Sendable {
+    /// The descriptors.
+    public let descriptors: [SortDescriptor<R>]
+    /// The declared fields and directions, when every descriptor compares stored
+    /// values; `nil` when Foundation must compare.
+    public let fields: [(field: Field<R>, ascending: Bool)]?
+    /// Whether a descriptor reads something other than a declared field (a
+    /// relation's count, a computed property), so records must be complete.
+    public let readsOpaqueValues: Bool
+
+    /// Plans sorting by `descriptors`.
+    public init(_ descriptors: [SortDescriptor<R>]) {
+        self.descriptors = descriptors
+        var fields: [(field: Field<R>, ascending: Bool)] = []
+        var byValue = true
+        var opaque = false
+        for descriptor in descriptors {
+            guard let keyPath = descriptor.keyPath, let field = R.entity.field(for: keyPath) else {
+                opaque = true
+                byValue = false
+                continue
+            }
+            if descriptor.stringComparator != nil { byValue = false }
+            fields.append((field, descriptor.order == .forward))
+        }
+        self.fields = byValue ? fields : nil
+        readsOpaqueValues = opaque
+    }
+
+    /// `records` sorted.
+    public func sorted(_ records: [R]) -> [R] {
+        guard records.count > 1 else { return records }
+        let primaryKey = R.entity.primaryKeyField
+        guard let fields else {
+            // Foundation's comparisons first, the key last. The records are put in
+            // key order first, so that the result does not depend on the order an
+            // engine returned them in even for a comparator that is not a strict
+            // weak order.
+            let keyed = records.map { (key: primaryKey.value(in: $0), record: $0) }.sorted { $0.key < $1.key }
+            return keyed.sorted { lhs, rhs in
+                for descriptor in descriptors {
+                    switch descriptor.compare(lhs.record, rhs.record) {
+                    case .orderedAscending: return true
+                    case .orderedDescending: return false
+                    case .orderedSame: continue
+                    }
+                }
+                return lhs.key < rhs.key
+            }.map(\.record)
+        }
+        let width = fields.count + 1
+        var keys: [StoredValue] = []
+        keys.reserveCapacity(records.count * width)
+        for record in records {
+            for entry in fields { keys.append(entry.field.value(in: record)) }
+            keys.append(primaryKey.value(in: record))
+        }
+        var ascending = fields.map(\.ascending)
+        ascending.append(true)
+        return SortPlan<R>.order(keys, width: width, ascending: ascending).map { records[$0] }
+    }
+
+    /// The positions of the rows of `keys` (`width` values each) in ascending
+    /// order of their values, column by column, each column ascending or not.
+    static func order(_ keys: [StoredValue], width: Int, ascending: [Bool]) -> [Int] {
+        let count = width == 0 ? 0 : keys.count / width
+        return keys.withUnsafeBufferPointer { keys in
+            ascending.withUnsafeBufferPointer { ascending in
+                (0..<count).sorted { lhs, rhs in
+                    var position = 0
+                    while position < width {
+                        let a = keys[lhs * width + position]
+                        let b = keys[rhs * width + position]
+                        if a < b { return ascending[position] }
+                        if b < a { return !ascending[position] }
+                        position += 1
+                    }
+                    return false
+                }
+            }
+        }
+    }
+}
+
+extension StoredValue {
+    /// This value as a field of `type` holds it, or `nil` when no such field can
+    /// hold it (so that an equality with it matches nothing and no key or index
+    /// lookup by it is meaningful).
+    public func coerced(to type: FieldType, optional: Bool) -> StoredValue? {
+        switch (type, self) {
+        case (_, .null): return optional ? .null : nil
+        case (.integer, .integer), (.bool, .integer): return self
+        case (.integer, .real(let real)), (.bool, .real(let real)):
+            guard let exact = Int64(exactly: real) else { return nil }
+            return .integer(exact)
+        case (.real, .real(let real)), (.date, .real(let real)):
+            return real.isNaN ? nil : .real(real == 0 ? 0 : real)
+        case (.real, .integer(let integer)), (.date, .integer(let integer)):
+            let real = Double(integer)
+            guard Int64(exactly: real) == integer else { return nil }
+            return .real(real)
+        case (.text, .text), (.blob, .blob): return self
+        default: return nil
+        }
+    }
+}
+
+extension Entity {
+    /// The name of the field that holds the owner's key, when this entity is
+    /// owned through a relation.
+    public var foreignKeyField: String? {
+        owner.flatMap { $0.ownedRelationForeignKey(for: Root.self) }
+    }
+}
+
+extension Record {
+    static func ownedRelationForeignKey<C: Record>(for child: C.Type) -> String? {
+        ownedRelation(for: child)?.foreignKeyField
+    }
+}
+
+/// What a ``QueryPlan`` plans beyond the translation and the sort.
+public struct QueryPlanParts: OptionSet, Sendable {
+    /// The parts as bits.
+    public let rawValue: Int
+    /// The parts with these bits.
+    public init(rawValue: Int) { self.rawValue = rawValue }
+    /// `access` and `accessIsExact`; without it the access is `.all`, inexact.
+    public static let accessPath = QueryPlanParts(rawValue: 1)
+    /// `condition` also when the translation is exact; without it an
+    /// exact predicate's condition is built only if `matches(_:)` is called.
+    public static let exactCondition = QueryPlanParts(rawValue: 2)
+    /// Everything.
+    public static let all: QueryPlanParts = [.accessPath, .exactCondition]
+}
+

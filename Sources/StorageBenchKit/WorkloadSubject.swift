@@ -1,0 +1,123 @@
+import DAOCore
+import DialogGraph
+import Foundation
+
+/// What runs the workload: the eight operations of WORKLOAD.md on plain
+/// objects (``Dialog``, ``Message``), and the reads the correctness checks need.
+///
+/// ``WorkloadRunner`` keeps the timing, the checks and the measurements and
+/// calls a subject for the work, so that every subject is timed over the same
+/// regions and checked by the same code. ``DAOSubject`` runs the operations
+/// through the public ``DAO`` on any ``Store``; reference implementations (an
+/// engine's C API used directly, another library) conform the same way.
+///
+/// Each call is one transaction of the engine, as a DAO call is.
+public protocol WorkloadSubject {
+    /// The settings in force, read back from the engine (e.g. `journal_mode=wal
+    /// synchronous=FULL`), as one line, or empty.
+    var settingsDescription: String { get }
+
+    /// `persist`: writes `dialogs` with their messages into the empty store, in one transaction.
+    /// - Throws: when the engine fails.
+    func persist(_ dialogs: [Dialog]) throws
+
+    /// `update`: writes `dialogs` with their messages again, replacing what is
+    /// stored under their ids (an upsert), in one transaction.
+    /// - Throws: when the engine fails.
+    func update(_ dialogs: [Dialog]) throws
+
+    /// `persist-single`: writes one new dialog with its messages, in a transaction of its own.
+    /// - Throws: when the engine fails.
+    func persistSingle(_ dialog: Dialog) throws
+
+    /// `read-all`: every dialog with all its messages, ordered by dialog id.
+    /// - Throws: when the engine fails.
+    func readAll() throws -> [Dialog]
+
+    /// `read-by-id`: the dialog with `id` and its messages, or `nil`.
+    /// - Throws: when the engine fails.
+    func read(dialogId id: Int64) throws -> Dialog?
+
+    /// `query`: the unread messages of dialog `id`, newest first.
+    /// - Throws: when the engine fails.
+    func unreadMessages(dialogId id: Int64) throws -> [Message]
+
+    /// `erase-by-id`: erases the dialogs with `ids` and their messages, in one
+    /// transaction; returns how many dialogs were erased.
+    /// - Throws: when the engine fails.
+    func erase(dialogIds ids: [Int64]) throws -> Int
+
+    /// `erase-all`: erases every dialog and message, in one transaction;
+    /// returns how many dialogs were erased.
+    /// - Throws: when the engine fails.
+    func eraseAll() throws -> Int
+
+    /// The dialogs with `ids` that exist, in the order of `ids` (for the checks).
+    /// - Throws: when the engine fails.
+    func read(dialogIds ids: [Int64]) throws -> [Dialog]
+
+    /// The number of dialogs stored (for the checks).
+    /// - Throws: when the engine fails.
+    func dialogCount() throws -> Int
+
+    /// The number of messages stored (for the checks).
+    /// - Throws: when the engine fails.
+    func messageCount() throws -> Int
+
+    /// The number of messages stored with `isRead == false` (for the checks).
+    /// - Throws: when the engine fails.
+    func unreadMessageCount() throws -> Int
+}
+
+/// Runs the workload through the public ``DAO`` on any ``Store``: plain objects
+/// in and out, translated to ``DialogRecord`` and ``MessageRecord`` by the
+/// DialogGraph translators.
+public struct DAOSubject: WorkloadSubject {
+    /// The store the DAOs read and write.
+    public let store: any Store
+    /// The DAO of dialogs (with their messages).
+    public let dialogs: DAO<AnyStorage<DialogRecord>, DialogTranslator>
+    /// The DAO of messages, for the query and the counts.
+    public let messages: DAO<AnyStorage<MessageRecord>, MessageTranslator>
+
+    private let newestFirst = [SortDescriptor(\MessageRecord.date, order: .reverse)]
+
+    /// A subject over `store`.
+    /// - Throws: when the store cannot hand out a storage for dialogs or messages.
+    public init(store: any Store) throws {
+        self.store = store
+        dialogs = DAO(storage: try store.anyStorage(for: DialogRecord.self), translator: DialogTranslator())
+        messages = DAO(storage: try store.anyStorage(for: MessageRecord.self), translator: MessageTranslator())
+    }
+
+    public var settingsDescription: String { store.settingsDescription }
+
+    public func persist(_ dialogs: [Dialog]) throws { try self.dialogs.persist(dialogs) }
+
+    public func update(_ dialogs: [Dialog]) throws { try self.dialogs.persist(dialogs) }
+
+    public func persistSingle(_ dialog: Dialog) throws { try dialogs.persist(dialog) }
+
+    public func readAll() throws -> [Dialog] { try dialogs.read() }
+
+    public func read(dialogId id: Int64) throws -> Dialog? { try dialogs.read(byPrimaryKey: id) }
+
+    public func unreadMessages(dialogId id: Int64) throws -> [Message] {
+        try messages.read(
+            where: #Predicate<MessageRecord> { $0.dialogId == id && !$0.isRead }, sortedBy: newestFirst)
+    }
+
+    public func erase(dialogIds ids: [Int64]) throws -> Int { try dialogs.erase(byPrimaryKeys: ids) }
+
+    public func eraseAll() throws -> Int { try dialogs.erase() }
+
+    public func read(dialogIds ids: [Int64]) throws -> [Dialog] { try dialogs.read(byPrimaryKeys: ids) }
+
+    public func dialogCount() throws -> Int { try dialogs.count() }
+
+    public func messageCount() throws -> Int { try messages.count() }
+
+    public func unreadMessageCount() throws -> Int {
+        try messages.count(where: #Predicate<MessageRecord> { !$0.isRead })
+    }
+}

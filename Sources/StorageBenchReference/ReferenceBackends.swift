@@ -1,0 +1,42 @@
+import DAOCore
+import Foundation
+import StorageBenchKit
+
+extension BackendRegistry {
+    /// The reference backends: GRDB used as its documentation shows (`grdb`,
+    /// measured against `sqlite-raw` like the DAO's `sqlite`), and each engine's
+    /// C API used directly (`sqlite-raw`, `lmdb-raw`), the limit a Swift program
+    /// can reach on it. The DAO backends of ``standard`` name the raw ones as
+    /// their ``Backend/reference``.
+    public static let reference = BackendRegistry([
+        Backend(name: "grdb", reference: "sqlite-raw", subject: { try GRDBSubject(directory: $0, durability: $1) }),
+        Backend(name: "sqlite-raw", subject: { try SQLiteRawSubject(directory: $0, durability: $1) }),
+        Backend(name: "lmdb-raw", subject: { try LMDBRawSubject(directory: $0, durability: $1) }),
+    ])
+
+    /// The backends `storage-bench` runs: those of ``standard``, each followed by
+    /// the reference backends that measure it (its raw engine, and the other
+    /// backends measured against that engine), so that a report shows them side
+    /// by side.
+    public static let withReferences = standard.followed(by: reference)
+
+    /// This registry with each backend of `references` placed right after the
+    /// first backend that it is the reference of, or that shares its reference;
+    /// the rest at the end.
+    public func followed(by references: BackendRegistry) -> BackendRegistry {
+        var ordered: [Backend] = []
+        var placed: Set<String> = []
+        for backend in backends {
+            ordered.append(backend)
+            guard let engine = backend.reference else { continue }
+            for candidate in references.backends where !placed.contains(candidate.name) {
+                if candidate.name == engine || candidate.reference == engine {
+                    ordered.append(candidate)
+                    placed.insert(candidate.name)
+                }
+            }
+        }
+        ordered += references.backends.filter { !placed.contains($0.name) }
+        return BackendRegistry(ordered)
+    }
+}

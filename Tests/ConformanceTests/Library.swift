@@ -1,0 +1,96 @@
+import DAOCore
+import Foundation
+
+// A second domain, of another shape than the dialog graph: authors own books own
+// chapters (three levels), String keys at the top two levels, optionals, a
+// composite index, reals that use the whole range of a double.
+
+struct AuthorRecord: Record, Equatable {
+    typealias PrimaryKey = String
+    var id: String
+    var name: String
+    var rating: Double
+    var born: Date?
+    var books: [BookRecord]
+
+    static let entity = Entity<AuthorRecord>(
+        "authors",
+        primaryKey: "id", \.id,
+        fields: [Field("name", \.name), Field("rating", \.rating), Field("born", \.born)],
+        indexes: [Index("authors_by_name", on: ["name"])],
+        relations: [Relation("books", \.books, foreignKey: "authorId", \BookRecord.authorId)])
+}
+
+struct BookRecord: Record, Equatable {
+    typealias PrimaryKey = String
+    var isbn: String
+    var authorId: String
+    var title: String
+    var subtitle: String?
+    var year: Int64
+    var price: Double?
+    var chapters: [ChapterRecord]
+
+    static let entity = Entity<BookRecord>(
+        "books",
+        primaryKey: "isbn", \.isbn,
+        fields: [
+            Field("authorId", \.authorId), Field("title", \.title), Field("subtitle", \.subtitle),
+            Field("year", \.year), Field("price", \.price),
+        ],
+        indexes: [Index("books_by_author_year", on: ["authorId", "year"]), Index("books_by_title", on: ["title"])],
+        relations: [Relation("chapters", \.chapters, foreignKey: "bookId", \ChapterRecord.bookId)],
+        ownedBy: AuthorRecord.self)
+}
+
+struct ChapterRecord: Record, Equatable {
+    typealias PrimaryKey = Int64
+    var number: Int64
+    var bookId: String
+    var heading: String
+    var pages: Int64
+    var weight: Double
+    var draft: Bool
+
+    static let entity = Entity<ChapterRecord>(
+        "chapters",
+        primaryKey: "number", \.number,
+        fields: [
+            Field("bookId", \.bookId), Field("heading", \.heading), Field("pages", \.pages),
+            Field("weight", \.weight), Field("draft", \.draft),
+        ],
+        ownedBy: BookRecord.self)
+}
+
+/// Whether two values are the same to the last bit and Unicode scalar: their
+/// full reflections have the same UTF-8 bytes. (Synthesized `==` would compare
+/// text by canonical equivalence and `-0.0 == 0.0`.)
+func identical<T>(_ a: T, _ b: T) -> Bool {
+    Array(String(reflecting: a).utf8) == Array(String(reflecting: b).utf8)
+}
+
+/// ``identical(_:_:)`` and `==`: a reflection prints a date to the second, so
+/// `==` adds the exact time (and the reflection the exact text and sign of zero).
+func identical<T: Equatable>(_ a: T, _ b: T) -> Bool {
+    a == b && Array(String(reflecting: a).utf8) == Array(String(reflecting: b).utf8)
+}
+
+/// Texts that are hard to keep apart or to keep at all.
+enum AwkwardText {
+    static let nfc = "Zo\u{EB}"
+    static let nfd = "Zoe\u{308}"
+    static let all: [String] = [
+        "", "a", "A", "Zo\u{EB}", "Zoe\u{308}", "e\u{301}", "\u{E9}", "ae", "b", "nul\u{0}inside", "\u{0}",
+        "🚀", "👩‍👩‍👧", "🇩🇪", "caf\u{E9}", "cafe\u{301}", "ß", "SS", "ı", "İ", "\u{FFFF}", "𝔘", "z",
+        String(repeating: "long ", count: 3000), "tab\tnew\nline", "'\"; DROP TABLE books; --",
+    ]
+}
+
+/// Reals every backend stores exactly.
+enum AwkwardReal {
+    static let all: [Double] = [
+        0, 1, -1, 0.1, -2.5, 1e-300, Double.leastNonzeroMagnitude, -Double.leastNonzeroMagnitude,
+        Double.leastNormalMagnitude, Double.greatestFiniteMagnitude, -Double.greatestFiniteMagnitude,
+        .infinity, -.infinity, 9_007_199_254_740_992, 1e15 + 0.5, 0x1.fffffffffffffp-1,
+    ]
+}
