@@ -9,7 +9,7 @@ struct StorageBench: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "storage-bench",
         abstract: "Benchmarks the storage backends on the dialog-graph workload (WORKLOAD.md).",
-        subcommands: [Run.self, Compare.self, Backends.self, Operations.self, Worker.self, Observe.self]
+        subcommands: [Run.self, Compare.self, Backends.self, Operations.self, Worker.self, Observe.self, Migrate.self]
     )
 }
 

@@ -273,6 +273,10 @@ func main() -> Int32 {
             }
             say("wrong: after \(accepted) transactions:\n\(describeDifference(found, expected[0]))")
             return 20
+        case "migrate":
+            return try migrateCommand(try openStore(backend, directory))
+        case "verify-migrated":
+            return try verifyMigratedCommand(try openStore(backend, directory), seed: seed, count: count)
         default:
             say("unknown command \(arguments[0])")
             return 64

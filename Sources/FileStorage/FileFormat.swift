@@ -100,6 +100,9 @@ struct Manifest: Codable, Equatable {
     /// of ``EntitySchema``; absent in stores written before schemas were
     /// recorded. The place for a schema version and applied migrations too.
     var schemas: [String: EntitySchema]?
+    /// The store's schema version and the migrations applied (absent until a
+    /// ``Migrator`` first runs).
+    var migrations: MigrationState?
     /// Document file name → its CRC-32C and size (version 2; documents carried
     /// over from a version 1 store have none).
     var checksums: [String: DocumentChecksum]?
@@ -120,6 +123,10 @@ struct Manifest: Codable, Equatable {
         }
         for (entity, schema) in (schemas ?? [:]).sorted(by: { $0.key < $1.key }) {
             text += " schema \(Self.field(entity)) \(Self.canonicalText(of: schema))"
+        }
+        if let migrations {
+            text += " migrations f\(migrations.format) v\(migrations.version) \(migrations.applied.count)"
+            for name in migrations.applied { text += " \(Self.field(name))" }
         }
         return text
     }

@@ -53,7 +53,7 @@ public final class FileStore: Store {
     /// directory (it holds it exclusively), so observation is in-process only.
     public let commits = CommitBroadcaster()
     private let lock: DirectoryLock
-    private let state: Mutex<StoreState>
+    let state: Mutex<StoreState>
 
     /// Opens the store in `directory`, creating the directory if it is missing.
     ///
@@ -412,6 +412,14 @@ final class StoreState: @unchecked Sendable {
         self.manifest = manifest
     }
 
+    /// Whether a storage has loaded an entity's table (a migration must come first).
+    var hasLoadedTables: Bool { !tables.isEmpty }
+
+    /// Takes `next` as the manifest a migration committed.
+    func adopt(migrated next: Manifest) {
+        manifest = next
+    }
+
     /// Forgets the loaded tables; the store is closed.
     func close() {
         isClosed = true
@@ -525,7 +533,7 @@ final class StoreState: @unchecked Sendable {
     ///
     /// - Throws: ``StorageError/Kind/corrupt`` when it is missing or its bytes
     ///   differ; ``StorageError/Kind/io`` when it cannot be read.
-    private func documentData(named name: String, entity: String) throws -> Data {
+    func documentData(named name: String, entity: String) throws -> Data {
         let url = directory.appendingPathComponent(name)
         guard FileManager.default.fileExists(atPath: url.path) else {
             throw StorageError(

@@ -1,6 +1,7 @@
 import CSQLite
 import DAOCore
 import Foundation
+import Synchronization
 
 /// An SQLite database file that holds the tables of several record types and
 /// hands out a ``SQLiteStorage`` for each.
@@ -55,7 +56,9 @@ public final class SQLiteDatabase: Store, Sendable {
     /// writer connection, which changes only for them.
     public let commits = CommitBroadcaster()
     let path: String
-    private let writer: LockedConnection
+    let writer: LockedConnection
+    /// Set once a storage was handed out: a migration must come before.
+    let handedOutStorage = Mutex(false)
     private let readers: [LockedConnection]
     /// How many reader connections the database keeps.
     public static let readerCount = 2
@@ -154,6 +157,7 @@ public final class SQLiteDatabase: Store, Sendable {
                 }
             }
         }
+        handedOutStorage.withLock { $0 = true }
         return SQLiteStorage(database: self, table: table)
     }
 

@@ -18,27 +18,32 @@ func sqlType(_ type: FieldType) -> String {
     }
 }
 
+/// `CREATE TABLE` for an entity of `schema` under `tableName`: one typed
+/// column per field, `NOT NULL` for non-optionals, the primary key (an integer
+/// key is `INTEGER PRIMARY KEY`, SQLite's rowid), and the foreign key if any.
+func tableDDL(for schema: EntitySchema, named tableName: String, foreignKey: ForeignKey?) -> String {
+    var definitions: [String] = []
+    for (index, field) in schema.fields.enumerated() {
+        var column = "\(quoted(field.name)) \(sqlType(field.type))"
+        if index == 0 {
+            column += " NOT NULL PRIMARY KEY"
+        } else if !field.optional {
+            column += " NOT NULL"
+        }
+        definitions.append(column)
+    }
+    if let foreignKey {
+        definitions.append(
+            "FOREIGN KEY (\(quoted(foreignKey.column))) REFERENCES \(quoted(foreignKey.parentTable))"
+                + " (\(quoted(foreignKey.parentColumn))) ON DELETE CASCADE")
+    }
+    return "CREATE TABLE \(quoted(tableName)) (\(definitions.joined(separator: ", ")))"
+}
+
 extension Table {
-    /// `CREATE TABLE` for the entity under `tableName`: one typed column per
-    /// field, `NOT NULL` for non-optionals, the primary key (an integer key is
-    /// `INTEGER PRIMARY KEY`, SQLite's rowid), and the foreign key if any.
+    /// `CREATE TABLE` for the entity under `tableName` (see ``tableDDL(for:named:foreignKey:)``).
     func createTableSQL(named tableName: String, foreignKey: ForeignKey?) -> String {
-        var definitions: [String] = []
-        for (index, field) in entity.fields.enumerated() {
-            var column = "\(quoted(field.name)) \(sqlType(field.type))"
-            if index == 0 {
-                column += " NOT NULL PRIMARY KEY"
-            } else if !field.isOptional {
-                column += " NOT NULL"
-            }
-            definitions.append(column)
-        }
-        if let foreignKey {
-            definitions.append(
-                "FOREIGN KEY (\(quoted(foreignKey.column))) REFERENCES \(quoted(foreignKey.parentTable))"
-                    + " (\(quoted(foreignKey.parentColumn))) ON DELETE CASCADE")
-        }
-        return "CREATE TABLE \(quoted(tableName)) (\(definitions.joined(separator: ", ")))"
+        tableDDL(for: EntitySchema(entity), named: tableName, foreignKey: foreignKey)
     }
 
     /// Checks the table, its indexes and its relations' child tables against

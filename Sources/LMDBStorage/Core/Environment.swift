@@ -1,6 +1,7 @@
 import CLMDB
 import DAOCore
 import Foundation
+import Synchronization
 
 /// An LMDB environment: one memory-mapped file in a directory, holding a named
 /// database per entity, per index and per child lookup. It hands out a
@@ -59,6 +60,8 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
     private var handles: [String: MDB_dbi] = [:]
     private var parentLinks: [String: ParentLink] = [:]
     private var isClosed = false
+    /// Set once a storage was handed out: a migration must come before.
+    let handedOutStorage = Mutex(false)
     /// The environment's identity in the registry of open environments.
     private let identity: FileIdentity
 
@@ -218,7 +221,9 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
         } catch let error as StorageError {
             throw error.with(operation: .open, entity: R.entity.name, path: path)
         }
-        return try LMDBStorage(environment: self)
+        let storage = try LMDBStorage<R>(environment: self)
+        handedOutStorage.withLock { $0 = true }
+        return storage
     }
 
     /// The same as ``storage(for:)``, type-erased.
@@ -463,6 +468,14 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
         handles[name] = dbi
         handleLock.unlock()
         return dbi
+    }
+
+    /// Caches the handles of databases a committed transaction opened itself
+    /// (a migration's), so later users find them.
+    func adopt(handles opened: [String: MDB_dbi]) {
+        handleLock.lock()
+        for (name, dbi) in opened { handles[name] = dbi }
+        handleLock.unlock()
     }
 
     /// The number of entries in every named database of the environment, by name
