@@ -19,6 +19,10 @@ final class Table<R: Record>: Sendable {
     let upsertSQL: String
     /// A plain `INSERT` of one row, for rows known not to be stored yet.
     let insertSQL: String
+    /// For a relation's child: `UPDATE … SET <other columns> WHERE key = ?1
+    /// AND fk = ?n`, for a row known to be stored under the parent it names;
+    /// `nil` when the table has no foreign key or no other column.
+    let updateUnderParentSQL: String?
     let selectAllSQL: String
     let selectByKeySQL: String
     let deleteByKeySQL: String
@@ -59,6 +63,16 @@ final class Table<R: Record>: Sendable {
         upsertSQL =
             "INSERT INTO \(table) (\(selectList)) VALUES (\(values)) ON CONFLICT (\(key)) "
             + (updates.isEmpty ? "DO NOTHING" : "DO UPDATE SET \(updates)")
+        if let foreignKey, let fkIndex = names.firstIndex(of: foreignKey.column), fkIndex != 0 {
+            let assignments = names.indices.filter { $0 != 0 && $0 != fkIndex }
+                .map { "\(columns[$0]) = ?\($0 + 1)" }
+            updateUnderParentSQL =
+                assignments.isEmpty
+                ? nil
+                : "UPDATE \(table) SET \(assignments.joined(separator: ", ")) WHERE \(key) = ?1 AND \(columns[fkIndex]) = ?\(fkIndex + 1)"
+        } else {
+            updateUnderParentSQL = nil
+        }
         selectAllSQL = "SELECT \(selectList) FROM \(table) ORDER BY \(key)"
         selectByKeySQL = "SELECT \(selectList) FROM \(table) WHERE \(key) = ?1"
         deleteByKeySQL = "DELETE FROM \(table) WHERE \(key) = ?1"
@@ -91,6 +105,7 @@ final class TableWriter<R: Record> {
     let upsert: Statement
     /// The plain `INSERT`, prepared on first use.
     private var insertStatement: Statement?
+    private var updateStatement: Statement?
     private let table: Table<R>
     private let connection: Connection
     let encoder: RowEncoder
@@ -133,6 +148,28 @@ final class TableWriter<R: Record> {
         var writer = ParameterWriter(encoder: encoder, statement: statement)
         try writeFields(record, &writer)
         try writer.finish()
+    }
+
+    /// The `UPDATE` of a row stored under the parent it names
+    /// (``Table/updateUnderParentSQL``), prepared on first use; `nil` when the
+    /// table has no column it would set.
+    func updateUnderParent() throws -> Statement? {
+        if let updateStatement { return updateStatement }
+        guard let sql = table.updateUnderParentSQL else { return nil }
+        let statement = try connection.statement(sql)
+        updateStatement = statement
+        return statement
+    }
+
+    /// Updates `record`, bound to `update` (``updateUnderParent()``) by
+    /// ``bind(_:to:)``, in place, then writes its children. The caller knows the
+    /// row is stored under the parent the record names, so the foreign key is
+    /// left out of `SET` (it is in `WHERE`): SQLite then has no foreign-key
+    /// check to make and opens no statement journal, which the upsert does on
+    /// every row. `update` is `nil` when there is nothing but the keys to set.
+    func finishUpdate(_ record: R, _ update: Statement?) throws {
+        try update?.run()
+        try finishChildren(record)
     }
 
     /// The plain `INSERT` statement.
@@ -468,7 +505,11 @@ final class RelationWriter<Rel: ToManyRelation>: ChildWriter {
         // No child is stored under this parent: insert them (see
         // ``TableWriter/finishInsert(_:)``).
         let inserting = existing.isEmpty
-        let target = inserting ? try writer.insert() : writer.upsert
+        // Children stored under this parent already are updated in place (see
+        // ``TableWriter/finishUpdate(_:_:)``); others are upserted.
+        let stored = inserting ? [] : Set(existing)
+        let update = inserting ? nil : try writer.updateUnderParent()
+        let target = inserting ? try writer.insert() : update ?? writer.upsert
         for child in children {
             try writer.bind(child, to: target)
             var parentOfChild = encoder.capturedParent
@@ -485,7 +526,10 @@ final class RelationWriter<Rel: ToManyRelation>: ChildWriter {
             }
             if inserting {
                 try writer.finishInsert(child)
+            } else if stored.contains(held[held.count - 1]) {
+                try writer.finishUpdate(child, update)
             } else {
+                if target !== writer.upsert { try writer.bind(child, to: writer.upsert) }
                 try writer.finish(child)
             }
         }
