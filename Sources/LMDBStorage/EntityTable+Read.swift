@@ -10,7 +10,7 @@ extension EntityTable {
         try decoder.load(buffer)
         if let fieldwiseType {
             var record = try decoder.decodeFieldwise(fieldwiseType, as: R.self)
-            guard !relations.isEmpty else { return record }
+            guard hasRelations else { return record }
             var pk: [UInt8] = []
             KeyCodec.append(untagged: try decoder.value(at: 0), to: &pk)
             for position in relations.indices {
@@ -20,7 +20,7 @@ extension EntityTable {
             }
             return record
         }
-        guard !relations.isEmpty else { return try decoder.decode(R.self, children: []) }
+        guard hasRelations else { return try decoder.decode(R.self, children: []) }
         var pk: [UInt8] = []
         KeyCodec.append(untagged: try decoder.value(at: 0), to: &pk)
         var children: [Any] = []

@@ -89,7 +89,7 @@ extension EntityTable {
         if link != nil && (!existed || moved) {
             try txn.put(byId, pk, key)
         }
-        if !relations.isEmpty {
+        if hasRelations {
             let primaryKey = encoder.value(at: 0)
             for position in relations.indices {
                 try relations[position].replaceChildren(

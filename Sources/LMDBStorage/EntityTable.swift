@@ -43,6 +43,10 @@ final class EntityTable<R: Record>: Sendable {
     let byId: MDB_dbi
     let indexes: [IndexTable]
     let relations: [any ChildSet<R>]
+    /// `!relations.isEmpty`, kept apart: reading `relations` at all looks up
+    /// the metadata of `[any ChildSet<R>]` (an existential over the generic
+    /// `R`, 450 instructions), which was paid per decoded record.
+    let hasRelations: Bool
     /// `R` as a ``FieldwiseRecord``, when it reads its fields by position.
     let fieldwiseType: (any FieldwiseRecord.Type)? = R.self as? any FieldwiseRecord.Type
     /// Writes a record's fields by position, when `R` is a ``FieldwiseRecord``.
@@ -94,6 +98,7 @@ final class EntityTable<R: Record>: Sendable {
         relations = try entity.relations.map { relation in
             try relation.makeChildSet(environment: environment, parentMain: main, parentById: parentById)
         }
+        hasRelations = !entity.relations.isEmpty
     }
 
     /// The parent link recorded in the environment by an earlier parent storage.

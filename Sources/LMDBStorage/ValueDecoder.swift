@@ -132,10 +132,13 @@ final class ValueDecoder {
     /// position; its relations are left empty for the caller to attach.
     func decodeFieldwise<F: FieldwiseRecord, R>(_ type: F.Type, as: R.Type) throws -> R {
         var reader = LoadedValueReader(decoder: self)
-        guard let record = try F(fields: &reader) as? R else {
+        // `F` is `R` (the caller found `F` by casting `R.self`): compare the
+        // metatypes and reinterpret, where `as? R` ran a dynamic cast through
+        // `Optional<R>`'s metadata on every record.
+        guard F.self == R.self else {
             throw StorageError(.decoding, .read, entity: schema.entity, message: "\(F.self) is not \(R.self)")
         }
-        return record
+        return unsafeBitCast(try F(fields: &reader), to: R.self)
     }
 
     /// The integer, double or text of field `index` of the loaded value, which

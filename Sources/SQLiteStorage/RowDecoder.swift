@@ -45,10 +45,13 @@ final class RowDecoder: Decoder {
 
     private func decodeFieldwise<F: FieldwiseRecord, T>(_ type: F.Type, as: T.Type) throws -> T {
         var reader = ColumnReader(decoder: self)
-        guard let record = try F(fields: &reader) as? T else {
+        // `F` is `T` (the caller found `F` by casting `T.self`): compare the
+        // metatypes and reinterpret, where `as? T` ran a dynamic cast through
+        // `Optional<T>`'s metadata on every record.
+        guard F.self == T.self else {
             throw StorageError(.decoding, .read, entity: layout.entityName, message: "\(F.self) is not \(T.self)")
         }
-        return record
+        return unsafeBitCast(try F(fields: &reader), to: T.self)
     }
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {

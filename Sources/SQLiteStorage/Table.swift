@@ -1,3 +1,4 @@
+import CSQLite
 import DAOCore
 import Foundation
 
@@ -16,6 +17,12 @@ final class Table<R: Record>: Sendable {
     /// The quoted column list, in field order.
     let selectList: String
     let upsertSQL: String
+    /// A plain `INSERT` of one row, for rows known not to be stored yet.
+    let insertSQL: String
+    /// For a relation's child: `UPDATE … SET <other columns> WHERE key = ?1
+    /// AND fk = ?n`, for a row known to be stored under the parent it names;
+    /// `nil` when the table has no foreign key or no other column.
+    let updateUnderParentSQL: String?
     let selectAllSQL: String
     let selectByKeySQL: String
     let deleteByKeySQL: String
@@ -52,9 +59,20 @@ final class Table<R: Record>: Sendable {
         selectList = columns.joined(separator: ", ")
         let values = (1...columns.count).map { "?\($0)" }.joined(separator: ", ")
         let updates = columns.dropFirst().map { "\($0) = excluded.\($0)" }.joined(separator: ", ")
+        insertSQL = "INSERT INTO \(table) (\(selectList)) VALUES (\(values))"
         upsertSQL =
             "INSERT INTO \(table) (\(selectList)) VALUES (\(values)) ON CONFLICT (\(key)) "
             + (updates.isEmpty ? "DO NOTHING" : "DO UPDATE SET \(updates)")
+        if let foreignKey, let fkIndex = names.firstIndex(of: foreignKey.column), fkIndex != 0 {
+            let assignments = names.indices.filter { $0 != 0 && $0 != fkIndex }
+                .map { "\(columns[$0]) = ?\($0 + 1)" }
+            updateUnderParentSQL =
+                assignments.isEmpty
+                ? nil
+                : "UPDATE \(table) SET \(assignments.joined(separator: ", ")) WHERE \(key) = ?1 AND \(columns[fkIndex]) = ?\(fkIndex + 1)"
+        } else {
+            updateUnderParentSQL = nil
+        }
         selectAllSQL = "SELECT \(selectList) FROM \(table) ORDER BY \(key)"
         selectByKeySQL = "SELECT \(selectList) FROM \(table) WHERE \(key) = ?1"
         deleteByKeySQL = "DELETE FROM \(table) WHERE \(key) = ?1"
@@ -85,6 +103,11 @@ private func makeLink<Rel: ToManyRelation>(_ relation: Rel, parentTable: String,
 /// and one encoder for every row, and a writer per relation.
 final class TableWriter<R: Record> {
     let upsert: Statement
+    /// The plain `INSERT`, prepared on first use.
+    private var insertStatement: Statement?
+    private var updateStatement: Statement?
+    private let table: Table<R>
+    private let connection: Connection
     let encoder: RowEncoder
     let children: [any ChildWriter<R>]
     /// Writes a record's fields by position, when `R` is a ``FieldwiseRecord``.
@@ -92,6 +115,8 @@ final class TableWriter<R: Record> {
 
     init(_ table: Table<R>, _ connection: Connection) throws {
         upsert = try connection.statement(table.upsertSQL)
+        self.table = table
+        self.connection = connection
         encoder = RowEncoder(layout: table.layout)
         writeFields = (R.self as? any FieldwiseRecord.Type).map { Self.fieldWriter($0) }
         if let foreignKey = table.foreignKey, let column = table.layout.indexByName[foreignKey.column] {
@@ -110,13 +135,66 @@ final class TableWriter<R: Record> {
     /// ``FieldwiseRecord``, through `Encodable` otherwise.
     @inline(__always)
     func bind(_ record: R) throws {
+        try bind(record, to: upsert)
+    }
+
+    /// Binds `record`'s fields to `statement` (the upsert or the plain insert).
+    @inline(__always)
+    func bind(_ record: R, to statement: Statement) throws {
         guard let writeFields else {
-            try encoder.encode(record, into: upsert)
+            try encoder.encode(record, into: statement)
             return
         }
-        var writer = ParameterWriter(encoder: encoder, statement: upsert)
+        var writer = ParameterWriter(encoder: encoder, statement: statement)
         try writeFields(record, &writer)
         try writer.finish()
+    }
+
+    /// The `UPDATE` of a row stored under the parent it names
+    /// (``Table/updateUnderParentSQL``), prepared on first use; `nil` when the
+    /// table has no column it would set.
+    func updateUnderParent() throws -> Statement? {
+        if let updateStatement { return updateStatement }
+        guard let sql = table.updateUnderParentSQL else { return nil }
+        let statement = try connection.statement(sql)
+        updateStatement = statement
+        return statement
+    }
+
+    /// Updates `record`, bound to `update` (``updateUnderParent()``) by
+    /// ``bind(_:to:)``, in place, then writes its children. The caller knows the
+    /// row is stored under the parent the record names, so the foreign key is
+    /// left out of `SET` (it is in `WHERE`): SQLite then has no foreign-key
+    /// check to make and opens no statement journal, which the upsert does on
+    /// every row. `update` is `nil` when there is nothing but the keys to set.
+    func finishUpdate(_ record: R, _ update: Statement?) throws {
+        try update?.run()
+        try finishChildren(record)
+    }
+
+    /// The plain `INSERT` statement.
+    func insert() throws -> Statement {
+        if let insertStatement { return insertStatement }
+        let statement = try connection.statement(table.insertSQL)
+        insertStatement = statement
+        return statement
+    }
+
+    /// Inserts `record`, bound to ``insert()`` by ``bind(_:to:)``, with a plain
+    /// `INSERT`, then writes its children. A single-row `INSERT` needs no
+    /// statement journal, where the upsert (`ON CONFLICT … DO UPDATE` may
+    /// write twice) opens one per row; so rows known to be new go this way.
+    /// A row that is stored after all (under another parent: the caller only
+    /// knew this parent's children) fails on its primary key before SQLite
+    /// writes anything, and is then upserted.
+    func finishInsert(_ record: R) throws {
+        do {
+            try insert().run()
+        } catch let error as StorageError where error.engineCode == sqliteConstraintPrimaryKey {
+            try bind(record, to: upsert)
+            try upsert.run()
+        }
+        try finishChildren(record)
     }
 
     /// `write(fields:)` of `F`, which is `R` (the caller found `F` by casting
@@ -129,6 +207,10 @@ final class TableWriter<R: Record> {
     /// writes the record's children.
     func finish(_ record: R) throws {
         try upsert.run()
+        try finishChildren(record)
+    }
+
+    private func finishChildren(_ record: R) throws {
         for child in children {
             try child.write(childrenOf: record)
         }
@@ -160,18 +242,60 @@ struct TableReader<R: Record> {
     }
 
     /// Runs `statement` (already bound), decodes every row, and collects the
-    /// value of column `keyColumn` of each row into `keys`.
-    func rows(_ statement: Statement, keyColumn: Int32, keys: inout [StoredValue]) throws -> [R] {
+    /// value of column `keyColumn` of each row into `keys`. With `inKeyOrder`
+    /// the rows (and `keys` with them) come back in primary-key order
+    /// (``StoredValue``'s order, the engine's `BINARY` order for keys of one
+    /// storage class) whatever order the statement yielded them in: sorting a
+    /// parent's few children here is far cheaper than the temporary B-tree
+    /// SQLite builds for `ORDER BY key` when the index it searches by the
+    /// foreign key does not yield the key's order.
+    func rows(_ statement: Statement, keyColumn: Int32, keys: inout [StoredValue], inKeyOrder: Bool = false) throws -> [R] {
         defer { statement.reset() }
         let decoder = RowDecoder(layout: table.layout, statement: statement)
         var records: [R] = []
+        var primaryKeys: [StoredValue] = []
+        let first = keys.count
         while try statement.step() {
             records.append(try decoder.decodeRow(R.self))
             keys.append(statement.storedValue(keyColumn))
+            // Column 0 is the primary key (``Table/selectList`` is in field order).
+            if inKeyOrder { primaryKeys.append(statement.storedValue(0)) }
         }
-        return records
+        guard inKeyOrder, let order = keyOrder(primaryKeys) else { return records }
+        var sorted: [R] = []
+        sorted.reserveCapacity(records.count)
+        var sortedKeys: [StoredValue] = []
+        sortedKeys.reserveCapacity(order.count)
+        for position in order {
+            sorted.append(records[position])
+            sortedKeys.append(keys[first + position])
+        }
+        keys.replaceSubrange(first..., with: sortedKeys)
+        return sorted
     }
+}
 
+/// The positions of `values` in ascending order, or `nil` when they are in
+/// order already.
+private func keyOrder(_ values: [StoredValue]) -> [Int]? {
+    var index = 1
+    while index < values.count, !(values[index] < values[index - 1]) { index += 1 }
+    guard index < values.count else { return nil }
+    // Integer keys (the usual case) sort as plain pairs, several times faster
+    // than through StoredValue's comparison.
+    var integers: [(key: Int64, position: Int)] = []
+    integers.reserveCapacity(values.count)
+    for position in values.indices {
+        guard case .integer(let key) = values[position] else {
+            return values.indices.sorted { values[$0] < values[$1] }
+        }
+        integers.append((key, position))
+    }
+    integers.sort { $0.key < $1.key }
+    return integers.map(\.position)
+}
+
+extension TableReader {
     /// Fills in every relation of `records` from the child tables. `all` says
     /// that `records` are all the rows of the table, so the children can be read
     /// in one scan without naming parents.
@@ -244,7 +368,9 @@ final class RelationLink<Rel: ToManyRelation>: ChildLink {
         let key = quoted(Child.entity.primaryKeyField.name)
         let fk = quoted(foreignKey.column)
         childKeysSQL = "SELECT \(key) FROM \(table) WHERE \(fk) = ?1"
-        childrenOfParentSQL = "SELECT \(child.selectList) FROM \(table) WHERE \(fk) = ?1 ORDER BY \(key)"
+        // No `ORDER BY`: ``TableReader/rows(_:keyColumn:keys:inKeyOrder:)`` puts
+        // the rows in key order (see there why).
+        childrenOfParentSQL = "SELECT \(child.selectList) FROM \(table) WHERE \(fk) = ?1"
     }
 
     var name: String { relation.name }
@@ -266,12 +392,11 @@ final class RelationLink<Rel: ToManyRelation>: ChildLink {
         try RelationWriter(link: self, connection)
     }
 
-    /// `SELECT … WHERE fk IN (?1, …, ?n) ORDER BY key`, for n from a few fixed
-    /// sizes so the statements are reused.
+    /// `SELECT … WHERE fk IN (?1, …, ?n)`, for n from a few fixed sizes so the
+    /// statements are reused; the rows are put in key order as they are read.
     func childrenOfParentsSQL(count: Int) -> String {
         let list = (1...count).map { "?\($0)" }.joined(separator: ", ")
         return "SELECT \(child.selectList) FROM \(quoted(child.name)) WHERE \(quoted(foreignKey.column)) IN (\(list))"
-            + " ORDER BY \(quoted(Child.entity.primaryKeyField.name))"
     }
 
     static var batchSizes: [Int] { [8, 64, 512] }
@@ -281,7 +406,7 @@ final class RelationLink<Rel: ToManyRelation>: ChildLink {
         var groups: [StoredValue: [Child]] = [:]
         func read(_ statement: Statement, all: Bool) throws {
             var keys: [StoredValue] = []
-            var children = try reader.rows(statement, keyColumn: foreignKeyColumn, keys: &keys)
+            var children = try reader.rows(statement, keyColumn: foreignKeyColumn, keys: &keys, inKeyOrder: !all)
             try reader.attachChildren(to: &children, all: all)
             group(children, by: keys, into: &groups)
         }
@@ -377,8 +502,16 @@ final class RelationWriter<Rel: ToManyRelation>: ChildWriter {
         var held: [StoredValue] = []
         if !existing.isEmpty { held.reserveCapacity(children.count) }
         let encoder = writer.encoder
+        // No child is stored under this parent: insert them (see
+        // ``TableWriter/finishInsert(_:)``).
+        let inserting = existing.isEmpty
+        // Children stored under this parent already are updated in place (see
+        // ``TableWriter/finishUpdate(_:_:)``); others are upserted.
+        let stored = inserting ? [] : Set(existing)
+        let update = inserting ? nil : try writer.updateUnderParent()
+        let target = inserting ? try writer.insert() : update ?? writer.upsert
         for child in children {
-            try writer.bind(child)
+            try writer.bind(child, to: target)
             var parentOfChild = encoder.capturedParent
             if parentOfChild == .null { parentOfChild = child[keyPath: link.relation.parentKey].storedValue }
             guard parentOfChild == key else {
@@ -391,7 +524,14 @@ final class RelationWriter<Rel: ToManyRelation>: ChildWriter {
                 let childKey = encoder.capturedKey
                 held.append(childKey == .null ? child.primaryKey.storedValue : childKey)
             }
-            try writer.finish(child)
+            if inserting {
+                try writer.finishInsert(child)
+            } else if stored.contains(held[held.count - 1]) {
+                try writer.finishUpdate(child, update)
+            } else {
+                if target !== writer.upsert { try writer.bind(child, to: writer.upsert) }
+                try writer.finish(child)
+            }
         }
         if !existing.isEmpty {
             let kept = Set(held)

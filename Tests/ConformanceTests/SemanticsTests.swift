@@ -267,6 +267,42 @@ struct SemanticsTests {
             #expect(try dialogs.read(primaryKey: 1)?.messages.map(\.id) == [-3, 1, 5, 9])
         }
     }
+
+    @Test("a child moves to a parent that had no children, in one persist", arguments: allBackends)
+    func childMovesToNewParent(backend: Backend) throws {
+        try withStore(backend) { store, _ in
+            let dialogs = try store.anyStorage(for: DialogRecord.self)
+            try dialogs.persist([dialogRecord(1, messageIds: [1, 2, 3])])
+            // Dialog 2 is new; message 2 is stored under dialog 1.
+            try dialogs.persist([dialogRecord(2, messageIds: [4, 2])])
+            #expect(try dialogs.read(primaryKey: 1)?.messages.map(\.id) == [1, 3])
+            #expect(try dialogs.read(primaryKey: 2)?.messages.map(\.id) == [2, 4])
+            let messages = try store.anyStorage(for: MessageRecord.self)
+            #expect(try messages.read(primaryKey: 2)?.dialogId == 2)
+            #expect(try messages.readAll().map(\.id) == [1, 2, 3, 4])
+        }
+    }
+
+    @Test("persisting a parent again updates its stored children, adds new ones and takes moved ones", arguments: allBackends)
+    func childrenUpdatedAddedAndMoved(backend: Backend) throws {
+        try withStore(backend) { store, _ in
+            let dialogs = try store.anyStorage(for: DialogRecord.self)
+            try dialogs.persist([dialogRecord(1, messageIds: [1, 2, 3]), dialogRecord(2, messageIds: [7, 8])])
+            // Message 1 changes every field but its keys, 3 is dropped, 5 is
+            // new and 7 moves here from dialog 2, which keeps 8.
+            let changed = messageRecord(
+                1, dialog: 1, text: "changed", date: Date(timeIntervalSince1970: 5), isRead: true, type: 9)
+            let again = DialogRecord(
+                id: 1, isPinned: true,
+                messages: [changed, messageRecord(2, dialog: 1), messageRecord(5, dialog: 1), messageRecord(7, dialog: 1)])
+            try dialogs.persist([again])
+            #expect(try dialogs.read(primaryKey: 1) == again)
+            #expect(try dialogs.read(primaryKey: 2)?.messages.map(\.id) == [8])
+            let messages = try store.anyStorage(for: MessageRecord.self)
+            #expect(try messages.read(primaryKey: 1) == changed)
+            #expect(try messages.readAll().map(\.id) == [1, 2, 5, 7, 8])
+        }
+    }
 }
 
 /// `author` as every backend gives it back: children in primary-key order

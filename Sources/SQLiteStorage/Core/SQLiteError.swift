@@ -36,3 +36,7 @@ func sqliteError(_ code: Int32, db: OpaquePointer?, sql: String?, operation: Sto
         storageErrorKind(forSQLiteCode: extended), operation, engineCode: extended,
         message: "SQLite: \(message)", context: sql)
 }
+
+/// `SQLITE_CONSTRAINT_PRIMARYKEY`, the extended code of a primary-key
+/// conflict (Swift does not import the C macro).
+let sqliteConstraintPrimaryKey: Int32 = SQLITE_CONSTRAINT | (6 << 8)
