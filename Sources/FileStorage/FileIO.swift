@@ -100,34 +100,88 @@ enum FileIO {
 /// An exclusive advisory lock on the store's directory, held for the life of a
 /// ``FileStore``, so that two stores (in one process or two) never write the same
 /// directory at once.
+///
+/// Between processes it is a POSIX record lock (`fcntl(F_SETLK)`) on the
+/// `store.lock` file; within this process, a set of the lock files held. A
+/// record lock belongs to the process and is not inherited by a child process,
+/// unlike a `flock`, which the child shares between `fork` and `exec`: with
+/// `flock`, a store closed while another thread was starting a process could
+/// stay locked for that moment, and a reopen failed with `busy`. A record lock
+/// is released when the process closes any descriptor of the file; the lock
+/// file is opened only here, once per directory (the set sees to that).
 final class DirectoryLock: Sendable {
-    /// The lock file's descriptor; -1 once released.
-    private let fd: Mutex<Int32>
+    /// A file's identity: device and inode, the same through any path to it.
+    private struct FileID: Hashable {
+        let device: UInt64
+        let inode: UInt64
+
+        init(_ info: stat) {
+            device = UInt64(info.st_dev)
+            inode = UInt64(info.st_ino)
+        }
+    }
+
+    /// The lock files this process holds.
+    private static let held = Mutex<Set<FileID>>([])
+
+    /// The lock file's descriptor and identity; the descriptor is -1 once released.
+    private let state: Mutex<(fd: Int32, id: FileID)>
 
     init(directory: URL) throws {
         let url = directory.appendingPathComponent("store.lock")
-        let fd = open(url.path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw FileIO.posixError(.open, url, "the lock file could not be opened") }
-        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
-            let code = errno
-            close(fd)
-            if code == EWOULDBLOCK {
-                throw StorageError(
-                    .busy, .open, path: directory.path, engineCode: code,
-                    message: "another FileStore (in this or another process) has this directory open")
+        let busy = StorageError(
+            .busy, .open, path: directory.path,
+            message: "another FileStore (in this or another process) has this directory open")
+        // Taken whole under the set's lock, so that this process never opens
+        // a lock file it already holds: closing that descriptor again would
+        // release the holder's record lock.
+        state = Mutex(try Self.held.withLock { held in
+            var info = stat()
+            if stat(url.path, &info) == 0, held.contains(FileID(info)) { throw busy }
+            let fd = open(url.path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+            guard fd >= 0 else { throw FileIO.posixError(.open, url, "the lock file could not be opened") }
+            guard fstat(fd, &info) == 0 else {
+                let code = errno
+                close(fd)
+                errno = code
+                throw FileIO.posixError(.open, url, "the lock file could not be examined")
             }
-            errno = code
-            throw FileIO.posixError(.open, url, "the lock file could not be locked")
-        }
-        self.fd = Mutex(fd)
+            let id = FileID(info)
+            // The path now names a lock file this process holds (it was
+            // replaced since the check above): closing this descriptor would
+            // release that lock, so it stays open, one descriptor, until exit.
+            guard !held.contains(id) else { throw busy }
+            var lock = flock()
+            lock.l_type = Int16(F_WRLCK)
+            lock.l_whence = Int16(SEEK_SET)
+            lock.l_start = 0
+            lock.l_len = 0
+            guard fcntl(fd, F_SETLK, &lock) == 0 else {
+                let code = errno
+                close(fd)
+                if code == EAGAIN || code == EACCES {
+                    var error = busy
+                    error.engineCode = code
+                    throw error
+                }
+                errno = code
+                throw FileIO.posixError(.open, url, "the lock file could not be locked")
+            }
+            held.insert(id)
+            return (fd, id)
+        })
     }
 
     /// Releases the lock (closing the lock file releases it); does nothing
     /// the second time.
     func release() {
-        fd.withLock { fd in
-            if fd >= 0 { close(fd) }
-            fd = -1
+        state.withLock { state in
+            guard state.fd >= 0 else { return }
+            Self.held.withLock { held in
+                close(state.fd)
+                held.remove(state.id)
+            }
+            state.fd = -1
         }
     }
 
