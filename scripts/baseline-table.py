@@ -15,6 +15,7 @@ import sys
 
 
 def human(value):
+    value = float(f"{value:.3g}")  # round first, so 999.6 k reads 1 M, not 1e+03 k
     for limit, suffix in ((1e6, " M"), (1e3, " k")):
         if value >= limit:
             return f"{value / limit:.3g}{suffix}"

@@ -379,7 +379,8 @@ enum Format {
     /// `12.3k`, `4.56M`.
     static func compact(_ value: Double?) -> String {
         guard let value else { return "" }
-        let magnitude = abs(value)
+        // Round to three digits first, so 999.6k reads 1M, not 1e+03k.
+        let magnitude = abs(Double(String(format: "%.3g", value)) ?? value)
         if magnitude >= 1e9 { return String(format: "%.3gG", value / 1e9) }
         if magnitude >= 1e6 { return String(format: "%.3gM", value / 1e6) }
         if magnitude >= 1e3 { return String(format: "%.3gk", value / 1e3) }

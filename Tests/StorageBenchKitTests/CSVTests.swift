@@ -83,3 +83,16 @@ import Testing
         #expect(throws: ConfigurationError.self) { try Report(csv: "workload,backend\r\nx,y\r\n") }
     }
 }
+
+@Suite("Compact numbers")
+struct CompactNumberTests {
+    @Test("a value that rounds up to the next unit reads in that unit")
+    func roundsIntoTheNextUnit() {
+        #expect(Format.compact(999_600) == "1M")
+        #expect(Format.compact(999_400) == "999k")
+        #expect(Format.compact(12_345) == "12.3k")
+        #expect(Format.compact(999.7) == "1k")
+        #expect(Format.compact(4_560_000) == "4.56M")
+        #expect(Format.compact(nil) == "")
+    }
+}
