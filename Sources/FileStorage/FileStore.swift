@@ -374,9 +374,18 @@ enum StoreFiles {
     /// Whether the file decodes as a store document (as JSON or as a property list).
     static func readsAsDocument(_ url: URL) -> Bool {
         guard let data = FileManager.default.contents(atPath: url.path) else { return false }
-        // Failing to decode is the answer here, not an error to report.
-        if (try? JSONDecoder().decode(DocumentHeader.self, from: data)) != nil { return true }
-        return (try? PropertyListDecoder().decode(DocumentHeader.self, from: data)) != nil
+        // Failing to decode is the answer here ("not a store document"), not an
+        // error to report: the file is then left alone as the user's.
+        do {
+            _ = try JSONDecoder().decode(DocumentHeader.self, from: data)
+            return true
+        } catch {}
+        do {
+            _ = try PropertyListDecoder().decode(DocumentHeader.self, from: data)
+            return true
+        } catch {
+            return false
+        }
     }
 
     private static func stripExtension(_ name: String) -> Substring? {
