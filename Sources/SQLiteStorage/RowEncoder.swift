@@ -138,9 +138,9 @@ struct RowEncodingContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
     }
 
     mutating func encode(_ value: String, forKey key: Key) throws {
-        guard let index = try encoder.parameter(for: key), let handle = encoder.handle else { return }
+        guard let index = try encoder.parameter(for: key), let statement = encoder.statement else { return }
         encoder.capture(.text(value), at: index)
-        try encoder.check(bindText(handle, value, index))
+        try statement.bind(value, at: index)
     }
 
     mutating func encode(_ value: Double, forKey key: Key) throws {
@@ -263,9 +263,9 @@ struct ColumnEncoder: Encoder, SingleValueEncodingContainer {
     func encodeNil() throws { try encoder.check(sqlite3_bind_null(encoder.handle, index)) }
     func encode(_ value: Bool) throws { try int(value ? 1 : 0) }
     func encode(_ value: String) throws {
-        guard let handle = encoder.handle else { return }
+        guard let statement = encoder.statement else { return }
         encoder.capture(.text(value), at: index)
-        try encoder.check(bindText(handle, value, index))
+        try statement.bind(value, at: index)
     }
     func encode(_ value: Double) throws { try encoder.check(sqlite3_bind_double(encoder.handle, index, value)) }
     func encode(_ value: Float) throws { try encode(Double(value)) }
