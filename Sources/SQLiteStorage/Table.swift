@@ -260,8 +260,10 @@ struct TableReader<R: Record> {
     /// parent's few children here is far cheaper than the temporary B-tree
     /// SQLite builds for `ORDER BY key` when the index it searches by the
     /// foreign key does not yield the key's order.
+    ///
+    /// With `keyColumn` `nil` no keys are collected (the rows of one parent).
     func rows(
-        _ statement: Statement, keyColumn: Int32, keys: inout [StoredValue], inKeyOrder: Bool = false
+        _ statement: Statement, keyColumn: Int32?, keys: inout [StoredValue], inKeyOrder: Bool = false
     ) throws -> RecordBuffer<R> {
         defer { statement.reset() }
         let decoder = RowDecoder(layout: table.layout, statement: statement)
@@ -270,14 +272,16 @@ struct TableReader<R: Record> {
         let first = keys.count
         while try statement.step() {
             try records.append { try decoder.decodeRow(R.self, into: $0) }
-            keys.append(statement.storedValue(keyColumn))
+            if let keyColumn { keys.append(statement.storedValue(keyColumn)) }
             // Column 0 is the primary key (``Table/selectList`` is in field order).
             if inKeyOrder { primaryKeys.append(statement.storedValue(0)) }
         }
         guard inKeyOrder, let order = keyOrder(primaryKeys) else { return records }
         records.reorder(order)
-        let sortedKeys = order.map { keys[first + $0] }
-        keys.replaceSubrange(first..., with: sortedKeys)
+        if keyColumn != nil {
+            let sortedKeys = order.map { keys[first + $0] }
+            keys.replaceSubrange(first..., with: sortedKeys)
+        }
         return records
     }
 }
@@ -298,8 +302,38 @@ private func keyOrder(_ values: [StoredValue]) -> [Int]? {
         }
         integers.append((key, position))
     }
-    integers.sort { $0.key < $1.key }
-    return integers.map(\.position)
+    // The index SQLite searched by the foreign key orders a parent's rows by
+    // its other columns, so the keys usually come as two ascending runs
+    // (`index` is where the second starts): merging them is a single pass.
+    var end = index + 1
+    while end < integers.count, integers[end].key >= integers[end - 1].key { end += 1 }
+    guard end == integers.count else {
+        integers.sort { $0.key < $1.key }
+        return integers.map(\.position)
+    }
+    var order: [Int] = []
+    order.reserveCapacity(integers.count)
+    var left = 0
+    var right = index
+    while left < index, right < integers.count {
+        // `<=` keeps equal keys in their first order, as the stable sort does.
+        if integers[left].key <= integers[right].key {
+            order.append(integers[left].position)
+            left += 1
+        } else {
+            order.append(integers[right].position)
+            right += 1
+        }
+    }
+    while left < index {
+        order.append(integers[left].position)
+        left += 1
+    }
+    while right < integers.count {
+        order.append(integers[right].position)
+        right += 1
+    }
+    return order
 }
 
 extension TableReader {
@@ -429,9 +463,16 @@ final class RelationLink<Rel: ToManyRelation>: ChildLink {
         if all {
             try read(connection.statement(child.selectAllSQL), all: true)
         } else if parents.count == 1 {
+            // Every row is the parent's: no parent keys to collect and group by.
             let statement = try connection.statement(childrenOfParentSQL)
             try statement.bind(parents[0].primaryKey.storedValue, at: 1)
-            try read(statement, all: false)
+            var none: [StoredValue] = []
+            var children = try reader.rows(statement, keyColumn: nil, keys: &none, inKeyOrder: true)
+            if child.hasLinks {
+                try children.withElements { try reader.attachChildren(to: $0, all: false) }
+            }
+            parents[0][keyPath: relation.children] = children.takeAll()
+            return
         } else {
             var keys: [StoredValue] = []
             var seen = Set<StoredValue>()
