@@ -386,27 +386,32 @@ struct ParameterWriter: FieldWriter {
         return index
     }
 
+    @inline(__always)
     mutating func encode(_ value: Int64) throws {
         let index = try next()
         encoder.capture(.integer(value), at: index)
         try statement.bind(value, at: index)
     }
 
+    @inline(__always)
     mutating func encode(_ value: Double) throws {
         let index = try next()
         try statement.bind(value, at: index)
     }
 
+    @inline(__always)
     mutating func encode(_ value: String) throws {
         let index = try next()
         encoder.capture(.text(value), at: index)
         try statement.bind(value, at: index)
     }
 
+    @inline(__always)
     mutating func encode(_ value: Bool) throws {
         try encode(Int64(value ? 1 : 0))
     }
 
+    @inline(__always)
     mutating func encode(_ value: Date) throws {
         try encode(value.timeIntervalSinceReferenceDate)
     }
@@ -416,10 +421,15 @@ struct ParameterWriter: FieldWriter {
         try value.withUnsafeBytes { try statement.bind(blob: $0, at: index) }
     }
 
+    @inline(__always)
     mutating func encodeNil() throws {
         let index = try next()
         try statement.bindNull(at: index)
     }
+
+    // The encode methods are inlined into the protocol witnesses the record's
+    // generic `write(fields:)` calls, and the binds into them: one call per
+    // field rather than three.
 
     /// Checks that every declared field was written.
     func finish() throws {

@@ -255,9 +255,22 @@ struct WriteTests {
             try dialogs.persist(DialogRecord(id: 1, isPinned: false, messages: [9, 3, 6, 2, 8].map { message($0, 1) }))
             let dialog1 = DialogRecord(id: 1, isPinned: false, messages: [2, 3, 6, 8, 9].map { message($0, 1) })
             let dialog2 = DialogRecord(id: 2, isPinned: true, messages: [1, 4].map { message($0, 2) })
-            #expect(try dialogs.readAll() == [dialog1, dialog2])
+            // Dates rising with the keys, read and unread mixed: an index led by
+            // the parent key and the read flag yields two runs of keys.
+            func dated(_ id: Int64) -> MessageRecord {
+                var record = message(id, 3)
+                record.date = Date(timeIntervalSince1970: Double(id))
+                record.isRead = [102, 103, 107, 110, 111].contains(id)
+                return record
+            }
+            try dialogs.persist(
+                DialogRecord(id: 3, isPinned: false, messages: [111, 101, 107, 104, 102, 110, 103, 105].map(dated)))
+            let dialog3 = DialogRecord(
+                id: 3, isPinned: false, messages: [101, 102, 103, 104, 105, 107, 110, 111].map(dated))
+            #expect(try dialogs.readAll() == [dialog1, dialog2, dialog3])
             #expect(try dialogs.read(primaryKeys: [2, 1]) == [dialog2, dialog1])
             #expect(try dialogs.read(primaryKey: 1) == dialog1)
+            #expect(try dialogs.read(primaryKey: 3) == dialog3)
         }
     }
 }

@@ -55,14 +55,17 @@ final class Statement {
         }
     }
 
+    @inline(__always)
     func bind(_ value: Int64, at index: Int32) throws {
         try check(sqlite3_bind_int64(handle, index, value))
     }
 
+    @inline(__always)
     func bind(_ value: Double, at index: Int32) throws {
         try check(sqlite3_bind_double(handle, index, value))
     }
 
+    @inline(__always)
     func bindNull(at index: Int32) throws {
         try check(sqlite3_bind_null(handle, index))
     }
