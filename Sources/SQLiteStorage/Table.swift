@@ -345,7 +345,7 @@ extension TableReader {
         try records.withUnsafeMutableBufferPointer { try attachChildren(to: $0, all: all) }
     }
 
-    /// ``attachChildren(to:all:)-([R],_)`` on records in place.
+    /// Fills in every relation of `records` in place (see the array version).
     func attachChildren(to records: UnsafeMutableBufferPointer<R>, all: Bool) throws {
         guard table.hasLinks, !records.isEmpty else { return }
         for link in table.links {

@@ -12,7 +12,8 @@ final class Statement {
     /// The SQL text, for error messages.
     let sql: String
     /// One buffer per parameter (index 0 unused) that holds the bytes of the
-    /// text last bound there (see ``bind(_:at:)-(String,_)``), and its capacity.
+    /// text last bound there (see the `String` version of `bind(_:at:)`), and
+    /// its capacity.
     private let textBuffers: UnsafeMutablePointer<(bytes: UnsafeMutableRawPointer?, capacity: Int)>
     private let parameterCount: Int32
     /// Texts longer than this are copied by SQLite rather than kept in a
