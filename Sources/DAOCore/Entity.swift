@@ -127,6 +127,8 @@ public final class Entity<Root: Record>: Sendable {
     /// writes that no backend stores, found without key paths.
     let realChecker: (@Sendable (Root) throws -> Int?)?
     private let positionByName: [String: Int]
+    /// The plans of this entity's queries, by shape (see ``QueryPlan/init(_:parts:)``).
+    let queryPlans = QueryPlanCache<Root>()
 
     /// Declares an entity.
     ///

@@ -238,6 +238,15 @@ public struct SQLiteStorage<Record: DAOCore.Record>: Storage {
             var condition: SQLCondition?
             if case .constant(true) = expression {
                 condition = nil
+            } else if let template = core.template {
+                // The text depends on the shape only: compiled once per shape,
+                // the constants bound on every call.
+                let text = template.memo(ConditionText.self) {
+                    ConditionText(sql: PredicateSQL.compile(expression, entity: Record.entity)?.sql)
+                }
+                condition = text.sql.flatMap { sql in
+                    PredicateSQL.parameters(expression, entity: Record.entity).map { SQLCondition(sql: sql, parameters: $0) }
+                }
             } else {
                 condition = PredicateSQL.compile(expression, entity: Record.entity)
             }
@@ -250,4 +259,10 @@ public struct SQLiteStorage<Record: DAOCore.Record>: Storage {
             self.isExact = isExact
         }
     }
+}
+
+/// The `WHERE` text of a plan's shape (`nil`: SQLite cannot run it), kept with
+/// the core's ``PlanTemplate``.
+private struct ConditionText: Sendable {
+    let sql: String?
 }
