@@ -18,6 +18,9 @@ final class QueryPlanCache<R: Record>: Sendable {
     static var capacity: Int { 256 }
 
     private let entries = Mutex<[PlanKey<R>: CachedPlan<R>]>([:])
+    /// The shape reader of each predicate expression type met (`nil`: the type
+    /// has no shape).
+    private let readers = Mutex<[ObjectIdentifier: RootShapeReader?]>([:])
 
     init() {}
 
@@ -27,7 +30,7 @@ final class QueryPlanCache<R: Record>: Sendable {
         var shape: PredicateShape?
         var constants: [StoredValue] = []
         if let predicate = query.predicate {
-            guard let walked = ShapeWalk.shape(of: predicate) else { return QueryPlan(fresh: query, parts: parts) }
+            guard let walked = walk(predicate) else { return QueryPlan(fresh: query, parts: parts) }
             shape = walked.shape
             constants = walked.constants
         }
@@ -50,6 +53,27 @@ final class QueryPlanCache<R: Record>: Sendable {
         }
     }
 
+    /// The shape of `predicate` and its constants, or `nil` when some node has
+    /// no shape; the reader of its expression type is made the first time.
+    func walk(_ predicate: Predicate<R>) -> (shape: PredicateShape, constants: [StoredValue])? {
+        let expression = predicate.expression
+        let type = ObjectIdentifier(Swift.type(of: expression))
+        let reader: RootShapeReader?
+        if let known = readers.withLock({ $0[type] }) {
+            reader = known
+        } else {
+            reader = RootShapeReader.make(for: expression)
+            readers.withLock { readers in
+                if readers.count >= Self.capacity { readers.removeAll(keepingCapacity: true) }
+                readers[type] = reader
+            }
+        }
+        guard let reader else { return nil }
+        var walk = ShapeWalk(variable: predicate.variable.key)
+        guard let shape = reader.read(expression, &walk) else { return nil }
+        return (shape, walk.constants)
+    }
+
     /// How many shapes are kept (for tests).
     var count: Int { entries.withLock { $0.count } }
 
@@ -65,6 +89,24 @@ extension Entity {
     /// launch). Queries answer the same either way.
     public func forgetQueryPlans() {
         queryPlans.removeAll()
+    }
+}
+
+/// The shape reader of one predicate expression type.
+///
+/// `@unchecked Sendable`: the reader is a tree of closures that capture only
+/// metatypes and other such closures, never state, so calling it from any
+/// thread is safe; the closures are not `@Sendable` only because generic
+/// metatypes are not marked `Sendable`.
+struct RootShapeReader: @unchecked Sendable {
+    let read: (any StandardPredicateExpression<Bool>, inout ShapeWalk) -> PredicateShape?
+
+    static func make<E: StandardPredicateExpression<Bool>>(for expression: E) -> RootShapeReader? {
+        guard let reader = ShapeReaders.reader(for: E.self) else { return nil }
+        return RootShapeReader { expression, walk in
+            guard let expression = expression as? E else { return nil }
+            return reader(expression, &walk)
+        }
     }
 }
 

@@ -72,130 +72,223 @@ struct ShapeWalk {
         self.variable = variable
     }
 
-    /// The shape of `predicate` and its constants, or `nil` when some node has
-    /// no shape.
-    static func shape<R>(of predicate: Predicate<R>) -> (shape: PredicateShape, constants: [StoredValue])? {
-        var walk = ShapeWalk(variable: predicate.variable.key)
-        guard let shape = walk.shape(of: predicate.expression) else { return nil }
-        return (shape, walk.constants)
+    mutating func append(_ value: StoredValue) -> ConstantClass {
+        constants.append(value)
+        return ConstantClass(value)
+    }
+}
+
+/// Reads the shape and constants of an expression of type `E`. Made once per
+/// type, with every protocol conformance it needs looked up then: reading a
+/// predicate casts nothing (a conformance lookup costs the runtime thousands
+/// of instructions). Readers are plain closures over metatypes and other
+/// readers: they hold no state.
+typealias ShapeReader<E> = (E, inout ShapeWalk) -> PredicateShape?
+
+/// The key path an operand of type `E` reads, when its root is the variable given.
+typealias KeyPathReader<E> = (E, PredicateExpressions.VariableID) -> KeyPathKey?
+
+/// The constant an operand of type `E` holds, in stored form (`nil`: none).
+typealias ConstantReader<E> = (E) -> StoredValue?
+
+/// The readers of a predicate's expression types, found by casting metatypes.
+enum ShapeReaders {
+    /// The reader of `type`, or `nil` when expressions of that type have no shape.
+    static func reader<E>(for type: E.Type) -> ShapeReader<E>? {
+        guard let shaped = type as? any ShapedExpression.Type else { return nil }
+        return opened(shaped, as: type)
     }
 
-    mutating func shape<E>(of expression: E) -> PredicateShape? {
-        guard let node = expression as? any ShapedExpression else { return nil }
-        return node.shape(in: &self)
+    private static func opened<S: ShapedExpression, E>(_ shaped: S.Type, as type: E.Type) -> ShapeReader<E>? {
+        guard let reader = S.shapeReader() else { return nil }
+        // `S` is `E`, found by the cast above.
+        return { expression, walk in reader(unsafeBitCast(expression, to: S.self), &walk) }
     }
 
-    /// The key path an operand reads on the predicate's own input.
-    func keyPath<E>(_ operand: E) -> KeyPathKey? {
-        guard let keyPath = operand as? any KeyPathOperand, keyPath.variableKey == variable else { return nil }
-        return KeyPathKey(keyPath.anyKeyPath)
+    static func keyPath<E>(for type: E.Type) -> KeyPathReader<E>? {
+        guard let operand = type as? any KeyPathOperand.Type else { return nil }
+        return opened(operand, as: type)
     }
 
-    func constant<E>(_ operand: E) -> StoredValue? {
-        (operand as? any ValueOperand)?.storedValue
+    private static func opened<K: KeyPathOperand, E>(_ operand: K.Type, as type: E.Type) -> KeyPathReader<E>? {
+        guard let reader = K.keyPathReader() else { return nil }
+        return { operand, variable in reader(unsafeBitCast(operand, to: K.self), variable) }
+    }
+
+    static func constant<E>(for type: E.Type) -> ConstantReader<E>? {
+        guard let operand = type as? any ValueOperand.Type else { return nil }
+        return opened(operand, as: type)
+    }
+
+    private static func opened<V: ValueOperand, E>(_ operand: V.Type, as type: E.Type) -> ConstantReader<E>? {
+        let reader = V.constantReader()
+        return { operand in reader(unsafeBitCast(operand, to: V.self)) }
+    }
+
+    static func constants<E>(for type: E.Type) -> ((E) -> [StoredValue]?)? {
+        guard let operand = type as? any SequenceValueOperand.Type else { return nil }
+        return opened(operand, as: type)
+    }
+
+    private static func opened<V: SequenceValueOperand, E>(
+        _ operand: V.Type, as type: E.Type
+    ) -> ((E) -> [StoredValue]?)? {
+        let reader = V.constantsReader()
+        return { operand in reader(unsafeBitCast(operand, to: V.self)) }
+    }
+
+    /// The stored form of values of `type`: by its `FieldValue` conformance,
+    /// found once; otherwise cast per value (`nil` of an optional that is no
+    /// field value is `.null`).
+    static func storedValue<V>(of type: V.Type) -> (V) -> StoredValue? {
+        guard let field = type as? any FieldValue.Type else { return { DAOCore.storedValue(of: $0) } }
+        return opened(field, as: type)
+    }
+
+    private static func opened<F: FieldValue, V>(_ field: F.Type, as type: V.Type) -> (V) -> StoredValue? {
+        { value in unsafeBitCast(value, to: F.self).storedValue }
     }
 
     /// `lhs <op> rhs` with a key path on one side and a constant on the other,
-    /// in the order ``TranslationContext/comparison(_:_:_:)`` tries them.
-    mutating func comparison<Left, Right>(_ lhs: Left, _ rhs: Right, _ op: QueryExpression.Comparison) -> PredicateShape? {
-        if let keyPath = keyPath(lhs), let value = constant(rhs) {
-            constants.append(value)
-            return .compare(keyPath, op, ConstantClass(value))
+    /// in the order ``TranslationContext/comparison(_:_:_:)`` tries them;
+    /// `nil` when neither order is possible for these operand types.
+    static func comparison<E, Left, Right>(
+        _ lhs: @escaping (E) -> Left, _ rhs: @escaping (E) -> Right,
+        _ op: @escaping (E) -> QueryExpression.Comparison
+    ) -> ShapeReader<E>? {
+        let leftKeyPath = keyPath(for: Left.self)
+        let rightConstant = constant(for: Right.self)
+        let leftConstant = constant(for: Left.self)
+        let rightKeyPath = keyPath(for: Right.self)
+        let keyPathFirst = leftKeyPath != nil && rightConstant != nil
+        let constantFirst = leftConstant != nil && rightKeyPath != nil
+        guard keyPathFirst || constantFirst else { return nil }
+        return { expression, walk in
+            if let leftKeyPath, let rightConstant, let keyPath = leftKeyPath(lhs(expression), walk.variable),
+                let value = rightConstant(rhs(expression))
+            {
+                return .compare(keyPath, op(expression), walk.append(value))
+            }
+            if let leftConstant, let rightKeyPath, let value = leftConstant(lhs(expression)),
+                let keyPath = rightKeyPath(rhs(expression), walk.variable)
+            {
+                return .compare(keyPath, op(expression).flipped, walk.append(value))
+            }
+            return nil
         }
-        if let value = constant(lhs), let keyPath = keyPath(rhs) {
-            constants.append(value)
-            return .compare(keyPath, op.flipped, ConstantClass(value))
-        }
-        return nil
     }
 }
 
-/// A node of a predicate that has a shape.
+/// A node of a predicate that may have a shape.
 protocol ShapedExpression {
-    func shape(in walk: inout ShapeWalk) -> PredicateShape?
+    /// The reader of this type's expressions, or `nil` when they have no shape.
+    static func shapeReader() -> ShapeReader<Self>?
 }
 
 extension PredicateExpressions.Value: ShapedExpression {
-    func shape(in walk: inout ShapeWalk) -> PredicateShape? {
-        guard let constant = value as? Bool else { return nil }
-        return .constant(constant)
+    static func shapeReader() -> ShapeReader<Self>? {
+        guard Output.self == Bool.self else { return nil }
+        return { expression, _ in .constant(unsafeBitCast(expression.value, to: Bool.self)) }
     }
 }
 
 extension PredicateExpressions.KeyPath: ShapedExpression {
-    func shape(in walk: inout ShapeWalk) -> PredicateShape? {
-        walk.keyPath(self).map { .isTrue($0) }
+    static func shapeReader() -> ShapeReader<Self>? {
+        guard let keyPath = keyPathReader() else { return nil }
+        return { expression, walk in keyPath(expression, walk.variable).map { .isTrue($0) } }
     }
 }
 
 extension PredicateExpressions.Conjunction: ShapedExpression {
-    func shape(in walk: inout ShapeWalk) -> PredicateShape? {
-        guard let left = walk.shape(of: lhs), let right = walk.shape(of: rhs) else { return nil }
-        return .and(left, right)
+    static func shapeReader() -> ShapeReader<Self>? {
+        guard let left = ShapeReaders.reader(for: LHS.self), let right = ShapeReaders.reader(for: RHS.self) else { return nil }
+        return { expression, walk in
+            guard let lhs = left(expression.lhs, &walk), let rhs = right(expression.rhs, &walk) else { return nil }
+            return .and(lhs, rhs)
+        }
     }
 }
 
 extension PredicateExpressions.Disjunction: ShapedExpression {
-    func shape(in walk: inout ShapeWalk) -> PredicateShape? {
-        guard let left = walk.shape(of: lhs), let right = walk.shape(of: rhs) else { return nil }
-        return .or(left, right)
+    static func shapeReader() -> ShapeReader<Self>? {
+        guard let left = ShapeReaders.reader(for: LHS.self), let right = ShapeReaders.reader(for: RHS.self) else { return nil }
+        return { expression, walk in
+            guard let lhs = left(expression.lhs, &walk), let rhs = right(expression.rhs, &walk) else { return nil }
+            return .or(lhs, rhs)
+        }
     }
 }
 
 extension PredicateExpressions.Negation: ShapedExpression {
-    func shape(in walk: inout ShapeWalk) -> PredicateShape? {
-        walk.shape(of: wrapped).map { .not($0) }
+    static func shapeReader() -> ShapeReader<Self>? {
+        guard let wrapped = ShapeReaders.reader(for: Wrapped.self) else { return nil }
+        return { expression, walk in wrapped(expression.wrapped, &walk).map { .not($0) } }
     }
 }
 
 extension PredicateExpressions.Equal: ShapedExpression {
-    func shape(in walk: inout ShapeWalk) -> PredicateShape? {
-        walk.comparison(lhs, rhs, .equal)
+    static func shapeReader() -> ShapeReader<Self>? {
+        ShapeReaders.comparison({ $0.lhs }, { $0.rhs }, { _ in .equal })
     }
 }
 
 extension PredicateExpressions.NotEqual: ShapedExpression {
-    func shape(in walk: inout ShapeWalk) -> PredicateShape? {
-        walk.comparison(lhs, rhs, .notEqual)
+    static func shapeReader() -> ShapeReader<Self>? {
+        ShapeReaders.comparison({ $0.lhs }, { $0.rhs }, { _ in .notEqual })
     }
 }
 
 extension PredicateExpressions.Comparison: ShapedExpression {
-    func shape(in walk: inout ShapeWalk) -> PredicateShape? {
-        let comparison: QueryExpression.Comparison =
-            switch op {
+    static func shapeReader() -> ShapeReader<Self>? {
+        ShapeReaders.comparison({ $0.lhs }, { $0.rhs }) { expression in
+            switch expression.op {
             case .lessThan: .less
             case .lessThanOrEqual: .lessOrEqual
             case .greaterThan: .greater
             case .greaterThanOrEqual: .greaterOrEqual
             }
-        return walk.comparison(lhs, rhs, comparison)
+        }
     }
 }
 
 extension PredicateExpressions.CollectionContainsCollection: ShapedExpression {
-    func shape(in walk: inout ShapeWalk) -> PredicateShape? {
-        guard let keyPath = walk.keyPath(base), let value = walk.constant(other) else { return nil }
-        walk.constants.append(value)
-        return .contains(keyPath, ConstantClass(value))
+    static func shapeReader() -> ShapeReader<Self>? {
+        guard let keyPath = ShapeReaders.keyPath(for: Base.self), let constant = ShapeReaders.constant(for: Other.self)
+        else { return nil }
+        return { expression, walk in
+            guard let field = keyPath(expression.base, walk.variable), let value = constant(expression.other) else {
+                return nil
+            }
+            return .contains(field, walk.append(value))
+        }
     }
 }
 
 extension PredicateExpressions.SequenceStartsWith: ShapedExpression {
-    func shape(in walk: inout ShapeWalk) -> PredicateShape? {
-        guard let keyPath = walk.keyPath(base), let value = walk.constant(self.prefix) else { return nil }
-        walk.constants.append(value)
-        return .hasPrefix(keyPath, ConstantClass(value))
+    static func shapeReader() -> ShapeReader<Self>? {
+        guard let keyPath = ShapeReaders.keyPath(for: Base.self), let constant = ShapeReaders.constant(for: Prefix.self)
+        else { return nil }
+        return { expression, walk in
+            guard let field = keyPath(expression.base, walk.variable), let value = constant(expression.prefix) else {
+                return nil
+            }
+            return .hasPrefix(field, walk.append(value))
+        }
     }
 }
 
 extension PredicateExpressions.SequenceContains: ShapedExpression {
-    func shape(in walk: inout ShapeWalk) -> PredicateShape? {
-        guard let keyPath = walk.keyPath(element),
-            let constant = sequence as? any SequenceValueOperand,
-            let values = constant.storedValues
+    static func shapeReader() -> ShapeReader<Self>? {
+        guard let keyPath = ShapeReaders.keyPath(for: RHS.self), let constants = ShapeReaders.constants(for: LHS.self)
         else { return nil }
-        walk.constants.append(contentsOf: values)
-        return .isIn(keyPath, values.map(ConstantClass.init))
+        return { expression, walk in
+            guard let field = keyPath(expression.element, walk.variable), let values = constants(expression.sequence) else {
+                return nil
+            }
+            var classes: [ConstantClass] = []
+            classes.reserveCapacity(values.count)
+            for value in values { classes.append(walk.append(value)) }
+            return .isIn(field, classes)
+        }
     }
 }
