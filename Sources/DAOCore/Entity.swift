@@ -121,12 +121,18 @@ public final class Entity<Root: Record>: Sendable {
     let declaredKeys: Set<String>
     /// The same keys in declaration order.
     let declaredOrder: [String]
+    /// Whether the entity owns relations: tested before walking ``relations``,
+    /// whose iteration asks the runtime for the metadata of a constrained
+    /// existential (about 400 instructions) even when it is empty.
+    let hasRelations: Bool
     /// Whether `checkStorable(_:)` has anything to check.
     let hasRealFieldsOrRelations: Bool
     /// For a ``FieldwiseRecord`` with reals: the position of the first real it
     /// writes that no backend stores, found without key paths.
     let realChecker: (@Sendable (Root) throws -> Int?)?
     private let positionByName: [String: Int]
+    /// The plans of this entity's queries, by shape (see ``QueryPlan/init(_:parts:)``).
+    let queryPlans = QueryPlanCache<Root>()
 
     /// Declares an entity.
     ///
@@ -164,6 +170,7 @@ public final class Entity<Root: Record>: Sendable {
         declaredOrder = self.fields.map(\.name) + relations.map(\.name)
         declaredKeys = Set(declaredOrder)
         realFields = self.fields.filter { $0.type == .real || $0.type == .date }
+        hasRelations = !relations.isEmpty
         hasRealFieldsOrRelations = !realFields.isEmpty || !relations.isEmpty
         if !realFields.isEmpty, let fieldwise = Root.self as? any FieldwiseRecord.Type {
             realChecker = makeRealChecker(fieldwise, for: Root.self)

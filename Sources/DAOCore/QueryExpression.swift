@@ -298,10 +298,15 @@ protocol TranslatableExpression {
 protocol KeyPathOperand {
     var variableKey: PredicateExpressions.VariableID? { get }
     var anyKeyPath: AnyKeyPath { get }
+    /// ``variableKey`` and ``anyKeyPath`` for operands of this type, with the
+    /// root's conformance looked up once (`nil`: the root is no variable).
+    static func keyPathReader() -> KeyPathReader<Self>?
 }
 
 protocol ValueOperand {
     var storedValue: StoredValue? { get }
+    /// ``storedValue`` for operands of this type, conformances looked up once.
+    static func constantReader() -> ConstantReader<Self>
 }
 
 private protocol OptionalValue {
@@ -325,6 +330,18 @@ extension PredicateExpressions.KeyPath: KeyPathOperand {
         (root as? any VariableOperand)?.key
     }
     var anyKeyPath: AnyKeyPath { keyPath }
+
+    static func keyPathReader() -> KeyPathReader<Self>? {
+        guard let variable = Root.self as? any VariableOperand.Type else { return nil }
+        return keyPathReader(variable)
+    }
+
+    private static func keyPathReader<V: VariableOperand>(_ variable: V.Type) -> KeyPathReader<Self> {
+        // `V` is `Root`, found by the cast above.
+        { operand, key in
+            unsafeBitCast(operand.root, to: V.self).key == key ? KeyPathKey(operand.keyPath) : nil
+        }
+    }
 }
 
 protocol VariableOperand {
@@ -335,10 +352,17 @@ extension PredicateExpressions.Variable: VariableOperand {}
 
 extension PredicateExpressions.Value: ValueOperand {
     var storedValue: StoredValue? { DAOCore.storedValue(of: value) }
+
+    static func constantReader() -> ConstantReader<Self> {
+        let stored = ShapeReaders.storedValue(of: Output.self)
+        return { operand in stored(operand.value) }
+    }
 }
 
 extension PredicateExpressions.NilLiteral: ValueOperand {
     var storedValue: StoredValue? { .null }
+
+    static func constantReader() -> ConstantReader<Self> { { _ in .null } }
 }
 
 extension PredicateExpressions.Value: TranslatableExpression {
@@ -471,9 +495,23 @@ extension PredicateExpressions.SequenceContains: TranslatableExpression {
 
 protocol SequenceValueOperand {
     var storedValues: [StoredValue]? { get }
+    /// ``storedValues`` for operands of this type, conformances looked up once.
+    static func constantsReader() -> (Self) -> [StoredValue]?
 }
 
 extension PredicateExpressions.Value: SequenceValueOperand where Output: Sequence {
+    static func constantsReader() -> (Self) -> [StoredValue]? {
+        let stored = ShapeReaders.storedValue(of: Output.Element.self)
+        return { operand in
+            var values: [StoredValue] = []
+            for element in operand.value {
+                guard let value = stored(element) else { return nil }
+                values.append(value)
+            }
+            return values
+        }
+    }
+
     var storedValues: [StoredValue]? {
         var values: [StoredValue] = []
         for element in value {

@@ -54,10 +54,49 @@ public struct QueryPlan<R: Record>: Sendable {
     /// What an adapter needs planned beyond the translation and the sort.
     public typealias Parts = QueryPlanParts
 
+    /// The template this plan was bound from (or made), kept for its shape by
+    /// the entity's plan cache; `nil` when the query's shape is planned afresh
+    /// each time. Adapters keep what they derive from the shape alone (SQL
+    /// text) with ``PlanTemplate/memo(_:_:)``.
+    public let template: PlanTemplate<R>?
+
     /// Plans `query`; `parts` leaves out what the adapter does not use (SQLite,
     /// which runs an exact condition as SQL, needs neither part).
+    ///
+    /// A query whose shape (predicate without its constants, sort descriptors,
+    /// whether it has a limit) was planned before is not translated and
+    /// planned again: its constants are bound to the plan kept for the shape
+    /// (see ``PlanTemplate``), which gives the plan ``init(fresh:parts:)`` gives.
     public init(_ query: Query<R>, parts: Parts = .all) {
+        self = R.entity.queryPlans.plan(query, parts: parts)
+    }
+
+    init(
+        query: Query<R>, access: Access, engineCondition: QueryExpression?, conditionIsExact: Bool,
+        accessIsExact: Bool, condition: RecordCondition<R>?, sort: SortPlan<R>, template: PlanTemplate<R>?
+    ) {
         self.query = query
+        self.access = access
+        self.engineCondition = engineCondition
+        self.conditionIsExact = conditionIsExact
+        self.accessIsExact = accessIsExact
+        self.condition = condition
+        self.sort = sort
+        self.template = template
+    }
+
+    /// This plan, kept with `template`.
+    func with(template: PlanTemplate<R>) -> QueryPlan {
+        QueryPlan(
+            query: query, access: access, engineCondition: engineCondition, conditionIsExact: conditionIsExact,
+            accessIsExact: accessIsExact, condition: condition, sort: sort, template: template)
+    }
+
+    /// Plans `query` from scratch, without the entity's plan cache: translates
+    /// the predicate and chooses the access path again.
+    public init(fresh query: Query<R>, parts: Parts = .all) {
+        self.query = query
+        template = nil
         sort = SortPlan(query.sortedBy)
         guard let predicate = query.predicate else {
             access = .all
@@ -151,35 +190,60 @@ public struct QueryPlan<R: Record>: Sendable {
 
     // MARK: Choosing the access path
 
+    /// An access path by the positions of the required equalities that bind
+    /// it, each with the field its value is coerced to.
+    enum AccessChoice {
+        case all
+        case primaryKey((equality: Int, target: Field<R>))
+        case index(Index, [(equality: Int, target: Field<R>)])
+        case parent((equality: Int, target: Field<R>))
+    }
+
     /// The access path for these required equalities and how many distinct
     /// equalities it binds: the primary key; else the index binding the most
     /// leading fields, when it binds more than one or there is no parent key;
     /// else the parent key; else every record.
     static func access(for equalities: [(field: String, value: StoredValue)]) -> (Access, Int) {
+        let (choice, bound) = chooseAccess(equalities)
+        func value(_ position: (equality: Int, target: Field<R>)) -> StoredValue {
+            // The choice took only equalities whose value coerces.
+            let value = equalities[position.equality].value
+            return value.coerced(to: position.target.type, optional: position.target.isOptional) ?? value
+        }
+        switch choice {
+        case .all: return (.all, bound)
+        case .primaryKey(let position): return (.primaryKey(value(position)), bound)
+        case .index(let index, let positions): return (.index(index, values: positions.map(value)), bound)
+        case .parent(let position): return (.parent(value(position)), bound)
+        }
+    }
+
+    /// ``access(for:)`` by positions in `equalities`.
+    static func chooseAccess(_ equalities: [(field: String, value: StoredValue)]) -> (AccessChoice, Int) {
         guard !equalities.isEmpty else { return (.all, 0) }
         let entity = R.entity
-        func bound(_ name: String) -> StoredValue? {
+        func bound(_ name: String) -> (equality: Int, target: Field<R>)? {
             guard let field = entity.field(named: name) else { return nil }
-            for equality in equalities where equality.field == name {
-                if let value = equality.value.coerced(to: field.type, optional: field.isOptional) { return value }
+            for (position, equality) in equalities.enumerated() where equality.field == name {
+                if equality.value.coerced(to: field.type, optional: field.isOptional) != nil { return (position, field) }
             }
             return nil
         }
         if let key = bound(entity.primaryKeyField.name) { return (.primaryKey(key), 1) }
-        var best: (index: Index, values: [StoredValue])?
+        var best: (index: Index, positions: [(equality: Int, target: Field<R>)])?
         for index in entity.indexes {
-            var values: [StoredValue] = []
+            var positions: [(equality: Int, target: Field<R>)] = []
             for field in index.fields {
-                guard let value = bound(field) else { break }
-                values.append(value)
+                guard let position = bound(field) else { break }
+                positions.append(position)
             }
-            if !values.isEmpty && values.count > (best?.values.count ?? 0) { best = (index, values) }
+            if !positions.isEmpty && positions.count > (best?.positions.count ?? 0) { best = (index, positions) }
         }
-        let parentValue = entity.foreignKeyField.flatMap { bound($0) }
-        if let best, best.values.count > 1 || parentValue == nil {
-            return (.index(best.index, values: best.values), best.values.count)
+        let parent = entity.foreignKeyField.flatMap { bound($0) }
+        if let best, best.positions.count > 1 || parent == nil {
+            return (.index(best.index, best.positions), best.positions.count)
         }
-        if let parentValue { return (.parent(parentValue), 1) }
+        if let parent { return (.parent(parent), 1) }
         return (.all, 0)
     }
 
@@ -272,7 +336,45 @@ public struct SortPlan<R: Record>: Sendable {
         }
         var ascending = fields.map(\.ascending)
         ascending.append(true)
-        return SortPlan<R>.order(keys, width: width, ascending: ascending).map { records[$0] }
+        // An access path often yields its records in the order asked for (an
+        // index range sorted by its next field), or in the reverse of it: one
+        // pass over the keys finds out, and the sort is skipped. The keys end
+        // with the primary key, so no two rows tie and the reverse of a
+        // strictly descending run is the one ascending order.
+        switch SortPlan<R>.monotony(keys, width: width, ascending: ascending) {
+        case .ascending: return records
+        case .descending: return records.reversed()
+        case .neither: return SortPlan<R>.order(keys, width: width, ascending: ascending).map { records[$0] }
+        }
+    }
+
+    enum Monotony { case ascending, descending, neither }
+
+    /// Whether the rows of `keys` are already in order (each row before the
+    /// next), in exactly the reverse order, or neither.
+    static func monotony(_ keys: [StoredValue], width: Int, ascending: [Bool]) -> Monotony {
+        let count = width == 0 ? 0 : keys.count / width
+        guard count > 1 else { return .ascending }
+        return keys.withUnsafeBufferPointer { keys in
+            ascending.withUnsafeBufferPointer { ascending in
+                // -1: row `lhs` comes first; 1: row `rhs` comes first; 0: equal.
+                func compare(_ lhs: Int, _ rhs: Int) -> Int {
+                    var position = 0
+                    while position < width {
+                        let a = keys[lhs * width + position]
+                        let b = keys[rhs * width + position]
+                        if a < b { return ascending[position] ? -1 : 1 }
+                        if b < a { return ascending[position] ? 1 : -1 }
+                        position += 1
+                    }
+                    return 0
+                }
+                let first = compare(0, 1)
+                guard first != 0 else { return .neither }
+                for row in 1..<(count - 1) where compare(row, row + 1) != first { return .neither }
+                return first < 0 ? .ascending : .descending
+            }
+        }
     }
 
     /// The positions of the rows of `keys` (`width` values each) in ascending

@@ -22,6 +22,7 @@ extension Entity {
                 if !Self.isStorable(value) { throw unstorable(record, field) }
             }
         }
+        guard hasRelations else { return }
         for relation in relations {
             try relation.checkStorableChildren(of: record)
         }

@@ -43,54 +43,69 @@ enum PredicateSQL {
     /// part has no faithful SQL form (the caller then filters in memory).
     static func compile<R: Record>(_ expression: QueryExpression, entity: Entity<R>) -> SQLCondition? {
         var parameters: [SQLParameter] = []
-        guard let sql = compile(expression, entity: entity, into: &parameters),
+        guard let sql = compile(expression, entity: entity, into: &parameters, text: true),
             // SQLite allows 32766 parameters; a larger IN list is filtered in memory.
             parameters.count <= maximumParameters
         else { return nil }
         return SQLCondition(sql: sql, parameters: parameters)
     }
 
+    /// The parameters ``compile(_:entity:)`` binds for `expression`, in order,
+    /// found without building the SQL text: for a plan whose text is kept for
+    /// its shape. `nil` exactly when `compile` gives `nil`.
+    static func parameters<R: Record>(_ expression: QueryExpression, entity: Entity<R>) -> [SQLParameter]? {
+        var parameters: [SQLParameter] = []
+        guard compile(expression, entity: entity, into: &parameters, text: false) != nil,
+            parameters.count <= maximumParameters
+        else { return nil }
+        return parameters
+    }
+
+    /// The SQL of `expression` (the empty string when `text` is false: the
+    /// parameters only) and its parameters appended to `parameters`.
     private static func compile<R: Record>(
-        _ expression: QueryExpression, entity: Entity<R>, into parameters: inout [SQLParameter]
+        _ expression: QueryExpression, entity: Entity<R>, into parameters: inout [SQLParameter], text: Bool
     ) -> String? {
+        // The text of a part, built only when asked for.
+        func sql(_ build: @autoclosure () -> String) -> String { text ? build() : "" }
         switch expression {
         case .constant(let value):
             return value ? "1" : "0"
 
         case .isTrue(let name):
             guard let field = entity.field(named: name), !field.isOptional else { return nil }
-            return "\(quoted(name)) = 1"
+            return sql("\(quoted(name)) = 1")
 
         case .not(.isTrue(let name)):
             guard let field = entity.field(named: name), !field.isOptional else { return nil }
-            return "\(quoted(name)) = 0"
+            return sql("\(quoted(name)) = 0")
 
         case .compare(let name, let comparison, let value):
             guard let field = entity.field(named: name) else { return nil }
-            let column = quoted(name)
+            var column: String { quoted(name) }
             let nullable = field.isOptional || value == .null
             switch comparison {
             case .equal:
-                if value == .null { return "\(column) IS NULL" }
+                if value == .null { return sql("\(column) IS NULL") }
                 parameters.append(.value(value))
-                return nullable ? "\(column) IS ?" : "\(column) = ?"
+                return sql(nullable ? "\(column) IS ?" : "\(column) = ?")
             case .notEqual:
-                if value == .null { return "\(column) IS NOT NULL" }
+                if value == .null { return sql("\(column) IS NOT NULL") }
                 parameters.append(.value(value))
-                return nullable ? "\(column) IS NOT ?" : "\(column) <> ?"
+                return sql(nullable ? "\(column) IS NOT ?" : "\(column) <> ?")
             case .less, .lessOrEqual, .greater, .greaterOrEqual:
                 // Swift cannot order an optional against nil; leave such a
                 // comparison to the in-memory evaluation.
                 if nullable { return nil }
                 parameters.append(.value(value))
-                return "\(column) \(comparison.rawValue) ?"
+                return sql("\(column) \(comparison.rawValue) ?")
             }
 
         case .contains(let name, let substring):
             guard let field = entity.field(named: name), !field.isOptional, field.type == .text else { return nil }
             if substring.isEmpty { return "1" }
             parameters.append(.value(.text(substring)))
-            return "instr(\(quoted(name)), ?) > 0"
+            return sql("instr(\(quoted(name)), ?) > 0")
 
         case .hasPrefix(let name, let prefix):
             guard let field = entity.field(named: name), !field.isOptional, field.type == .text else { return nil }
@@ -102,40 +117,40 @@ enum PredicateSQL {
             upper[upper.count - 1] += 1
             parameters.append(.value(.text(prefix)))
             parameters.append(.textBytes(upper))
-            let column = quoted(name)
-            return "(\(column) >= ? AND \(column) < ?)"
+            var column: String { quoted(name) }
+            return sql("(\(column) >= ? AND \(column) < ?)")
 
         case .isIn(let name, let values):
             guard let field = entity.field(named: name) else { return nil }
-            let column = quoted(name)
+            var column: String { quoted(name) }
             let present = values.filter { $0 != .null }
             let includesNull = present.count != values.count
             var parts: [String] = []
             if !present.isEmpty {
                 parameters.append(contentsOf: present.map { .value($0) })
-                let list = "\(column) IN (\(Array(repeating: "?", count: present.count).joined(separator: ", ")))"
+                let list = sql("\(column) IN (\(Array(repeating: "?", count: present.count).joined(separator: ", ")))")
                 // IN over a NULL column is NULL; keep it two-valued.
-                parts.append(field.isOptional ? "(\(column) IS NOT NULL AND \(list))" : list)
+                parts.append(sql(field.isOptional ? "(\(column) IS NOT NULL AND \(list))" : list))
             }
-            if includesNull { parts.append("\(column) IS NULL") }
+            if includesNull { parts.append(sql("\(column) IS NULL")) }
             if parts.isEmpty { return "0" }
-            return parts.count == 1 ? parts[0] : "(\(parts.joined(separator: " OR ")))"
+            return parts.count == 1 ? parts[0] : sql("(\(parts.joined(separator: " OR ")))")
 
         case .and(let lhs, let rhs):
-            guard let left = compile(lhs, entity: entity, into: &parameters),
-                let right = compile(rhs, entity: entity, into: &parameters)
+            guard let left = compile(lhs, entity: entity, into: &parameters, text: text),
+                let right = compile(rhs, entity: entity, into: &parameters, text: text)
             else { return nil }
-            return "(\(left) AND \(right))"
+            return sql("(\(left) AND \(right))")
 
         case .or(let lhs, let rhs):
-            guard let left = compile(lhs, entity: entity, into: &parameters),
-                let right = compile(rhs, entity: entity, into: &parameters)
+            guard let left = compile(lhs, entity: entity, into: &parameters, text: text),
+                let right = compile(rhs, entity: entity, into: &parameters, text: text)
             else { return nil }
-            return "(\(left) OR \(right))"
+            return sql("(\(left) OR \(right))")
 
         case .not(let wrapped):
-            guard let inner = compile(wrapped, entity: entity, into: &parameters) else { return nil }
-            return "NOT (\(inner))"
+            guard let inner = compile(wrapped, entity: entity, into: &parameters, text: text) else { return nil }
+            return sql("NOT (\(inner))")
         }
     }
 

@@ -1,5 +1,6 @@
 import DAOCore
 import Foundation
+import Synchronization
 
 /// The records of one entity in an ``SQLiteDatabase``: one table, one typed
 /// column per field, its relations in child tables.
@@ -78,13 +79,12 @@ public struct SQLiteStorage<Record: DAOCore.Record>: Storage {
         try query.validate()
         if query.limit == 0 { return [] }
         let plan = Plan(query)
-        let order = PredicateSQL.orderBy(plan.core.sort)
+        let order = plan.orderBy
         return try database.withReader(.read, entity: entityName) { connection in
             try transactionIfNeeded(connection) {
                 let reader = TableReader(table: table, connection: connection)
                 if plan.isExact, let order {
-                    let statement = try connection.statement(
-                        table.selectSQL(where: plan.condition?.sql, orderBy: order, limit: query.limit != nil))
+                    let statement = try connection.statement(selectSQL(plan, orderBy: order, limit: query.limit != nil))
                     try statement.bind(plan.condition?.parameters ?? [])
                     if let limit = query.limit {
                         let index = Int32((plan.condition?.parameters.count ?? 0) + 1)
@@ -191,6 +191,17 @@ public struct SQLiteStorage<Record: DAOCore.Record>: Storage {
 
     // MARK: Helpers
 
+    /// The `SELECT` of an exact plan, kept with its template for this table
+    /// when the plan has one (the text depends on the shape and the table only).
+    private func selectSQL(_ plan: Plan, orderBy order: [String], limit: Bool) -> String {
+        guard let template = plan.sqlTemplate else {
+            return table.selectSQL(where: plan.condition?.sql, orderBy: order, limit: limit)
+        }
+        return template.memo(SelectText<Record>.self) { SelectText() }.sql(for: table) {
+            table.selectSQL(where: plan.condition?.sql, orderBy: order, limit: limit)
+        }
+    }
+
     private func erase(_ keys: [Record.PrimaryKey], _ connection: Connection) throws -> Int {
         let statement = try connection.statement(table.deleteByKeySQL)
         var erased = 0
@@ -225,10 +236,20 @@ public struct SQLiteStorage<Record: DAOCore.Record>: Storage {
         let core: QueryPlan<Record>
         var condition: SQLCondition?
         var isExact: Bool
+        /// The template whose shape gave ``condition``'s text, if any.
+        let sqlTemplate: PlanTemplate<Record>?
+
+        /// `ORDER BY` terms of the sort (``PredicateSQL/orderBy(_:)``), kept
+        /// with the template.
+        var orderBy: [String]? {
+            guard let template = sqlTemplate else { return PredicateSQL.orderBy(core.sort) }
+            return template.memo(OrderText.self) { OrderText(terms: PredicateSQL.orderBy(core.sort)) }.terms
+        }
 
         init(_ query: Query<Record>) {
             // SQLite walks no access path; an exact condition runs as SQL.
             var core = QueryPlan(query, parts: [])
+            sqlTemplate = core.template
             guard let expression = core.engineCondition else {
                 self.core = core
                 condition = nil
@@ -238,6 +259,15 @@ public struct SQLiteStorage<Record: DAOCore.Record>: Storage {
             var condition: SQLCondition?
             if case .constant(true) = expression {
                 condition = nil
+            } else if let template = core.template {
+                // The text depends on the shape only: compiled once per shape,
+                // the constants bound on every call.
+                let text = template.memo(ConditionText.self) {
+                    ConditionText(sql: PredicateSQL.compile(expression, entity: Record.entity)?.sql)
+                }
+                condition = text.sql.flatMap { sql in
+                    PredicateSQL.parameters(expression, entity: Record.entity).map { SQLCondition(sql: sql, parameters: $0) }
+                }
             } else {
                 condition = PredicateSQL.compile(expression, entity: Record.entity)
             }
@@ -249,5 +279,35 @@ public struct SQLiteStorage<Record: DAOCore.Record>: Storage {
             self.condition = condition
             self.isExact = isExact
         }
+    }
+}
+
+/// The `WHERE` text of a plan's shape (`nil`: SQLite cannot run it), kept with
+/// the core's ``PlanTemplate``.
+private struct ConditionText: Sendable {
+    let sql: String?
+}
+
+/// The `ORDER BY` terms of a plan's sort, kept with the core's ``PlanTemplate``.
+private struct OrderText: Sendable {
+    let terms: [String]?
+}
+
+/// The `SELECT` text of a plan's shape for each table it ran on, kept with the
+/// core's ``PlanTemplate``. The table is held, so its identity cannot be
+/// reused by another table while the text is kept.
+private final class SelectText<Record: DAOCore.Record>: Sendable {
+    private let texts = Mutex<[ObjectIdentifier: (table: Table<Record>, sql: String)]>([:])
+
+    func sql(for table: Table<Record>, _ build: () -> String) -> String {
+        let key = ObjectIdentifier(table)
+        if let kept = texts.withLock({ $0[key] }), kept.table === table { return kept.sql }
+        let sql = build()
+        texts.withLock { texts in
+            // A few tables at most (one per open database); start over past that.
+            if texts.count >= 16 { texts.removeAll() }
+            texts[key] = (table, sql)
+        }
+        return sql
     }
 }

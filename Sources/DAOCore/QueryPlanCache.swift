@@ -1,0 +1,420 @@
+import Foundation
+import Synchronization
+
+/// The plans of one entity's queries, kept by the query's shape (its
+/// predicate with the constants taken out, its sort descriptors, whether it
+/// has a limit, the parts planned), so that a repeated shape is translated and
+/// planned once and later calls only bind their constants.
+///
+/// A plan is kept only for a predicate that translates exactly into a
+/// ``QueryExpression`` (comparisons of declared fields with constants, joined
+/// by `&&`, `||`, `!`), and only after the plan its template gives for the
+/// first call's constants was checked equal to the plan made afresh: anything
+/// else is planned afresh on every call, as before. At most
+/// ``QueryPlanCache/capacity`` shapes are kept; the cache starts over when it
+/// is full. Safe to use from any number of tasks at once.
+final class QueryPlanCache<R: Record>: Sendable {
+    /// The most shapes kept per entity.
+    static var capacity: Int { 256 }
+
+    private let entries = Mutex<[PlanKey<R>: CachedPlan<R>]>([:])
+    /// The shape reader of each predicate expression type met (`nil`: the type
+    /// has no shape).
+    private let readers = Mutex<[ObjectIdentifier: RootShapeReader?]>([:])
+
+    init() {}
+
+    /// The plan of `query`: bound from the cached template of its shape, or
+    /// made afresh (and its template kept) when there is none.
+    func plan(_ query: Query<R>, parts: QueryPlanParts) -> QueryPlan<R> {
+        var shape: PredicateShape?
+        var constants: [StoredValue] = []
+        if let predicate = query.predicate {
+            guard let walked = walk(predicate) else { return QueryPlan(fresh: query, parts: parts) }
+            shape = walked.shape
+            constants = walked.constants
+        }
+        let key = PlanKey<R>(shape: shape, sort: query.sortedBy, limited: query.limit != nil, parts: parts.rawValue)
+        switch entries.withLock({ $0[key] }) {
+        case .template(let template)?:
+            if let plan = template.bind(query, constants) { return plan }
+            return QueryPlan(fresh: query, parts: parts)
+        case .uncacheable?:
+            return QueryPlan(fresh: query, parts: parts)
+        case nil:
+            let fresh = QueryPlan(fresh: query, parts: parts)
+            let template = PlanTemplate(fresh, shape: shape, constants: constants, parts: parts)
+            entries.withLock { entries in
+                if entries.count >= Self.capacity { entries.removeAll(keepingCapacity: true) }
+                entries[key] = template.map { .template($0) } ?? .uncacheable
+            }
+            guard let template else { return fresh }
+            return fresh.with(template: template)
+        }
+    }
+
+    /// The shape of `predicate` and its constants, or `nil` when some node has
+    /// no shape; the reader of its expression type is made the first time.
+    func walk(_ predicate: Predicate<R>) -> (shape: PredicateShape, constants: [StoredValue])? {
+        let expression = predicate.expression
+        let type = ObjectIdentifier(Swift.type(of: expression))
+        let reader: RootShapeReader?
+        if let known = readers.withLock({ $0[type] }) {
+            reader = known
+        } else {
+            reader = RootShapeReader.make(for: expression)
+            readers.withLock { readers in
+                if readers.count >= Self.capacity { readers.removeAll(keepingCapacity: true) }
+                readers[type] = reader
+            }
+        }
+        guard let reader else { return nil }
+        var walk = ShapeWalk(variable: predicate.variable.key)
+        guard let shape = reader.read(expression, &walk) else { return nil }
+        return (shape, walk.constants)
+    }
+
+    /// How many shapes are kept (for tests).
+    var count: Int { entries.withLock { $0.count } }
+
+    /// Forgets every kept shape.
+    func removeAll() {
+        entries.withLock { $0.removeAll() }
+    }
+}
+
+extension Entity {
+    /// Forgets the plans kept for this entity's query shapes: the next query of
+    /// each shape is translated and planned afresh (a cold start, as after
+    /// launch). Queries answer the same either way.
+    public func forgetQueryPlans() {
+        queryPlans.removeAll()
+    }
+}
+
+/// The shape reader of one predicate expression type.
+///
+/// `@unchecked Sendable`: the reader is a tree of closures that capture only
+/// metatypes and other such closures, never state, so calling it from any
+/// thread is safe; the closures are not `@Sendable` only because generic
+/// metatypes are not marked `Sendable`.
+struct RootShapeReader: @unchecked Sendable {
+    let read: (any StandardPredicateExpression<Bool>, inout ShapeWalk) -> PredicateShape?
+
+    static func make<E: StandardPredicateExpression<Bool>>(for expression: E) -> RootShapeReader? {
+        guard let reader = ShapeReaders.reader(for: E.self) else { return nil }
+        return RootShapeReader { expression, walk in
+            guard let expression = expression as? E else { return nil }
+            return reader(expression, &walk)
+        }
+    }
+}
+
+/// What identifies a query's plan, constants aside.
+struct PlanKey<R: Record>: Hashable, Sendable {
+    /// `nil`: no predicate.
+    var shape: PredicateShape?
+    var sort: [SortDescriptor<R>]
+    var limited: Bool
+    var parts: Int
+}
+
+enum CachedPlan<R: Record>: Sendable {
+    case template(PlanTemplate<R>)
+    /// The shape plans afresh every time (its template did not reproduce the
+    /// fresh plan).
+    case uncacheable
+}
+
+/// A query plan with its constants left open: binding a query's constants
+/// gives the plan ``QueryPlan/init(fresh:parts:)`` would make for it.
+///
+/// Adapters keep what they derive from a plan's shape (SQL text) in
+/// ``memo(_:)``.
+public final class PlanTemplate<R: Record>: Sendable {
+    let expression: ExpressionTemplate<R>?
+    let slotCount: Int
+    let parts: QueryPlanParts
+    /// The access path's choice, by position in the required equalities.
+    let access: AccessTemplate<R>
+    let accessIsExact: Bool
+    let sort: SortPlan<R>
+    private let memos = Mutex<[ObjectIdentifier: any Sendable]>([:])
+
+    /// The template of `fresh`, or `nil` when its predicate does not translate
+    /// exactly or the template does not reproduce `fresh` for its own constants.
+    init?(_ fresh: QueryPlan<R>, shape: PredicateShape?, constants: [StoredValue], parts: QueryPlanParts) {
+        self.parts = parts
+        sort = fresh.sort
+        accessIsExact = fresh.accessIsExact
+        guard let shape else {
+            guard fresh.query.predicate == nil else { return nil }
+            expression = nil
+            slotCount = 0
+            access = .all
+            return
+        }
+        guard fresh.conditionIsExact, let engineCondition = fresh.engineCondition,
+            !(fresh.condition?.hasOpaqueParts ?? false)
+        else { return nil }
+        var slot = 0
+        guard let expression = ExpressionTemplate<R>(shape, entity: R.entity, slot: &slot), slot == constants.count
+        else { return nil }
+        self.expression = expression
+        slotCount = slot
+        // The template must give the fresh plan back for the constants it was made from.
+        guard let bound = expression.instantiate(constants, condition: false), bound.expression == engineCondition
+        else { return nil }
+        if parts.contains(.accessPath) {
+            let equalities = expression.requiredEqualities
+            let values = equalities.map { (field: $0.field.name, value: $0.value(in: constants)) }
+            let translated = engineCondition.requiredEqualities
+            guard values.count == translated.count,
+                zip(values, translated).allSatisfy({ $0.field == $1.field && $0.value == $1.value })
+            else { return nil }
+            let (choice, _) = QueryPlan<R>.chooseAccess(values)
+            access = AccessTemplate(choice, equalities: equalities)
+            guard access.instantiate(constants) == fresh.access else { return nil }
+        } else {
+            access = .all
+        }
+    }
+
+    /// The plan of `query`, whose predicate has this template's shape and
+    /// these constants; `nil` if a constant does not fit after all.
+    func bind(_ query: Query<R>, _ constants: [StoredValue]) -> QueryPlan<R>? {
+        guard constants.count == slotCount else { return nil }
+        guard let expression else {
+            return QueryPlan(
+                query: query, access: .all, engineCondition: nil, conditionIsExact: true, accessIsExact: true,
+                condition: nil, sort: sort, template: self)
+        }
+        guard let bound = expression.instantiate(constants, condition: parts.contains(.exactCondition)) else { return nil }
+        let access: QueryPlan<R>.Access
+        if parts.contains(.accessPath) {
+            guard let instantiated = self.access.instantiate(constants) else { return nil }
+            access = instantiated
+        } else {
+            access = .all
+        }
+        return QueryPlan(
+            query: query, access: access, engineCondition: bound.expression, conditionIsExact: true,
+            accessIsExact: accessIsExact, condition: bound.condition, sort: sort, template: self)
+    }
+
+    /// The value of type `T` kept with this template, made by `build` the first
+    /// time it is asked for. `T` names the memo: an adapter keeps what it
+    /// derives from the plan's shape (never from its constants) under a type of
+    /// its own.
+    public func memo<T: Sendable>(_ type: T.Type = T.self, _ build: () -> T) -> T {
+        let key = ObjectIdentifier(T.self)
+        if let kept = memos.withLock({ $0[key] }) as? T { return kept }
+        let value = build()
+        memos.withLock { $0[key] = value }
+        return value
+    }
+}
+
+/// Where a value of a plan comes from: a constant of the predicate (by its
+/// position), or a value the expression fixes (`true` of a `Bool` field).
+enum ValueSource: Sendable {
+    case slot(Int)
+    case fixed(StoredValue)
+}
+
+/// A required equality of a template: a field and where its value comes from.
+struct EqualityTemplate<R: Record>: Sendable {
+    let field: Field<R>
+    let source: ValueSource
+
+    func value(in constants: [StoredValue]) -> StoredValue {
+        switch source {
+        case .slot(let slot): ExpressionTemplate<R>.normalized(constants[slot])
+        case .fixed(let value): value
+        }
+    }
+}
+
+/// The access path of a template: which required equalities bind it, with the
+/// field each value is coerced to.
+enum AccessTemplate<R: Record>: Sendable {
+    case all
+    case primaryKey(Bound)
+    case index(Index, [Bound])
+    case parent(Bound)
+
+    struct Bound: Sendable {
+        let equality: EqualityTemplate<R>
+        let target: Field<R>
+
+        func value(_ constants: [StoredValue]) -> StoredValue? {
+            equality.value(in: constants).coerced(to: target.type, optional: target.isOptional)
+        }
+    }
+
+    init(_ choice: QueryPlan<R>.AccessChoice, equalities: [EqualityTemplate<R>]) {
+        func bound(_ position: (equality: Int, target: Field<R>)) -> Bound {
+            Bound(equality: equalities[position.equality], target: position.target)
+        }
+        switch choice {
+        case .all: self = .all
+        case .primaryKey(let position): self = .primaryKey(bound(position))
+        case .index(let index, let positions): self = .index(index, positions.map(bound))
+        case .parent(let position): self = .parent(bound(position))
+        }
+    }
+
+    func instantiate(_ constants: [StoredValue]) -> QueryPlan<R>.Access? {
+        switch self {
+        case .all:
+            return .all
+        case .primaryKey(let bound):
+            return bound.value(constants).map { .primaryKey($0) }
+        case .index(let index, let bounds):
+            var values: [StoredValue] = []
+            values.reserveCapacity(bounds.count)
+            for bound in bounds {
+                guard let value = bound.value(constants) else { return nil }
+                values.append(value)
+            }
+            return .index(index, values: values)
+        case .parent(let bound):
+            return bound.value(constants).map { .parent($0) }
+        }
+    }
+}
+
+/// A translated predicate with its constants left open, its fields resolved:
+/// instantiating it with a predicate's constants gives what
+/// ``QueryExpression/translate(_:)`` and ``RecordCondition/compile(_:)`` give
+/// for that predicate. Each rule here is the translator's, in
+/// `TranslationContext` and the `TranslatableExpression` conformances.
+indirect enum ExpressionTemplate<R: Record>: Sendable {
+    case constant(Bool)
+    case isTrue(Field<R>)
+    case compare(Field<R>, QueryExpression.Comparison, ConstantClass, slot: Int)
+    case contains(Field<R>, slot: Int)
+    case hasPrefix(Field<R>, slot: Int)
+    case isIn(Field<R>, count: Int, slot: Int)
+    case and(ExpressionTemplate, ExpressionTemplate)
+    case or(ExpressionTemplate, ExpressionTemplate)
+    case not(ExpressionTemplate)
+
+    /// The template of `shape`, numbering its constants from `slot`; `nil` when
+    /// the translator would not translate some node exactly.
+    init?(_ shape: PredicateShape, entity: Entity<R>, slot: inout Int) {
+        switch shape {
+        case .constant(let value):
+            self = .constant(value)
+        case .isTrue(let keyPath):
+            guard let field = entity.field(for: keyPath.keyPath), field.type == .bool, !field.isOptional else { return nil }
+            self = .isTrue(field)
+        case .compare(let keyPath, let comparison, let constant):
+            guard let field = entity.field(for: keyPath.keyPath) else { return nil }
+            self = .compare(field, comparison, constant, slot: slot)
+            slot += 1
+        case .contains(let keyPath, let constant), .hasPrefix(let keyPath, let constant):
+            guard let field = entity.field(for: keyPath.keyPath), field.type == .text, !field.isOptional,
+                case .text = constant
+            else { return nil }
+            if case .contains = shape { self = .contains(field, slot: slot) } else { self = .hasPrefix(field, slot: slot) }
+            slot += 1
+        case .isIn(let keyPath, let constants):
+            guard let field = entity.field(for: keyPath.keyPath) else { return nil }
+            self = .isIn(field, count: constants.count, slot: slot)
+            slot += constants.count
+        case .and(let lhs, let rhs):
+            guard let left = ExpressionTemplate(lhs, entity: entity, slot: &slot),
+                let right = ExpressionTemplate(rhs, entity: entity, slot: &slot)
+            else { return nil }
+            self = .and(left, right)
+        case .or(let lhs, let rhs):
+            guard let left = ExpressionTemplate(lhs, entity: entity, slot: &slot),
+                let right = ExpressionTemplate(rhs, entity: entity, slot: &slot)
+            else { return nil }
+            self = .or(left, right)
+        case .not(let wrapped):
+            guard let inner = ExpressionTemplate(wrapped, entity: entity, slot: &slot) else { return nil }
+            self = .not(inner)
+        }
+    }
+
+    /// `-0.0` as `0.0`, which it equals (the translator's rule).
+    static func normalized(_ value: StoredValue) -> StoredValue {
+        if case .real(let real) = value, real == 0 { return .real(0) }
+        return value
+    }
+
+    /// The expression and (with `condition`) the record condition for these
+    /// constants; `nil` when a constant does not fit its place.
+    func instantiate(
+        _ constants: [StoredValue], condition: Bool
+    ) -> (expression: QueryExpression, condition: RecordCondition<R>?)? {
+        switch self {
+        case .constant(let value):
+            return (.constant(value), condition ? .constant(value) : nil)
+        case .isTrue(let field):
+            return (.isTrue(field: field.name), condition ? .isTrue(field) : nil)
+        case .compare(let field, let comparison, _, let slot):
+            let value = Self.normalized(constants[slot])
+            // NaN equals nothing: the comparison is a constant.
+            if case .real(let real) = value, real.isNaN {
+                let constant = comparison == .notEqual
+                return (.constant(constant), condition ? .constant(constant) : nil)
+            }
+            return (.compare(field: field.name, comparison, value), condition ? .compare(field, comparison, value) : nil)
+        case .contains(let field, let slot):
+            guard case .text(let substring) = constants[slot] else { return nil }
+            return (
+                .contains(field: field.name, substring: substring),
+                condition ? .contains(field, Array(substring.utf8)) : nil
+            )
+        case .hasPrefix(let field, let slot):
+            guard case .text(let prefix) = constants[slot] else { return nil }
+            return (.hasPrefix(field: field.name, prefix: prefix), condition ? .hasPrefix(field, Array(prefix.utf8)) : nil)
+        case .isIn(let field, let count, let slot):
+            var values: [StoredValue] = []
+            values.reserveCapacity(count)
+            for value in constants[slot..<(slot + count)] {
+                if case .real(let real) = value, real.isNaN { continue }
+                values.append(Self.normalized(value))
+            }
+            return (.isIn(field: field.name, values: values), condition ? .isIn(field, values) : nil)
+        case .and(let lhs, let rhs):
+            guard let left = lhs.instantiate(constants, condition: condition),
+                let right = rhs.instantiate(constants, condition: condition)
+            else { return nil }
+            return (.and(left.expression, right.expression), Self.both(left.condition, right.condition) { .and($0, $1) })
+        case .or(let lhs, let rhs):
+            guard let left = lhs.instantiate(constants, condition: condition),
+                let right = rhs.instantiate(constants, condition: condition)
+            else { return nil }
+            return (.or(left.expression, right.expression), Self.both(left.condition, right.condition) { .or($0, $1) })
+        case .not(let wrapped):
+            guard let inner = wrapped.instantiate(constants, condition: condition) else { return nil }
+            return (.not(inner.expression), inner.condition.map { .not($0) })
+        }
+    }
+
+    private static func both(
+        _ lhs: RecordCondition<R>?, _ rhs: RecordCondition<R>?,
+        _ join: (RecordCondition<R>, RecordCondition<R>) -> RecordCondition<R>
+    ) -> RecordCondition<R>? {
+        guard let lhs, let rhs else { return nil }
+        return join(lhs, rhs)
+    }
+
+    /// The required equalities of the instantiated expression
+    /// (``QueryExpression/requiredEqualities``), in the same order, with
+    /// where each value comes from.
+    var requiredEqualities: [EqualityTemplate<R>] {
+        switch self {
+        case .compare(let field, .equal, let constant, let slot) where !constant.isNaN:
+            [EqualityTemplate(field: field, source: .slot(slot))]
+        case .isTrue(let field): [EqualityTemplate(field: field, source: .fixed(.integer(1)))]
+        case .not(.isTrue(let field)): [EqualityTemplate(field: field, source: .fixed(.integer(0)))]
+        case .and(let lhs, let rhs): lhs.requiredEqualities + rhs.requiredEqualities
+        default: []
+        }
+    }
+}
