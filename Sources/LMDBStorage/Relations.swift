@@ -45,31 +45,46 @@ struct RelationChildren<Relation: ToManyRelation>: ChildSet {
         of parent: Parent, primaryKey: StoredValue, parentKey: [UInt8], in txn: borrowing Transaction, codecs: Codecs
     ) throws {
         let children = parent[keyPath: relation.children]
-        // The children stored now that the parent no longer holds.
-        // Keys compare as stored values: text by Unicode scalars, as LMDB keys do.
-        var wanted: Set<StoredValue>?
-        var hadChildren = false
-        let unwanted = try table.keys(prefix: parentKey, in: txn) { pk in
-            hadChildren = true
-            if wanted == nil { wanted = Set(children.map(\.primaryKey.storedValue)) }
-            guard let wanted, let key = KeyCodec.decodePrimaryKey(Relation.Child.PrimaryKey.self, from: pk) else {
-                return true
+        // The primary-key bytes of the children stored under the parent now,
+        // in key order: one cursor range. Keys compare as bytes, which is how
+        // stored values compare (text by Unicode scalars).
+        var stored: [[UInt8]] = []
+        let prefixCount = parentKey.count
+        try txn.scan(table.main, prefix: parentKey) { key, _ in
+            stored.append([UInt8](key[prefixCount...]))
+            return true
+        }
+        guard !stored.isEmpty else {
+            let context = EntityTable<Relation.Child>.ParentContext.persisting(primaryKey: primaryKey, storedHere: false)
+            for child in children {
+                try table.persist(child, in: txn, codecs: codecs, parent: context)
             }
-            return !wanted.contains(key.storedValue)
+            return
         }
-        for existing in unwanted {
-            try table.erase(storageKey: existing.key, pk: existing.pk, in: txn, codecs: codecs)
+        let wanted = children.map { KeyCodec.encode(primaryKey: $0.primaryKey) }
+        // Usually the parent holds the children it held, in key order: then
+        // nothing goes and every child is stored here already.
+        let storedSet: Set<[UInt8]>?
+        if wanted == stored {
+            storedSet = nil
+        } else {
+            let wantedSet = Set(wanted)
+            let set = Set(stored)
+            storedSet = set
+            for pk in stored where !wantedSet.contains(pk) {
+                try table.erase(storageKey: parentKey + pk, pk: pk, in: txn, codecs: codecs)
+            }
         }
-        let context = EntityTable<Relation.Child>.ParentContext.persisting(primaryKey: primaryKey, hadChildren: hadChildren)
-        for child in children {
-            try table.persist(child, in: txn, codecs: codecs, parent: context)
+        for position in children.indices {
+            let here = storedSet?.contains(wanted[position]) ?? true
+            try table.persist(
+                children[position], in: txn, codecs: codecs,
+                parent: .persisting(primaryKey: primaryKey, storedHere: here))
         }
     }
 
     func eraseChildren(parentKey: [UInt8], in txn: borrowing Transaction, codecs: Codecs) throws {
-        for existing in try table.keys(prefix: parentKey, in: txn) {
-            try table.erase(storageKey: existing.key, pk: existing.pk, in: txn, codecs: codecs)
-        }
+        try table.eraseRange(parentKey: parentKey, in: txn, codecs: codecs)
     }
 
     func eraseEverything(in txn: borrowing Transaction) throws {

@@ -1,5 +1,6 @@
 import CLMDB
 import DAOCore
+import Foundation
 
 /// An open LMDB cursor on one database of a transaction. It cannot be copied
 /// and closes in `deinit`; it is only made inside ``Transaction/scan(_:prefix:_:)``,
@@ -47,11 +48,57 @@ extension Transaction {
             return cursor.move(&k, &v, MDB_SET_RANGE)
         }
         while code == MDB_SUCCESS {
+            guard k.hasPrefix(prefix) else { return }
             let key = UnsafeRawBufferPointer(start: k.mv_data, count: k.mv_size)
-            guard key.starts(with: prefix) else { return }
             guard try body(key, UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size)) else { return }
             code = cursor.move(&k, &v, MDB_NEXT)
         }
         if code != MDB_NOTFOUND { try check(code, "mdb_cursor_get") }
+    }
+}
+
+extension Transaction {
+    /// Removes every entry whose key starts with `prefix` (not empty), in key
+    /// order, with one cursor. `body` sees each key and value first (valid
+    /// only during the call, before the entry is removed) and may write to
+    /// other databases of the transaction. Returns how many were removed.
+    @discardableResult
+    func removeRange(
+        _ dbi: MDB_dbi, prefix: [UInt8],
+        _ body: (_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) throws -> Void
+    ) throws -> Int {
+        let cursor = try Cursor(self, dbi)
+        var k = MDB_val()
+        var v = MDB_val()
+        var removed = 0
+        var code: Int32 = prefix.withUnsafeBytes { prefix in
+            k.mv_size = prefix.count
+            k.mv_data = UnsafeMutableRawPointer(mutating: prefix.baseAddress)
+            return cursor.move(&k, &v, MDB_SET_RANGE)
+        }
+        while code == MDB_SUCCESS {
+            guard k.hasPrefix(prefix) else { return removed }
+            let key = UnsafeRawBufferPointer(start: k.mv_data, count: k.mv_size)
+            try body(key, UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size))
+            try check(mdb_cursor_del(cursor.handle, 0), "mdb_cursor_del")
+            removed += 1
+            // After a delete, MDB_NEXT yields the entry that followed it.
+            code = cursor.move(&k, &v, MDB_NEXT)
+        }
+        if code != MDB_NOTFOUND { try check(code, "mdb_cursor_get") }
+        return removed
+    }
+}
+
+extension MDB_val {
+    /// Whether these bytes start with `prefix` (one `memcmp`).
+    @inline(__always)
+    func hasPrefix(_ prefix: [UInt8]) -> Bool {
+        guard mv_size >= prefix.count else { return false }
+        guard !prefix.isEmpty, let data = mv_data else { return true }
+        return prefix.withUnsafeBytes { prefix in
+            guard let start = prefix.baseAddress else { return true }
+            return memcmp(data, start, prefix.count) == 0
+        }
     }
 }
