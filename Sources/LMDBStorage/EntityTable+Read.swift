@@ -45,12 +45,12 @@ extension EntityTable {
 
     /// The records stored under keys starting with `prefix`, in key order.
     func readRange(prefix: [UInt8], in txn: borrowing Transaction, codecs: Codecs) throws -> [R] {
-        var records: [R] = []
+        let records = RecordBuffer<R>()
         try txn.scan(main, prefix: prefix) { _, value in
             records.append(try decode(value, in: txn, codecs: codecs))
             return true
         }
-        return records
+        return records.take()
     }
 
     /// How a predicate's candidates are found.
@@ -146,7 +146,7 @@ extension EntityTable {
             guard let index = indexes.first(where: { $0.index.name == name }) else { return [] }
             let decoder = codecs.decoder
             let restFields = Array(index.fields.dropFirst().prefix(rest.count))
-            var records: [R] = []
+            let records = RecordBuffer<R>()
             try txn.scan(main, prefix: parent) { _, value in
                 guard !rest.isEmpty else {
                     records.append(try decode(value, in: txn, codecs: codecs))
@@ -165,7 +165,7 @@ extension EntityTable {
                 records.append(try decodeLoaded(in: txn, codecs: codecs))
                 return true
             }
-            return records
+            return records.take()
         case .indexRange(let name, let prefix):
             guard let index = indexes.first(where: { $0.index.name == name }), let dbi = index.dbi else { return [] }
             var keys: [[UInt8]] = []
@@ -185,5 +185,56 @@ extension EntityTable {
             }
             return records
         }
+    }
+}
+
+/// Records collected one by one in memory of their own, then moved into an
+/// array at once: appending to an `Array` in code generic over the record
+/// type looked up the array's metadata on every append (about 330
+/// instructions per record).
+final class RecordBuffer<R> {
+    private var start: UnsafeMutablePointer<R>
+    private var capacity: Int
+    private var count = 0
+
+    init(capacity: Int = 16) {
+        start = .allocate(capacity: capacity)
+        self.capacity = capacity
+    }
+
+    deinit {
+        start.deinitialize(count: count)
+        start.deallocate()
+    }
+
+    @inline(__always)
+    func append(_ record: R) {
+        if count == capacity { grow() }
+        (start + count).initialize(to: record)
+        count += 1
+    }
+
+    private func grow() {
+        let larger = UnsafeMutablePointer<R>.allocate(capacity: capacity * 2)
+        larger.moveInitialize(from: start, count: count)
+        start.deallocate()
+        start = larger
+        capacity *= 2
+    }
+
+    /// The records, moved out into an array; the buffer is empty afterwards.
+    func take() -> [R] {
+        let moved = count
+        let start = self.start
+        let records = [R](unsafeUninitializedCapacity: moved) { buffer, initialized in
+            guard let base = buffer.baseAddress else {
+                initialized = 0
+                return
+            }
+            base.moveInitialize(from: start, count: moved)
+            initialized = moved
+        }
+        count = moved - records.count
+        return records
     }
 }

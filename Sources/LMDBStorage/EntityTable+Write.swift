@@ -10,9 +10,8 @@ extension EntityTable {
         /// parent must be looked up.
         case unknown
         /// The parent with this primary key is being persisted, and the
-        /// caller read which children it held: `storedHere` says whether this
-        /// child is stored under it already.
-        case persisting(primaryKey: StoredValue, storedHere: Bool)
+        /// caller read which children it held (`nil`: none).
+        case persisting(primaryKey: StoredValue, stored: StoredChildren?)
     }
 
     /// Inserts or replaces `record` with its children.
@@ -48,14 +47,14 @@ extension EntityTable {
                         message: "its parent '\(link.parent)' with key \(parentValue) does not exist",
                         context: "record \(encoder.value(at: 0))")
                 }
-            case .persisting(let expected, let here):
+            case .persisting(let expected, let stored):
                 guard parentValue == expected else {
                     throw StorageError(
                         .constraint, .persist, entity: entity.name, path: environment.path,
                         message: "a child of '\(link.parent)' \(expected) names parent \(parentValue) in its foreign key",
                         context: "record \(encoder.value(at: 0))")
                 }
-                storedHere = here
+                storedHere = stored?.take(pk) ?? false
             }
             key = parentKey + pk
             if storedHere {
@@ -161,5 +160,75 @@ extension EntityTable {
             if let dbi = index.dbi { try txn.empty(dbi) }
         }
         for relation in relations { try relation.eraseEverything(in: txn) }
+    }
+}
+
+/// The primary-key bytes of the children stored under one parent, in key
+/// order (one cursor range), and which of them the parent still holds.
+final class StoredChildren {
+    /// The keys one after another; `ends[i]` is where key `i` ends.
+    private var bytes: [UInt8] = []
+    private var ends: [Int] = []
+    private var kept: [Bool] = []
+    /// Where the next child in key order is expected.
+    private var next = 0
+
+    var isEmpty: Bool { ends.isEmpty }
+
+    /// Adds the next stored key (in key order).
+    func append(_ key: UnsafeRawBufferPointer) {
+        bytes.append(contentsOf: key)
+        ends.append(bytes.count)
+        kept.append(false)
+    }
+
+    /// Whether `pk` is stored under the parent; if so, it is kept. Children
+    /// usually come in key order, so the key after the last one found is
+    /// tried first, then a binary search.
+    func take(_ pk: [UInt8]) -> Bool {
+        if next < ends.count, compare(next, pk) == 0 {
+            kept[next] = true
+            next += 1
+            return true
+        }
+        var low = 0
+        var high = ends.count
+        while low < high {
+            let middle = (low + high) / 2
+            let order = compare(middle, pk)
+            if order == 0 {
+                kept[middle] = true
+                next = middle + 1
+                return true
+            }
+            if order < 0 { low = middle + 1 } else { high = middle }
+        }
+        return false
+    }
+
+    /// The stored keys no call to ``take(_:)`` kept.
+    var unkept: [[UInt8]] {
+        var keys: [[UInt8]] = []
+        for index in kept.indices where !kept[index] {
+            keys.append(Array(bytes[(index == 0 ? 0 : ends[index - 1])..<ends[index]]))
+        }
+        return keys
+    }
+
+    /// Key `index` compared with `pk` bytewise, as LMDB orders keys: < 0,
+    /// 0 or > 0.
+    private func compare(_ index: Int, _ pk: [UInt8]) -> Int {
+        let start = index == 0 ? 0 : ends[index - 1]
+        let count = ends[index] - start
+        return bytes.withUnsafeBytes { stored in
+            pk.withUnsafeBytes { pk in
+                let common = min(count, pk.count)
+                if common > 0, let a = stored.baseAddress, let b = pk.baseAddress {
+                    let order = memcmp(a + start, b, common)
+                    if order != 0 { return Int(order) }
+                }
+                return count - pk.count
+            }
+        }
     }
 }

@@ -48,38 +48,21 @@ struct RelationChildren<Relation: ToManyRelation>: ChildSet {
         // The primary-key bytes of the children stored under the parent now,
         // in key order: one cursor range. Keys compare as bytes, which is how
         // stored values compare (text by Unicode scalars).
-        var stored: [[UInt8]] = []
+        let stored = StoredChildren()
         let prefixCount = parentKey.count
         try txn.scan(table.main, prefix: parentKey) { key, _ in
-            stored.append([UInt8](key[prefixCount...]))
+            stored.append(UnsafeRawBufferPointer(rebasing: key[prefixCount...]))
             return true
         }
-        guard !stored.isEmpty else {
-            let context = EntityTable<Relation.Child>.ParentContext.persisting(primaryKey: primaryKey, storedHere: false)
-            for child in children {
-                try table.persist(child, in: txn, codecs: codecs, parent: context)
-            }
-            return
+        let context = EntityTable<Relation.Child>.ParentContext.persisting(
+            primaryKey: primaryKey, stored: stored.isEmpty ? nil : stored)
+        for child in children {
+            try table.persist(child, in: txn, codecs: codecs, parent: context)
         }
-        let wanted = children.map { KeyCodec.encode(primaryKey: $0.primaryKey) }
-        // Usually the parent holds the children it held, in key order: then
-        // nothing goes and every child is stored here already.
-        let storedSet: Set<[UInt8]>?
-        if wanted == stored {
-            storedSet = nil
-        } else {
-            let wantedSet = Set(wanted)
-            let set = Set(stored)
-            storedSet = set
-            for pk in stored where !wantedSet.contains(pk) {
-                try table.erase(storageKey: parentKey + pk, pk: pk, in: txn, codecs: codecs)
-            }
-        }
-        for position in children.indices {
-            let here = storedSet?.contains(wanted[position]) ?? true
-            try table.persist(
-                children[position], in: txn, codecs: codecs,
-                parent: .persisting(primaryKey: primaryKey, storedHere: here))
+        // The children the parent no longer holds. No child just written has
+        // their keys, so they are as they were.
+        for pk in stored.unkept {
+            try table.erase(storageKey: parentKey + pk, pk: pk, in: txn, codecs: codecs)
         }
     }
 
