@@ -28,20 +28,29 @@ extension EntityTable {
         } else {
             try encoder.encode(record)
         }
+        // The primary key's bytes and the storage key are built in buffers
+        // the call's codecs keep, moved out and back, so no record allocates
+        // its own.
         var pk: [UInt8] = []
+        swap(&pk, &codecs.primaryKeyBuffer)
+        defer { swap(&pk, &codecs.primaryKeyBuffer) }
+        pk.removeAll(keepingCapacity: true)
         KeyCodec.append(untagged: encoder.value(at: 0), to: &pk)
-        let key: [UInt8]
+        var key: [UInt8] = []
+        swap(&key, &codecs.storageKeyBuffer)
+        defer { swap(&key, &codecs.storageKeyBuffer) }
+        key.removeAll(keepingCapacity: true)
         // The storage key of the record this one replaces, if there is one.
         var oldKey: [UInt8]?
         let storedIndexes = codecs.storedIndexes
         if let link = codecs.link {
             let parentValue = encoder.value(at: link.foreignKeyIndex)
-            var parentKey: [UInt8] = []
-            KeyCodec.append(untagged: parentValue, to: &parentKey)
+            // The parent's key, then the child's: the child's storage key.
+            KeyCodec.append(untagged: parentValue, to: &key)
             var storedHere = false
             switch parent {
             case .unknown:
-                guard try txn.contains(link.parentById ?? link.parentMain, parentKey) else {
+                guard try txn.contains(link.parentById ?? link.parentMain, key) else {
                     throw StorageError(
                         .constraint, .persist, entity: entity.name, path: environment.path,
                         message: "its parent '\(link.parent)' with key \(parentValue) does not exist",
@@ -56,7 +65,7 @@ extension EntityTable {
                 }
                 storedHere = stored?.take(pk) ?? false
             }
-            key = parentKey + pk
+            key.append(contentsOf: pk)
             if storedHere {
                 oldKey = key
             } else if let stored = try txn.putIfAbsent(byId, pk, key) {
@@ -66,7 +75,7 @@ extension EntityTable {
                 if stored != key { try txn.put(byId, pk, key) }
             }
         } else {
-            key = pk
+            key.append(contentsOf: pk)
             // The old value matters only for its index entries.
             if !storedIndexes.isEmpty { oldKey = key }
         }
@@ -136,8 +145,13 @@ extension EntityTable {
         let storedIndexes = codecs.storedIndexes
         let isChild = codecs.link != nil
         let prefixCount = parentKey.count
+        // Each child's primary-key bytes in one buffer, reused.
+        var pk: [UInt8] = []
+        swap(&pk, &codecs.primaryKeyBuffer)
+        defer { swap(&pk, &codecs.primaryKeyBuffer) }
         try txn.removeRange(main, prefix: parentKey) { key, value in
-            let pk = [UInt8](key[prefixCount...])
+            pk.removeAll(keepingCapacity: true)
+            pk.append(contentsOf: key[prefixCount...])
             if !storedIndexes.isEmpty {
                 let indexKeys = try indexKeys(of: value, codecs)
                 let storageKey = [UInt8](key)

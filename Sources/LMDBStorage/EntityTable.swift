@@ -27,6 +27,10 @@ final class Codecs {
     /// The indexes kept in a database of their own (not served by the
     /// parent's range), each with its database.
     let storedIndexes: [(fields: [Int], dbi: MDB_dbi)]
+    /// Reused by each record of the call for its primary key's bytes and
+    /// its storage key (``EntityTable/persist(_:in:codecs:parent:)``).
+    var primaryKeyBuffer: [UInt8] = []
+    var storageKeyBuffer: [UInt8] = []
 
     init(schema: ValueSchema, children: [Codecs], link: ParentLink?, storedIndexes: [(fields: [Int], dbi: MDB_dbi)]) {
         encoder = ValueEncoder(schema: schema)
