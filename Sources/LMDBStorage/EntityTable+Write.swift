@@ -143,7 +143,8 @@ extension EntityTable {
     /// walk over the range, removing as it goes.
     func eraseRange(parentKey: [UInt8], in txn: borrowing Transaction, codecs: Codecs) throws {
         let storedIndexes = codecs.storedIndexes
-        let isChild = codecs.link != nil
+        // The children's `#id` entries, deleted through one cursor.
+        let ids = codecs.link != nil ? try KeyEraser(txn, byId) : nil
         let prefixCount = parentKey.count
         // Each child's primary-key bytes in one buffer, reused.
         var pk: [UInt8] = []
@@ -159,7 +160,7 @@ extension EntityTable {
                     try txn.delete(storedIndexes[position].dbi, indexKeys[position], value: storageKey)
                 }
             }
-            if isChild { try txn.delete(byId, pk) }
+            if let ids { _ = try ids.delete(pk, in: txn) }
             for position in relations.indices {
                 try relations[position].eraseChildren(parentKey: pk, in: txn, codecs: codecs.children[position])
             }

@@ -102,3 +102,69 @@ extension MDB_val {
         }
     }
 }
+
+/// Deletes keys of one database through one cursor. Keys deleted in order
+/// (a parent's children usually have neighbouring keys in `#id` too) are
+/// found by stepping to the entry after the last one deleted, without a
+/// search; any other key is found with `MDB_SET`.
+final class KeyEraser {
+    private let handle: OpaquePointer
+    /// Whether the cursor is on the entry after the last one deleted.
+    private var positioned = false
+
+    /// Opens the cursor; it must not outlive `transaction` (keep the eraser
+    /// inside the scope that lends the transaction).
+    init(_ transaction: borrowing Transaction, _ dbi: MDB_dbi) throws {
+        var cursor: OpaquePointer?
+        try transaction.check(mdb_cursor_open(transaction.handle, dbi, &cursor), "mdb_cursor_open")
+        guard let cursor else {
+            throw StorageError(
+                .engine, transaction.operation, path: transaction.environment.path,
+                message: "mdb_cursor_open gave no cursor")
+        }
+        handle = cursor
+    }
+
+    deinit {
+        mdb_cursor_close(handle)
+    }
+
+    /// Deletes `key`; returns whether it was stored.
+    func delete(_ key: [UInt8], in transaction: borrowing Transaction) throws -> Bool {
+        var k = MDB_val()
+        var v = MDB_val()
+        if positioned, mdb_cursor_get(handle, &k, &v, MDB_GET_CURRENT) == MDB_SUCCESS, k.mv_size == key.count,
+            k.hasPrefix(key)
+        {
+            try remove(in: transaction)
+            return true
+        }
+        let code = key.withUnsafeBytes { key in
+            k.mv_size = key.count
+            k.mv_data = UnsafeMutableRawPointer(mutating: key.baseAddress)
+            return mdb_cursor_get(handle, &k, &v, MDB_SET)
+        }
+        if code == MDB_NOTFOUND {
+            positioned = false
+            return false
+        }
+        try transaction.check(code, "mdb_cursor_get")
+        try remove(in: transaction)
+        return true
+    }
+
+    /// Deletes the entry under the cursor and steps to the one after it.
+    private func remove(in transaction: borrowing Transaction) throws {
+        positioned = false
+        try transaction.check(mdb_cursor_del(handle, 0), "mdb_cursor_del")
+        var k = MDB_val()
+        var v = MDB_val()
+        // After a delete, MDB_NEXT yields the entry that followed it.
+        let code = mdb_cursor_get(handle, &k, &v, MDB_NEXT)
+        if code == MDB_SUCCESS {
+            positioned = true
+        } else if code != MDB_NOTFOUND {
+            try transaction.check(code, "mdb_cursor_get")
+        }
+    }
+}
