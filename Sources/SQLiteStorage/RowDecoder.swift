@@ -28,30 +28,36 @@ final class RowDecoder: Decoder {
     private var decodedType: Any.Type?
     private var fieldwiseType: (any FieldwiseRecord.Type)?
 
-    /// Decodes the statement's current row as a `T`: by position when `T` is a
-    /// ``FieldwiseRecord``, through `Decodable` otherwise.
+    /// Decodes the statement's current row as a `T` into the uninitialized
+    /// `slot`: by position when `T` is a ``FieldwiseRecord``, through
+    /// `Decodable` otherwise. The slot is left uninitialized when it throws.
+    ///
+    /// The record is built in place: returning it from generic code and
+    /// storing it again copied it (retaining its strings) and destroyed the
+    /// original, once per row.
     @inline(__always)
-    func decodeRow<T: Decodable>(_ type: T.Type) throws -> T {
+    func decodeRow<T: Decodable>(_ type: T.Type, into slot: UnsafeMutablePointer<T>) throws {
         if decodedType != T.self {
             decodedType = T.self
             fieldwiseType = T.self as? any FieldwiseRecord.Type
         }
         if let fieldwiseType {
-            return try decodeFieldwise(fieldwiseType, as: T.self)
+            try decodeFieldwise(fieldwiseType, into: slot)
+            return
         }
         next = 0
-        return try T(from: self)
+        slot.initialize(to: try T(from: self))
     }
 
-    private func decodeFieldwise<F: FieldwiseRecord, T>(_ type: F.Type, as: T.Type) throws -> T {
-        var reader = ColumnReader(decoder: self)
+    private func decodeFieldwise<F: FieldwiseRecord, T>(_ type: F.Type, into slot: UnsafeMutablePointer<T>) throws {
         // `F` is `T` (the caller found `F` by casting `T.self`): compare the
-        // metatypes and reinterpret, where `as? T` ran a dynamic cast through
-        // `Optional<T>`'s metadata on every record.
+        // metatypes and build the record in the slot as an `F`, where `as? T`
+        // ran a dynamic cast through `Optional<T>`'s metadata on every record.
         guard F.self == T.self else {
             throw StorageError(.decoding, .read, entity: layout.entityName, message: "\(F.self) is not \(T.self)")
         }
-        return unsafeBitCast(try F(fields: &reader), to: T.self)
+        var reader = ColumnReader(decoder: self)
+        UnsafeMutableRawPointer(slot).assumingMemoryBound(to: F.self).initialize(to: try F(fields: &reader))
     }
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
@@ -149,11 +155,18 @@ struct ColumnReader: FieldReader {
         return column
     }
 
+    // Inlined into the protocol witnesses, which the record's generic
+    // `init(fields:)` calls: one call per field rather than two.
+    @inline(__always)
     mutating func decode(_ type: Int64.Type) throws -> Int64 { try decoder.int64(advance()) }
+    @inline(__always)
     mutating func decode(_ type: Double.Type) throws -> Double { try decoder.double(advance()) }
+    @inline(__always)
     mutating func decode(_ type: String.Type) throws -> String { try decoder.string(advance()) }
+    @inline(__always)
     mutating func decode(_ type: Bool.Type) throws -> Bool { try decoder.int64(advance()) != 0 }
 
+    @inline(__always)
     mutating func decode(_ type: Date.Type) throws -> Date {
         Date(timeIntervalSinceReferenceDate: try decoder.double(advance()))
     }

@@ -138,9 +138,9 @@ struct RowEncodingContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
     }
 
     mutating func encode(_ value: String, forKey key: Key) throws {
-        guard let index = try encoder.parameter(for: key), let handle = encoder.handle else { return }
+        guard let index = try encoder.parameter(for: key), let statement = encoder.statement else { return }
         encoder.capture(.text(value), at: index)
-        try encoder.check(bindText(handle, value, index))
+        try statement.bind(value, at: index)
     }
 
     mutating func encode(_ value: Double, forKey key: Key) throws {
@@ -263,9 +263,9 @@ struct ColumnEncoder: Encoder, SingleValueEncodingContainer {
     func encodeNil() throws { try encoder.check(sqlite3_bind_null(encoder.handle, index)) }
     func encode(_ value: Bool) throws { try int(value ? 1 : 0) }
     func encode(_ value: String) throws {
-        guard let handle = encoder.handle else { return }
+        guard let statement = encoder.statement else { return }
         encoder.capture(.text(value), at: index)
-        try encoder.check(bindText(handle, value, index))
+        try statement.bind(value, at: index)
     }
     func encode(_ value: Double) throws { try encoder.check(sqlite3_bind_double(encoder.handle, index, value)) }
     func encode(_ value: Float) throws { try encode(Double(value)) }
@@ -386,27 +386,32 @@ struct ParameterWriter: FieldWriter {
         return index
     }
 
+    @inline(__always)
     mutating func encode(_ value: Int64) throws {
         let index = try next()
         encoder.capture(.integer(value), at: index)
         try statement.bind(value, at: index)
     }
 
+    @inline(__always)
     mutating func encode(_ value: Double) throws {
         let index = try next()
         try statement.bind(value, at: index)
     }
 
+    @inline(__always)
     mutating func encode(_ value: String) throws {
         let index = try next()
         encoder.capture(.text(value), at: index)
         try statement.bind(value, at: index)
     }
 
+    @inline(__always)
     mutating func encode(_ value: Bool) throws {
         try encode(Int64(value ? 1 : 0))
     }
 
+    @inline(__always)
     mutating func encode(_ value: Date) throws {
         try encode(value.timeIntervalSinceReferenceDate)
     }
@@ -416,10 +421,15 @@ struct ParameterWriter: FieldWriter {
         try value.withUnsafeBytes { try statement.bind(blob: $0, at: index) }
     }
 
+    @inline(__always)
     mutating func encodeNil() throws {
         let index = try next()
         try statement.bindNull(at: index)
     }
+
+    // The encode methods are inlined into the protocol witnesses the record's
+    // generic `write(fields:)` calls, and the binds into them: one call per
+    // field rather than three.
 
     /// Checks that every declared field was written.
     func finish() throws {

@@ -29,7 +29,7 @@ public struct SQLiteStorage<Record: DAOCore.Record>: Storage {
     public var commits: CommitBroadcaster? { database.commits }
 
     private var entityName: String { table.entity.name }
-    private var hasChildren: Bool { !table.links.isEmpty }
+    private var hasChildren: Bool { table.hasLinks }
 
     /// Upserts the records with their children in one transaction.
     /// - Throws: ``StorageError``; nothing is written then.

@@ -11,6 +11,9 @@ final class Table<R: Record>: Sendable {
     let name: String
     let layout: RowLayout
     let links: [any ChildLink<R>]
+    /// Whether ``links`` has a link: testing the existential array itself looks
+    /// up its metadata (an extended existential over `R`).
+    let hasLinks: Bool
     /// The foreign key this table holds to a parent, when it is a relation's child.
     let foreignKey: ForeignKey?
 
@@ -48,6 +51,7 @@ final class Table<R: Record>: Sendable {
             cycle = links.lazy.compactMap(\.cycle).first
         }
         self.links = links
+        hasLinks = !links.isEmpty
         var placeholders: [String: any Sendable] = [:]
         for link in links { placeholders[link.name] = link.placeholder }
         let names = entity.fields.map(\.name)
@@ -110,6 +114,10 @@ final class TableWriter<R: Record> {
     private let connection: Connection
     let encoder: RowEncoder
     let children: [any ChildWriter<R>]
+    /// Whether ``children`` has a writer: testing the existential array itself
+    /// looks up its metadata (an extended existential over `R`) on every row,
+    /// about 460 instructions a message on the workload's `persist`.
+    private let hasChildren: Bool
     /// Writes a record's fields by position, when `R` is a ``FieldwiseRecord``.
     let writeFields: ((R, inout ParameterWriter) throws -> Void)?
 
@@ -123,6 +131,7 @@ final class TableWriter<R: Record> {
             encoder.parentParameter = Int32(column + 1)
         }
         children = try table.links.map { try $0.makeWriter(connection) }
+        hasChildren = !children.isEmpty
     }
 
     /// Upserts `record`'s row, then makes its children exactly the ones it holds.
@@ -210,7 +219,9 @@ final class TableWriter<R: Record> {
         try finishChildren(record)
     }
 
+    @inline(__always)
     private func finishChildren(_ record: R) throws {
+        guard hasChildren else { return }
         for child in children {
             try child.write(childrenOf: record)
         }
@@ -234,11 +245,11 @@ struct TableReader<R: Record> {
     func rows(_ statement: Statement) throws -> [R] {
         defer { statement.reset() }
         let decoder = RowDecoder(layout: table.layout, statement: statement)
-        var records: [R] = []
+        var records = RecordBuffer<R>()
         while try statement.step() {
-            records.append(try decoder.decodeRow(R.self))
+            try records.append { try decoder.decodeRow(R.self, into: $0) }
         }
-        return records
+        return records.takeAll()
     }
 
     /// Runs `statement` (already bound), decodes every row, and collects the
@@ -249,29 +260,29 @@ struct TableReader<R: Record> {
     /// parent's few children here is far cheaper than the temporary B-tree
     /// SQLite builds for `ORDER BY key` when the index it searches by the
     /// foreign key does not yield the key's order.
-    func rows(_ statement: Statement, keyColumn: Int32, keys: inout [StoredValue], inKeyOrder: Bool = false) throws -> [R] {
+    ///
+    /// With `keyColumn` `nil` no keys are collected (the rows of one parent).
+    func rows(
+        _ statement: Statement, keyColumn: Int32?, keys: inout [StoredValue], inKeyOrder: Bool = false
+    ) throws -> RecordBuffer<R> {
         defer { statement.reset() }
         let decoder = RowDecoder(layout: table.layout, statement: statement)
-        var records: [R] = []
+        var records = RecordBuffer<R>()
         var primaryKeys: [StoredValue] = []
         let first = keys.count
         while try statement.step() {
-            records.append(try decoder.decodeRow(R.self))
-            keys.append(statement.storedValue(keyColumn))
+            try records.append { try decoder.decodeRow(R.self, into: $0) }
+            if let keyColumn { keys.append(statement.storedValue(keyColumn)) }
             // Column 0 is the primary key (``Table/selectList`` is in field order).
             if inKeyOrder { primaryKeys.append(statement.storedValue(0)) }
         }
         guard inKeyOrder, let order = keyOrder(primaryKeys) else { return records }
-        var sorted: [R] = []
-        sorted.reserveCapacity(records.count)
-        var sortedKeys: [StoredValue] = []
-        sortedKeys.reserveCapacity(order.count)
-        for position in order {
-            sorted.append(records[position])
-            sortedKeys.append(keys[first + position])
+        records.reorder(order)
+        if keyColumn != nil {
+            let sortedKeys = order.map { keys[first + $0] }
+            keys.replaceSubrange(first..., with: sortedKeys)
         }
-        keys.replaceSubrange(first..., with: sortedKeys)
-        return sorted
+        return records
     }
 }
 
@@ -291,8 +302,38 @@ private func keyOrder(_ values: [StoredValue]) -> [Int]? {
         }
         integers.append((key, position))
     }
-    integers.sort { $0.key < $1.key }
-    return integers.map(\.position)
+    // The index SQLite searched by the foreign key orders a parent's rows by
+    // its other columns, so the keys usually come as two ascending runs
+    // (`index` is where the second starts): merging them is a single pass.
+    var end = index + 1
+    while end < integers.count, integers[end].key >= integers[end - 1].key { end += 1 }
+    guard end == integers.count else {
+        integers.sort { $0.key < $1.key }
+        return integers.map(\.position)
+    }
+    var order: [Int] = []
+    order.reserveCapacity(integers.count)
+    var left = 0
+    var right = index
+    while left < index, right < integers.count {
+        // `<=` keeps equal keys in their first order, as the stable sort does.
+        if integers[left].key <= integers[right].key {
+            order.append(integers[left].position)
+            left += 1
+        } else {
+            order.append(integers[right].position)
+            right += 1
+        }
+    }
+    while left < index {
+        order.append(integers[left].position)
+        left += 1
+    }
+    while right < integers.count {
+        order.append(integers[right].position)
+        right += 1
+    }
+    return order
 }
 
 extension TableReader {
@@ -300,9 +341,15 @@ extension TableReader {
     /// that `records` are all the rows of the table, so the children can be read
     /// in one scan without naming parents.
     func attachChildren(to records: inout [R], all: Bool) throws {
-        guard !records.isEmpty else { return }
+        guard table.hasLinks, !records.isEmpty else { return }
+        try records.withUnsafeMutableBufferPointer { try attachChildren(to: $0, all: all) }
+    }
+
+    /// Fills in every relation of `records` in place (see the array version).
+    func attachChildren(to records: UnsafeMutableBufferPointer<R>, all: Bool) throws {
+        guard table.hasLinks, !records.isEmpty else { return }
         for link in table.links {
-            try link.attach(to: &records, all: all, connection)
+            try link.attach(to: records, all: all, connection)
         }
     }
 
@@ -342,7 +389,8 @@ protocol ChildLink<Parent>: Sendable {
     /// keys while they are enforced).
     func eraseAllChildren(_ connection: Connection) throws
     func makeWriter(_ connection: Connection) throws -> any ChildWriter<Parent>
-    func attach(to parents: inout [Parent], all: Bool, _ connection: Connection) throws
+    /// Reads the children of `parents` and sets them in place.
+    func attach(to parents: UnsafeMutableBufferPointer<Parent>, all: Bool, _ connection: Connection) throws
 }
 
 /// The link of one ``ToManyRelation``: the child table with its foreign key.
@@ -401,21 +449,30 @@ final class RelationLink<Rel: ToManyRelation>: ChildLink {
 
     static var batchSizes: [Int] { [8, 64, 512] }
 
-    func attach(to parents: inout [Parent], all: Bool, _ connection: Connection) throws {
+    func attach(to parents: UnsafeMutableBufferPointer<Parent>, all: Bool, _ connection: Connection) throws {
         let reader = TableReader(table: child, connection: connection)
         var groups: [StoredValue: [Child]] = [:]
         func read(_ statement: Statement, all: Bool) throws {
             var keys: [StoredValue] = []
             var children = try reader.rows(statement, keyColumn: foreignKeyColumn, keys: &keys, inKeyOrder: !all)
-            try reader.attachChildren(to: &children, all: all)
-            group(children, by: keys, into: &groups)
+            if child.hasLinks {
+                try children.withElements { try reader.attachChildren(to: $0, all: all) }
+            }
+            group(&children, by: keys, into: &groups)
         }
         if all {
             try read(connection.statement(child.selectAllSQL), all: true)
         } else if parents.count == 1 {
+            // Every row is the parent's: no parent keys to collect and group by.
             let statement = try connection.statement(childrenOfParentSQL)
             try statement.bind(parents[0].primaryKey.storedValue, at: 1)
-            try read(statement, all: false)
+            var none: [StoredValue] = []
+            var children = try reader.rows(statement, keyColumn: nil, keys: &none, inKeyOrder: true)
+            if child.hasLinks {
+                try children.withElements { try reader.attachChildren(to: $0, all: false) }
+            }
+            parents[0][keyPath: relation.children] = children.takeAll()
+            return
         } else {
             var keys: [StoredValue] = []
             var seen = Set<StoredValue>()
@@ -444,18 +501,23 @@ final class RelationLink<Rel: ToManyRelation>: ChildLink {
     }
 
     /// Groups children by their parent keys (`keys[i]` is the parent of
-    /// `children[i]`), keeping their order; children of one parent usually come
-    /// together, so the dictionary is touched once per run.
-    private func group(_ children: [Child], by keys: [StoredValue], into groups: inout [StoredValue: [Child]]) {
+    /// `children[i]`), keeping their order, by moving them out of the buffer;
+    /// children of one parent usually come together, so the dictionary is
+    /// touched once per run.
+    private func group(
+        _ children: inout RecordBuffer<Child>, by keys: [StoredValue], into groups: inout [StoredValue: [Child]]
+    ) {
         var start = 0
-        while start < children.count {
+        let count = children.count
+        while start < count {
             let key = keys[start]
             var end = start + 1
-            while end < children.count, keys[end] == key { end += 1 }
+            while end < count, keys[end] == key { end += 1 }
+            let run = children.take(upTo: end)
             if groups[key] == nil {
-                groups[key] = Array(children[start..<end])
+                groups[key] = run
             } else {
-                groups[key, default: []].append(contentsOf: children[start..<end])
+                groups[key, default: []].append(contentsOf: run)
             }
             start = end
         }

@@ -202,4 +202,75 @@ struct WriteTests {
         }
         #expect(try users.readAll() == all.sorted { $0.id < $1.id })
     }
+
+    @Test("children stored in interleaved order read back whole, in key order, at every level", arguments: allBackends)
+    func interleavedChildren(backend: Backend) throws {
+        try withStore(backend) { store, _ in
+            let authors = try store.anyStorage(for: CatalogAuthor.self)
+            func chapter(_ id: String, _ book: String, _ number: Int64) -> CatalogChapter {
+                CatalogChapter(id: id, bookId: book, number: number, text: "text of \(id)", wordCount: number % 2 == 0 ? nil : number)
+            }
+            func book(_ id: String, _ author: String, _ chapters: [CatalogChapter]) -> CatalogBook {
+                CatalogBook(id: id, authorId: author, title: "title of \(id)", subtitle: nil, year: 2000, chapters: chapters)
+            }
+            // Written out of key order, and in three calls, so that each
+            // parent's children lie between another parent's.
+            let first = CatalogAuthor(
+                id: "a", name: "A", country: nil,
+                books: [book("b-2", "a", [chapter("c-3", "b-2", 3), chapter("c-1", "b-2", 1)])])
+            let second = CatalogAuthor(
+                id: "b", name: "B", country: "FR",
+                books: [book("b-1", "b", [chapter("c-2", "b-1", 2)]), book("b-0", "b", [])])
+            try authors.persist(first)
+            try authors.persist(second)
+            let grown = CatalogAuthor(
+                id: "a", name: "A", country: nil,
+                books: first.books + [book("b-3", "a", [chapter("c-5", "b-3", 5), chapter("c-0", "b-3", 0), chapter("c-4", "b-3", 4)])])
+            try authors.persist(grown)
+            func inKeyOrder(_ author: CatalogAuthor) -> CatalogAuthor {
+                var author = author
+                author.books = author.books.map {
+                    var book = $0
+                    book.chapters.sort { $0.id.utf8.lexicographicallyPrecedes($1.id.utf8) }
+                    return book
+                }.sorted { $0.id.utf8.lexicographicallyPrecedes($1.id.utf8) }
+                return author
+            }
+            let expectedA = inKeyOrder(grown)
+            let expectedB = inKeyOrder(second)
+            #expect(try authors.readAll() == [expectedA, expectedB])
+            #expect(try authors.read(primaryKeys: ["b", "a", "missing", "b"]) == [expectedB, expectedA, expectedB])
+            #expect(try authors.read(primaryKey: "a") == expectedA)
+            let books = try store.anyStorage(for: CatalogBook.self)
+            #expect(try books.read(primaryKeys: ["b-3", "b-1"]) == [expectedA.books[1], expectedB.books[1]])
+
+            let dialogs = try store.anyStorage(for: DialogRecord.self)
+            func message(_ id: Int64, _ dialog: Int64) -> MessageRecord {
+                MessageRecord(
+                    id: id, dialogId: dialog, date: Date(timeIntervalSince1970: Double(100 - id)), text: "m\(id)",
+                    senderId: 1, receiverId: 2, type: 0, isIncoming: id % 2 == 0, isRead: id % 3 == 0)
+            }
+            try dialogs.persist(DialogRecord(id: 1, isPinned: false, messages: [message(9, 1), message(3, 1), message(6, 1)]))
+            try dialogs.persist(DialogRecord(id: 2, isPinned: true, messages: [message(4, 2), message(1, 2)]))
+            try dialogs.persist(DialogRecord(id: 1, isPinned: false, messages: [9, 3, 6, 2, 8].map { message($0, 1) }))
+            let dialog1 = DialogRecord(id: 1, isPinned: false, messages: [2, 3, 6, 8, 9].map { message($0, 1) })
+            let dialog2 = DialogRecord(id: 2, isPinned: true, messages: [1, 4].map { message($0, 2) })
+            // Dates rising with the keys, read and unread mixed: an index led by
+            // the parent key and the read flag yields two runs of keys.
+            func dated(_ id: Int64) -> MessageRecord {
+                var record = message(id, 3)
+                record.date = Date(timeIntervalSince1970: Double(id))
+                record.isRead = [102, 103, 107, 110, 111].contains(id)
+                return record
+            }
+            try dialogs.persist(
+                DialogRecord(id: 3, isPinned: false, messages: [111, 101, 107, 104, 102, 110, 103, 105].map(dated)))
+            let dialog3 = DialogRecord(
+                id: 3, isPinned: false, messages: [101, 102, 103, 104, 105, 107, 110, 111].map(dated))
+            #expect(try dialogs.readAll() == [dialog1, dialog2, dialog3])
+            #expect(try dialogs.read(primaryKeys: [2, 1]) == [dialog2, dialog1])
+            #expect(try dialogs.read(primaryKey: 1) == dialog1)
+            #expect(try dialogs.read(primaryKey: 3) == dialog3)
+        }
+    }
 }

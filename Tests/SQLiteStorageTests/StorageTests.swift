@@ -146,6 +146,57 @@ struct StorageTests {
         }
     }
 
+    @Test("texts of every length round-trip when one statement binds them row after row, and again in later calls")
+    func textsBoundRowAfterRow() throws {
+        try withDatabase { database in
+            let dialogs = try database.storage(for: DialogRecord.self)
+            let users = try database.storage(for: UserRecord.self)
+            // Lengths that grow, shrink after a long one (the bytes left over
+            // from the longer text must not show), cross the size SQLite is
+            // left to copy itself, and hold NUL, emoji and decomposed accents.
+            let texts = [
+                "", "a", "short", String(repeating: "ab", count: 40), "x", String(repeating: "é", count: 300),
+                "e\u{301}\u{0}tail", String(repeating: "🚀", count: 20_000), "after the long one",
+                String(repeating: "z", count: 70_000), "", "last",
+            ]
+            func records(offset: Int64) -> [DialogRecord] {
+                (0..<3).map { dialog in
+                    let id = offset + Int64(dialog)
+                    let messages = texts.indices.map { index in
+                        message(id * 100 + Int64(index), dialog: id, text: texts[(index + dialog) % texts.count])
+                    }
+                    return DialogRecord(id: id, isPinned: dialog % 2 == 0, messages: messages)
+                }
+            }
+            let first = records(offset: 1)
+            try dialogs.persist(first)
+            #expect(try dialogs.read(primaryKeys: first.map(\.id)) == first)
+            // The same statements again: the update in place, then inserts.
+            var changed = first
+            for index in changed.indices {
+                changed[index].messages = changed[index].messages.map {
+                    var message = $0
+                    message.text = texts[((texts.firstIndex(of: $0.text) ?? 0) + 5) % texts.count]
+                    return message
+                }
+            }
+            try dialogs.persist(changed)
+            let second = records(offset: 10)
+            try dialogs.persist(second)
+            #expect(try dialogs.read(primaryKeys: changed.map(\.id) + second.map(\.id)) == changed + second)
+            // Text keys and optional text through the Codable path.
+            let sample = texts.indices.map { index in
+                UserRecord(
+                    id: "user \(index) " + texts[index].prefix(10), name: texts[index],
+                    bio: index % 2 == 0 ? nil : texts[texts.count - 1 - index], email: nil, birthDate: nil, gender: nil)
+            }
+            try users.persist(sample)
+            for user in sample {
+                #expect(try users.read(primaryKey: user.id) == user)
+            }
+        }
+    }
+
     @Test("users with optional fields and a string-backed enum round-trip; nil stays nil")
     func optionalFields() throws {
         try withDatabase { database in

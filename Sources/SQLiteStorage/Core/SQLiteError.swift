@@ -4,6 +4,9 @@ import DAOCore
 /// `SQLITE_TRANSIENT`: SQLite copies the bound bytes before the bind call returns.
 /// Swift does not import the C macro, so it is spelled out here.
 let sqliteTransient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+/// `SQLITE_STATIC`: SQLite uses the bound bytes in place; they must stay valid
+/// and unchanged until the parameter is rebound or the statement finalized.
+let sqliteStatic: sqlite3_destructor_type? = nil
 
 /// Maps an SQLite result code onto the storage error kinds.
 func storageErrorKind(forSQLiteCode code: Int32) -> StorageError.Kind {
