@@ -5,9 +5,15 @@ import Foundation
 // Reading records, planning queries over keys and indexes, sorting.
 extension EntityTable {
     /// Decodes the value in `buffer` with its children.
+    @inline(__always)
     func decode(_ buffer: UnsafeRawBufferPointer, in txn: borrowing Transaction, codecs: Codecs) throws -> R {
+        try codecs.decoder.load(buffer)
+        return try decodeLoaded(in: txn, codecs: codecs)
+    }
+
+    /// Decodes the value the decoder has loaded, with its children.
+    func decodeLoaded(in txn: borrowing Transaction, codecs: Codecs) throws -> R {
         let decoder = codecs.decoder
-        try decoder.load(buffer)
         if let fieldwiseType {
             var record = try decoder.decodeFieldwise(fieldwiseType, as: R.self)
             guard hasRelations else { return record }
@@ -39,27 +45,12 @@ extension EntityTable {
 
     /// The records stored under keys starting with `prefix`, in key order.
     func readRange(prefix: [UInt8], in txn: borrowing Transaction, codecs: Codecs) throws -> [R] {
-        var records: [R] = []
+        let records = RecordBuffer<R>()
         try txn.scan(main, prefix: prefix) { _, value in
             records.append(try decode(value, in: txn, codecs: codecs))
             return true
         }
-        return records
-    }
-
-    /// The storage keys and primary-key bytes of the records under `prefix`
-    /// whose primary-key bytes pass `include`.
-    func keys(
-        prefix: [UInt8], in txn: borrowing Transaction, where include: (UnsafeRawBufferPointer) -> Bool = { _ in true }
-    ) throws -> [(key: [UInt8], pk: [UInt8])] {
-        var keys: [(key: [UInt8], pk: [UInt8])] = []
-        let prefixCount = prefix.count
-        try txn.scan(main, prefix: prefix) { key, _ in
-            let pk = UnsafeRawBufferPointer(rebasing: key[prefixCount...])
-            if include(pk) { keys.append((key: [UInt8](key), pk: [UInt8](pk))) }
-            return true
-        }
-        return keys
+        return records.take()
     }
 
     /// How a predicate's candidates are found.
@@ -72,6 +63,12 @@ extension EntityTable {
         case parentRange([UInt8])
         /// One range of a declared index (its name and the key prefix).
         case indexRange(String, [UInt8])
+        /// An index that leads with the foreign key, served by the parent's
+        /// range (the parent's key) filtered on the index's next fields:
+        /// those whose values have the same index key as `rest`, the values
+        /// the predicate binds after the foreign key. Its name, the parent's
+        /// key and `rest`.
+        case parentIndexRange(String, parent: [UInt8], rest: [StoredValue])
     }
 
     /// The narrowest way to find the records that can meet `predicate`: the
@@ -100,6 +97,20 @@ extension EntityTable {
             guard let index = indexes.first(where: { $0.index.name == declared.name }) else {
                 return (.everything, false)
             }
+            if isServedByParent(index, link: link), let first = values.first {
+                // No child is stored under a null parent key.
+                if case .null = first { return (.everything, false) }
+                // The index key's first field is the foreign key: the
+                // parent's range, each child's index key checked against the
+                // rest, finds exactly the records the index range would.
+                var parent: [UInt8] = []
+                KeyCodec.append(untagged: first, to: &parent)
+                return (
+                    .parentIndexRange(index.index.name, parent: parent, rest: Array(values.dropFirst())),
+                    query.accessIsExact
+                )
+            }
+            guard index.dbi != nil else { return (.everything, false) }
             var prefix: [UInt8] = []
             for value in values { KeyCodec.append(indexed: value, to: &prefix) }
             return (.indexRange(index.index.name, prefix), query.accessIsExact)
@@ -131,10 +142,34 @@ extension EntityTable {
             return try read(pk: pk, in: txn, codecs: codecs).map { [$0] } ?? []
         case .parentRange(let prefix):
             return try readRange(prefix: prefix, in: txn, codecs: codecs)
-        case .indexRange(let name, let prefix):
+        case .parentIndexRange(let name, let parent, let rest):
             guard let index = indexes.first(where: { $0.index.name == name }) else { return [] }
+            let decoder = codecs.decoder
+            let restFields = Array(index.fields.dropFirst().prefix(rest.count))
+            let records = RecordBuffer<R>()
+            try txn.scan(main, prefix: parent) { _, value in
+                guard !rest.isEmpty else {
+                    records.append(try decode(value, in: txn, codecs: codecs))
+                    return true
+                }
+                // The fields the filter reads, before the checksum: a child
+                // the filter skips is not returned, as a child outside an
+                // index range was not read; one it keeps is checked whole.
+                try decoder.load(value, checkingSum: false)
+                for position in restFields.indices {
+                    guard KeyCodec.sameKey(try decoder.value(at: restFields[position]), rest[position]) else {
+                        return true
+                    }
+                }
+                try decoder.checkSum(value)
+                records.append(try decodeLoaded(in: txn, codecs: codecs))
+                return true
+            }
+            return records.take()
+        case .indexRange(let name, let prefix):
+            guard let index = indexes.first(where: { $0.index.name == name }), let dbi = index.dbi else { return [] }
             var keys: [[UInt8]] = []
-            try txn.scan(index.dbi, prefix: prefix) { _, key in
+            try txn.scan(dbi, prefix: prefix) { _, key in
                 keys.append([UInt8](key))
                 return true
             }
@@ -150,5 +185,56 @@ extension EntityTable {
             }
             return records
         }
+    }
+}
+
+/// Records collected one by one in memory of their own, then moved into an
+/// array at once: appending to an `Array` in code generic over the record
+/// type looked up the array's metadata on every append (about 330
+/// instructions per record).
+final class RecordBuffer<R> {
+    private var start: UnsafeMutablePointer<R>
+    private var capacity: Int
+    private var count = 0
+
+    init(capacity: Int = 16) {
+        start = .allocate(capacity: capacity)
+        self.capacity = capacity
+    }
+
+    deinit {
+        start.deinitialize(count: count)
+        start.deallocate()
+    }
+
+    @inline(__always)
+    func append(_ record: R) {
+        if count == capacity { grow() }
+        (start + count).initialize(to: record)
+        count += 1
+    }
+
+    private func grow() {
+        let larger = UnsafeMutablePointer<R>.allocate(capacity: capacity * 2)
+        larger.moveInitialize(from: start, count: count)
+        start.deallocate()
+        start = larger
+        capacity *= 2
+    }
+
+    /// The records, moved out into an array; the buffer is empty afterwards.
+    func take() -> [R] {
+        let moved = count
+        let start = self.start
+        let records = [R](unsafeUninitializedCapacity: moved) { buffer, initialized in
+            guard let base = buffer.baseAddress else {
+                initialized = 0
+                return
+            }
+            base.moveInitialize(from: start, count: moved)
+            initialized = moved
+        }
+        count = moved - records.count
+        return records
     }
 }

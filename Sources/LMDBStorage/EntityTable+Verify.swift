@@ -14,9 +14,12 @@ extension EntityTable {
     /// - Throws: ``StorageError/Kind/corrupt`` naming the first inconsistency.
     func verify(in txn: borrowing Transaction, codecs: Codecs) throws -> Int {
         let decoder = codecs.decoder
-        let link = self.link
+        let link = codecs.link
         var count = 0
-        var expectedIndexEntries = [Set<[UInt8]>](repeating: [], count: indexes.count)
+        // The indexes the parent's range serves have no entries to check.
+        let storedIndexes = codecs.storedIndexes
+        let storedNames = indexes.filter { $0.dbi != nil && !isServedByParent($0, link: link) }.map(\.index.name)
+        var expectedIndexEntries = [Set<[UInt8]>](repeating: [], count: storedIndexes.count)
         try txn.scan(main, prefix: []) { key, value in
             let storageKey = [UInt8](key)
             try decoder.load(value)
@@ -43,10 +46,10 @@ extension EntityTable {
             } else if storageKey != pk {
                 throw inconsistent("a record's key is not its primary key")
             }
-            for position in indexes.indices {
+            for position in storedIndexes.indices {
                 // The entry as one byte string: index key, storage key, then the
                 // storage key's length, so two different entries never match.
-                var entry = try indexKey(indexes[position], decoder.value(at:))
+                var entry = try indexKey(storedIndexes[position].fields, decoder.value(at:))
                 entry += storageKey
                 entry += withUnsafeBytes(of: UInt32(storageKey.count).bigEndian) { [UInt8]($0) }
                 expectedIndexEntries[position].insert(entry)
@@ -57,18 +60,19 @@ extension EntityTable {
         if link != nil, try txn.entryCount(byId) != count {
             throw inconsistent("the '#id' lookup has \(try txn.entryCount(byId)) entries for \(count) records")
         }
-        for position in indexes.indices {
-            let index = indexes[position]
+        for position in storedIndexes.indices {
+            let index = storedIndexes[position]
+            let name = storedNames[position]
             let entries = try txn.entryCount(index.dbi)
             guard entries == count else {
-                throw inconsistent("index '\(index.index.name)' has \(entries) entries for \(count) records")
+                throw inconsistent("index '\(name)' has \(entries) entries for \(count) records")
             }
             try txn.scan(index.dbi, prefix: []) { key, value in
                 var entry = [UInt8](key)
                 entry += value
                 entry += withUnsafeBytes(of: UInt32(value.count).bigEndian) { [UInt8]($0) }
                 guard expectedIndexEntries[position].contains(entry) else {
-                    throw inconsistent("index '\(index.index.name)' has an entry no record gives")
+                    throw inconsistent("index '\(name)' has an entry no record gives")
                 }
                 return true
             }

@@ -9,12 +9,18 @@ extension EntityTable {
         /// Nothing: the child is persisted through its own storage, so its
         /// parent must be looked up.
         case unknown
-        /// The parent with this primary key is being persisted; `hadChildren`
-        /// says whether any child was stored under it before.
-        case persisting(primaryKey: StoredValue, hadChildren: Bool)
+        /// The parent with this primary key is being persisted, and the
+        /// caller read which children it held (`nil`: none).
+        case persisting(primaryKey: StoredValue, stored: StoredChildren?)
     }
 
     /// Inserts or replaces `record` with its children.
+    ///
+    /// Writes per record: its value; for a child, its `#id` entry only when it
+    /// is new under this parent (one `MDB_NOOVERWRITE` put, which also finds a
+    /// child stored under another parent, which then moves); the entries of
+    /// the indexes kept in their own database, reading the old value only
+    /// when there are such indexes.
     func persist(_ record: R, in txn: borrowing Transaction, codecs: Codecs, parent: ParentContext = .unknown) throws {
         let encoder = codecs.encoder
         if let writeFields {
@@ -22,72 +28,72 @@ extension EntityTable {
         } else {
             try encoder.encode(record)
         }
+        // The primary key's bytes and the storage key are built in buffers
+        // the call's codecs keep, moved out and back, so no record allocates
+        // its own.
         var pk: [UInt8] = []
+        swap(&pk, &codecs.primaryKeyBuffer)
+        defer { swap(&pk, &codecs.primaryKeyBuffer) }
+        pk.removeAll(keepingCapacity: true)
         KeyCodec.append(untagged: encoder.value(at: 0), to: &pk)
-        let key: [UInt8]
+        var key: [UInt8] = []
+        swap(&key, &codecs.storageKeyBuffer)
+        defer { swap(&key, &codecs.storageKeyBuffer) }
+        key.removeAll(keepingCapacity: true)
+        // The storage key of the record this one replaces, if there is one.
         var oldKey: [UInt8]?
-        var existed = false
-        var oldIndexKeys: [[UInt8]] = []
-        let link = self.link
-        if let link {
+        let storedIndexes = codecs.storedIndexes
+        if let link = codecs.link {
             let parentValue = encoder.value(at: link.foreignKeyIndex)
-            var parentKey: [UInt8] = []
-            KeyCodec.append(untagged: parentValue, to: &parentKey)
-            var lookUnderParent = true
+            // The parent's key, then the child's: the child's storage key.
+            KeyCodec.append(untagged: parentValue, to: &key)
+            var storedHere = false
             switch parent {
             case .unknown:
-                guard try txn.contains(link.parentById ?? link.parentMain, parentKey) else {
+                guard try txn.contains(link.parentById ?? link.parentMain, key) else {
                     throw StorageError(
                         .constraint, .persist, entity: entity.name, path: environment.path,
                         message: "its parent '\(link.parent)' with key \(parentValue) does not exist",
                         context: "record \(encoder.value(at: 0))")
                 }
-            case .persisting(let expected, let hadChildren):
+            case .persisting(let expected, let stored):
                 guard parentValue == expected else {
                     throw StorageError(
                         .constraint, .persist, entity: entity.name, path: environment.path,
                         message: "a child of '\(link.parent)' \(expected) names parent \(parentValue) in its foreign key",
                         context: "record \(encoder.value(at: 0))")
                 }
-                lookUnderParent = hadChildren
+                storedHere = stored?.take(pk) ?? false
             }
-            key = parentKey + pk
-            // Usually an existing child is stored under this parent already: one
-            // lookup. Otherwise the id lookup says whether it moves from another.
-            if lookUnderParent, let keys = try txn.withValue(main, key, { try indexKeys(of: $0, codecs) }) {
+            key.append(contentsOf: pk)
+            if storedHere {
                 oldKey = key
-                existed = true
-                oldIndexKeys = keys
-            } else if let storedKey = try txn.copy(byId, pk) {
-                oldKey = storedKey
-                if let keys = try txn.withValue(main, storedKey, { try indexKeys(of: $0, codecs) }) {
-                    existed = true
-                    oldIndexKeys = keys
-                }
+            } else if let stored = try txn.putIfAbsent(byId, pk, key) {
+                // Stored already: under this parent (the same key), or under
+                // another one, from which it moves.
+                oldKey = stored
+                if stored != key { try txn.put(byId, pk, key) }
             }
         } else {
-            key = pk
+            key.append(contentsOf: pk)
             // The old value matters only for its index entries.
-            if !indexes.isEmpty, let keys = try txn.withValue(main, key, { try indexKeys(of: $0, codecs) }) {
-                oldKey = key
-                existed = true
-                oldIndexKeys = keys
-            }
+            if !storedIndexes.isEmpty { oldKey = key }
         }
-        let moved = existed && oldKey != key
+        var oldIndexKeys: [[UInt8]]?
+        if let oldKey, !storedIndexes.isEmpty {
+            oldIndexKeys = try txn.withValue(main, oldKey) { try indexKeys(of: $0, codecs) }
+        }
+        let moved = oldKey != nil && oldKey != key
         if moved, let oldKey { try txn.delete(main, oldKey) }
         try txn.put(main, key, encoder.bytes)
-        for position in indexes.indices {
-            let index = indexes[position]
-            let newIndexKey = indexKey(index, encoder.value(at:))
-            if existed, let oldKey {
+        for position in storedIndexes.indices {
+            let index = storedIndexes[position]
+            let newIndexKey = indexKey(index.fields, encoder.value(at:))
+            if let oldIndexKeys, let oldKey {
                 if !moved && oldIndexKeys[position] == newIndexKey { continue }
                 try txn.delete(index.dbi, oldIndexKeys[position], value: oldKey)
             }
             try txn.put(index.dbi, newIndexKey, key)
-        }
-        if link != nil && (!existed || moved) {
-            try txn.put(byId, pk, key)
         }
         if hasRelations {
             let primaryKey = encoder.value(at: 0)
@@ -98,38 +104,146 @@ extension EntityTable {
         }
     }
 
-    /// The index keys of the stored value `value` (none when the entity has no
-    /// index), read while the transaction lends the value: the buffer is gone
-    /// once a write moves its page.
+    /// The keys of the stored indexes of the stored value `value` (none when
+    /// every index is served by the parent's range), read while the
+    /// transaction lends the value: the buffer is gone once a write moves its
+    /// page.
     @inline(__always)
     func indexKeys(of value: UnsafeRawBufferPointer, _ codecs: Codecs) throws -> [[UInt8]] {
-        guard !indexes.isEmpty else { return [] }
+        let storedIndexes = codecs.storedIndexes
+        guard !storedIndexes.isEmpty else { return [] }
         let decoder = codecs.decoder
         try decoder.load(value)
-        return try indexes.map { try indexKey($0, decoder.value(at:)) }
+        return try storedIndexes.map { try indexKey($0.fields, decoder.value(at:)) }
     }
 
     /// Erases the record stored under `key` (whose primary key bytes are `pk`)
     /// with its index entries and children. Returns whether there was one.
     @discardableResult
     func erase(storageKey key: [UInt8], pk: [UInt8], in txn: borrowing Transaction, codecs: Codecs) throws -> Bool {
-        guard let indexKeys = try txn.withValue(main, key, { try indexKeys(of: $0, codecs) }) else { return false }
-        try txn.delete(main, key)
-        for position in indexes.indices {
-            try txn.delete(indexes[position].dbi, indexKeys[position], value: key)
+        let storedIndexes = codecs.storedIndexes
+        if storedIndexes.isEmpty {
+            guard try txn.delete(main, key) else { return false }
+        } else {
+            guard let indexKeys = try txn.withValue(main, key, { try indexKeys(of: $0, codecs) }) else { return false }
+            try txn.delete(main, key)
+            for position in storedIndexes.indices {
+                try txn.delete(storedIndexes[position].dbi, indexKeys[position], value: key)
+            }
         }
-        if link != nil { try txn.delete(byId, pk) }
+        if codecs.link != nil { try txn.delete(byId, pk) }
         for position in relations.indices {
             try relations[position].eraseChildren(parentKey: pk, in: txn, codecs: codecs.children[position])
         }
         return true
     }
 
+    /// Erases every record stored under `parentKey` (a parent's children),
+    /// with their `#id` and index entries and their own children: one cursor
+    /// walk over the range, removing as it goes.
+    func eraseRange(parentKey: [UInt8], in txn: borrowing Transaction, codecs: Codecs) throws {
+        let storedIndexes = codecs.storedIndexes
+        // The children's `#id` entries, deleted through one cursor.
+        let ids = codecs.link != nil ? try KeyEraser(txn, byId) : nil
+        let prefixCount = parentKey.count
+        // Each child's primary-key bytes in one buffer, reused.
+        var pk: [UInt8] = []
+        swap(&pk, &codecs.primaryKeyBuffer)
+        defer { swap(&pk, &codecs.primaryKeyBuffer) }
+        try txn.removeRange(main, prefix: parentKey) { key, value in
+            pk.removeAll(keepingCapacity: true)
+            pk.append(contentsOf: key[prefixCount...])
+            if !storedIndexes.isEmpty {
+                let indexKeys = try indexKeys(of: value, codecs)
+                let storageKey = [UInt8](key)
+                for position in storedIndexes.indices {
+                    try txn.delete(storedIndexes[position].dbi, indexKeys[position], value: storageKey)
+                }
+            }
+            if let ids { _ = try ids.delete(pk, in: txn) }
+            for position in relations.indices {
+                try relations[position].eraseChildren(parentKey: pk, in: txn, codecs: codecs.children[position])
+            }
+        }
+    }
+
     /// Erases every record of the entity and of its descendants.
     func eraseEverything(in txn: borrowing Transaction) throws {
         try txn.empty(main)
         try txn.empty(byId)
-        for index in indexes { try txn.empty(index.dbi) }
+        for index in indexes {
+            if let dbi = index.dbi { try txn.empty(dbi) }
+        }
         for relation in relations { try relation.eraseEverything(in: txn) }
+    }
+}
+
+/// The primary-key bytes of the children stored under one parent, in key
+/// order (one cursor range), and which of them the parent still holds.
+final class StoredChildren {
+    /// The keys one after another; `ends[i]` is where key `i` ends.
+    private var bytes: [UInt8] = []
+    private var ends: [Int] = []
+    private var kept: [Bool] = []
+    /// Where the next child in key order is expected.
+    private var next = 0
+
+    var isEmpty: Bool { ends.isEmpty }
+
+    /// Adds the next stored key (in key order).
+    func append(_ key: UnsafeRawBufferPointer) {
+        bytes.append(contentsOf: key)
+        ends.append(bytes.count)
+        kept.append(false)
+    }
+
+    /// Whether `pk` is stored under the parent; if so, it is kept. Children
+    /// usually come in key order, so the key after the last one found is
+    /// tried first, then a binary search.
+    func take(_ pk: [UInt8]) -> Bool {
+        if next < ends.count, compare(next, pk) == 0 {
+            kept[next] = true
+            next += 1
+            return true
+        }
+        var low = 0
+        var high = ends.count
+        while low < high {
+            let middle = (low + high) / 2
+            let order = compare(middle, pk)
+            if order == 0 {
+                kept[middle] = true
+                next = middle + 1
+                return true
+            }
+            if order < 0 { low = middle + 1 } else { high = middle }
+        }
+        return false
+    }
+
+    /// The stored keys no call to ``take(_:)`` kept.
+    var unkept: [[UInt8]] {
+        var keys: [[UInt8]] = []
+        for index in kept.indices where !kept[index] {
+            keys.append(Array(bytes[(index == 0 ? 0 : ends[index - 1])..<ends[index]]))
+        }
+        return keys
+    }
+
+    /// Key `index` compared with `pk` bytewise, as LMDB orders keys: < 0,
+    /// 0 or > 0.
+    private func compare(_ index: Int, _ pk: [UInt8]) -> Int {
+        let start = index == 0 ? 0 : ends[index - 1]
+        let count = ends[index] - start
+        return bytes.withUnsafeBytes { stored in
+            pk.withUnsafeBytes { pk in
+                let common = min(count, pk.count)
+                if common > 0, let a = stored.baseAddress, let b = pk.baseAddress {
+                    let order = memcmp(a + start, b, common)
+                    if order != 0 { return Int(order) }
+                }
+                return count - pk.count
+            }
+        }
     }
 }

@@ -4,25 +4,40 @@ import Foundation
 
 /// One declared index: its own `MDB_DUPSORT` database whose keys are the
 /// encoded index field values and whose duplicate values are the storage keys
-/// of the records that hold them.
+/// of the records that hold them, unless the parent's range serves it.
 struct IndexTable: Sendable {
     var index: Index
     /// The positions of the indexed fields among the entity's fields.
     var fields: [Int]
-    var dbi: MDB_dbi
+    /// The index's database; `nil` when the index leads with the foreign key
+    /// to the parent, so the parent's range of children serves it
+    /// (``EntityTable/isServedByParent(_:link:)``).
+    var dbi: MDB_dbi?
 }
 
 /// The encoders and decoders of one storage call: one pair per entity of the
-/// call's record tree, reused for every record of the call.
+/// call's record tree, reused for every record of the call, with the parent
+/// link and the index databases in force for the call.
 final class Codecs {
     let encoder: ValueEncoder
     let decoder: ValueDecoder
     let children: [Codecs]
+    /// The link to the parent, resolved once for the call.
+    let link: ParentLink?
+    /// The indexes kept in a database of their own (not served by the
+    /// parent's range), each with its database.
+    let storedIndexes: [(fields: [Int], dbi: MDB_dbi)]
+    /// Reused by each record of the call for its primary key's bytes and
+    /// its storage key (``EntityTable/persist(_:in:codecs:parent:)``).
+    var primaryKeyBuffer: [UInt8] = []
+    var storageKeyBuffer: [UInt8] = []
 
-    init(schema: ValueSchema, children: [Codecs]) {
+    init(schema: ValueSchema, children: [Codecs], link: ParentLink?, storedIndexes: [(fields: [Int], dbi: MDB_dbi)]) {
         encoder = ValueEncoder(schema: schema)
         decoder = ValueDecoder(schema: schema)
         self.children = children
+        self.link = link
+        self.storedIndexes = storedIndexes
     }
 }
 
@@ -34,7 +49,10 @@ final class Codecs {
 ///   a parent's children are one contiguous cursor range, in child-key order.
 /// - `<entity>#id`: for a child entity, child primary key → storage key, so a
 ///   child can be found (and moved) by its own key.
-/// - `<entity>#<index>`: one `MDB_DUPSORT` database per declared index.
+/// - `<entity>#<index>`: one `MDB_DUPSORT` database per declared index,
+///   except an index that leads with the child's foreign key: a parent's
+///   children are one range already, so that range, filtered on the index's
+///   other fields, serves it (docs/LMDB.md).
 final class EntityTable<R: Record>: Sendable {
     let environment: LMDBEnvironment
     let entity: Entity<R>
@@ -77,10 +95,6 @@ final class EntityTable<R: Record>: Sendable {
         schema = ValueSchema(entity)
         main = try environment.requireDatabase(entity.name)
         byId = try environment.requireDatabase(entity.name + "#id")
-        indexes = try entity.indexes.map { index in
-            let fields = index.fields.compactMap { name in entity.fields.firstIndex { $0.name == name } }
-            return IndexTable(index: index, fields: fields, dbi: try environment.requireDatabase(entity.name + "#" + index.name, duplicateSort: true))
-        }
         var resolvedLink = link
         if resolvedLink == nil, environment.parentLink(of: entity.name) == nil, let owner = entity.owner {
             // A child asked for before its owner: set the owner up first, which
@@ -92,7 +106,18 @@ final class EntityTable<R: Record>: Sendable {
             if let resolvedLink { environment.register(child: entity.name, link: resolvedLink) }
         }
         declaredLink = resolvedLink
-        let isChild = resolvedLink != nil || environment.parentLink(of: entity.name) != nil
+        let linkNow = resolvedLink ?? environment.parentLink(of: entity.name)
+        let isChild = linkNow != nil
+        indexes = try entity.indexes.map { index in
+            let fields = index.fields.compactMap { name in entity.fields.firstIndex { $0.name == name } }
+            if let linkNow, fields.first == linkNow.foreignKeyIndex {
+                try environment.dropStaleIndexDatabase(entity.name + "#" + index.name)
+                return IndexTable(index: index, fields: fields, dbi: nil)
+            }
+            return IndexTable(
+                index: index, fields: fields,
+                dbi: try environment.requireDatabase(entity.name + "#" + index.name, duplicateSort: true))
+        }
         let parentById: MDB_dbi? = isChild ? byId : nil
         let main = self.main
         relations = try entity.relations.map { relation in
@@ -128,16 +153,33 @@ final class EntityTable<R: Record>: Sendable {
     var link: ParentLink? { declaredLink ?? environment.parentLink(of: entity.name) }
 
     func makeCodecs() -> Codecs {
-        Codecs(schema: schema, children: relations.map { $0.makeCodecs() })
+        let link = self.link
+        var stored: [(fields: [Int], dbi: MDB_dbi)] = []
+        for index in indexes where !isServedByParent(index, link: link) {
+            if let dbi = index.dbi { stored.append((index.fields, dbi)) }
+        }
+        return Codecs(
+            schema: schema, children: relations.map { $0.makeCodecs() }, link: link, storedIndexes: stored)
+    }
+
+    /// Whether `index` leads with the foreign key to the parent, so that the
+    /// parent's range of children, filtered on the index's other fields,
+    /// answers it and it has no database of its own. A table opened before
+    /// its entity was linked to a parent opened the index's database; once
+    /// linked, it leaves it alone like every other table of the entity.
+    @inline(__always)
+    func isServedByParent(_ index: IndexTable, link: ParentLink?) -> Bool {
+        guard let link else { return false }
+        return index.fields.first == link.foreignKeyIndex
     }
 
     // MARK: - Keys
 
     @inline(__always)
-    func indexKey(_ index: IndexTable, _ value: (Int) throws -> StoredValue) rethrows -> [UInt8] {
+    func indexKey(_ fields: [Int], _ value: (Int) throws -> StoredValue) rethrows -> [UInt8] {
         var key: [UInt8] = []
-        key.reserveCapacity(index.fields.count * 10)
-        for field in index.fields {
+        key.reserveCapacity(fields.count * 10)
+        for field in fields {
             KeyCodec.append(indexed: try value(field), to: &key)
         }
         return key

@@ -65,6 +65,21 @@ enum KeyCodec {
         }
     }
 
+    /// Whether `a` and `b` have the same index key (``append(indexed:to:)``)
+    /// without encoding them: nulls alike, integers equal, reals with the
+    /// same bits once `-0.0` is `0.0`, text with the same UTF-8 bytes (not
+    /// Swift's `==`, which is canonical equivalence), blobs equal.
+    static func sameKey(_ a: StoredValue, _ b: StoredValue) -> Bool {
+        switch (a, b) {
+        case (.null, .null): return true
+        case (.integer(let a), .integer(let b)): return a == b
+        case (.real(let a), .real(let b)): return (a == 0 ? 0.0 : a).bitPattern == (b == 0 ? 0.0 : b).bitPattern
+        case (.text(let a), .text(let b)): return a.utf8.elementsEqual(b.utf8)
+        case (.blob(let a), .blob(let b)): return a == b
+        default: return false
+        }
+    }
+
     /// The primary key encoded in `bytes` (all of them), or `nil` when they do
     /// not hold one of type `K`.
     static func decodePrimaryKey<K: PrimaryKeyValue>(_ type: K.Type, from bytes: UnsafeRawBufferPointer) -> K? {

@@ -189,7 +189,9 @@ final class LMDBMigrationTransaction: MigrationTransaction {
         let foreignKey = link.flatMap { link in new.fields.firstIndex { $0.name == link.foreignKey } }
         guard let main = try database(new.entity, create: true), let byId = try database(new.entity + "#id", create: true)
         else { return }
-        let indexes = try new.indexes.map { index in
+        // An index that leads with the foreign key has no database: the
+        // parent's range serves it.
+        let indexes = try new.indexes.filter { $0.fields.first != link?.foreignKey }.map { index in
             (
                 dbi: try database(new.entity + "#" + index.name, duplicateSort: true, create: true),
                 fields: index.fields.compactMap { name in new.fields.firstIndex { $0.name == name } }
@@ -230,6 +232,9 @@ final class LMDBMigrationTransaction: MigrationTransaction {
         case .dropIndex(let index):
             try empty(old.entity + "#" + index.name, duplicateSort: true)
         case .addIndex(let index):
+            // An index that leads with the foreign key has no database: the
+            // parent's range serves it.
+            if let link = Self.link(of: new, in: schemas), index.fields.first == link.foreignKey { break }
             guard let dbi = try database(new.entity + "#" + index.name, duplicateSort: true, create: true),
                 let main = try database(new.entity, create: false)
             else { break }

@@ -5,7 +5,8 @@ import Foundation
 /// The records of one entity in an ``LMDBEnvironment``: one named database per
 /// entity, keys that sort as the values do, a compact binary value per record,
 /// children under their parent's key, and each declared index as its own
-/// database kept in the same transaction.
+/// database kept in the same transaction, except an index that leads with a
+/// child's foreign key: the parent's range of children serves it.
 ///
 /// ```swift
 /// let env = try LMDBEnvironment(directory: url)
@@ -18,8 +19,9 @@ import Foundation
 /// Every call is one LMDB transaction. Queries are answered in memory over
 /// candidates narrowed first by the predicate's required equalities: on the
 /// primary key one lookup, on the parent key one cursor range, on the leading
-/// fields of an index that index's range. Errors are ``StorageError``s naming
-/// the entity and the environment's path.
+/// fields of an index that index's range (for an index that leads with the
+/// foreign key, the parent's range filtered on the index's other fields).
+/// Errors are ``StorageError``s naming the entity and the environment's path.
 public struct LMDBStorage<Record: DAOCore.Record>: Storage {
     let table: EntityTable<Record>
 

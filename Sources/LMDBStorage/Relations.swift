@@ -45,31 +45,29 @@ struct RelationChildren<Relation: ToManyRelation>: ChildSet {
         of parent: Parent, primaryKey: StoredValue, parentKey: [UInt8], in txn: borrowing Transaction, codecs: Codecs
     ) throws {
         let children = parent[keyPath: relation.children]
-        // The children stored now that the parent no longer holds.
-        // Keys compare as stored values: text by Unicode scalars, as LMDB keys do.
-        var wanted: Set<StoredValue>?
-        var hadChildren = false
-        let unwanted = try table.keys(prefix: parentKey, in: txn) { pk in
-            hadChildren = true
-            if wanted == nil { wanted = Set(children.map(\.primaryKey.storedValue)) }
-            guard let wanted, let key = KeyCodec.decodePrimaryKey(Relation.Child.PrimaryKey.self, from: pk) else {
-                return true
-            }
-            return !wanted.contains(key.storedValue)
+        // The primary-key bytes of the children stored under the parent now,
+        // in key order: one cursor range. Keys compare as bytes, which is how
+        // stored values compare (text by Unicode scalars).
+        let stored = StoredChildren()
+        let prefixCount = parentKey.count
+        try txn.scan(table.main, prefix: parentKey) { key, _ in
+            stored.append(UnsafeRawBufferPointer(rebasing: key[prefixCount...]))
+            return true
         }
-        for existing in unwanted {
-            try table.erase(storageKey: existing.key, pk: existing.pk, in: txn, codecs: codecs)
-        }
-        let context = EntityTable<Relation.Child>.ParentContext.persisting(primaryKey: primaryKey, hadChildren: hadChildren)
+        let context = EntityTable<Relation.Child>.ParentContext.persisting(
+            primaryKey: primaryKey, stored: stored.isEmpty ? nil : stored)
         for child in children {
             try table.persist(child, in: txn, codecs: codecs, parent: context)
+        }
+        // The children the parent no longer holds. No child just written has
+        // their keys, so they are as they were.
+        for pk in stored.unkept {
+            try table.erase(storageKey: parentKey + pk, pk: pk, in: txn, codecs: codecs)
         }
     }
 
     func eraseChildren(parentKey: [UInt8], in txn: borrowing Transaction, codecs: Codecs) throws {
-        for existing in try table.keys(prefix: parentKey, in: txn) {
-            try table.erase(storageKey: existing.key, pk: existing.pk, in: txn, codecs: codecs)
-        }
+        try table.eraseRange(parentKey: parentKey, in: txn, codecs: codecs)
     }
 
     func eraseEverything(in txn: borrowing Transaction) throws {

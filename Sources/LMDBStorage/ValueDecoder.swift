@@ -9,15 +9,36 @@ import Foundation
 final class ValueDecoder {
     let schema: ValueSchema
     private var base = UnsafeRawBufferPointer(start: nil, count: 0)
-    /// Per field: where its value starts in `base`, or -1 for nil.
-    private var offsets: [Int]
+    /// Per field: where its value starts in `base`, or -1 for nil. Memory of
+    /// the decoder's own (not an array), so the per-field loops touch no
+    /// reference count and no copy-on-write check.
+    private let offsets: UnsafeMutablePointer<Int>
+    /// The schema's field types and optionality, the same way.
+    let types: UnsafeMutablePointer<FieldType>
+    private let optional: UnsafeMutablePointer<Bool>
+    /// The number of fields.
+    let fieldCount: Int
     fileprivate var children: [Any]
     fileprivate var nextGuess = 0
 
     init(schema: ValueSchema) {
         self.schema = schema
-        offsets = Array(repeating: -1, count: schema.fieldCount)
+        fieldCount = schema.fieldCount
+        offsets = .allocate(capacity: max(fieldCount, 1))
+        offsets.initialize(repeating: -1, count: max(fieldCount, 1))
+        types = .allocate(capacity: max(fieldCount, 1))
+        optional = .allocate(capacity: max(fieldCount, 1))
+        for index in 0..<fieldCount {
+            (types + index).initialize(to: schema.types[index])
+            (optional + index).initialize(to: schema.optional[index])
+        }
         children = []
+    }
+
+    deinit {
+        offsets.deallocate()
+        types.deallocate()
+        optional.deallocate()
     }
 
     private func corrupt(_ message: String) -> StorageError {
@@ -29,32 +50,26 @@ final class ValueDecoder {
     ///
     /// - Throws: ``StorageError/Kind/corrupt`` for an unknown format version, a
     ///   checksum that does not match, a truncated value or trailing bytes.
-    func load(_ value: UnsafeRawBufferPointer) throws {
+    func load(_ value: UnsafeRawBufferPointer, checkingSum: Bool = true) throws {
         guard let version = value.first else { throw corrupt("it is empty") }
         let count: Int
         if version == ValueSchema.formatVersion {
             count = value.count - ValueSchema.checksumSize
-            guard count > 0, let start = value.baseAddress else { throw corrupt("it is shorter than its checksum") }
-            let stored = UInt32(littleEndian: value.loadUnaligned(fromByteOffset: count, as: UInt32.self))
-            let actual = CRC32C.checksum(UnsafeRawBufferPointer(start: start, count: count))
-            guard stored == actual else {
-                throw corrupt("its CRC-32C is \(actual), the value records \(stored)")
-            }
+            guard count > 0 else { throw corrupt("it is shorter than its checksum") }
+            if checkingSum { try checkSum(value) }
         } else if version == ValueSchema.uncheckedFormatVersion {
             count = value.count
         } else {
             throw corrupt("its format version is \(version); this build reads versions \(ValueSchema.uncheckedFormatVersion) and \(ValueSchema.formatVersion)")
         }
         base = UnsafeRawBufferPointer(rebasing: value[..<count])
-        // Work on a local array (moved out and back), not on the property.
-        var offsets: [Int] = []
-        swap(&offsets, &self.offsets)
-        defer { swap(&offsets, &self.offsets) }
         var position = 1
         let value = base
-        let schema = self.schema
-        for index in 0..<schema.fieldCount {
-            if schema.optional[index] {
+        let offsets = self.offsets
+        let types = self.types
+        let optional = self.optional
+        for index in 0..<fieldCount {
+            if optional[index] {
                 guard position < count else { throw corrupt("it ends before field '\(schema.names[index])'") }
                 let present = value[position]
                 position += 1
@@ -65,9 +80,11 @@ final class ValueDecoder {
                 guard present == 1 else { throw corrupt("field '\(schema.names[index])' has presence byte \(present)") }
             }
             offsets[index] = position
-            switch schema.types[index] {
+            switch types[index] {
             case .integer:
-                _ = try readVarint(value, &position)
+                // A varint: up to the first byte below 0x80.
+                while position < count && value[position] >= 0x80 { position += 1 }
+                position += 1
             case .bool:
                 position += 1
             case .real, .date:
@@ -80,6 +97,21 @@ final class ValueDecoder {
             guard position <= count else { throw corrupt("it ends inside field '\(schema.names[index])'") }
         }
         guard position == count else { throw corrupt("\(count - position) bytes follow the last field") }
+    }
+
+    /// Checks the CRC-32C of `value`, which ``load(_:checkingSum:)`` loaded
+    /// without checking it (a value of format 1 has none).
+    ///
+    /// - Throws: ``StorageError/Kind/corrupt`` when it does not match.
+    func checkSum(_ value: UnsafeRawBufferPointer) throws {
+        guard value.first == ValueSchema.formatVersion else { return }
+        let count = value.count - ValueSchema.checksumSize
+        guard count > 0, let start = value.baseAddress else { throw corrupt("it is shorter than its checksum") }
+        let stored = UInt32(littleEndian: value.loadUnaligned(fromByteOffset: count, as: UInt32.self))
+        let actual = CRC32C.checksum(UnsafeRawBufferPointer(start: start, count: count))
+        guard stored == actual else {
+            throw corrupt("its CRC-32C is \(actual), the value records \(stored)")
+        }
     }
 
     @inline(__always)
@@ -105,7 +137,7 @@ final class ValueDecoder {
     func value(at index: Int) throws -> StoredValue {
         var position = offsets[index]
         if position < 0 { return .null }
-        switch schema.types[index] {
+        switch types[index] {
         case .integer:
             let raw = try readVarint(&position)
             return .integer(Int64(bitPattern: raw >> 1) ^ -Int64(bitPattern: raw & 1))
@@ -456,13 +488,12 @@ struct LoadedValueReader: FieldReader {
     /// The next field, checked to exist, to be present and to be stored as `type`.
     @inline(__always)
     private mutating func next(_ type: FieldType, or other: FieldType? = nil) throws -> Int {
-        let schema = decoder.schema
-        guard index < schema.fieldCount else { throw error("the value has only \(schema.fieldCount) fields") }
-        let stored = schema.types[index]
+        guard index < decoder.fieldCount else { throw error("the value has only \(decoder.fieldCount) fields") }
+        let stored = decoder.types[index]
         guard stored == type || stored == other else {
-            throw error("field '\(schema.names[index])' is stored as \(stored), not read as \(type)")
+            throw error("field '\(decoder.schema.names[index])' is stored as \(stored), not read as \(type)")
         }
-        guard !decoder.isNull(at: index) else { throw error("field '\(schema.names[index])' is null") }
+        guard !decoder.isNull(at: index) else { throw error("field '\(decoder.schema.names[index])' is null") }
         defer { index += 1 }
         return index
     }

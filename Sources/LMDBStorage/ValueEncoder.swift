@@ -24,11 +24,35 @@ final class ValueEncoder {
     @exclusivity(unchecked) fileprivate var slots: [StoredValue?]
     @exclusivity(unchecked) fileprivate var failure: StorageError?
     @exclusivity(unchecked) fileprivate var nextGuess = 0
+    /// Whether the last value was written field by field straight into
+    /// ``bytes`` (``encodeFields(_:)``), so ``value(at:)`` reads it there.
+    @exclusivity(unchecked) private var isDirect = false
+    /// For a value written straight into ``bytes``: where each field starts,
+    /// or -1 for nil. With the schema's types and optionality, memory of the
+    /// encoder's own, so the per-field writes touch no reference count.
+    fileprivate let offsets: UnsafeMutablePointer<Int>
+    fileprivate let types: UnsafeMutablePointer<FieldType>
+    fileprivate let optional: UnsafeMutablePointer<Bool>
 
     init(schema: ValueSchema) {
         self.schema = schema
         slots = Array(repeating: nil, count: schema.fieldCount)
         bytes.reserveCapacity(256)
+        let capacity = max(schema.fieldCount, 1)
+        offsets = .allocate(capacity: capacity)
+        offsets.initialize(repeating: -1, count: capacity)
+        types = .allocate(capacity: capacity)
+        optional = .allocate(capacity: capacity)
+        for index in 0..<schema.fieldCount {
+            (types + index).initialize(to: schema.types[index])
+            (optional + index).initialize(to: schema.optional[index])
+        }
+    }
+
+    deinit {
+        offsets.deallocate()
+        types.deallocate()
+        optional.deallocate()
     }
 
     /// Encodes `record`; the result is in ``bytes`` until the next call.
@@ -37,6 +61,7 @@ final class ValueEncoder {
     ///   the entity does not declare, ``StorageError/Kind/encoding`` for a value
     ///   that is not of its field's storage class or a missing field.
     func encode<R: Record>(_ record: R) throws {
+        isDirect = false
         for index in slots.indices { slots[index] = nil }
         failure = nil
         nextGuess = 0
@@ -54,17 +79,26 @@ final class ValueEncoder {
     }
 
     /// Encodes a ``FieldwiseRecord`` whose `write(fields:)` `body` runs: its
-    /// fields fill the slots by position, without an `Encodable` pass.
+    /// fields are written one after another straight into the value's
+    /// bytes, each checked against its declared storage class as
+    /// `encode(_:)` checks it, without a `StoredValue` per field.
     func encodeFields(_ body: (inout SlotWriter) throws -> Void) throws {
-        for index in slots.indices { slots[index] = nil }
-        var writer = SlotWriter(encoder: self)
+        isDirect = true
+        // The bytes move into the writer and back, so it appends to a
+        // uniquely held buffer.
+        var writer = SlotWriter(encoder: self, out: [])
+        swap(&writer.out, &bytes)
+        defer { swap(&writer.out, &bytes) }
+        writer.out.removeAll(keepingCapacity: true)
+        writer.out.append(ValueSchema.formatVersion)
         try body(&writer)
-        guard writer.index == slots.count else {
+        guard writer.index == schema.fieldCount else {
             throw StorageError(
                 .schemaMismatch, .persist, entity: schema.entity,
-                message: "the record wrote \(writer.index) fields; '\(schema.entity)' declares \(slots.count)")
+                message: "the record wrote \(writer.index) fields; '\(schema.entity)' declares \(schema.fieldCount)")
         }
-        try serialize()
+        let checksum = writer.out.withUnsafeBytes { CRC32C.checksum($0) }
+        withUnsafeBytes(of: checksum.littleEndian) { writer.out.append(contentsOf: $0) }
     }
 
     /// Writes the filled slots as the value's bytes.
@@ -128,9 +162,31 @@ final class ValueEncoder {
         }
     }
 
-    /// The value encoded for field `index` by the last ``encode(_:)``.
+    /// The value encoded for field `index` by the last ``encode(_:)`` or
+    /// ``encodeFields(_:)``.
     @inline(__always)
-    func value(at index: Int) -> StoredValue { slots[index] ?? .null }
+    func value(at index: Int) -> StoredValue {
+        guard isDirect else { return slots[index] ?? .null }
+        var position = offsets[index]
+        guard position >= 0 else { return .null }
+        return bytes.withUnsafeBytes { bytes in
+            switch types[index] {
+            case .integer:
+                let raw = Varint.read(bytes, &position)
+                return .integer(Int64(bitPattern: raw >> 1) ^ -Int64(bitPattern: raw & 1))
+            case .bool:
+                return .integer(bytes[position] == 0 ? 0 : 1)
+            case .real, .date:
+                return .real(Double(bitPattern: UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: position, as: UInt64.self))))
+            case .text:
+                let length = Int(Varint.read(bytes, &position))
+                return .text(String(decoding: UnsafeRawBufferPointer(rebasing: bytes[position..<position + length]), as: UTF8.self))
+            case .blob:
+                let length = Int(Varint.read(bytes, &position))
+                return .blob([UInt8](bytes[position..<position + length]))
+            }
+        }
+    }
 
     fileprivate func fail(_ message: String, kind: StorageError.Kind = .encoding) {
         if failure == nil {
@@ -156,37 +212,125 @@ final class ValueEncoder {
     }
 }
 
-/// Integer varints.
-/// Fills a ``ValueEncoder``'s slots in field order, for a ``FieldwiseRecord``.
+/// Writes a ``FieldwiseRecord``'s fields in order straight into the value's
+/// bytes, for ``ValueEncoder/encodeFields(_:)``: each checked against its
+/// declared storage class (the checks ``ValueEncoder/encode(_:)`` makes on
+/// its slots), an optional field preceded by its presence byte.
 struct SlotWriter: FieldWriter {
     let encoder: ValueEncoder
+    /// The value's bytes so far.
+    var out: [UInt8]
     private(set) var index = 0
 
-    init(encoder: ValueEncoder) {
+    init(encoder: ValueEncoder, out: [UInt8]) {
         self.encoder = encoder
+        self.out = out
     }
 
+    /// The declared type of the next field; throws when the record writes
+    /// more fields than the entity declares.
     @inline(__always)
-    private mutating func put(_ value: StoredValue) throws {
-        guard index < encoder.slots.count else {
+    private func nextType() throws -> FieldType {
+        guard index < encoder.schema.fieldCount else {
             throw StorageError(
                 .schemaMismatch, .persist, entity: encoder.schema.entity,
-                message: "the record writes more fields than the \(encoder.slots.count) '\(encoder.schema.entity)' declares")
+                message: "the record writes more fields than the \(encoder.schema.fieldCount) '\(encoder.schema.entity)' declares")
         }
-        encoder.slots[index] = value
+        return encoder.types[index]
+    }
+
+    /// Starts the next field (a present value): its presence byte when it is
+    /// optional, and its offset.
+    @inline(__always)
+    private mutating func begin() {
+        if encoder.optional[index] { out.append(1) }
+        encoder.offsets[index] = out.count
         index += 1
     }
 
-    mutating func encode(_ value: Int64) throws { try put(.integer(value)) }
-    mutating func encode(_ value: Double) throws { try put(.real(value)) }
-    mutating func encode(_ value: String) throws { try put(.text(value)) }
-    mutating func encode(_ value: Bool) throws { try put(.integer(value ? 1 : 0)) }
-    mutating func encode(_ value: Date) throws { try put(.real(value.timeIntervalSinceReferenceDate)) }
-    mutating func encode(_ value: Data) throws { try put(.blob([UInt8](value))) }
-    mutating func encodeNil() throws { try put(.null) }
+    private func mismatch(_ value: StoredValue) -> StorageError {
+        StorageError(
+            .encoding, .persist, entity: encoder.schema.entity,
+            message: "the field '\(encoder.schema.names[index])' is declared \(encoder.types[index].rawValue) but was encoded as \(value)")
+    }
+
+    mutating func encode(_ value: Int64) throws {
+        switch try nextType() {
+        case .integer:
+            begin()
+            Varint.append(zigzag: value, to: &out)
+        case .bool where value == 0 || value == 1:
+            begin()
+            out.append(UInt8(value))
+        case .real:
+            begin()
+            withUnsafeBytes(of: Double(value).bitPattern.littleEndian) { out.append(contentsOf: $0) }
+        default:
+            throw mismatch(.integer(value))
+        }
+    }
+
+    mutating func encode(_ value: Double) throws {
+        switch try nextType() {
+        case .real, .date:
+            begin()
+            withUnsafeBytes(of: value.bitPattern.littleEndian) { out.append(contentsOf: $0) }
+        default:
+            throw mismatch(.real(value))
+        }
+    }
+
+    mutating func encode(_ value: String) throws {
+        guard try nextType() == .text else { throw mismatch(.text(value)) }
+        begin()
+        var text = value
+        text.withUTF8 { utf8 in
+            Varint.append(UInt64(utf8.count), to: &out)
+            out.append(contentsOf: utf8)
+        }
+    }
+
+    mutating func encode(_ value: Bool) throws { try encode(Int64(value ? 1 : 0)) }
+    mutating func encode(_ value: Date) throws { try encode(value.timeIntervalSinceReferenceDate) }
+
+    mutating func encode(_ value: Data) throws {
+        guard try nextType() == .blob else { throw mismatch(.blob([UInt8](value))) }
+        begin()
+        Varint.append(UInt64(value.count), to: &out)
+        out.append(contentsOf: value)
+    }
+
+    mutating func encodeNil() throws {
+        _ = try nextType()
+        guard encoder.optional[index] else {
+            throw StorageError(
+                .encoding, .persist, entity: encoder.schema.entity,
+                message: "the field '\(encoder.schema.names[index])' is not optional but was encoded as nil")
+        }
+        out.append(0)
+        encoder.offsets[index] = -1
+        index += 1
+    }
 }
 
+/// Integer varints.
 enum Varint {
+    /// Reads a varint written by ``append(_:to:)`` at `position` of bytes the
+    /// caller wrote itself (so well formed), and moves past it.
+    @inline(__always)
+    static func read(_ bytes: UnsafeRawBufferPointer, _ position: inout Int) -> UInt64 {
+        var result: UInt64 = 0
+        var shift: UInt64 = 0
+        while position < bytes.count && shift < 64 {
+            let byte = bytes[position]
+            position += 1
+            result |= UInt64(byte & 0x7F) << shift
+            if byte < 0x80 { break }
+            shift += 7
+        }
+        return result
+    }
+
     @inline(__always)
     static func append(_ value: UInt64, to bytes: inout [UInt8]) {
         var value = value

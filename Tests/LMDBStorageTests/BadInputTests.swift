@@ -99,23 +99,30 @@ struct BadInputTests {
             }
             #expect(try messages.verify() == 6)
 
-            // An index entry lost.
-            let index = try #require(messages.table.indexes.first)
+            // The messages' index leads with their foreign key: the dialog's
+            // range serves it, and it has no database to damage.
+            #expect(messages.table.indexes.allSatisfy { $0.dbi == nil })
+            // An index entry lost, in an index with a database of its own.
+            let users = try env.storage(for: UserRecord.self)
+            try users.persist(sampleUsers)
+            #expect(try users.verify() == sampleUsers.count)
+            let index = try #require(users.table.indexes.first)
+            let indexDatabase = try #require(index.dbi)
             let indexEntry: ([UInt8], [UInt8])? = try env.read(.read) { txn in
                 var entry: ([UInt8], [UInt8])?
-                try txn.scan(index.dbi, prefix: []) { k, v in
+                try txn.scan(indexDatabase, prefix: []) { k, v in
                     entry = ([UInt8](k), [UInt8](v))
                     return false
                 }
                 return entry
             }
             let (indexKey, indexValue) = try #require(indexEntry)
-            #expect(try env.write(.persist) { txn in try txn.delete(index.dbi, indexKey, value: indexValue) })
-            error = storageError { _ = try messages.verify() }
+            #expect(try env.write(.persist) { txn in try txn.delete(indexDatabase, indexKey, value: indexValue) })
+            error = storageError { _ = try users.verify() }
             #expect(error?.kind == .corrupt)
             #expect(error?.message.contains(index.index.name) == true)
-            try env.write(.persist) { txn in try txn.put(index.dbi, indexKey, indexValue) }
-            #expect(try messages.verify() == 6)
+            try env.write(.persist) { txn in try txn.put(indexDatabase, indexKey, indexValue) }
+            #expect(try users.verify() == sampleUsers.count)
 
             // A '#id' lookup that names no record.
             try env.write(.persist) { txn in

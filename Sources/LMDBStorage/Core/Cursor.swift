@@ -1,5 +1,6 @@
 import CLMDB
 import DAOCore
+import Foundation
 
 /// An open LMDB cursor on one database of a transaction. It cannot be copied
 /// and closes in `deinit`; it is only made inside ``Transaction/scan(_:prefix:_:)``,
@@ -47,11 +48,123 @@ extension Transaction {
             return cursor.move(&k, &v, MDB_SET_RANGE)
         }
         while code == MDB_SUCCESS {
+            guard k.hasPrefix(prefix) else { return }
             let key = UnsafeRawBufferPointer(start: k.mv_data, count: k.mv_size)
-            guard key.starts(with: prefix) else { return }
             guard try body(key, UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size)) else { return }
             code = cursor.move(&k, &v, MDB_NEXT)
         }
         if code != MDB_NOTFOUND { try check(code, "mdb_cursor_get") }
+    }
+}
+
+extension Transaction {
+    /// Removes every entry whose key starts with `prefix` (not empty), in key
+    /// order, with one cursor. `body` sees each key and value first (valid
+    /// only during the call, before the entry is removed) and may write to
+    /// other databases of the transaction. Returns how many were removed.
+    @discardableResult
+    func removeRange(
+        _ dbi: MDB_dbi, prefix: [UInt8],
+        _ body: (_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) throws -> Void
+    ) throws -> Int {
+        let cursor = try Cursor(self, dbi)
+        var k = MDB_val()
+        var v = MDB_val()
+        var removed = 0
+        var code: Int32 = prefix.withUnsafeBytes { prefix in
+            k.mv_size = prefix.count
+            k.mv_data = UnsafeMutableRawPointer(mutating: prefix.baseAddress)
+            return cursor.move(&k, &v, MDB_SET_RANGE)
+        }
+        while code == MDB_SUCCESS {
+            guard k.hasPrefix(prefix) else { return removed }
+            let key = UnsafeRawBufferPointer(start: k.mv_data, count: k.mv_size)
+            try body(key, UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size))
+            try check(mdb_cursor_del(cursor.handle, 0), "mdb_cursor_del")
+            removed += 1
+            // After a delete, MDB_NEXT yields the entry that followed it.
+            code = cursor.move(&k, &v, MDB_NEXT)
+        }
+        if code != MDB_NOTFOUND { try check(code, "mdb_cursor_get") }
+        return removed
+    }
+}
+
+extension MDB_val {
+    /// Whether these bytes start with `prefix` (one `memcmp`).
+    @inline(__always)
+    func hasPrefix(_ prefix: [UInt8]) -> Bool {
+        guard mv_size >= prefix.count else { return false }
+        guard !prefix.isEmpty, let data = mv_data else { return true }
+        return prefix.withUnsafeBytes { prefix in
+            guard let start = prefix.baseAddress else { return true }
+            return memcmp(data, start, prefix.count) == 0
+        }
+    }
+}
+
+/// Deletes keys of one database through one cursor. Keys deleted in order
+/// (a parent's children usually have neighbouring keys in `#id` too) are
+/// found by stepping to the entry after the last one deleted, without a
+/// search; any other key is found with `MDB_SET`.
+final class KeyEraser {
+    private let handle: OpaquePointer
+    /// Whether the cursor is on the entry after the last one deleted.
+    private var positioned = false
+
+    /// Opens the cursor; it must not outlive `transaction` (keep the eraser
+    /// inside the scope that lends the transaction).
+    init(_ transaction: borrowing Transaction, _ dbi: MDB_dbi) throws {
+        var cursor: OpaquePointer?
+        try transaction.check(mdb_cursor_open(transaction.handle, dbi, &cursor), "mdb_cursor_open")
+        guard let cursor else {
+            throw StorageError(
+                .engine, transaction.operation, path: transaction.environment.path,
+                message: "mdb_cursor_open gave no cursor")
+        }
+        handle = cursor
+    }
+
+    deinit {
+        mdb_cursor_close(handle)
+    }
+
+    /// Deletes `key`; returns whether it was stored.
+    func delete(_ key: [UInt8], in transaction: borrowing Transaction) throws -> Bool {
+        var k = MDB_val()
+        var v = MDB_val()
+        if positioned, mdb_cursor_get(handle, &k, &v, MDB_GET_CURRENT) == MDB_SUCCESS, k.mv_size == key.count,
+            k.hasPrefix(key)
+        {
+            try remove(in: transaction)
+            return true
+        }
+        let code = key.withUnsafeBytes { key in
+            k.mv_size = key.count
+            k.mv_data = UnsafeMutableRawPointer(mutating: key.baseAddress)
+            return mdb_cursor_get(handle, &k, &v, MDB_SET)
+        }
+        if code == MDB_NOTFOUND {
+            positioned = false
+            return false
+        }
+        try transaction.check(code, "mdb_cursor_get")
+        try remove(in: transaction)
+        return true
+    }
+
+    /// Deletes the entry under the cursor and steps to the one after it.
+    private func remove(in transaction: borrowing Transaction) throws {
+        positioned = false
+        try transaction.check(mdb_cursor_del(handle, 0), "mdb_cursor_del")
+        var k = MDB_val()
+        var v = MDB_val()
+        // After a delete, MDB_NEXT yields the entry that followed it.
+        let code = mdb_cursor_get(handle, &k, &v, MDB_NEXT)
+        if code == MDB_SUCCESS {
+            positioned = true
+        } else if code != MDB_NOTFOUND {
+            try transaction.check(code, "mdb_cursor_get")
+        }
     }
 }

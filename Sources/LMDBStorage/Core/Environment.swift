@@ -470,6 +470,28 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
         return dbi
     }
 
+    /// Deletes the `MDB_DUPSORT` database `name` when it exists and this
+    /// process holds no handle on it: the database of an index that leads
+    /// with a child's foreign key, which earlier versions of the layout kept
+    /// and which the parent's range now serves (docs/LMDB.md). Its entries
+    /// would only go stale. Does nothing in a read-only environment.
+    ///
+    /// - Throws: ``StorageError`` when LMDB fails.
+    func dropStaleIndexDatabase(_ name: String) throws {
+        guard !isReadOnly else { return }
+        handleLock.lock()
+        let isOpen = handles[name] != nil
+        handleLock.unlock()
+        guard !isOpen else { return }
+        try write(.open) { txn in
+            var dbi = MDB_dbi()
+            let code = mdb_dbi_open(txn.handle, name, UInt32(MDB_DUPSORT), &dbi)
+            if code == MDB_NOTFOUND { return }
+            try txn.check(code, "mdb_dbi_open")
+            try txn.check(mdb_drop(txn.handle, dbi, 1), "mdb_drop")
+        }
+    }
+
     /// Caches the handles of databases a committed transaction opened itself
     /// (a migration's), so later users find them.
     func adopt(handles opened: [String: MDB_dbi]) {

@@ -1,0 +1,89 @@
+import DAOCore
+import Foundation
+import Testing
+
+@testable import LMDBStorage
+
+/// A record that writes its fields by position, correctly or (by `mode`) in
+/// one of the ways a hand-written `write(fields:)` can get wrong.
+private struct Probe: Record, FieldwiseRecord, Hashable {
+    typealias PrimaryKey = Int64
+
+    var id: Int64
+    var mode: Int64
+    var ratio: Double?
+    var name: String
+
+    static let entity = Entity<Probe>(
+        "probes",
+        primaryKey: "id", \.id,
+        fields: [Field("mode", \.mode), Field("ratio", \.ratio), Field("name", \.name)],
+        indexes: [Index("probes_by_ratio_name", on: ["ratio", "name"])])
+
+    init(id: Int64, mode: Int64, ratio: Double?, name: String) {
+        self.id = id
+        self.mode = mode
+        self.ratio = ratio
+        self.name = name
+    }
+
+    init(fields: inout some FieldReader) throws {
+        self.init(
+            id: try fields.decode(), mode: try fields.decode(), ratio: try fields.decodeIfPresent(),
+            name: try fields.decode())
+    }
+
+    func write(fields: inout some FieldWriter) throws {
+        try fields.encode(id)
+        switch mode {
+        case 1: try fields.encode(Double(mode))  // a real for an integer field
+        case 2: try fields.encodeNil()  // nil for a field that is not optional
+        default: try fields.encode(mode)
+        }
+        if let ratio { try fields.encode(ratio) } else { try fields.encodeNil() }
+        if mode == 3 { return }  // one field short
+        try fields.encode(name)
+        if mode == 4 { try fields.encode(name) }  // one field too many
+    }
+}
+
+@Suite("LMDB: records written field by field")
+struct FieldwiseWriteTests {
+    @Test("fields written by position round-trip, optionals and index keys included")
+    func roundTrip() throws {
+        try withTemporaryDirectory { directory in
+            let env = try LMDBEnvironment(directory: directory.store, durability: .none)
+            let probes = try env.storage(for: Probe.self)
+            let records = [
+                Probe(id: 1, mode: 0, ratio: 0.5, name: "a"),
+                Probe(id: -7, mode: 0, ratio: nil, name: "zoë\u{0}🚀"),
+                Probe(id: 300, mode: 0, ratio: -2.5e-300, name: String(repeating: "x", count: 300)),
+            ]
+            try probes.persist(records)
+            #expect(try probes.read(primaryKeys: [1, -7, 300]) == records)
+            // The index entries were made from the written bytes.
+            #expect(try probes.read(where: #Predicate { $0.ratio == nil }) == [records[1]])
+            #expect(try probes.read(where: #Predicate { $0.ratio == 0.5 && $0.name == "a" }) == [records[0]])
+            #expect(try probes.verify() == 3)
+            // Replacing rewrites the index entry.
+            try probes.persist([Probe(id: 1, mode: 0, ratio: 2, name: "b")])
+            #expect(try probes.read(where: #Predicate { $0.ratio == 0.5 }).isEmpty)
+            #expect(try probes.verify() == 3)
+        }
+    }
+
+    @Test("a field of another storage class, a nil where none may be, too few or too many fields: refused, nothing stored")
+    func refused() throws {
+        try withTemporaryDirectory { directory in
+            let env = try LMDBEnvironment(directory: directory.store, durability: .none)
+            let probes = try env.storage(for: Probe.self)
+            for (mode, kind) in [(1, StorageError.Kind.encoding), (2, .encoding), (3, .schemaMismatch), (4, .schemaMismatch)] {
+                let good = Probe(id: 10, mode: 0, ratio: 1, name: "kept")
+                let bad = Probe(id: 11, mode: Int64(mode), ratio: nil, name: "refused")
+                let error = storageError { try probes.persist([good, bad]) }
+                #expect(error?.kind == kind, "mode \(mode)")
+                #expect(try probes.count() == 0, "mode \(mode)")
+            }
+        }
+    }
+}
