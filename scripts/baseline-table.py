@@ -3,7 +3,9 @@
 median throughput per operation and backend, the 95% interval of the median
 relative to it (or, for reports without one, the relative standard deviation
 of the iterations), p50 latency for the per-lookup operations, instructions per
-unit when counted, and how many calls were timed where fewer than all were.
+unit when counted, and how many calls were timed where fewer than all were;
+then, when the report has them, the paired ratios to the raw engine with their
+95% intervals.
 
     python3 scripts/baseline-table.py results/baseline.csv
 
@@ -62,6 +64,33 @@ def main(path):
                 text += f", {row['units']} timed"
             cells.append(text)
         print(f"| {operation} | {unit} | " + " | ".join(cells) + " |")
+    ratios(rows, backends)
+
+
+def ratio(value):
+    """Two decimals, or two significant digits below 0.1 (as the terminal shows them)."""
+    return f"{value:.2f}" if value >= 0.1 else f"{value:.2g}"
+
+
+def ratios(rows, backends):
+    """The paired ratios to the raw engine, with their 95% intervals, when the report has them."""
+    measured = [b for b in backends if any(r["backend"] == b and r.get("ratio_paired") for r in rows)]
+    if not measured:
+        return
+    reference = {b: next(r["reference"] for r in rows if r["backend"] == b) for b in measured}
+    print()
+    print("| operation | " + " | ".join(f"{b} ÷ {reference[b]}" for b in measured) + " |")
+    print("| --- | " + " | ".join("---" for _ in measured) + " |")
+    for operation in dict.fromkeys(row["operation"] for row in rows):
+        cells = []
+        for backend in measured:
+            row = next((r for r in rows if r["backend"] == backend and r["operation"] == operation), None)
+            if row is None or not row.get("ratio_paired"):
+                cells.append("–")
+                continue
+            low, value, high = (float(row[c]) for c in ("ratio_paired_low", "ratio_paired", "ratio_paired_high"))
+            cells.append(f"{ratio(value)}× ({ratio(low)}–{ratio(high)})")
+        print(f"| {operation} | " + " | ".join(cells) + " |")
 
 
 if __name__ == "__main__":

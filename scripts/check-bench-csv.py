@@ -5,7 +5,8 @@ with the units the operation must touch (fewer only where the note says the call
 were bounded), and latency percentiles exactly for the per-call operations; and
 every such row whose backend names a reference (column `reference`) that is
 among the checked backends has its `ratio_to_raw`: its throughput divided by the
-reference's row of the same size, durability and operation.
+reference's row of the same size, durability and operation, and its
+`ratio_paired` (the median of the ratios taken round by round) inside its interval.
 
     storage-bench operations --format json --sizes 100x10 > operations.json
     scripts/check-bench-csv.py results/smoke.csv --backends json,plist,sqlite,grdb,sqlite-raw,lmdb,lmdb-raw \
@@ -46,6 +47,14 @@ def check_ratio(row, reference, rows, where):
         return [f"{where}: no ratio_to_raw to {reference}, which ran"]
     if abs(ratio - expected) > 1e-6 * expected:
         return [f"{where}: ratio_to_raw {ratio} is not throughput / {reference} throughput = {expected:.9g}"]
+    if "ratio_paired" not in row:
+        return []  # a report made before the paired ratio
+    try:
+        paired, low, high = (float(row[c]) for c in ("ratio_paired", "ratio_paired_low", "ratio_paired_high"))
+    except ValueError:
+        return [f"{where}: no ratio_paired (with its interval) to {reference}, which ran"]
+    if not 0 < low <= paired <= high:
+        return [f"{where}: ratio_paired {paired} is not inside its interval {low} … {high}"]
     return []
 
 

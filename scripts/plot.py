@@ -15,8 +15,10 @@ Writes, beside the report (REPORT stands for its file name without .csv):
   operation, log-log.
 Each median's spread is drawn as an error bar: the 95% confidence interval of
 the median (ci_low … ci_high) as a throughput, or min … max for reports made
-before those columns; a ratio to the raw engine gets the widest interval the
-two rows' intervals allow, as storage-bench compare uses it. Rows with an error have no throughput and are left out
+before those columns; a ratio to the raw engine is the paired ratio
+(ratio_paired, the median of the ratios taken round by round) with its own
+interval, or for older reports the ratio of the medians with the widest
+interval the two rows' intervals allow, as storage-bench compare uses them. Rows with an error have no throughput and are left out
 (their backend is marked "error" in the legend). The operations, their order
 and their units come from the report (its rows are in workload order; its
 `unit` column), the harness's one description of them.
@@ -68,8 +70,9 @@ def spread(row):
 
 
 def ratio(row):
+    """The paired ratio (median of the per-round ratios), or else the ratio of the medians."""
     try:
-        value = float(row.get("ratio_to_raw") or "")
+        value = float(row.get("ratio_paired") or row.get("ratio_to_raw") or "")
     except ValueError:
         return None
     return value if value > 0 else None
@@ -117,7 +120,13 @@ def bars(rows, title, path):
 
 
 def ratio_spread(row, raw, value):
-    """(below, above) a ratio to the raw engine: the widest the two rows' intervals allow."""
+    """(below, above) a ratio to the raw engine: the paired ratio's own interval, or else
+    the widest the two rows' intervals allow."""
+    try:
+        low, high = float(row.get("ratio_paired_low") or ""), float(row.get("ratio_paired_high") or "")
+        return (max(0.0, value - low), max(0.0, high - value))
+    except ValueError:
+        pass
     if raw is None or throughput(row) is None or throughput(raw) is None:
         return (0.0, 0.0)
     row_below, row_above = spread(row)

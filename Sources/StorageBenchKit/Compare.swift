@@ -308,13 +308,21 @@ public struct Comparison: Sendable {
             verdict: verdict, unit: base.unit)
     }
 
-    /// A row's throughput divided by its reference's, in each run; the
-    /// interval of the ratio is the widest the two intervals allow.
+    /// A row's throughput divided by its reference's, in each run: the
+    /// paired ratio and its interval (``ReportRow/ratioPaired``) when the row
+    /// has one against that reference, else the ratio of the two medians,
+    /// whose interval is the widest the two rows' intervals allow.
     static func compareRatio(
         _ base: ReportRow, _ now: ReportRow, reference: String, baseReference: ReportRow?, nowReference: ReportRow?,
         threshold: Double
     ) -> Entry {
+        let name = reference
         func ratio(_ row: ReportRow, _ reference: ReportRow?) -> (value: Double, low: Double, high: Double)? {
+            if row.error.isEmpty, row.reference == name, let paired = row.ratioPaired, paired > 0,
+                let low = row.ratioPairedLow, let high = row.ratioPairedHigh
+            {
+                return (paired, min(low, paired), max(high, paired))
+            }
             guard let reference, row.error.isEmpty, reference.error.isEmpty, let t = row.throughputPerSecond,
                 let r = reference.throughputPerSecond, t > 0, r > 0
             else { return nil }

@@ -14,10 +14,18 @@ public protocol IterationExecutor: Sendable {
 public struct InProcessExecutor: IterationExecutor {
     /// Where backends are looked up by name.
     public let registry: BackendRegistry
+    /// Whether iterations measure the rise of resident memory: only when this
+    /// process runs one iteration at a time and nothing else (a worker).
+    let measuresMemory: Bool
 
     /// An executor over `registry`.
     public init(registry: BackendRegistry) {
+        self.init(registry: registry, measuresMemory: false)
+    }
+
+    init(registry: BackendRegistry, measuresMemory: Bool) {
         self.registry = registry
+        self.measuresMemory = measuresMemory
     }
 
     /// - Throws: ``ConfigurationError`` for a backend the registry does not have.
@@ -27,7 +35,9 @@ public struct InProcessExecutor: IterationExecutor {
         }
         let data = WorkloadData(dialogs: job.size.dialogs, messagesPerDialog: job.size.messagesPerDialog, seed: job.seed)
         let printer = ProgressPrinter(label: job.progressLabel)
-        let result = WorkloadRunner.run(job, backend: backend, data: data) { printer.show($0) }
+        let result = WorkloadRunner.run(job, backend: backend, data: data, measuresMemory: measuresMemory) {
+            printer.show($0)
+        }
         return result
     }
 }
@@ -136,7 +146,7 @@ public enum Worker {
                 "this storage-bench was built without valgrind's headers and cannot count instructions; "
                     + "install valgrind (scripts/setup.sh instructions), then rebuild it (touch Sources/CCallgrind/CCallgrind.c first if it was built before)")
         }
-        var result = try InProcessExecutor(registry: registry).run(job)
+        var result = try InProcessExecutor(registry: registry, measuresMemory: true).run(job)
         result.peakRSSBytes = SystemInfo.peakResidentBytes()
         return String(decoding: try JSONEncoder().encode(result), as: UTF8.self)
     }

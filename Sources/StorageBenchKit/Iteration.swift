@@ -58,6 +58,14 @@ public struct OperationMeasurement: Sendable, Codable, Hashable {
     /// Calls to the C allocator (`malloc`, `calloc`, `realloc`, the aligned
     /// variants) inside the timed region(s), when the iteration ran under callgrind.
     public var allocations: Int64?
+    /// How far the process's resident memory rose during the operation above
+    /// what it held when the operation began, in bytes, when measured
+    /// (worker processes only).
+    public var peakRSSRiseBytes: Int64?
+    /// For `read-all`: the heap bytes the decoded graph holds (the C
+    /// allocator's bytes in use with the result alive, less before the call),
+    /// when measured.
+    public var decodedBytes: Int64?
 
     /// Creates a measurement.
     public init(
@@ -89,6 +97,10 @@ public struct IterationResult: Sendable, Codable, Hashable {
     public var error: String?
     /// The store's settings in force, as it read them back (``Store/settingsDescription``).
     public var settings: String?
+    /// The largest rise of the process's resident memory, from the moment the
+    /// workload's data was generated to the end of the iteration, in bytes:
+    /// the backend's own peak memory, when measured (worker processes only).
+    public var workloadPeakRSSBytes: Int64?
 
     /// Creates a result.
     public init(

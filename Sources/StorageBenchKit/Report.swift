@@ -45,7 +45,8 @@ public struct ReportRow: Sendable, Hashable {
         "backend", "durability", "operation", "dialogs", "messages_per_dialog", "units", "unit", "iterations",
         "median_s", "min_s", "max_s", "mean_s", "stddev_s", "throughput_per_s", "p50_us", "p90_us", "p99_us",
         "bytes_on_disk", "peak_rss_bytes", "seed", "warmup", "note", "error", "settings", "reference", "ratio_to_raw",
-        "instructions", "allocations", "ci_low", "ci_high",
+        "instructions", "allocations", "ci_low", "ci_high", "ratio_paired", "ratio_paired_low", "ratio_paired_high",
+        "ratio_instructions", "peak_rss_workload_bytes", "op_peak_rss_bytes", "decoded_bytes",
     ]
 
     /// The workload name and version (`dialog-graph-v1`).
@@ -120,6 +121,30 @@ public struct ReportRow: Sendable, Hashable {
     public var ciLowSeconds: Double?
     /// The upper bound of the 95% confidence interval of ``medianSeconds``, in seconds.
     public var ciHighSeconds: Double?
+    /// The ratio to the ``reference`` taken round by round (``PairedRatio``):
+    /// the median of this backend's throughput divided by the reference's in
+    /// the same round, each pair run side by side. `nil` without a reference
+    /// in the run.
+    public var ratioPaired: Double?
+    /// The lower bound of the 95% interval of ``ratioPaired``.
+    public var ratioPairedLow: Double?
+    /// The upper bound of the 95% interval of ``ratioPaired``.
+    public var ratioPairedHigh: Double?
+    /// The reference's instructions per unit divided by this row's (1 = as
+    /// few instructions as the reference, 0.5 = twice as many); `nil` unless
+    /// both rows were counted.
+    public var ratioInstructions: Double?
+    /// The largest rise of the worker's resident memory above what it held
+    /// once the workload's data was generated, over the whole iteration
+    /// (median over iterations): the backend's own peak memory, without the
+    /// data every backend is handed. `nil` when not measured (in-process runs).
+    public var peakRSSWorkloadBytes: Int64?
+    /// The rise of resident memory during this operation above what the
+    /// worker held when it began (median over iterations); `nil` when not measured.
+    public var operationPeakRSSBytes: Int64?
+    /// For `read-all`: the heap bytes the decoded graph holds (the allocator's
+    /// bytes in use with the result alive, less before the call; median).
+    public var decodedBytes: Int64?
 
     /// Creates a row.
     public init(
@@ -172,6 +197,8 @@ public struct ReportRow: Sendable, Hashable {
             text(bytesOnDisk), text(peakRSSBytes), text(seed), text(warmup), note, error, settings,
             reference, text(ratioToRaw),
             text(instructions), text(allocations), text(ciLowSeconds), text(ciHighSeconds),
+            text(ratioPaired), text(ratioPairedLow), text(ratioPairedHigh), text(ratioInstructions),
+            text(peakRSSWorkloadBytes), text(operationPeakRSSBytes), text(decodedBytes),
         ]
     }
 
@@ -240,6 +267,13 @@ public struct ReportRow: Sendable, Hashable {
         allocations = try optional("allocations")
         ciLowSeconds = try optional("ci_low")
         ciHighSeconds = try optional("ci_high")
+        ratioPaired = try optional("ratio_paired")
+        ratioPairedLow = try optional("ratio_paired_low")
+        ratioPairedHigh = try optional("ratio_paired_high")
+        ratioInstructions = try optional("ratio_instructions")
+        peakRSSWorkloadBytes = try optional("peak_rss_workload_bytes")
+        operationPeakRSSBytes = try optional("op_peak_rss_bytes")
+        decodedBytes = try optional("decoded_bytes")
     }
 
     private func text<T: CustomStringConvertible>(_ value: T?) -> String {
@@ -274,7 +308,9 @@ public struct Report: Sendable, Hashable {
         let numeric: Set<String> = [
             "dialogs", "messages_per_dialog", "units", "iterations", "median_s", "min_s", "max_s", "mean_s",
             "stddev_s", "throughput_per_s", "p50_us", "p90_us", "p99_us", "bytes_on_disk", "peak_rss_bytes", "seed",
-            "warmup", "ratio_to_raw", "instructions", "allocations", "ci_low", "ci_high",
+            "warmup", "ratio_to_raw", "instructions", "allocations", "ci_low", "ci_high", "ratio_paired",
+            "ratio_paired_low", "ratio_paired_high", "ratio_instructions", "peak_rss_workload_bytes", "op_peak_rss_bytes",
+            "decoded_bytes",
         ]
         var objects: [[String: Any]] = []
         for row in rows {

@@ -104,12 +104,67 @@ public struct RunConfiguration: Sendable {
         return false
     }
 
-    /// One round's jobs: one iteration of each of `backends`, their order
-    /// rotated by the round number.
+    /// Whether the ratios of the backends in `results` (one size and
+    /// durability) to their references, taken round by round
+    /// (``PairedRatio``), still leave a median ratio unknown within
+    /// ``precision`` at ``confidence``.
+    func needsMorePairedRounds(_ results: [IterationResult], backend: Backend) -> Bool {
+        guard let reference = backend.reference, backends.contains(where: { $0.name == reference }) else { return false }
+        let mine = results.filter { $0.job.backend == backend.name }
+        let theirs = results.filter { $0.job.backend == reference }
+        guard !mine.isEmpty, !theirs.isEmpty,
+            (mine + theirs).allSatisfy({ $0.error == nil })
+        else { return false }
+        for operation in operations {
+            guard let paired = PairedRatio(operation, results: mine, reference: theirs, confidence: confidence) else {
+                continue
+            }
+            if paired.coverage < confidence || paired.relativeHalfWidth > precision { return true }
+        }
+        return false
+    }
+
+    /// `backends` in groups that run side by side: each reference backend
+    /// with the backends measured against it, the reference second
+    /// (`sqlite`, `sqlite-raw`, `grdb`), so that every backend's iteration is
+    /// next to its reference's; a backend without a reference in `backends`
+    /// is a group of its own. Groups keep the order of their first member.
+    static func pairedGroups(_ backends: [Backend]) -> [[Backend]] {
+        let names = Set(backends.map(\.name))
+        var keys: [String] = []
+        var members: [String: [Backend]] = [:]
+        var references: [String: Backend] = [:]
+        for backend in backends {
+            let isReference = backends.contains { $0.reference == backend.name }
+            let key: String
+            if isReference {
+                key = backend.name
+            } else if let reference = backend.reference, names.contains(reference) {
+                key = reference
+            } else {
+                key = backend.name
+            }
+            if !keys.contains(key) { keys.append(key) }
+            if isReference { references[key] = backend } else { members[key, default: []].append(backend) }
+        }
+        return keys.map { key in
+            var group = members[key] ?? []
+            if let reference = references[key] { group.insert(reference, at: min(1, group.count)) }
+            return group
+        }
+    }
+
+    /// One round's jobs: one iteration of each of `backends`. Each backend
+    /// runs next to its reference (``pairedGroups(_:)``), in the order
+    /// A B in even rounds and B A in odd ones (ABBA over two rounds), so that
+    /// a drift of the machine falls on both sides of a ratio alike; the
+    /// groups' order rotates by the round number.
     func round(_ round: Int, of backends: [Backend], size: BenchSize, durability: Durability) -> [IterationJob] {
         guard !backends.isEmpty else { return [] }
-        let shift = round % backends.count
-        return Array(backends[shift...] + backends[..<shift]).map { backend in
+        let groups = Self.pairedGroups(backends).map { round % 2 == 1 ? Array($0.reversed()) : $0 }
+        let shift = round % groups.count
+        let ordered = Array(groups[shift...] + groups[..<shift]).flatMap { $0 }
+        return ordered.map { backend in
             IterationJob(
                 backend: backend.name, size: size, seed: seed, durability: durability, operations: operations,
                 round: round, isWarmup: round < warmup)
@@ -119,8 +174,9 @@ public struct RunConfiguration: Sendable {
     /// The fixed jobs of the run, in the order they run (extra rounds and
     /// callgrind iterations come after them): for each durability and size,
     /// rounds of one iteration per backend, warm-up rounds first; within a round
-    /// the backends take turns, and their order rotates from round to round, so
-    /// drift of the machine falls on all of them alike.
+    /// the backends take turns, each beside its reference in ABBA order, and
+    /// the groups' order rotates from round to round, so drift of the machine
+    /// falls on all of them alike (``round(_:of:size:durability:)``).
     public func jobs() -> [IterationJob] {
         var jobs: [IterationJob] = []
         for durability in durabilities {
@@ -158,9 +214,11 @@ public struct BenchmarkRunner: Sendable {
 
     /// Runs every job and returns the measured (not warm-up) results: for each
     /// durability and size, the warm-up and ``RunConfiguration/iterations``
-    /// rounds, then extra rounds of the backends whose medians are not yet
-    /// known within the precision (up to ``RunConfiguration/maxIterations``
-    /// or ``RunConfiguration/timeLimit``), then the callgrind iterations.
+    /// rounds, then extra rounds of the backends whose medians, or whose
+    /// paired ratios to their reference, are not yet known within the
+    /// precision, each with its reference and the reference's other backends
+    /// (up to ``RunConfiguration/maxIterations`` or
+    /// ``RunConfiguration/timeLimit``), then the callgrind iterations.
     /// - Throws: when an iteration could not be run at all (not when a backend fails).
     public func measure() throws -> [IterationResult] {
         let c = configuration
@@ -189,14 +247,18 @@ public struct BenchmarkRunner: Sendable {
                 while round - c.warmup < c.maxIterations,
                     Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9 < c.timeLimit
                 {
+                    let here = results.filter { $0.job.size == size && $0.job.durability == durability }
                     let unsettled = c.backends.filter { backend in
-                        c.needsMoreRounds(
-                            results.filter {
-                                $0.job.backend == backend.name && $0.job.size == size && $0.job.durability == durability
-                            })
+                        c.needsMoreRounds(here.filter { $0.job.backend == backend.name })
+                            || c.needsMorePairedRounds(here, backend: backend)
                     }
                     if unsettled.isEmpty { break }
-                    for job in c.round(round, of: unsettled, size: size, durability: durability) {
+                    // A backend's ratio is taken round by round, so its reference
+                    // (and the reference's other backends) run in the same round.
+                    let groups = RunConfiguration.pairedGroups(c.backends)
+                    let again = groups.filter { group in group.contains { b in unsettled.contains { $0.name == b.name } } }
+                        .flatMap { $0 }
+                    for job in c.round(round, of: again, size: size, durability: durability) {
                         try run(job, "iteration \(round - c.warmup + 1) of at most \(c.maxIterations) (median not yet within ±\(Format.percent(c.precision)))")
                     }
                     round += 1
@@ -280,11 +342,24 @@ public enum ReportBuilder {
                         let mine = results.filter {
                             $0.job.backend == backend.name && $0.job.size == size && $0.job.durability == durability
                         }
-                        rows.append(
-                            row(
-                                operation, results: mine, backend: backend.name, size: size,
-                                durability: durability, configuration: configuration, provenance: provenance))
-                        rows[rows.count - 1].reference = backend.reference ?? ""
+                        var row = row(
+                            operation, results: mine, backend: backend.name, size: size,
+                            durability: durability, configuration: configuration, provenance: provenance)
+                        row.reference = backend.reference ?? ""
+                        if let reference = backend.reference, row.error.isEmpty {
+                            let theirs = results.filter {
+                                $0.job.backend == reference && $0.job.size == size && $0.job.durability == durability
+                            }
+                            if theirs.allSatisfy({ $0.error == nil }),
+                                let paired = PairedRatio(
+                                    operation, results: mine, reference: theirs, confidence: configuration.confidence)
+                            {
+                                row.ratioPaired = paired.median
+                                row.ratioPairedLow = paired.low
+                                row.ratioPairedHigh = paired.high
+                            }
+                        }
+                        rows.append(row)
                     }
                 }
             }
@@ -294,21 +369,29 @@ public enum ReportBuilder {
 
     /// `rows` with ``ReportRow/ratioToRaw`` set for every row whose reference
     /// has a row of the same durability, size and operation, both with a
-    /// throughput: the row's throughput divided by the reference's.
+    /// throughput: the row's throughput divided by the reference's; and
+    /// ``ReportRow/ratioInstructions`` where both rows have instruction counts:
+    /// the reference's instructions per unit divided by the row's.
     public static func ratiosToRaw(_ rows: [ReportRow]) -> [ReportRow] {
-        var throughputs: [String: Double] = [:]
-        for row in rows {
-            if let throughput = row.throughputPerSecond, throughput > 0, row.error.isEmpty {
-                throughputs[row.key] = throughput
-            }
-        }
+        var byKey: [String: ReportRow] = [:]
+        for row in rows where row.error.isEmpty { byKey[row.key] = row }
         return rows.map { row in
             var row = row
             row.ratioToRaw = nil
-            guard !row.reference.isEmpty, row.error.isEmpty, let throughput = row.throughputPerSecond else { return row }
-            var reference = row
-            reference.backend = row.reference
-            if let raw = throughputs[reference.key] { row.ratioToRaw = throughput / raw }
+            row.ratioInstructions = nil
+            guard !row.reference.isEmpty, row.error.isEmpty else { return row }
+            var key = row
+            key.backend = row.reference
+            guard let raw = byKey[key.key] else { return row }
+            if let throughput = row.throughputPerSecond, let rawThroughput = raw.throughputPerSecond, rawThroughput > 0 {
+                row.ratioToRaw = throughput / rawThroughput
+            }
+            if let instructions = row.instructions, let units = row.units, instructions > 0, units > 0,
+                let rawInstructions = raw.instructions, let rawUnits = raw.units, rawUnits > 0
+            {
+                row.ratioInstructions =
+                    (Double(rawInstructions) / Double(rawUnits)) / (Double(instructions) / Double(units))
+            }
             return row
         }
     }
@@ -378,9 +461,14 @@ public enum ReportBuilder {
             row.p90Microseconds = percentiles.p90Microseconds
             row.p99Microseconds = percentiles.p99Microseconds
         }
-        let sizes = results.compactMap(\.bytesOnDisk).map(Double.init)
-        row.bytesOnDisk = SampleStatistics(sizes).map { Int64($0.median.rounded()) }
+        func median(_ values: [Int64]) -> Int64? {
+            SampleStatistics(values.map(Double.init)).map { Int64($0.median.rounded()) }
+        }
+        row.bytesOnDisk = median(results.compactMap(\.bytesOnDisk))
         row.peakRSSBytes = results.compactMap(\.peakRSSBytes).max()
+        row.peakRSSWorkloadBytes = median(results.compactMap(\.workloadPeakRSSBytes))
+        row.operationPeakRSSBytes = median(measurements.compactMap(\.peakRSSRiseBytes))
+        row.decodedBytes = median(measurements.compactMap(\.decodedBytes))
         row.note = measurements.compactMap(\.note).first ?? ""
         row.settings = results.compactMap(\.settings).first ?? ""
         return row
@@ -452,7 +540,94 @@ public enum SummaryTable {
                 }
             }
             text += countsTable(rows, backends: backends, operations: operations)
+            text += memoryTable(rows, backends: backends)
             text += "\n"
+        }
+        text += scaleTable(report)
+        return text
+    }
+
+    /// Memory and disk: each backend's own peak (above the generated data),
+    /// read-all's peak against the decoded graph, and, for a backend with a
+    /// reference, both and the bytes on disk divided by the reference's.
+    static func memoryTable(_ rows: [ReportRow], backends: [String]) -> String {
+        guard rows.contains(where: { $0.peakRSSWorkloadBytes != nil || $0.decodedBytes != nil }) else { return "" }
+        func first(_ backend: String, _ operation: String? = nil) -> ReportRow? {
+            rows.first { $0.backend == backend && $0.error.isEmpty && (operation == nil || $0.operation == operation) }
+        }
+        func ratio(_ a: Int64?, _ b: Int64?) -> String {
+            guard let a, let b, b > 0 else { return "–" }
+            return Format.ratio(Double(a) / Double(b))
+        }
+        var table: [[String]] = [["memory and disk"] + backends]
+        table.append(["peak RSS above the data"] + backends.map { Format.bytes(first($0)?.peakRSSWorkloadBytes) })
+        table.append(
+            ["  ÷ the raw engine's"]
+                + backends.map { b in
+                    guard let row = first(b), !row.reference.isEmpty else { return "" }
+                    return ratio(row.peakRSSWorkloadBytes, first(row.reference)?.peakRSSWorkloadBytes)
+                })
+        let readAll = BenchOperation.readAll.rawValue
+        table.append(["read-all: peak RSS rise"] + backends.map { Format.bytes(first($0, readAll)?.operationPeakRSSBytes) })
+        table.append(["read-all: decoded graph"] + backends.map { Format.bytes(first($0, readAll)?.decodedBytes) })
+        table.append(
+            ["read-all: peak ÷ graph"]
+                + backends.map { b in ratio(first(b, readAll)?.operationPeakRSSBytes, first(b, readAll)?.decodedBytes) })
+        table.append(
+            ["bytes on disk ÷ the raw engine's"]
+                + backends.map { b in
+                    guard let row = first(b), !row.reference.isEmpty else { return "" }
+                    return ratio(row.bytesOnDisk, first(row.reference)?.bytesOnDisk)
+                })
+        var text = "  memory (median over iterations; peak RSS above the data = the worker's highest resident memory "
+        text += "less what it held once the workload's data was generated) and disk (after update):\n"
+        return text + align(table)
+    }
+
+    /// For a report with several sizes: each backend's throughput at each
+    /// larger size divided by its throughput at the smallest, per durability
+    /// and operation (1.00× = as fast per unit at the larger size).
+    static func scaleTable(_ report: Report) -> String {
+        var text = ""
+        var durabilities: [String] = []
+        for row in report.rows where !durabilities.contains(row.durability) { durabilities.append(row.durability) }
+        for durability in durabilities {
+            let rows = report.rows.filter { $0.durability == durability && $0.error.isEmpty }
+            var sizes: [(Int, Int)] = []
+            for row in rows where !sizes.contains(where: { $0 == (row.dialogs, row.messagesPerDialog) }) {
+                sizes.append((row.dialogs, row.messagesPerDialog))
+            }
+            sizes.sort { $0.0 * $0.1 < $1.0 * $1.1 }
+            guard let smallest = sizes.first, sizes.count > 1 else { continue }
+            var backends: [String] = []
+            var operations: [String] = []
+            for row in rows {
+                if !backends.contains(row.backend) { backends.append(row.backend) }
+                if !operations.contains(row.operation) { operations.append(row.operation) }
+            }
+            for size in sizes.dropFirst() {
+                var table: [[String]] = [["operation"] + backends]
+                for operation in operations {
+                    var line = [operation]
+                    for backend in backends {
+                        func throughput(_ s: (Int, Int)) -> Double? {
+                            rows.first {
+                                $0.backend == backend && $0.operation == operation && $0.dialogs == s.0
+                                    && $0.messagesPerDialog == s.1
+                            }?.throughputPerSecond
+                        }
+                        if let large = throughput(size), let small = throughput(smallest), small > 0 {
+                            line.append(Format.ratio(large / small))
+                        } else {
+                            line.append("–")
+                        }
+                    }
+                    table.append(line)
+                }
+                text += "Scale, durability \(durability): throughput at \(size.0) × \(size.1) ÷ throughput at "
+                text += "\(smallest.0) × \(smallest.1) (1.00× = the same speed per unit at the larger size)\n"
+                text += align(table) + "\n"
+            }
         }
         return text
     }
@@ -503,7 +678,8 @@ public enum SummaryTable {
     /// The ratio of each backend that names a reference to that reference, by
     /// operation, when the run has at least one such ratio; otherwise empty.
     static func ratioTable(_ rows: [ReportRow], backends: [String], operations: [String]) -> String {
-        guard rows.contains(where: { $0.ratioToRaw != nil }) else { return "" }
+        guard rows.contains(where: { $0.ratioToRaw != nil || $0.ratioPaired != nil || $0.ratioInstructions != nil })
+        else { return "" }
         let measured = backends.compactMap { backend in
             rows.first { $0.backend == backend && !$0.reference.isEmpty }.map { (backend, $0.reference) }
         }
@@ -512,7 +688,13 @@ public enum SummaryTable {
             var line = [operation]
             for (backend, _) in measured {
                 let row = rows.first { $0.backend == backend && $0.operation == operation }
-                if let ratio = row?.ratioToRaw {
+                if let row, let ratio = row.ratioPaired {
+                    var cell = Format.ratio(ratio)
+                    if let low = row.ratioPairedLow, let high = row.ratioPairedHigh {
+                        cell += " (" + String(Format.ratio(low).dropLast()) + "–" + Format.ratio(high) + ")"
+                    }
+                    line.append(cell)
+                } else if let ratio = row?.ratioToRaw {
                     line.append(Format.ratio(ratio))
                 } else {
                     line.append(row?.error.isEmpty == false ? "error" : "–")
@@ -520,9 +702,23 @@ public enum SummaryTable {
             }
             table.append(line)
         }
-        var text = "  ratio to the raw engine: throughput ÷ the raw engine's throughput in this run "
-        text += "(1.00× = as fast as its C API used directly; – = the reference did not run)\n"
-        return text + align(table)
+        var text = "  ratio to the raw engine: the median over rounds of throughput ÷ the raw engine's throughput "
+        text += "in the same round, run side by side (95% interval in brackets; 1.00× = as fast as its C API "
+        text += "used directly; – = the reference did not run)\n"
+        text += align(table)
+        guard rows.contains(where: { $0.ratioInstructions != nil }) else { return text }
+        var counts: [[String]] = [["operation"] + measured.map { "\($0.0) ÷ \($0.1)" }]
+        for operation in operations {
+            counts.append(
+                [operation]
+                    + measured.map { backend, _ in
+                        rows.first { $0.backend == backend && $0.operation == operation }?.ratioInstructions
+                            .map { Format.ratio($0) } ?? "–"
+                    })
+        }
+        text += "  ratio to the raw engine by instructions: the raw engine's instructions per unit ÷ the "
+        text += "backend's (callgrind; 1.00× = as few as the raw engine)\n"
+        return text + align(counts)
     }
 
     /// Columns padded to their widest cell; the first left-aligned, the rest right-aligned.

@@ -106,3 +106,70 @@ public struct MedianInterval: Sendable, Hashable {
         return max(median - low, high - median) / median
     }
 }
+
+/// A backend's throughput relative to its reference's, taken pair by pair:
+/// in each round where both ran the operation, the backend's throughput
+/// divided by the reference's in that same round (the two iterations ran
+/// side by side, so a slow moment of the machine slows both); then the median
+/// of those per-round ratios and its distribution-free interval
+/// (``MedianInterval``).
+///
+/// This cancels the machine's speed better than dividing one median by
+/// another: each ratio compares two iterations run seconds apart, not the
+/// middle of two spreads gathered over the whole run.
+public struct PairedRatio: Sendable, Hashable {
+    /// The median of the per-round ratios (1 = as fast as the reference).
+    public let median: Double
+    /// The lower bound of the median's interval.
+    public let low: Double
+    /// The upper bound of the median's interval.
+    public let high: Double
+    /// The coverage of the interval (below the confidence asked for when
+    /// there are too few pairs: fewer than 6 at 95%).
+    public let coverage: Double
+    /// The per-round ratios, in round order.
+    public let ratios: [Double]
+
+    /// The paired ratio of `operation` between `results` (one backend's
+    /// measured iterations at one size and durability) and `reference` (its
+    /// reference's, of the same run, size and durability), matched by round;
+    /// `nil` when no round has both with a positive time and count.
+    public init?(
+        _ operation: BenchOperation, results: [IterationResult], reference: [IterationResult],
+        confidence: Double = 0.95
+    ) {
+        func throughputs(_ results: [IterationResult]) -> [Int: Double] {
+            var byRound: [Int: Double] = [:]
+            for result in results where result.error == nil && !result.job.countsInstructions {
+                guard let m = result.measurements.first(where: { $0.operation == operation }), m.seconds > 0, m.units > 0
+                else { continue }
+                byRound[result.job.round] = Double(m.units) / m.seconds
+            }
+            return byRound
+        }
+        let mine = throughputs(results)
+        let theirs = throughputs(reference)
+        var ratios: [Double] = []
+        for round in mine.keys.sorted() {
+            if let a = mine[round], let b = theirs[round] { ratios.append(a / b) }
+        }
+        self.init(ratios: ratios, confidence: confidence)
+    }
+
+    /// The paired ratio of per-round `ratios`, or `nil` when there are none.
+    public init?(ratios: [Double], confidence: Double = 0.95) {
+        guard let statistics = SampleStatistics(ratios), let interval = MedianInterval(ratios, confidence: confidence)
+        else { return nil }
+        median = statistics.median
+        low = interval.low
+        high = interval.high
+        coverage = interval.coverage
+        self.ratios = ratios
+    }
+
+    /// The interval's widest distance from the median, relative to it.
+    public var relativeHalfWidth: Double {
+        guard median > 0 else { return .infinity }
+        return max(median - low, high - median) / median
+    }
+}

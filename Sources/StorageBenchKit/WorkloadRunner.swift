@@ -17,12 +17,22 @@ public enum WorkloadRunner {
     /// size and seed) and returns what it measured; never throws: a failure is
     /// the result's ``IterationResult/error``.
     ///
-    /// - Parameter progress: called as each operation starts.
+    /// - Parameters:
+    ///   - measuresMemory: whether to measure the rise of resident memory
+    ///     (``IterationResult/workloadPeakRSSBytes``, each operation's
+    ///     ``OperationMeasurement/peakRSSRiseBytes``, read-all's
+    ///     ``OperationMeasurement/decodedBytes``): only in a process that runs
+    ///     nothing else at the same time (a worker); never under callgrind.
+    ///   - progress: called as each operation starts.
     public static func run(
-        _ job: IterationJob, backend: Backend, data: WorkloadData,
+        _ job: IterationJob, backend: Backend, data: WorkloadData, measuresMemory: Bool = false,
         progress: (BenchOperation) -> Void = { _ in }
     ) -> IterationResult {
         var result = IterationResult(job: job)
+        // Everything the workload hands the store is generated before the
+        // memory figures start, so that they are the backend's alone.
+        let updated = data.updated
+        var probe = measuresMemory && !job.countsInstructions ? MemoryProbe() : nil
         let directory = FileManager.default.temporaryDirectory
             .appendingPathComponent("storage-bench-\(backend.name)-\(UUID().uuidString)", isDirectory: true)
         do {
@@ -34,11 +44,12 @@ public enum WorkloadRunner {
         var current = BenchOperation.persist
         do {
             try runOperations(
-                job, backend: backend, data: data, directory: directory, result: &result, current: &current,
-                progress: progress)
+                job, backend: backend, data: data, updated: updated, directory: directory, result: &result,
+                current: &current, probe: &probe, progress: progress)
         } catch {
             result.error = "\(current.rawValue): \(error)"
         }
+        if var probe { result.workloadPeakRSSBytes = probe.workloadPeak() }
         do {
             try FileManager.default.removeItem(at: directory)
         } catch {
@@ -51,8 +62,9 @@ public enum WorkloadRunner {
     // The subject lives only inside this function, so its store is closed before
     // its directory is removed.
     private static func runOperations(
-        _ job: IterationJob, backend: Backend, data: WorkloadData, directory: URL,
-        result: inout IterationResult, current: inout BenchOperation, progress: (BenchOperation) -> Void
+        _ job: IterationJob, backend: Backend, data: WorkloadData, updated: [Dialog], directory: URL,
+        result: inout IterationResult, current: inout BenchOperation, probe: inout MemoryProbe?,
+        progress: (BenchOperation) -> Void
     ) throws {
         let selected = Set(job.operations)
         let size = job.size
@@ -60,33 +72,58 @@ public enum WorkloadRunner {
         let subject = try backend.open(directory, job.durability)
         result.settings = subject.settingsDescription
 
+        // The memory probe brackets each timed region, outside it.
+        var rise: Int64?
+        func begin() -> UInt64 {
+            probe?.beginOperation()
+            return TimedRegion.begin()
+        }
+        func stop(_ start: UInt64) -> Double {
+            let elapsed = TimedRegion.seconds(since: start)
+            rise = probe?.endOperation()
+            return elapsed
+        }
         func record(_ measurement: OperationMeasurement) {
             TimedRegion.finish(measurement.operation)
+            var measurement = measurement
+            measurement.peakRSSRiseBytes = rise
+            rise = nil
             if selected.contains(measurement.operation) { result.measurements.append(measurement) }
         }
 
         // persist: everything after it needs the initial graph.
         current = .persist
         progress(.persist)
-        var start = TimedRegion.begin()
+        var start = begin()
         try subject.persist(data.initial)
-        record(OperationMeasurement(operation: .persist, seconds: TimedRegion.seconds(since: start), units: size.dialogs * m))
+        record(OperationMeasurement(operation: .persist, seconds: stop(start), units: size.dialogs * m))
 
         if selected.contains(.readAll) {
             current = .readAll
             progress(.readAll)
-            start = TimedRegion.begin()
-            let all = try subject.readAll()
-            let elapsed = TimedRegion.seconds(since: start)
-            let count = all.reduce(0) { $0 + $1.messages.count }
-            guard all.count == size.dialogs, count == size.dialogs * m,
-                all.map(\.uniqueId) == Array(1...Int64(size.dialogs))
-            else {
-                throw CheckFailure(
-                    description: "read-all returned \(all.count) dialogs with \(count) messages "
-                        + "(expected \(size.dialogs) with \(size.dialogs * m), ordered by id)")
-            }
-            record(OperationMeasurement(operation: .readAll, seconds: elapsed, units: count))
+            // The allocator's free pages go back first, so that the rise of
+            // resident memory counts what reading everything touches.
+            if probe != nil { MemoryProbe.trimHeap() }
+            // The graph lives only inside this closure: what the allocator
+            // gets back when it returns is the decoded graph's size.
+            let (elapsed, count, held) = try { () throws -> (Double, Int, Int64?) in
+                let start = begin()
+                let all = try subject.readAll()
+                let elapsed = stop(start)
+                let count = all.reduce(0) { $0 + $1.messages.count }
+                guard all.count == size.dialogs, count == size.dialogs * m,
+                    all.map(\.uniqueId) == Array(1...Int64(size.dialogs))
+                else {
+                    throw CheckFailure(
+                        description: "read-all returned \(all.count) dialogs with \(count) messages "
+                            + "(expected \(size.dialogs) with \(size.dialogs * m), ordered by id)")
+                }
+                let held = probe == nil ? nil : withExtendedLifetime(all) { MemoryProbe.heapInUse() }
+                return (elapsed, count, held)
+            }()
+            var measurement = OperationMeasurement(operation: .readAll, seconds: elapsed, units: count)
+            if let held, let released = MemoryProbe.heapInUse() { measurement.decodedBytes = max(0, held - released) }
+            record(measurement)
         }
 
         if selected.contains(.readById) {
@@ -96,7 +133,7 @@ public enum WorkloadRunner {
             calls.reserveCapacity(data.readIds.count)
             var found = 0
             var first: Dialog?
-            start = TimedRegion.begin()
+            start = begin()
             for id in data.readIds {
                 let callStart = now()
                 let dialog = try subject.read(dialogId: id)
@@ -104,7 +141,7 @@ public enum WorkloadRunner {
                 if dialog != nil { found += 1 }
                 if first == nil { first = dialog }
             }
-            let elapsed = TimedRegion.seconds(since: start)
+            let elapsed = stop(start)
             guard found == data.readIds.count else {
                 throw CheckFailure(description: "read-by-id found \(found) of \(data.readIds.count) dialogs")
             }
@@ -122,14 +159,14 @@ public enum WorkloadRunner {
             var calls: [UInt64] = []
             calls.reserveCapacity(data.queryIds.count)
             var first: [Message]?
-            start = TimedRegion.begin()
+            start = begin()
             for id in data.queryIds {
                 let callStart = now()
                 let unread = try subject.unreadMessages(dialogId: id)
                 calls.append(now() - callStart)
                 if first == nil { first = unread }
             }
-            let elapsed = TimedRegion.seconds(since: start)
+            let elapsed = stop(start)
             if let id = data.queryIds.first, let first {
                 let expected = data.initial[Int(id) - 1].messages.filter { !$0.isRead }
                     .sorted { $0.date != $1.date ? $0.date > $1.date : $0.uniqueId < $1.uniqueId }
@@ -143,10 +180,9 @@ public enum WorkloadRunner {
         if selected.contains(.update) {
             current = .update
             progress(.update)
-            let updated = data.updated
-            start = TimedRegion.begin()
+            start = begin()
             try subject.update(updated)
-            let elapsed = TimedRegion.seconds(since: start)
+            let elapsed = stop(start)
             result.bytesOnDisk = try directorySize(directory)
             try check(subject, expected: updated, size: size)
             record(OperationMeasurement(operation: .update, seconds: elapsed, units: size.dialogs * m))
@@ -160,13 +196,13 @@ public enum WorkloadRunner {
             let timed = min(backend.singleCallLimit ?? total, total)
             var calls: [UInt64] = []
             calls.reserveCapacity(timed)
-            start = TimedRegion.begin()
+            start = begin()
             for dialog in data.extra.prefix(timed) {
                 let callStart = now()
                 try subject.persistSingle(dialog)
                 calls.append(now() - callStart)
             }
-            let elapsed = TimedRegion.seconds(since: start)
+            let elapsed = stop(start)
             var note: String?
             if timed < total {
                 try subject.persist(Array(data.extra[timed...]))
@@ -183,9 +219,9 @@ public enum WorkloadRunner {
             current = .eraseById
             progress(.eraseById)
             let before = try subject.messageCount()
-            start = TimedRegion.begin()
+            start = begin()
             let erased = try subject.erase(dialogIds: data.eraseIds)
-            let elapsed = TimedRegion.seconds(since: start)
+            let elapsed = stop(start)
             let after = try subject.messageCount()
             guard erased == data.eraseIds.count, before - after == erased * m else {
                 throw CheckFailure(
@@ -200,9 +236,9 @@ public enum WorkloadRunner {
             progress(.eraseAll)
             let before = try subject.messageCount()
             let dialogsBefore = try subject.dialogCount()
-            start = TimedRegion.begin()
+            start = begin()
             let erased = try subject.eraseAll()
-            let elapsed = TimedRegion.seconds(since: start)
+            let elapsed = stop(start)
             let after = try subject.messageCount()
             let dialogsAfter = try subject.dialogCount()
             guard erased == dialogsBefore, after == 0, dialogsAfter == 0 else {

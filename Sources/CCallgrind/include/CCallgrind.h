@@ -19,4 +19,12 @@ void storage_bench_callgrind_toggle_collect(void);
 /// description is `name`, and resets them.
 void storage_bench_callgrind_dump(const char *name);
 
+/// The bytes the C allocator has handed out and not yet freed (glibc's
+/// `mallinfo2`: `uordblks + hblkhd`), or -1 where it cannot say.
+long long storage_bench_heap_in_use(void);
+
+/// Returns the allocator's free memory to the system (`malloc_trim(0)`),
+/// where it can; otherwise does nothing.
+void storage_bench_heap_trim(void);
+
 #endif
