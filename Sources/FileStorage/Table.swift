@@ -66,7 +66,16 @@ final class Table<R: Record>: AnyTable {
     /// The fields with an equality index: the foreign key (when the entity is
     /// owned) and the leading field of each declared index.
     private(set) var indexedFields: [Field<R>]
+    /// The state a rollback restores whole: taken at `begin` when the table
+    /// is empty, or by ``removeAll()``.
     private var saved: TableState<R>?
+    /// For each record the transaction under way changed while ``saved`` was
+    /// `nil`: its value before (`nil` when it was absent). A rollback puts
+    /// these back, so a small transaction on a large table copies nothing
+    /// (a snapshot of the state would copy every record and index on the
+    /// first change).
+    private var undo: [StoredValue: R?] = [:]
+    private var inTransaction = false
     private(set) var isDirty = false
     /// The primary keys written or erased in the transaction under way, or
     /// `nil` when they are not tracked because the commit will write the whole
@@ -113,6 +122,7 @@ final class Table<R: Record>: AnyTable {
     /// saved state): the commit writes an empty document.
     func removeAll() {
         guard !state.records.isEmpty || !sinceBase.isEmpty else { return }
+        if inTransaction && saved == nil { saved = state }
         state = TableState()
         for field in indexedFields { state.indexes[field.name] = [:] }
         changed = nil
@@ -142,23 +152,40 @@ final class Table<R: Record>: AnyTable {
     // MARK: Transactions
 
     func begin() {
-        saved = state
+        inTransaction = true
+        undo = [:]
+        saved = state.records.isEmpty ? state : nil
         isDirty = false
         // An empty table's next document is written whole: nothing to track.
         changed = state.records.isEmpty && sinceBase.isEmpty ? nil : []
     }
 
     func commit() {
+        inTransaction = false
         saved = nil
+        undo = [:]
         isDirty = false
         changed = []
     }
 
     func rollback() {
+        inTransaction = false
         if let saved { state = saved }
+        for (key, old) in undo {
+            remove(key)
+            if let old { insertUnchecked(old) }
+        }
         saved = nil
+        undo = [:]
         isDirty = false
         changed = []
+    }
+
+    /// Notes the value of the record with `key` before the transaction under
+    /// way first changes it, for ``rollback()``.
+    private func remember(_ key: StoredValue) {
+        guard inTransaction, saved == nil, undo.index(forKey: key) == nil else { return }
+        undo.updateValue(state.records[key], forKey: key)
     }
 
     func keysSinceBase(merging: Bool) -> Set<StoredValue>? {
@@ -212,6 +239,7 @@ final class Table<R: Record>: AnyTable {
 
     private func insertUnchecked(_ record: R) {
         let key = record.primaryKey.storedValue
+        remember(key)
         if let old = state.records.updateValue(record, forKey: key) {
             unindex(old, key)
         }
@@ -301,6 +329,7 @@ final class Table<R: Record>: AnyTable {
     /// Removes the record with `key`; returns it if there was one.
     @discardableResult
     func remove(_ key: StoredValue) -> R? {
+        remember(key)
         guard let old = state.records.removeValue(forKey: key) else { return nil }
         unindex(old, key)
         track(key)

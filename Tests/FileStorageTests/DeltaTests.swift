@@ -138,6 +138,38 @@ struct DeltaTests {
         #expect(try store.storage(for: DialogRecord.self).readAll() == [Self.dialog(12, messages: 1)])
     }
 
+    @Test("a failed call on a populated table restores it exactly, in memory and on disk", arguments: FileFormat.allCases)
+    func rollbackAfterChanges(format: FileFormat) throws {
+        let scratch = try Scratch()
+        let store = try FileStore(directory: scratch.url, format: format)
+        let dialogs = try store.storage(for: DialogRecord.self)
+        let messages = try store.storage(for: MessageRecord.self)
+        try dialogs.persist((1...20).map { Self.dialog($0, messages: 3) })
+        let before = try dialogs.readAll()
+        let unread = try messages.count(where: #Predicate<MessageRecord> { !$0.isRead })
+        var foreign = Self.dialog(31, messages: 2)
+        foreign.messages[1].dialogId = 99
+        // Dialog 1 loses two messages and gains one, 2 is replaced, 30 is new:
+        // all of it applied before dialog 31 fails.
+        var changed = Self.dialog(1, messages: 1, read: true)
+        changed.messages.append(Self.dialog(1, messages: 9).messages[8])
+        #expect(throws: StorageError.self) {
+            try dialogs.persist([changed, Self.dialog(2, messages: 5, read: true), Self.dialog(30, messages: 2), foreign])
+        }
+        #expect(try dialogs.readAll() == before)
+        #expect(try messages.count(where: #Predicate<MessageRecord> { !$0.isRead }) == unread)
+        #expect(try messages.read(Query(where: #Predicate<MessageRecord> { $0.dialogId == 1 })).map(\.id) == [1000, 1001, 1002])
+        #expect(try messages.read(primaryKey: 1008) == nil)
+        // Erasures and small writes after the rollback commit as deltas over the same state.
+        #expect(try dialogs.erase(primaryKeys: [3, 4]) == 2)
+        try dialogs.persist(Self.dialog(3, messages: 3))
+        try dialogs.persist(Self.dialog(4, messages: 3))
+        #expect(try dialogs.readAll() == before)
+        store.close()
+        let reopened = try FileStore(directory: scratch.url, format: format)
+        #expect(try reopened.storage(for: DialogRecord.self).readAll() == before)
+    }
+
     @Test("erasing every child record leaves the parents", arguments: FileFormat.allCases)
     func eraseAllChildren(format: FileFormat) throws {
         let scratch = try Scratch()
