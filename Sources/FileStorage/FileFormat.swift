@@ -74,6 +74,21 @@ struct Document<R: Record>: Codable {
     var records: [R]
 }
 
+/// What one commit (or a merge of several) changed in an entity since its
+/// base document: the records written, whole, and the primary keys erased.
+/// The manifest lists an entity's deltas in order after its base document;
+/// reading applies them in that order (see ``Manifest/deltas``).
+struct Delta<R: Record>: Codable {
+    static var currentVersion: Int { 1 }
+
+    var version: Int
+    var entity: String
+    /// The records written or replaced, in primary-key order.
+    var records: [R]
+    /// The primary keys of the records erased (none of them is in `records`).
+    var erased: [R.PrimaryKey]
+}
+
 /// The store's table of contents: which document holds each entity now, and
 /// the checksum of each. It is replaced atomically on every commit, which makes
 /// a commit that rewrites several documents (a dialog and its messages) atomic
@@ -85,9 +100,15 @@ struct Document<R: Record>: Codable {
 /// `dao-<storeId>-<generation>-<entity>.<ext>`, so the store can prove a file is
 /// its own before it removes it. Version 1 manifests (no identity, documents
 /// named `<entity>-<generation>.<ext>`) are upgraded in place at open.
+///
+/// Layout version 3 adds ``deltas``: small commits write what they changed as
+/// a delta document instead of rewriting the entity's whole document. A
+/// version 2 manifest is read as it is (it has no deltas) and written as
+/// version 3 by the next commit; a library that reads only version 2 refuses
+/// a version 3 manifest rather than miss its deltas.
 struct Manifest: Codable, Equatable {
     static var fileName: String { "manifest.json" }
-    static var currentVersion: Int { 2 }
+    static var currentVersion: Int { 3 }
 
     var version: Int
     var format: FileFormat
@@ -106,6 +127,10 @@ struct Manifest: Codable, Equatable {
     /// Document file name → its CRC-32C and size (version 2; documents carried
     /// over from a version 1 store have none).
     var checksums: [String: DocumentChecksum]?
+    /// Entity name → its delta documents (``Delta``), oldest first, applied in
+    /// that order over the entity's document (version 3; absent or empty when
+    /// the document is complete). Every delta has a checksum in ``checksums``.
+    var deltas: [String: [String]]?
     /// The CRC-32C of ``canonicalText``, so a damaged manifest that still
     /// parses is refused rather than believed (version 2).
     var checksum: UInt32?
@@ -123,6 +148,9 @@ struct Manifest: Codable, Equatable {
         }
         for (entity, schema) in (schemas ?? [:]).sorted(by: { $0.key < $1.key }) {
             text += " schema \(Self.field(entity)) \(Self.canonicalText(of: schema))"
+        }
+        for (entity, names) in (deltas ?? [:]).sorted(by: { $0.key < $1.key }) where !names.isEmpty {
+            text += " deltas \(Self.field(entity)) \(names.count) " + names.map(Self.field).joined(separator: " ")
         }
         if let migrations {
             text += " migrations f\(migrations.format) v\(migrations.version) \(migrations.applied.count)"
@@ -150,6 +178,13 @@ struct Manifest: Codable, Equatable {
             text += " \(field(relation.name)) \(field(relation.child)) \(field(relation.foreignKey))"
         }
         return text
+    }
+
+    /// Every file the manifest names: documents and deltas.
+    var referencedFiles: Set<String> {
+        var names = Set(documents.values)
+        for list in (deltas ?? [:]).values { names.formUnion(list) }
+        return names
     }
 
     /// The manifest with ``checksum`` set from the other fields.

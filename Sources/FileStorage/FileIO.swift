@@ -47,17 +47,77 @@ enum FileIO {
 
     /// Writes `data` to `url` atomically: a temporary file beside it, synced when
     /// `sync` is set, renamed over `url`, and the directory synced.
-    static func replace(_ url: URL, data: Data, sync: Bool, operation: StorageError.Operation) throws {
+    ///
+    /// With `sync`, the files `written` (new files in the same directory, not
+    /// yet synced) are synced together with the temporary file, before the
+    /// rename: once `url` names the new contents, they are on disk too.
+    static func replace(
+        _ url: URL, data: Data, sync: Bool, syncingAlso written: [URL] = [], operation: StorageError.Operation
+    ) throws {
         let temporary = url.deletingLastPathComponent()
             .appendingPathComponent(".\(url.lastPathComponent).\(getpid()).tmp")
         try removeIfPresent(temporary)  // a leftover of a crashed writer
-        try create(temporary, data: data, sync: sync, operation: operation)
+        try create(temporary, data: data, sync: false, operation: operation)
+        if sync {
+            do {
+                try self.sync([temporary] + written, operation: operation)
+            } catch {
+                unlink(temporary.path)
+                throw error
+            }
+        }
         guard rename(temporary.path, url.path) == 0 else {
             let error = posixError(operation, url, "the new file could not be renamed into place")
             unlink(temporary.path)
             throw error
         }
         if sync { try syncDirectory(url.deletingLastPathComponent(), operation: operation) }
+    }
+
+    /// Flushes the written files at `urls` to disk, all at once: one thread
+    /// each, so that the file system can commit them together (on ext4, one
+    /// journal commit instead of one per file). Returns when every file is
+    /// on disk; throws the first failure.
+    static func sync(_ urls: [URL], operation: StorageError.Operation) throws {
+        guard urls.count > 1 else {
+            for url in urls { try sync(url, operation: operation) }
+            return
+        }
+        let failures = SyncFailures()
+        let group = DispatchGroup()
+        for url in urls.dropFirst() {
+            group.enter()
+            let thread = Thread {
+                do {
+                    try sync(url, operation: operation)
+                } catch {
+                    failures.errors.withLock { $0.append(error) }
+                }
+                group.leave()
+            }
+            thread.start()
+        }
+        var first: (any Error)?
+        do {
+            try sync(urls[0], operation: operation)
+        } catch {
+            first = error
+        }
+        group.wait()
+        if let error = first ?? failures.errors.withLock({ $0.first }) { throw error }
+    }
+
+    /// The errors of the threads of ``sync(_:operation:)``.
+    private final class SyncFailures: Sendable {
+        let errors = Mutex<[any Error]>([])
+    }
+
+    /// Flushes the file at `url` to disk.
+    private static func sync(_ url: URL, operation: StorageError.Operation) throws {
+        let fd = open(url.path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw posixError(operation, url, "the file could not be opened to sync it") }
+        defer { close(fd) }
+        try fullSync(fd, url, operation)
     }
 
     /// Flushes the directory entry changes (creations, renames) of `directory`.

@@ -79,6 +79,7 @@ public struct FileStorage<R: Record>: Storage {
     public func erase(where predicate: Predicate<R>?) throws -> Int {
         let erased = try store.write(.erase, R.entity.name) { state in
             let table = try state.table(R.self)
+            guard predicate != nil else { return try state.eraseAll(from: table) }
             let plan = QueryPlan(Query(where: predicate))
             var erased = 0
             for record in try state.candidates(in: table, for: plan) where try plan.matches(record) {
@@ -163,6 +164,22 @@ extension StoreState {
             try eraseChildren(relation, parentKey: key)
         }
         return true
+    }
+
+    /// Erases every record of `table` and of its children's tables at once
+    /// (every child record has its owner in `table`); returns how many
+    /// records `table` held.
+    func eraseAll<T: Record>(from table: Table<T>) throws -> Int {
+        let count = table.recordCount
+        table.removeAll()
+        for relation in T.entity.relations {
+            try eraseAllChildren(relation)
+        }
+        return count
+    }
+
+    private func eraseAllChildren<Relation: ToManyRelation>(_ relation: Relation) throws {
+        _ = try eraseAll(from: try table(Relation.Child.self))
     }
 
     private func eraseChildren<Relation: ToManyRelation>(_ relation: Relation, parentKey: StoredValue) throws {

@@ -89,7 +89,17 @@ final class FileMigrationTransaction: MigrationTransaction {
         do {
             let decoder = RowCoder(format: format, schema: schema)
             let document = try decoder.decode(data)
-            return document.records.map(\.values)
+            let deltas = documents[schema.entity] == nil ? manifest.deltas?[schema.entity] ?? [] : []
+            guard !deltas.isEmpty else { return document.records.map(\.values) }
+            // Apply the entity's deltas, as loading a table does, by primary key (the first field).
+            var rows: [StoredValue: [StoredValue]] = [:]
+            for row in document.records { rows[row.values[0]] = row.values }
+            for name in deltas {
+                let delta = try decoder.decodeDelta(try state.documentData(named: name, entity: schema.entity))
+                for key in delta.erased { rows[key] = nil }
+                for row in delta.records { rows[row.values[0]] = row.values }
+            }
+            return rows.keys.sorted().compactMap { rows[$0] }
         } catch let error as StorageError {
             throw error
         } catch {
@@ -106,6 +116,7 @@ final class FileMigrationTransaction: MigrationTransaction {
         if let old, old.entity != new.entity {
             documents[old.entity] = nil
             manifest.documents[old.entity] = nil
+            manifest.deltas?[old.entity] = nil
             manifest.schemas?[old.entity] = nil
         }
         do {
@@ -134,6 +145,7 @@ final class FileMigrationTransaction: MigrationTransaction {
             throw StorageError(.corrupt, .open, path: directory.path, message: "the store's manifest has no identity")
         }
         var next = manifest
+        next.version = Manifest.currentVersion
         next.generation = original.generation + 1
         var written: [URL] = []
         do {
@@ -144,18 +156,23 @@ final class FileMigrationTransaction: MigrationTransaction {
                 try FileIO.create(url, data: data, sync: durability == .full, operation: .open)
                 written.append(url)
                 next.documents[entity] = name
+                // The rewritten document holds the deltas' changes.
+                next.deltas?[entity] = nil
                 next.checksums = next.checksums ?? [:]
                 next.checksums?[name] = DocumentChecksum(crc32c: CRC32C.checksum(data), size: data.count)
             }
-            let kept = Set(next.documents.values)
-            for name in original.documents.values where !kept.contains(name) { next.checksums?[name] = nil }
+            if next.deltas?.isEmpty == true { next.deltas = nil }
+            let kept = next.referencedFiles
+            for name in original.referencedFiles where !kept.contains(name) { next.checksums?[name] = nil }
             next = try FileStore.write(next, in: directory, durability: durability, operation: .open)
         } catch {
             for url in written { unlink(url.path) }
             throw error
         }
-        let kept = Set(next.documents.values)
-        for (entity, name) in original.documents where !kept.contains(name) {
+        let kept = next.referencedFiles
+        var named = original.documents.map { (entity: $0.key, name: $0.value) }
+        for (entity, names) in original.deltas ?? [:] { named += names.map { (entity, $0) } }
+        for (entity, name) in named where !kept.contains(name) {
             // No longer named by the manifest; the next open removes it if this fails.
             if StoreFiles.mayRemoveSuperseded(name, entity: entity, storeId: storeId) {
                 unlink(directory.appendingPathComponent(name).path)
@@ -190,6 +207,20 @@ struct RowCoder {
         }
     }
 
+    /// Decodes a delta document (``Delta``) as rows and erased keys.
+    func decodeDelta(_ data: Data) throws -> RowDelta {
+        switch format {
+        case .json:
+            let decoder = JSONDecoder()
+            decoder.userInfo[schemaKey] = schema
+            return try decoder.decode(RowDelta.self, from: data)
+        case .propertyList:
+            let decoder = PropertyListDecoder()
+            decoder.userInfo[schemaKey] = schema
+            return try decoder.decode(RowDelta.self, from: data)
+        }
+    }
+
     func encode(_ rows: [[StoredValue]]) throws -> Data {
         let document = RowDocument(
             version: 1, entity: schema.entity, records: rows.map { DocumentRow(values: $0) })
@@ -213,6 +244,41 @@ struct RowDocument: Codable {
     var version: Int
     var entity: String
     var records: [DocumentRow]
+}
+
+/// A delta document (``Delta``) holding rows, and its erased primary keys as
+/// stored values of the schema's first field.
+struct RowDelta: Decodable {
+    var version: Int
+    var entity: String
+    var records: [DocumentRow]
+    var erased: [StoredValue]
+
+    private enum CodingKeys: String, CodingKey {
+        case version, entity, records, erased
+    }
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        version = try container.decode(Int.self, forKey: .version)
+        entity = try container.decode(String.self, forKey: .entity)
+        records = try container.decode([DocumentRow].self, forKey: .records)
+        guard let schema = decoder.userInfo[schemaKey] as? EntitySchema, let key = schema.fields.first else {
+            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "no schema given"))
+        }
+        var keys = try container.nestedUnkeyedContainer(forKey: .erased)
+        var erased: [StoredValue] = []
+        while !keys.isAtEnd {
+            switch key.type {
+            case .integer: erased.append(.integer(try keys.decode(Int64.self)))
+            case .text: erased.append(.text(try keys.decode(String.self)))
+            default:
+                throw DecodingError.dataCorrupted(
+                    .init(codingPath: keys.codingPath, debugDescription: "a primary key of type \(key.type.rawValue)"))
+            }
+        }
+        self.erased = erased
+    }
 }
 
 private struct NameKey: CodingKey {

@@ -20,15 +20,18 @@ import Darwin
 /// try dialogs.persist(dialog)
 /// ```
 ///
-/// Layout (version 2; see the README's "File store layout"): `manifest.json`
+/// Layout (version 3; see the README's "File store layout"): `manifest.json`
 /// holds the store's identity (a random `storeId`), a generation, the current
-/// document of each entity and each document's CRC-32C and size. Documents are
-/// named `dao-<storeId>-<generation>-<entity>.json` (or `.plist`). A commit
-/// writes new documents for the entities it changed, then replaces the manifest
+/// document of each entity, the delta documents that follow it, and each
+/// file's CRC-32C and size. Documents and deltas are named
+/// `dao-<storeId>-<generation>-<entity>.json` (or `.plist`). A commit writes,
+/// for each entity it changed, either a delta (the records it wrote and the
+/// keys it erased, when the changes since the entity's document cover at most
+/// half its records) or a new whole document, then replaces the manifest
 /// atomically (temporary file, sync, rename, directory sync), so a commit that
 /// touches a parent and its children is atomic as a whole: after a crash the
-/// store holds either the old or the new documents. Superseded documents are
-/// removed after the commit, or at the next open if the process died first.
+/// store holds either the old or the new state. Superseded files are removed
+/// after the commit, or at the next open if the process died first.
 ///
 /// The store removes only files it can prove it wrote: documents carrying its
 /// own identity that the manifest no longer names, and the manifest's own
@@ -36,11 +39,14 @@ import Darwin
 /// manifest beside store documents, a document that is missing, or one whose
 /// checksum does not match is ``StorageError/Kind/corrupt``, never an empty
 /// store. A version 1 store (no identity) is upgraded at open: its manifest is
-/// rewritten with an identity and its documents are kept as they are.
+/// rewritten with an identity and its documents are kept as they are; a
+/// version 2 manifest is read as it is and written as version 3 by the next
+/// commit.
 ///
-/// Every call rewrites the documents of the entities it changes: whole-file
-/// stores are made for small data sets and for reading, not for many small
-/// writes. The directory belongs to the store; one `FileStore` at a time may
+/// A small commit costs what it changed (plus the manifest); eight deltas
+/// of an entity are merged into one by the next commit, and once the
+/// changes since the document reach half its records the next commit writes
+/// the whole document again. The whole store is held in memory. The directory belongs to the store; one `FileStore` at a time may
 /// have it open (another gets a ``StorageError/Kind/busy`` error).
 public final class FileStore: Store {
     /// The store's directory.
@@ -196,23 +202,30 @@ public final class FileStore: Store {
                     .corrupt, .open, path: url.path,
                     message: "the store's manifest is damaged: it says layout version 1 but has version 2 fields")
             }
-        case Manifest.currentVersion:
+        case 2, Manifest.currentVersion:
             guard manifest.isIntact, let storeId = manifest.storeId, StoreFiles.isStoreId(storeId) else {
                 throw StorageError(
                     .corrupt, .open, path: url.path,
                     message: "the store's manifest is damaged: its checksum does not match its contents")
             }
+            // Version 2 has no deltas: one that lists them was damaged or
+            // written by something else.
+            guard manifest.version == Manifest.currentVersion || (manifest.deltas ?? [:]).isEmpty else {
+                throw StorageError(
+                    .corrupt, .open, path: url.path,
+                    message: "the store's manifest is damaged: it says layout version 2 but lists delta documents")
+            }
         default:
             throw StorageError(
                 .schemaMismatch, .open, path: url.path,
-                message: "the manifest has layout version \(manifest.version); this library reads versions 1 and \(Manifest.currentVersion)")
+                message: "the manifest has layout version \(manifest.version); this library reads versions 1 to \(Manifest.currentVersion)")
         }
         guard manifest.format == format else {
             throw StorageError(
                 .schemaMismatch, .open, path: directory.path,
                 message: "the store was written as \(manifest.format.rawValue), not \(format.rawValue)")
         }
-        for name in manifest.documents.values where !StoreFiles.isPlainFileName(name) {
+        for name in manifest.referencedFiles where !StoreFiles.isPlainFileName(name) {
             throw StorageError(
                 .corrupt, .open, path: url.path, message: "the manifest names '\(name)', which is not a file in the store's directory")
         }
@@ -223,15 +236,21 @@ public final class FileStore: Store {
             manifest.checksums = [:]
             manifest = try write(manifest, in: directory, durability: durability, operation: .open)
         }
+        // A version 2 manifest is written as version 3 by the next commit.
+        manifest.version = Manifest.currentVersion
         return manifest
     }
 
     /// Replaces the manifest atomically with `manifest`, its checksum set
     /// (``Manifest/sealed()``), and returns what was written. Every write of
     /// the manifest goes through here, so none can leave a stale checksum.
+    ///
+    /// With full durability, the new files `written` beside it (not synced
+    /// yet) are synced together with the manifest, before it replaces the old one.
     @discardableResult
     static func write(
-        _ manifest: Manifest, in directory: URL, durability: Durability, operation: StorageError.Operation
+        _ manifest: Manifest, in directory: URL, durability: Durability, syncingAlso written: [URL] = [],
+        operation: StorageError.Operation
     ) throws -> Manifest {
         let manifest = manifest.sealed()
         let data: Data
@@ -242,7 +261,7 @@ public final class FileStore: Store {
         }
         try FileIO.replace(
             directory.appendingPathComponent(Manifest.fileName), data: data, sync: durability == .full,
-            operation: operation)
+            syncingAlso: written, operation: operation)
         return manifest
     }
 
@@ -285,7 +304,7 @@ public final class FileStore: Store {
     /// else in the directory is touched.
     private static func removeUnreferencedFiles(in directory: URL, manifest: Manifest) throws {
         guard let storeId = manifest.storeId else { return }
-        let referenced = Set(manifest.documents.values)
+        let referenced = manifest.referencedFiles
         for name in try contents(of: directory) where !referenced.contains(name) {
             if StoreFiles.isOwnedDocument(name, storeId: storeId) || StoreFiles.isManifestTemporary(name) {
                 try FileIO.removeIfPresent(directory.appendingPathComponent(name))
@@ -519,6 +538,9 @@ final class StoreState: @unchecked Sendable {
         let documentName = manifest.documents[name]
         let records = try documentName.map { try loadDocument(R.self, named: $0) } ?? []
         let table = Table<R>(records: records, documentName: documentName, foreignKey: foreignKey, format: coder.format)
+        for deltaName in manifest.deltas?[name] ?? [] {
+            table.apply(try loadDelta(R.self, named: deltaName))
+        }
         tables[name] = table
         if inTransaction { table.begin() }
         for relation in R.entity.relations {
@@ -586,6 +608,31 @@ final class StoreState: @unchecked Sendable {
         return document.records
     }
 
+    private func loadDelta<R: Record>(_ type: R.Type, named name: String) throws -> Delta<R> {
+        let url = directory.appendingPathComponent(name)
+        let data = try documentData(named: name, entity: R.entity.name)
+        let delta: Delta<R>
+        do {
+            delta = try coder.decode(Delta<R>.self, from: data)
+        } catch {
+            throw StorageError(
+                .corrupt, .open, entity: R.entity.name, path: url.path,
+                message: "the delta document does not decode as '\(R.entity.name)' changes: \(Self.describe(error))",
+                underlying: error)
+        }
+        guard delta.version == Delta<R>.currentVersion else {
+            throw StorageError(
+                .schemaMismatch, .open, entity: R.entity.name, path: url.path,
+                message: "the delta document has layout version \(delta.version); this library reads version \(Delta<R>.currentVersion)")
+        }
+        guard delta.entity == R.entity.name else {
+            throw StorageError(
+                .corrupt, .open, entity: R.entity.name, path: url.path,
+                message: "the delta document holds entity '\(delta.entity)', not '\(R.entity.name)'")
+        }
+        return delta
+    }
+
     // MARK: Transactions
 
     func begin() {
@@ -598,8 +645,19 @@ final class StoreState: @unchecked Sendable {
         inTransaction = false
     }
 
-    /// Writes a new document for every changed table, then the manifest that
-    /// names them, then removes the documents they replace.
+    /// The most delta documents an entity has before the next commit merges
+    /// them into one.
+    static let maximumDeltas = 8
+
+    /// Writes a new document or delta for every changed table, then the
+    /// manifest that names them, then removes the files they replace.
+    ///
+    /// A table whose changes since its document (this commit's and its
+    /// deltas') cover at most half of its records gets a delta: the records it
+    /// wrote and the keys it erased, appended to the entity's deltas, or, when
+    /// there are ``maximumDeltas`` already, merged with them into one. Otherwise
+    /// (and for a table written from empty, cleared, or kept in a version 1
+    /// document) the whole document is written and its deltas dropped.
     func commit() throws {
         defer { inTransaction = false }
         let dirty = tables.values.filter(\.isDirty)
@@ -607,51 +665,84 @@ final class StoreState: @unchecked Sendable {
             for table in tables.values { table.commit() }
             return
         }
-        let sync = durability == .full
         guard let storeId = manifest.storeId else {
             throw StorageError(.corrupt, .persist, path: directory.path, message: "the store's manifest has no identity")
         }
         var next = manifest
+        next.version = Manifest.currentVersion
         next.generation += 1
+        next.checksums = next.checksums ?? [:]
         var written: [URL] = []
+        var superseded: [(name: String, entity: String)] = []
+        var modes: [(table: any AnyTable, full: Bool)] = []
         do {
             for table in dirty {
+                let entity = table.entityName
                 let name = StoreFiles.documentName(
-                    storeId: storeId, generation: next.generation, entity: table.entityName, format: coder.format)
+                    storeId: storeId, generation: next.generation, entity: entity, format: coder.format)
                 let url = directory.appendingPathComponent(name)
+                let base = next.documents[entity]
+                let deltas = next.deltas?[entity] ?? []
+                let merging = deltas.count >= Self.maximumDeltas
+                var keys: Set<StoredValue>?
+                if let base, StoreFiles.isOwnedDocument(base, storeId: storeId),
+                    let changed = table.keysSinceBase(merging: merging)
+                {
+                    // Every change since the base counts: compact once they reach half the records.
+                    let sinceBase = merging ? changed.count : changed.count + table.changedSinceBaseCount
+                    if sinceBase * 2 <= table.recordCount { keys = changed }
+                }
                 let data: Data
                 do {
-                    data = try table.encodeDocument(with: coder)
+                    if let keys {
+                        data = try table.encodeDelta(keys, with: coder)
+                    } else {
+                        data = try table.encodeDocument(with: coder)
+                    }
                 } catch {
                     throw StorageError(
-                        .encoding, .persist, entity: table.entityName, path: url.path,
+                        .encoding, .persist, entity: entity, path: url.path,
                         message: "the records could not be encoded: \(Self.describe(error))", underlying: error)
                 }
-                try FileIO.create(url, data: data, sync: sync, operation: .persist)
+                // Synced below, all at once with the manifest.
+                try FileIO.create(url, data: data, sync: false, operation: .persist)
                 written.append(url)
-                if let old = next.documents[table.entityName] { next.checksums?[old] = nil }
-                next.documents[table.entityName] = name
-                next.checksums = next.checksums ?? [:]
                 next.checksums?[name] = DocumentChecksum(crc32c: CRC32C.checksum(data), size: data.count)
+                var replaced: [String] = []
+                if keys != nil {
+                    replaced = merging ? deltas : []
+                    var deltasNow = next.deltas ?? [:]
+                    deltasNow[entity] = (merging ? [] : deltas) + [name]
+                    next.deltas = deltasNow
+                } else {
+                    replaced = (base.map { [$0] } ?? []) + deltas
+                    next.documents[entity] = name
+                    next.deltas?[entity] = nil
+                }
+                for old in replaced {
+                    next.checksums?[old] = nil
+                    superseded.append((old, entity))
+                }
+                modes.append((table, keys == nil))
             }
-            next = try FileStore.write(next, in: directory, durability: durability, operation: .persist)
+            if next.deltas?.isEmpty == true { next.deltas = nil }
+            next = try FileStore.write(
+                next, in: directory, durability: durability, syncingAlso: written, operation: .persist)
         } catch {
             // The manifest still names the old documents; the new ones are unreferenced.
             for url in written { unlink(url.path) }
             throw error
         }
-        let superseded = dirty.compactMap { table in
-            table.documentName.flatMap {
-                StoreFiles.mayRemoveSuperseded($0, entity: table.entityName, storeId: storeId) ? $0 : nil
-            }
-        }
         manifest = next
-        for table in dirty { table.documentName = next.documents[table.entityName] }
+        for mode in modes {
+            mode.table.didWrite(full: mode.full)
+            mode.table.documentName = next.documents[mode.table.entityName]
+        }
         for table in tables.values { table.commit() }
-        for name in superseded {
-            // A document the manifest no longer names; if it cannot be removed now,
+        for old in superseded where StoreFiles.mayRemoveSuperseded(old.name, entity: old.entity, storeId: storeId) {
+            // A file the manifest no longer names; if it cannot be removed now,
             // the next open removes it. Nothing refers to it either way.
-            unlink(directory.appendingPathComponent(name).path)
+            unlink(directory.appendingPathComponent(old.name).path)
         }
     }
 

@@ -15,9 +15,6 @@ struct TableState<R: Record> {
     var records: [StoredValue: R] = [:]
     /// For each indexed field: value → primary keys of the records holding it.
     var indexes: [String: [StoredValue: Set<StoredValue>]] = [:]
-    /// The encoded form of records that have not changed since they were last
-    /// written (JSON only), so a commit re-encodes only what changed.
-    var encoded: [StoredValue: Data] = [:]
     /// Property lists only: how many text fields hold each text, by its exact
     /// scalars. Foundation's binary property-list writer stores canonically
     /// equivalent strings once, so two different spellings in one document
@@ -38,8 +35,22 @@ protocol AnyTable: AnyObject {
     var documentName: String? { get set }
     /// Whether the table changed in the transaction under way.
     var isDirty: Bool { get }
+    /// The number of records.
+    var recordCount: Int { get }
+    /// The primary keys of the records written or erased since the base
+    /// document (in the deltas the manifest lists), or `nil` when the
+    /// transaction under way changed too much to write a delta: the next
+    /// commit writes the whole document. Includes the transaction's changes.
+    func keysSinceBase(merging: Bool) -> Set<StoredValue>?
     /// Encodes the table as a document.
     func encodeDocument(with coder: DocumentCoder) throws -> Data
+    /// Encodes the current state of the records with `keys` as a delta: those
+    /// present as records, the others as erased keys.
+    func encodeDelta(_ keys: Set<StoredValue>, with coder: DocumentCoder) throws -> Data
+    /// The number of primary keys the committed deltas wrote or erased.
+    var changedSinceBaseCount: Int { get }
+    /// The commit under way wrote the whole document (`full`) or a delta.
+    func didWrite(full: Bool)
     /// Remembers the state at the start of a transaction.
     func begin()
     /// Forgets the remembered state: the transaction committed.
@@ -55,8 +66,24 @@ final class Table<R: Record>: AnyTable {
     /// The fields with an equality index: the foreign key (when the entity is
     /// owned) and the leading field of each declared index.
     private(set) var indexedFields: [Field<R>]
+    /// The state a rollback restores whole: taken at `begin` when the table
+    /// is empty, or by ``removeAll()``.
     private var saved: TableState<R>?
+    /// For each record the transaction under way changed while ``saved`` was
+    /// `nil`: its value before (`nil` when it was absent). A rollback puts
+    /// these back, so a small transaction on a large table copies nothing
+    /// (a snapshot of the state would copy every record and index on the
+    /// first change).
+    private var undo: [StoredValue: R?] = [:]
+    private var inTransaction = false
     private(set) var isDirty = false
+    /// The primary keys written or erased in the transaction under way, or
+    /// `nil` when they are not tracked because the commit will write the whole
+    /// document anyway (the table was empty or cleared, or too much changed).
+    private var changed: Set<StoredValue>? = []
+    /// The primary keys written or erased by the deltas the manifest lists
+    /// for this entity, all committed.
+    private var sinceBase: Set<StoredValue> = []
 
     /// The text fields whose spellings are tracked (property lists only).
     private let trackedTextFields: [Field<R>]
@@ -77,7 +104,32 @@ final class Table<R: Record>: AnyTable {
             insertUnchecked(record)
         }
         isDirty = false
+        changed = []
     }
+
+    /// Applies a delta read from the store (at load, before any transaction):
+    /// removes the erased keys, inserts the records.
+    func apply(_ delta: Delta<R>) {
+        for key in delta.erased { remove(key.storedValue) }
+        for record in delta.records { insertUnchecked(record) }
+        for key in delta.erased { sinceBase.insert(key.storedValue) }
+        for record in delta.records { sinceBase.insert(record.primaryKey.storedValue) }
+        isDirty = false
+        changed = []
+    }
+
+    /// Erases every record at once (and what a rollback needs stays in the
+    /// saved state): the commit writes an empty document.
+    func removeAll() {
+        guard !state.records.isEmpty || !sinceBase.isEmpty else { return }
+        if inTransaction && saved == nil { saved = state }
+        state = TableState()
+        for field in indexedFields { state.indexes[field.name] = [:] }
+        changed = nil
+        isDirty = true
+    }
+
+    var recordCount: Int { state.records.count }
 
     /// Adds an equality index on the field `name` (in the current state and in
     /// the one a rollback would restore), if there is none.
@@ -100,19 +152,66 @@ final class Table<R: Record>: AnyTable {
     // MARK: Transactions
 
     func begin() {
-        saved = state
+        inTransaction = true
+        undo = [:]
+        saved = state.records.isEmpty ? state : nil
         isDirty = false
+        // An empty table's next document is written whole: nothing to track.
+        changed = state.records.isEmpty && sinceBase.isEmpty ? nil : []
     }
 
     func commit() {
+        inTransaction = false
         saved = nil
+        undo = [:]
         isDirty = false
+        changed = []
     }
 
     func rollback() {
+        inTransaction = false
         if let saved { state = saved }
+        for (key, old) in undo {
+            remove(key)
+            if let old { insertUnchecked(old) }
+        }
         saved = nil
+        undo = [:]
         isDirty = false
+        changed = []
+    }
+
+    /// Notes the value of the record with `key` before the transaction under
+    /// way first changes it, for ``rollback()``.
+    private func remember(_ key: StoredValue) {
+        guard inTransaction, saved == nil, undo.index(forKey: key) == nil else { return }
+        undo.updateValue(state.records[key], forKey: key)
+    }
+
+    func keysSinceBase(merging: Bool) -> Set<StoredValue>? {
+        guard let changed else { return nil }
+        return merging ? sinceBase.union(changed) : changed
+    }
+
+    var changedSinceBaseCount: Int { sinceBase.count }
+
+    func didWrite(full: Bool) {
+        if full {
+            sinceBase = []
+        } else if let changed {
+            sinceBase.formUnion(changed)
+        }
+    }
+
+    /// Notes that the record with `key` changed in the transaction under way;
+    /// stops tracking once the changes reach half the table, where a delta
+    /// would save little over the whole document.
+    private func track(_ key: StoredValue) {
+        guard changed != nil else { return }
+        changed?.insert(key)
+        if let count = changed?.count, count > 64, count * 2 > state.records.count {
+            changed = nil
+        }
     }
 
     // MARK: Reads
@@ -140,10 +239,11 @@ final class Table<R: Record>: AnyTable {
 
     private func insertUnchecked(_ record: R) {
         let key = record.primaryKey.storedValue
+        remember(key)
         if let old = state.records.updateValue(record, forKey: key) {
             unindex(old, key)
-            state.encoded[key] = nil
         }
+        track(key)
         for field in indexedFields {
             state.indexes[field.name, default: [:]][field.value(in: record), default: []].insert(key)
         }
@@ -229,9 +329,10 @@ final class Table<R: Record>: AnyTable {
     /// Removes the record with `key`; returns it if there was one.
     @discardableResult
     func remove(_ key: StoredValue) -> R? {
+        remember(key)
         guard let old = state.records.removeValue(forKey: key) else { return nil }
         unindex(old, key)
-        state.encoded[key] = nil
+        track(key)
         isDirty = true
         return old
     }
@@ -255,39 +356,51 @@ final class Table<R: Record>: AnyTable {
     }
 
     func encodeDocument(with coder: DocumentCoder) throws -> Data {
-        let keys = state.records.keys.sorted()  // a concrete sort, see TableState
-        guard coder.format == .json else {
-            let records = keys.compactMap { state.records[$0] }
-            return try coder.encode(Document<R>(version: Document<R>.currentVersion, entity: entityName, records: records))
-        }
-        // A JSON array is its elements joined by commas: splice the cached
-        // encoding of unchanged records with fresh encodings of the rest. The
-        // result decodes as a `Document<R>` like any other.
-        var fragments: [Data] = []
-        fragments.reserveCapacity(keys.count)
-        var size = 0
+        // One `encode` call for the whole document: Foundation's encoders cost
+        // far more per call than per record.
+        let keys = sortedKeys()
+        var records: [R] = []
+        records.reserveCapacity(keys.count)
         for key in keys {
-            guard let record = state.records[key] else { continue }
-            let fragment: Data
-            if let cached = state.encoded[key] {
-                fragment = cached
+            if let record = state.records[key] { records.append(record) }
+        }
+        return try coder.encode(Document<R>(version: Document<R>.currentVersion, entity: entityName, records: records))
+    }
+
+    /// The primary keys in order. `state.records.keys.sorted()` would run
+    /// the standard library's unspecialized sort (the dictionary's type
+    /// depends on `R`), a quarter of a commit's instructions: integer keys,
+    /// the common case, are sorted as `[Int64]` instead.
+    private func sortedKeys() -> [StoredValue] {
+        var integers: [Int64] = []
+        integers.reserveCapacity(state.records.count)
+        var others: [StoredValue] = []
+        for key in state.records.keys {
+            if case .integer(let value) = key { integers.append(value) } else { others.append(key) }
+        }
+        integers.sort()
+        var keys: [StoredValue] = []
+        keys.reserveCapacity(state.records.count)
+        for value in integers { keys.append(.integer(value)) }
+        guard others.isEmpty else { return (keys + others).sorted() }
+        return keys
+    }
+
+    func encodeDelta(_ keys: Set<StoredValue>, with coder: DocumentCoder) throws -> Data {
+        var records: [R] = []
+        var erased: [R.PrimaryKey] = []
+        for key in keys.sorted() {
+            if let record = state.records[key] {
+                records.append(record)
+            } else if let primaryKey = R.PrimaryKey(storedValue: key) {
+                erased.append(primaryKey)
             } else {
-                fragment = try coder.encode(record)
-                state.encoded[key] = fragment
+                throw StorageError(
+                    .encoding, .persist, entity: entityName,
+                    message: "the erased key \(key) is not a primary key of '\(entityName)'")
             }
-            fragments.append(fragment)
-            size += fragment.count + 1
         }
-        var document = Data()
-        document.reserveCapacity(size + 128)
-        document.append(contentsOf: #"{"entity":"#.utf8)
-        document.append(try coder.encode(entityName))
-        document.append(contentsOf: #","records":["#.utf8)
-        for (index, fragment) in fragments.enumerated() {
-            if index > 0 { document.append(UInt8(ascii: ",")) }
-            document.append(fragment)
-        }
-        document.append(contentsOf: #"],"version":\#(Document<R>.currentVersion)}"#.utf8)
-        return document
+        return try coder.encode(
+            Delta<R>(version: Delta<R>.currentVersion, entity: entityName, records: records, erased: erased))
     }
 }

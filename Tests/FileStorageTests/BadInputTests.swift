@@ -234,10 +234,18 @@ struct BadInputTests {
         for index in 0..<5 {
             try users.persist(UserRecord(id: "u\(index)", name: "n", bio: nil, email: nil, birthDate: nil, gender: nil))
         }
+        // Small commits add deltas after the first document: only the files
+        // the manifest names are left, the last written by the fifth commit.
         let names = try FileManager.default.contentsOfDirectory(atPath: scratch.url.path).sorted()
+        let manifest = try JSONDecoder().decode(Manifest.self, from: Data(contentsOf: scratch.file("manifest.json")))
+        #expect(Set(names) == manifest.referencedFiles.union(["manifest.json", "store.lock"]))
+        #expect(names.count == 2 + 1 + (manifest.deltas?["users"]?.count ?? 0))
+        #expect(manifest.deltas?["users"]?.last?.hasSuffix("-5-users.plist") == true)
+        // A commit that changes most records writes one whole document again.
+        try users.persist((0..<5).map { UserRecord(id: "u\($0)", name: "m", bio: nil, email: nil, birthDate: nil, gender: nil) })
+        let compacted = try FileManager.default.contentsOfDirectory(atPath: scratch.url.path).sorted()
         let document = try documentURL(scratch.url, "users").lastPathComponent
-        #expect(Set(names) == ["manifest.json", "store.lock", document])
-        #expect(names.count == 3)
-        #expect(document.hasSuffix("-5-users.plist"))
+        #expect(Set(compacted) == ["manifest.json", "store.lock", document])
+        #expect(document.hasSuffix("-6-users.plist"))
     }
 }

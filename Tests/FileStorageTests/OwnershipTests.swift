@@ -137,7 +137,8 @@ struct OwnershipTests {
         try seed(scratch.url, format: .json)
         let url = scratch.file("manifest.json")
         let text = try String(contentsOf: url, encoding: .utf8)
-        let changed = text.replacingOccurrences(of: "\"version\" : 2", with: "\"version\" : 1")
+        let changed = text.replacingOccurrences(
+            of: "\"version\" : \(Manifest.currentVersion)", with: "\"version\" : 1")
         #expect(changed != text)
         try Data(changed.utf8).write(to: url)
         let error = #expect(throws: StorageError.self) { try FileStore(directory: scratch.url, format: .json) }
@@ -158,7 +159,7 @@ struct OwnershipTests {
             try dialogs.persist(DialogRecord(id: 2, isPinned: true, messages: []))
         }
         let manifest = try JSONDecoder().decode(Manifest.self, from: Data(contentsOf: scratch.file("manifest.json")))
-        #expect(manifest.version == 2)
+        #expect(manifest.version == Manifest.currentVersion)
         #expect(manifest.storeId.map(StoreFiles.isStoreId) == true)
         // The dialogs document was rewritten (and the version 1 one removed);
         // the messages document is still the version 1 one.
@@ -173,7 +174,7 @@ struct OwnershipTests {
     @Test("a manifest of a future layout version is refused, and left alone")
     func futureVersion() throws {
         let scratch = try Scratch()
-        try Data(#"{"version": 3, "format": "json", "generation": 0, "documents": {}}"#.utf8)
+        try Data(#"{"version": 4, "format": "json", "generation": 0, "documents": {}}"#.utf8)
             .write(to: scratch.file("manifest.json"))
         let before = try Data(contentsOf: scratch.file("manifest.json"))
         let error = #expect(throws: StorageError.self) { try FileStore(directory: scratch.url, format: .json) }
