@@ -42,7 +42,9 @@ public struct StoredRecordMacro: ExtensionMacro {
         if let owner = arguments.owner { entityArguments.append("ownedBy: \(owner)") }
 
         let stored = [shape.primaryKey] + shape.fields
-        let reads = stored.map { "self.\($0.name) = try fields.decode()" }
+        let reads = stored.map {
+            "self.\($0.name) = try fields.\($0.isOptional ? "decodeIfPresent" : "decode")()"
+        }
             + shape.relations.map { "self.\($0.name) = []" }
         let writes = stored.map { "try fields.encode(self.\($0.name))" }
 
@@ -168,6 +170,12 @@ extension String {
 struct StoredProperty {
     var name: String
     var type: String
+
+    /// Whether the type is spelled as an optional (`T?`, `T!`, `Optional<T>`).
+    var isOptional: Bool {
+        let type = type.trimmingCharacters(in: " ")
+        return type.hasSuffix("?") || type.hasSuffix("!") || type.hasPrefix("Optional<")
+    }
 }
 
 /// One `@Children` property.
@@ -256,8 +264,7 @@ struct RecordShape {
             throw DiagnosticsError(diagnostics: diagnostics)
         }
         let key = stored.remove(at: keyPosition)
-        let keyType = key.type.trimmingCharacters(in: " ")
-        if keyType.hasSuffix("?") || keyType.hasSuffix("!") || keyType.hasPrefix("Optional<") {
+        if key.isOptional {
             diagnostics.append(Diagnostic(node: attribute, message: StoredRecordDiagnostic.optionalKey(key.name)))
         }
         if !diagnostics.isEmpty { throw DiagnosticsError(diagnostics: diagnostics) }

@@ -65,7 +65,7 @@ struct StoredRecordExpansionTests {
                     public init(fields: inout some DAOCore.FieldReader) throws {
                         self.id = try fields.decode()
                         self.text = try fields.decode()
-                        self.pinned = try fields.decode()
+                        self.pinned = try fields.decodeIfPresent()
                         self.observed = try fields.decode()
                     }
 
