@@ -137,7 +137,7 @@ let package = Package(
         .testTarget(
             name: "DAOMacrosTests",
             dependencies: [
-                "DAOCore", "DAOMacros", "DAOMacrosPlugin",
+                "DAOCore", "DAOMacros", "DAOMacrosPlugin", "DialogGraph",
                 .product(name: "SwiftSyntaxMacrosGenericTestSupport", package: "swift-syntax"),
                 .product(name: "SwiftSyntaxMacroExpansion", package: "swift-syntax"),
             ]),
