@@ -4,6 +4,7 @@
 // storages, one generic DAO) with SQLite, LMDB, JSON and property-list adapters,
 // and a benchmark harness that runs one workload through the DAO on every adapter.
 
+import CompilerPluginSupport
 import PackageDescription
 
 
@@ -15,16 +16,20 @@ let package = Package(
         .library(name: "FileStorage", targets: ["FileStorage"]),
         .library(name: "SQLiteStorage", targets: ["SQLiteStorage"]),
         .library(name: "LMDBStorage", targets: ["LMDBStorage"]),
+        .library(name: "DAOMacros", targets: ["DAOMacros"]),
         .library(name: "DialogGraph", targets: ["DialogGraph"]),
         .library(name: "StorageBenchKit", targets: ["StorageBenchKit"]),
         .executable(name: "storage-bench", targets: ["StorageBench"]),
         .executable(name: "observe-table", targets: ["ObserveTable"]),
+        .executable(name: "record-cost", targets: ["RecordCost"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
         // Only for the `grdb` reference backend of the harness; no library product links it.
         .package(url: "https://github.com/groue/GRDB.swift", exact: "7.10.0"),
+        // Only for the `@StoredRecord` macro (DAOMacros); DAOCore and the adapters do not need it.
+        .package(url: "https://github.com/swiftlang/swift-syntax", exact: "602.0.0"),
     ],
     targets: [
         // C libraries, reached through system-library targets.
@@ -46,6 +51,21 @@ let package = Package(
         .target(name: "SQLiteStorage", dependencies: ["DAOCore", "CSQLite"]),
         .target(name: "LMDBStorage", dependencies: ["DAOCore", "CLMDB"]),
         .target(name: "DialogGraph", dependencies: ["DAOCore"]),
+
+        // `@StoredRecord`: derives a record's entity and its fieldwise reading and
+        // writing from its stored properties. The declarations live in DAOMacros;
+        // the compiler plugin that expands them in DAOMacrosPlugin.
+        .macro(
+            name: "DAOMacrosPlugin",
+            dependencies: [
+                .product(name: "SwiftSyntax", package: "swift-syntax"),
+                .product(name: "SwiftSyntaxBuilder", package: "swift-syntax"),
+                .product(name: "SwiftSyntaxMacros", package: "swift-syntax"),
+                .product(name: "SwiftCompilerPlugin", package: "swift-syntax"),
+                .product(name: "SwiftDiagnostics", package: "swift-syntax"),
+            ],
+        ),
+        .target(name: "DAOMacros", dependencies: ["DAOCore", "DAOMacrosPlugin"]),
 
         // Callgrind client requests (no-ops outside valgrind, and when built
         // without valgrind's headers).
@@ -78,6 +98,16 @@ let package = Package(
             path: "Benchmarks/StorageBench",
         ),
 
+        // What a record's declaration costs on SQLite and LMDB: the README way,
+        // hand-written FieldwiseRecord code and @StoredRecord, side by side
+        // (Benchmarks/RecordCost/measure.sh counts instructions under callgrind).
+        .executableTarget(
+            name: "RecordCost",
+            dependencies: ["DAOCore", "DAOMacros", "SQLiteStorage", "LMDBStorage", "CCallgrind"],
+            path: "Benchmarks/RecordCost",
+            exclude: ["measure.sh"],
+        ),
+
         // Examples.
         .executableTarget(
             name: "ObserveTable",
@@ -101,9 +131,16 @@ let package = Package(
         ),
         .testTarget(
             name: "ConformanceTests",
-            dependencies: ["DAOCore", "DialogGraph", "FileStorage", "SQLiteStorage", "LMDBStorage"],
+            dependencies: ["DAOCore", "DAOMacros", "DialogGraph", "FileStorage", "SQLiteStorage", "LMDBStorage"],
         ),
         .testTarget(name: "DAOCoreTests", dependencies: ["DAOCore", "DialogGraph"]),
+        .testTarget(
+            name: "DAOMacrosTests",
+            dependencies: [
+                "DAOCore", "DAOMacros", "DAOMacrosPlugin", "DialogGraph",
+                .product(name: "SwiftSyntaxMacrosGenericTestSupport", package: "swift-syntax"),
+                .product(name: "SwiftSyntaxMacroExpansion", package: "swift-syntax"),
+            ]),
         .testTarget(name: "DialogGraphTests", dependencies: ["DialogGraph"]),
         .testTarget(name: "FileStorageTests", dependencies: ["FileStorage", "DialogGraph"]),
         .testTarget(name: "SQLiteStorageTests", dependencies: ["SQLiteStorage", "DialogGraph"]),

@@ -117,6 +117,40 @@ extension Data: WritableField {
     public func write(to writer: inout some FieldWriter) throws { try writer.encode(self) }
 }
 
+extension Int16: WritableField {
+    @inlinable
+    public func write(to writer: inout some FieldWriter) throws { try writer.encode(Int64(self)) }
+}
+
+extension Int8: WritableField {
+    @inlinable
+    public func write(to writer: inout some FieldWriter) throws { try writer.encode(Int64(self)) }
+}
+
+extension UInt32: WritableField {
+    @inlinable
+    public func write(to writer: inout some FieldWriter) throws { try writer.encode(Int64(self)) }
+}
+
+extension Float: WritableField {
+    @inlinable
+    public func write(to writer: inout some FieldWriter) throws { try writer.encode(Double(self)) }
+}
+
+extension UUID: WritableField {
+    /// Writes the UUID as its text (`uuidString`), as ``FieldValue`` stores it.
+    @inlinable
+    public func write(to writer: inout some FieldWriter) throws { try writer.encode(uuidString) }
+}
+
+extension Optional: WritableField where Wrapped: WritableField {
+    /// Writes the wrapped value, or null.
+    @inlinable
+    public func write(to writer: inout some FieldWriter) throws {
+        if let self { try self.write(to: &writer) } else { try writer.encodeNil() }
+    }
+}
+
 extension WritableField where Self: RawRepresentable, RawValue: WritableField {
     /// Writes the raw value.
     public func write(to writer: inout some FieldWriter) throws { try rawValue.write(to: &writer) }
@@ -227,6 +261,63 @@ extension Date: ReadableField {
 extension Data: ReadableField {
     @inlinable
     public static func read(from reader: inout some FieldReader) throws -> Data { try reader.decode(Data.self) }
+}
+
+extension Int16: ReadableField {
+    @inlinable
+    public static func read(from reader: inout some FieldReader) throws -> Int16 {
+        let value = try reader.decode(Int64.self)
+        guard let int = Int16(exactly: value) else { throw reader.error("\(value) does not fit Int16") }
+        return int
+    }
+}
+
+extension Int8: ReadableField {
+    @inlinable
+    public static func read(from reader: inout some FieldReader) throws -> Int8 {
+        let value = try reader.decode(Int64.self)
+        guard let int = Int8(exactly: value) else { throw reader.error("\(value) does not fit Int8") }
+        return int
+    }
+}
+
+extension UInt32: ReadableField {
+    @inlinable
+    public static func read(from reader: inout some FieldReader) throws -> UInt32 {
+        let value = try reader.decode(Int64.self)
+        guard let int = UInt32(exactly: value) else { throw reader.error("\(value) does not fit UInt32") }
+        return int
+    }
+}
+
+extension Float: ReadableField {
+    /// Reads a double and narrows it; a value that is no `Float` is an error,
+    /// except NaN, which narrows to NaN.
+    @inlinable
+    public static func read(from reader: inout some FieldReader) throws -> Float {
+        let value = try reader.decode(Double.self)
+        if value.isNaN { return .nan }
+        guard let float = Float(exactly: value) else { throw reader.error("\(value) is not exactly a Float") }
+        return float
+    }
+}
+
+extension UUID: ReadableField {
+    /// Reads the UUID's text; text that is no UUID is an error.
+    @inlinable
+    public static func read(from reader: inout some FieldReader) throws -> UUID {
+        let text = try reader.decode(String.self)
+        guard let uuid = UUID(uuidString: text) else { throw reader.error("'\(text)' is not a UUID") }
+        return uuid
+    }
+}
+
+extension Optional: ReadableField where Wrapped: ReadableField {
+    /// Reads `nil` for a null field, else the wrapped value.
+    @inlinable
+    public static func read(from reader: inout some FieldReader) throws -> Wrapped? {
+        try reader.decodeNil() ? nil : Wrapped.read(from: &reader)
+    }
 }
 
 extension ReadableField where Self: RawRepresentable, RawValue: ReadableField {

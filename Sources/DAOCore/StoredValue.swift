@@ -115,8 +115,10 @@ public enum FieldType: String, Sendable, Hashable, CaseIterable {
     case date
 }
 
-/// A Swift type that can be a record's field: it names its storage class and
-/// converts itself to a ``StoredValue``.
+/// A Swift type that can be a record's field: it names its storage class,
+/// converts itself to a ``StoredValue``, and a ``FieldReader`` or
+/// ``FieldWriter`` reads or writes it by position (``ReadableField``,
+/// ``WritableField``; a `RawRepresentable` type gets both from its raw value).
 ///
 /// The integer types, `Bool`, `Double`, `Float`, `String`, `Date`, `Data`, `UUID`
 /// and optionals of them conform. A `RawRepresentable` enum whose raw value conforms
@@ -125,7 +127,7 @@ public enum FieldType: String, Sendable, Hashable, CaseIterable {
 /// ```swift
 /// enum Gender: String, Codable, Sendable, FieldValue { case female, male, other }
 /// ```
-public protocol FieldValue: Sendable {
+public protocol FieldValue: Sendable, ReadableField, WritableField {
     /// The storage class of the (unwrapped) value.
     static var fieldType: FieldType { get }
     /// Whether the field may hold `nil`. `false` for everything but `Optional`.

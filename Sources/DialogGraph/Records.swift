@@ -116,9 +116,8 @@ public struct UserRecord: Record, Hashable {
 
 // MARK: - Reading fields by position
 
-/// `UserRecord` stays on `Decodable`, so that every adapter's conformance run
-/// exercises both ways of reading a record.
-extension Gender: ReadableField, WritableField {}
+// `UserRecord` stays on `Decodable`, so that every adapter's conformance run
+// exercises both ways of reading a record.
 
 extension MessageRecord: FieldwiseRecord {
     /// Reads the fields in the order of ``entity``.
