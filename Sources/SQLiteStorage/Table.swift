@@ -314,15 +314,30 @@ struct TableReader<R: Record> {
         defer { statement.reset() }
         let decoder = RowDecoder(layout: table.layout, statement: statement)
         var records = RecordBuffer<R>()
+        // The primary keys, as integers while every one is (the usual case:
+        // no enum payload to build, compare and destroy per row), then as
+        // stored values.
+        var integerKeys: [Int64] = []
         var primaryKeys: [StoredValue] = []
+        var allIntegers = true
         let first = keys.count
+        let handle = statement.handle
         while try statement.step() {
             try records.append { try decoder.decodeRow(R.self, into: $0) }
             if let keyColumn { keys.append(statement.storedValue(keyColumn)) }
+            guard inKeyOrder else { continue }
             // Column 0 is the primary key (``Table/selectList`` is in field order).
-            if inKeyOrder { primaryKeys.append(statement.storedValue(0)) }
+            if allIntegers {
+                if sqlite3_column_type(handle, 0) == SQLITE_INTEGER {
+                    integerKeys.append(sqlite3_column_int64(handle, 0))
+                    continue
+                }
+                allIntegers = false
+                primaryKeys = integerKeys.map { .integer($0) }
+            }
+            primaryKeys.append(statement.storedValue(0))
         }
-        guard inKeyOrder, let order = keyOrder(primaryKeys) else { return records }
+        guard inKeyOrder, let order = allIntegers ? keyOrder(integerKeys) : keyOrder(primaryKeys) else { return records }
         records.reorder(order)
         if keyColumn != nil {
             let sortedKeys = order.map { keys[first + $0] }
@@ -362,8 +377,39 @@ enum SortValue: Equatable {
     }
 }
 
-/// The positions of `values` in ascending order, or `nil` when they are in
+/// The positions of `keys` in ascending order, or `nil` when they are in
 /// order already.
+private func keyOrder(_ keys: [Int64]) -> [Int]? {
+    var index = 1
+    while index < keys.count, keys[index] >= keys[index - 1] { index += 1 }
+    guard index < keys.count else { return nil }
+    // Usually two ascending runs (see below): merged in one pass.
+    var end = index + 1
+    while end < keys.count, keys[end] >= keys[end - 1] { end += 1 }
+    guard end == keys.count else {
+        // Equal keys keep their first order, as the stable sort does.
+        return keys.indices.sorted { keys[$0] < keys[$1] || (keys[$0] == keys[$1] && $0 < $1) }
+    }
+    var order: [Int] = []
+    order.reserveCapacity(keys.count)
+    var left = 0
+    var right = index
+    while left < index, right < keys.count {
+        if keys[left] <= keys[right] {
+            order.append(left)
+            left += 1
+        } else {
+            order.append(right)
+            right += 1
+        }
+    }
+    order.append(contentsOf: left..<index)
+    order.append(contentsOf: right..<keys.count)
+    return order
+}
+
+/// The positions of `values` in ascending order, or `nil` when they are in
+/// order already (``StoredValue``'s order).
 private func keyOrder(_ values: [StoredValue]) -> [Int]? {
     var index = 1
     while index < values.count, !(values[index] < values[index - 1]) { index += 1 }

@@ -78,4 +78,34 @@ struct SortTieTests {
             }
         }
     }
+
+    @Test("a parent's children come back in key order, whatever order the index yields them in")
+    func childrenInKeyOrder() throws {
+        try withDatabase { database in
+            let dialogs = try database.storage(for: DialogRecord.self)
+            let base = Date(timeIntervalSince1970: 1_700_000_000)
+            func messages(dialog: Int64, date: (Int64) -> Double, isRead: (Int64) -> Bool) -> [MessageRecord] {
+                (Int64(1)...30).map { id -> MessageRecord in
+                    var record = message(dialog * 100 + id, dialog: dialog, isRead: isRead(id))
+                    record.date = base.addingTimeInterval(date(id))
+                    return record
+                }
+            }
+            let stored = [
+                // Dates falling as keys rise: one descending run.
+                DialogRecord(id: 1, isPinned: false, messages: messages(dialog: 1, date: { -Double($0) }, isRead: { _ in false })),
+                // Unread and read each in key order: two ascending runs.
+                DialogRecord(id: 2, isPinned: false, messages: messages(dialog: 2, date: { Double($0) }, isRead: { $0 % 3 == 0 })),
+                // Dates going up and down: many runs.
+                DialogRecord(id: 3, isPinned: false, messages: messages(dialog: 3, date: { Double(($0 * 7) % 11) }, isRead: { $0 % 2 == 0 })),
+            ]
+            try dialogs.persist(stored)
+            for dialog in stored {
+                let expected = dialog.messages.map(\.id).sorted()
+                #expect(try dialogs.read(primaryKey: dialog.id)?.messages.map(\.id) == expected)
+                #expect(try dialogs.read(primaryKeys: [dialog.id]).first?.messages.map(\.id) == expected)
+            }
+            #expect(try dialogs.readAll().map { $0.messages.map(\.id) } == stored.map { $0.messages.map(\.id).sorted() })
+        }
+    }
 }
