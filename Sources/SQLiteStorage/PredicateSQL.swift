@@ -167,5 +167,7 @@ enum PredicateSQL {
 
 /// `name` as an SQL identifier.
 func quoted(_ name: String) -> String {
-    "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+    // Most names hold no quote: no Foundation search and replace for them.
+    guard name.utf8.contains(UInt8(ascii: "\"")) else { return "\"" + name + "\"" }
+    return "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
 }

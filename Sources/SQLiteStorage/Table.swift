@@ -29,6 +29,10 @@ final class Table<R: Record>: Sendable {
     let selectAllSQL: String
     let selectByKeySQL: String
     let deleteByKeySQL: String
+    /// `SELECT count(*)` of every row.
+    let countSQL: String
+    /// `DELETE` of every row.
+    let deleteAllSQL: String
 
     /// Set when a relation leads back to an entity that owns this one: such a
     /// table cannot be set up (``ensureSchema(_:foreignKey:)`` throws this).
@@ -80,13 +84,24 @@ final class Table<R: Record>: Sendable {
         selectAllSQL = "SELECT \(selectList) FROM \(table) ORDER BY \(key)"
         selectByKeySQL = "SELECT \(selectList) FROM \(table) WHERE \(key) = ?1"
         deleteByKeySQL = "DELETE FROM \(table) WHERE \(key) = ?1"
+        countSQL = "SELECT count(*) FROM \(table)"
+        deleteAllSQL = "DELETE FROM \(table)"
     }
 
-    /// `SELECT … WHERE condition ORDER BY terms, key LIMIT ?` (each part optional).
-    func selectSQL(where condition: String?, orderBy terms: [String], limit: Bool) -> String {
+    /// `SELECT count(*) … WHERE condition`.
+    func countSQL(where condition: String) -> String { countSQL + " WHERE " + condition }
+
+    /// `DELETE … WHERE condition`.
+    func deleteSQL(where condition: String) -> String { deleteAllSQL + " WHERE " + condition }
+
+    /// `SELECT … WHERE condition ORDER BY terms, key LIMIT ?` (each part
+    /// optional). Without `keyLast` the primary key is left out of the
+    /// `ORDER BY` (the caller orders rows with equal terms itself).
+    func selectSQL(where condition: String?, orderBy terms: [String], limit: Bool, keyLast: Bool = true) -> String {
         var sql = "SELECT \(selectList) FROM \(quoted(name))"
         if let condition { sql += " WHERE \(condition)" }
-        sql += " ORDER BY " + (terms + [quoted(entity.primaryKeyField.name)]).joined(separator: ", ")
+        let terms = keyLast ? terms + [quoted(entity.primaryKeyField.name)] : terms
+        if !terms.isEmpty { sql += " ORDER BY " + terms.joined(separator: ", ") }
         if limit { sql += " LIMIT ?" }
         return sql
     }
@@ -252,6 +267,37 @@ struct TableReader<R: Record> {
         return records.takeAll()
     }
 
+    /// Runs `statement` (already bound), whose rows come ordered by the
+    /// columns `sortColumns` (numeric or NULL), and decodes every row. `tied`
+    /// is set when two neighbouring rows have equal values in all of those
+    /// columns, or a value is neither a number nor NULL (then equality is not
+    /// decided here): the rows' order among themselves is then SQLite's, and
+    /// the caller must sort.
+    func rows(_ statement: Statement, orderedBy sortColumns: [Int32], tied: inout Bool) throws -> [R] {
+        defer { statement.reset() }
+        let decoder = RowDecoder(layout: table.layout, statement: statement)
+        var records = RecordBuffer<R>()
+        var previous = [SortValue](repeating: .null, count: sortColumns.count)
+        var current = previous
+        var first = true
+        while try statement.step() {
+            try records.append { try decoder.decodeRow(R.self, into: $0) }
+            if tied { continue }
+            for index in sortColumns.indices {
+                let value = SortValue(statement, sortColumns[index])
+                if case .other = value { tied = true }
+                current[index] = value
+            }
+            if first {
+                first = false
+            } else if current == previous {
+                tied = true
+            }
+            swap(&previous, &current)
+        }
+        return records.takeAll()
+    }
+
     /// Runs `statement` (already bound), decodes every row, and collects the
     /// value of column `keyColumn` of each row into `keys`. With `inKeyOrder`
     /// the rows (and `keys` with them) come back in primary-key order
@@ -268,15 +314,30 @@ struct TableReader<R: Record> {
         defer { statement.reset() }
         let decoder = RowDecoder(layout: table.layout, statement: statement)
         var records = RecordBuffer<R>()
+        // The primary keys, as integers while every one is (the usual case:
+        // no enum payload to build, compare and destroy per row), then as
+        // stored values.
+        var integerKeys: [Int64] = []
         var primaryKeys: [StoredValue] = []
+        var allIntegers = true
         let first = keys.count
+        let handle = statement.handle
         while try statement.step() {
             try records.append { try decoder.decodeRow(R.self, into: $0) }
             if let keyColumn { keys.append(statement.storedValue(keyColumn)) }
+            guard inKeyOrder else { continue }
             // Column 0 is the primary key (``Table/selectList`` is in field order).
-            if inKeyOrder { primaryKeys.append(statement.storedValue(0)) }
+            if allIntegers {
+                if sqlite3_column_type(handle, 0) == SQLITE_INTEGER {
+                    integerKeys.append(sqlite3_column_int64(handle, 0))
+                    continue
+                }
+                allIntegers = false
+                primaryKeys = integerKeys.map { .integer($0) }
+            }
+            primaryKeys.append(statement.storedValue(0))
         }
-        guard inKeyOrder, let order = keyOrder(primaryKeys) else { return records }
+        guard inKeyOrder, let order = allIntegers ? keyOrder(integerKeys) : keyOrder(primaryKeys) else { return records }
         records.reorder(order)
         if keyColumn != nil {
             let sortedKeys = order.map { keys[first + $0] }
@@ -286,8 +347,69 @@ struct TableReader<R: Record> {
     }
 }
 
-/// The positions of `values` in ascending order, or `nil` when they are in
+/// A numeric column's value as SQLite's `ORDER BY` compares it: integers and
+/// reals by value (exactly, one against the other), NULLs equal to each other.
+/// Text and blobs are `.other`: never judged equal or unequal here.
+enum SortValue: Equatable {
+    case null
+    case integer(Int64)
+    case real(Double)
+    case other
+
+    @inline(__always)
+    init(_ statement: Statement, _ column: Int32) {
+        switch sqlite3_column_type(statement.handle, column) {
+        case SQLITE_NULL: self = .null
+        case SQLITE_INTEGER: self = .integer(sqlite3_column_int64(statement.handle, column))
+        case SQLITE_FLOAT: self = .real(sqlite3_column_double(statement.handle, column))
+        default: self = .other
+        }
+    }
+
+    static func == (lhs: SortValue, rhs: SortValue) -> Bool {
+        switch (lhs, rhs) {
+        case (.null, .null): true
+        case let (.integer(a), .integer(b)): a == b
+        case let (.real(a), .real(b)): a == b
+        case let (.integer(a), .real(b)), let (.real(b), .integer(a)): Int64(exactly: b) == a
+        default: false
+        }
+    }
+}
+
+/// The positions of `keys` in ascending order, or `nil` when they are in
 /// order already.
+private func keyOrder(_ keys: [Int64]) -> [Int]? {
+    var index = 1
+    while index < keys.count, keys[index] >= keys[index - 1] { index += 1 }
+    guard index < keys.count else { return nil }
+    // Usually two ascending runs (see below): merged in one pass.
+    var end = index + 1
+    while end < keys.count, keys[end] >= keys[end - 1] { end += 1 }
+    guard end == keys.count else {
+        // Equal keys keep their first order, as the stable sort does.
+        return keys.indices.sorted { keys[$0] < keys[$1] || (keys[$0] == keys[$1] && $0 < $1) }
+    }
+    var order: [Int] = []
+    order.reserveCapacity(keys.count)
+    var left = 0
+    var right = index
+    while left < index, right < keys.count {
+        if keys[left] <= keys[right] {
+            order.append(left)
+            left += 1
+        } else {
+            order.append(right)
+            right += 1
+        }
+    }
+    order.append(contentsOf: left..<index)
+    order.append(contentsOf: right..<keys.count)
+    return order
+}
+
+/// The positions of `values` in ascending order, or `nil` when they are in
+/// order already (``StoredValue``'s order).
 private func keyOrder(_ values: [StoredValue]) -> [Int]? {
     var index = 1
     while index < values.count, !(values[index] < values[index - 1]) { index += 1 }
@@ -405,6 +527,9 @@ final class RelationLink<Rel: ToManyRelation>: ChildLink {
     let childrenOfParentSQL: String
     /// The child table's column holding the parent key.
     let foreignKeyColumn: Int32
+    /// ``childrenOfParentsSQL(selectList:table:foreignKey:count:)`` for each of
+    /// ``batchSizes``, in that order.
+    let childrenOfParentsSQL: [String]
 
     init(_ relation: Rel, foreignKey: ForeignKey, owners: [String]) {
         self.relation = relation
@@ -419,6 +544,10 @@ final class RelationLink<Rel: ToManyRelation>: ChildLink {
         // No `ORDER BY`: ``TableReader/rows(_:keyColumn:keys:inKeyOrder:)`` puts
         // the rows in key order (see there why).
         childrenOfParentSQL = "SELECT \(child.selectList) FROM \(table) WHERE \(fk) = ?1"
+        let (selectList, childName) = (child.selectList, child.name)
+        childrenOfParentsSQL = Self.batchSizes.map {
+            Self.childrenOfParentsSQL(selectList: selectList, table: childName, foreignKey: foreignKey.column, count: $0)
+        }
     }
 
     var name: String { relation.name }
@@ -433,7 +562,7 @@ final class RelationLink<Rel: ToManyRelation>: ChildLink {
         for link in child.links {
             try link.eraseAllChildren(connection)
         }
-        try connection.statement("DELETE FROM \(quoted(child.name))").run()
+        try connection.statement(child.deleteAllSQL).run()
     }
 
     func makeWriter(_ connection: Connection) throws -> any ChildWriter<Parent> {
@@ -442,9 +571,9 @@ final class RelationLink<Rel: ToManyRelation>: ChildLink {
 
     /// `SELECT … WHERE fk IN (?1, …, ?n)`, for n from a few fixed sizes so the
     /// statements are reused; the rows are put in key order as they are read.
-    func childrenOfParentsSQL(count: Int) -> String {
+    static func childrenOfParentsSQL(selectList: String, table: String, foreignKey: String, count: Int) -> String {
         let list = (1...count).map { "?\($0)" }.joined(separator: ", ")
-        return "SELECT \(child.selectList) FROM \(quoted(child.name)) WHERE \(quoted(foreignKey.column)) IN (\(list))"
+        return "SELECT \(selectList) FROM \(quoted(table)) WHERE \(quoted(foreignKey)) IN (\(list))"
     }
 
     static var batchSizes: [Int] { [8, 64, 512] }
@@ -483,9 +612,11 @@ final class RelationLink<Rel: ToManyRelation>: ChildLink {
             var start = 0
             while start < keys.count {
                 let remaining = keys.count - start
-                let size = Self.batchSizes.first { $0 >= remaining } ?? Self.batchSizes[Self.batchSizes.count - 1]
+                let sizes = Self.batchSizes
+                let batch = sizes.firstIndex { $0 >= remaining } ?? sizes.count - 1
+                let size = sizes[batch]
                 let end = min(start + size, keys.count)
-                let statement = try connection.statement(childrenOfParentsSQL(count: size))
+                let statement = try connection.statement(childrenOfParentsSQL[batch])
                 for slot in 0..<size {
                     // Pad a short batch by repeating its last key.
                     try statement.bind(keys[min(start + slot, end - 1)], at: Int32(slot + 1))
