@@ -133,23 +133,57 @@ extension EntityTable {
         try candidates(for: plan(for: predicate), in: txn, codecs: codecs)
     }
 
+    /// The positions among the entity's fields of the fields `sort` compares
+    /// by stored value, then the primary key's; `nil` when Foundation compares.
+    func sortKeyPositions(_ sort: SortPlan<R>) -> [Int]? {
+        guard let fields = sort.fields else { return nil }
+        var positions: [Int] = []
+        positions.reserveCapacity(fields.count + 1)
+        for entry in fields {
+            guard let position = schema.names.firstIndex(of: entry.field.name) else { return nil }
+            positions.append(position)
+        }
+        positions.append(0)
+        return positions
+    }
+
     /// The records `plan` finds.
     func candidates(for plan: Plan, in txn: borrowing Transaction, codecs: Codecs) throws -> [R] {
+        try candidates(for: plan, in: txn, codecs: codecs, sortKeys: nil)
+    }
+
+    /// The records `plan` finds; when `sortKeys` is given, the stored values
+    /// of its fields are appended to it for each record, read from the bytes
+    /// the record was decoded from (``SortPlan/sorted(_:keys:)``).
+    func candidates(for plan: Plan, in txn: borrowing Transaction, codecs: Codecs, sortKeys: SortKeys?) throws -> [R] {
+        let decoder = codecs.decoder
         switch plan {
-        case .everything:
-            return try readRange(prefix: [], in: txn, codecs: codecs)
+        case .everything, .parentRange:
+            var prefix: [UInt8] = []
+            if case .parentRange(let parent) = plan { prefix = parent }
+            let records = RecordBuffer<R>()
+            try txn.scan(main, prefix: prefix) { _, value in
+                records.append(try decode(value, in: txn, codecs: codecs))
+                try sortKeys?.read(decoder)
+                return true
+            }
+            return records.take()
         case .primaryKey(let pk):
-            return try read(pk: pk, in: txn, codecs: codecs).map { [$0] } ?? []
-        case .parentRange(let prefix):
-            return try readRange(prefix: prefix, in: txn, codecs: codecs)
+            guard let key = try storageKey(of: pk, in: txn) else { return [] }
+            let record = try txn.withValue(main, key) { value in
+                let record = try decode(value, in: txn, codecs: codecs)
+                try sortKeys?.read(decoder)
+                return record
+            }
+            return record.map { [$0] } ?? []
         case .parentIndexRange(let name, let parent, let rest):
             guard let index = indexes.first(where: { $0.index.name == name }) else { return [] }
-            let decoder = codecs.decoder
             let restFields = Array(index.fields.dropFirst().prefix(rest.count))
             let records = RecordBuffer<R>()
             try txn.scan(main, prefix: parent) { _, value in
                 guard !rest.isEmpty else {
                     records.append(try decode(value, in: txn, codecs: codecs))
+                    try sortKeys?.read(decoder)
                     return true
                 }
                 // The fields the filter reads, before the checksum: a child
@@ -163,6 +197,7 @@ extension EntityTable {
                 }
                 try decoder.checkSum(value)
                 records.append(try decodeLoaded(in: txn, codecs: codecs))
+                try sortKeys?.read(decoder)
                 return true
             }
             return records.take()
@@ -176,7 +211,12 @@ extension EntityTable {
             var records: [R] = []
             records.reserveCapacity(keys.count)
             for key in keys {
-                guard let record = try txn.withValue(main, key, { try decode($0, in: txn, codecs: codecs) }) else {
+                let found = try txn.withValue(main, key) { value in
+                    let record = try decode(value, in: txn, codecs: codecs)
+                    try sortKeys?.read(decoder)
+                    return record
+                }
+                guard let record = found else {
                     throw StorageError(
                         .corrupt, .read, entity: entity.name, path: environment.path,
                         message: "index '\(name)' names a record that is not stored")
@@ -185,6 +225,24 @@ extension EntityTable {
             }
             return records
         }
+    }
+}
+
+/// The sort keys of a query's candidates, read from each candidate's stored
+/// bytes while the decoder holds them: the values of the sort's fields, then
+/// the primary key's (positions among the entity's fields).
+final class SortKeys {
+    let positions: [Int]
+    private(set) var keys: [StoredValue] = []
+
+    init(positions: [Int]) {
+        self.positions = positions
+    }
+
+    /// Appends the sort keys of the value `decoder` has loaded.
+    @inline(__always)
+    func read(_ decoder: ValueDecoder) throws {
+        for position in positions { keys.append(try decoder.value(at: position)) }
     }
 }
 
