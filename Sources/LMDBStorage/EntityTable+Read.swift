@@ -37,6 +37,29 @@ extension EntityTable {
         return try decoder.decode(R.self, children: children)
     }
 
+    /// Decodes the value in `buffer`, with its children, into the next slot
+    /// of `records`.
+    @inline(__always)
+    func decode(_ buffer: UnsafeRawBufferPointer, into records: RecordBuffer<R>, in txn: borrowing Transaction, codecs: Codecs) throws {
+        try codecs.decoder.load(buffer)
+        try decodeLoaded(into: records, in: txn, codecs: codecs)
+    }
+
+    /// Decodes the value the decoder has loaded, with its children, into the
+    /// next slot of `records`. A ``FieldwiseRecord`` without relations is
+    /// built in that slot: returning it and appending it copied the record
+    /// and destroyed the original (a retain and a release per reference it
+    /// holds, and two value-witness calls).
+    @inline(__always)
+    func decodeLoaded(into records: RecordBuffer<R>, in txn: borrowing Transaction, codecs: Codecs) throws {
+        if !hasRelations, let fieldwiseType {
+            let decoder = codecs.decoder
+            try records.appendInPlace { slot in try decoder.decodeFieldwise(fieldwiseType, into: slot) }
+            return
+        }
+        records.append(try decodeLoaded(in: txn, codecs: codecs))
+    }
+
     /// The record with primary key bytes `pk`, with its children.
     func read(pk: [UInt8], in txn: borrowing Transaction, codecs: Codecs) throws -> R? {
         guard let key = try storageKey(of: pk, in: txn) else { return nil }
@@ -47,7 +70,7 @@ extension EntityTable {
     func readRange(prefix: [UInt8], in txn: borrowing Transaction, codecs: Codecs) throws -> [R] {
         let records = RecordBuffer<R>()
         try txn.scan(main, prefix: prefix) { _, value in
-            records.append(try decode(value, in: txn, codecs: codecs))
+            try decode(value, into: records, in: txn, codecs: codecs)
             return true
         }
         return records.take()
@@ -163,7 +186,7 @@ extension EntityTable {
             if case .parentRange(let parent) = plan { prefix = parent }
             let records = RecordBuffer<R>()
             try txn.scan(main, prefix: prefix) { _, value in
-                records.append(try decode(value, in: txn, codecs: codecs))
+                try decode(value, into: records, in: txn, codecs: codecs)
                 try sortKeys?.read(decoder)
                 return true
             }
@@ -182,7 +205,7 @@ extension EntityTable {
             let records = RecordBuffer<R>()
             try txn.scan(main, prefix: parent) { _, value in
                 guard !rest.isEmpty else {
-                    records.append(try decode(value, in: txn, codecs: codecs))
+                    try decode(value, into: records, in: txn, codecs: codecs)
                     try sortKeys?.read(decoder)
                     return true
                 }
@@ -196,7 +219,7 @@ extension EntityTable {
                     }
                 }
                 try decoder.checkSum(value)
-                records.append(try decodeLoaded(in: txn, codecs: codecs))
+                try decodeLoaded(into: records, in: txn, codecs: codecs)
                 try sortKeys?.read(decoder)
                 return true
             }
@@ -266,9 +289,18 @@ final class RecordBuffer<R> {
     }
 
     @inline(__always)
-    func append(_ record: R) {
+    func append(_ record: consuming R) {
         if count == capacity { grow() }
         (start + count).initialize(to: record)
+        count += 1
+    }
+
+    /// Appends the record `initialize` builds in the next slot; a slot it
+    /// throws for is left uninitialized (and not counted).
+    @inline(__always)
+    func appendInPlace(_ initialize: (UnsafeMutablePointer<R>) throws -> Void) rethrows {
+        if count == capacity { grow() }
+        try initialize(start + count)
         count += 1
     }
 
