@@ -132,8 +132,12 @@ extension EntityTable {
             }
         }
         if codecs.link != nil { try txn.delete(byId, pk) }
-        for position in relations.indices {
-            try relations[position].eraseChildren(parentKey: pk, in: txn, codecs: codecs.children[position])
+        // `hasRelations` first: reading `relations` looks up the metadata of
+        // its existential element type.
+        if hasRelations {
+            for position in relations.indices {
+                try relations[position].eraseChildren(parentKey: pk, in: txn, codecs: codecs.children[position])
+            }
         }
         return true
     }
@@ -161,6 +165,10 @@ extension EntityTable {
                 }
             }
             if let ids { _ = try ids.delete(pk, in: txn) }
+            // Not read per child without relations: reading `relations`
+            // looked up the metadata of `[any ChildSet<R>]` and of `Range`
+            // for its indices (about 1.1k instructions per erased child).
+            guard hasRelations else { return }
             for position in relations.indices {
                 try relations[position].eraseChildren(parentKey: pk, in: txn, codecs: codecs.children[position])
             }
