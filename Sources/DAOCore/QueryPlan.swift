@@ -179,6 +179,33 @@ public struct QueryPlan<R: Record>: Sendable {
         return records
     }
 
+    /// ``finish(_:filtered:)`` with the sort keys the adapter read for each
+    /// candidate (``SortPlan/sorted(_:keys:)``: for each candidate, the
+    /// values of the sort's fields then its primary key), so the sort does
+    /// not read them from the records again. Without keys of the sort's
+    /// shape, as ``finish(_:filtered:)``.
+    /// - Throws: ``StorageError`` when the predicate throws or the limit is negative.
+    public func finish(_ candidates: [R], sortKeys: [StoredValue], filtered: Bool) throws -> [R] {
+        guard let fields = sort.fields, sortKeys.count == (fields.count + 1) * candidates.count else {
+            return try finish(candidates, filtered: filtered)
+        }
+        try query.validate()
+        var records = candidates
+        var keys = sortKeys
+        if !filtered {
+            let width = fields.count + 1
+            records = []
+            keys = []
+            for position in candidates.indices where try matches(candidates[position]) {
+                records.append(candidates[position])
+                keys.append(contentsOf: sortKeys[position * width..<(position + 1) * width])
+            }
+        }
+        records = sort.sorted(records, keys: keys) ?? sort.sorted(records)
+        if let limit = query.limit, records.count > limit { records.removeSubrange(limit...) }
+        return records
+    }
+
     /// How many of `candidates` meet the predicate (all, when `filtered`).
     /// - Throws: ``StorageError`` when the predicate throws.
     public func count(_ candidates: [R], filtered: Bool) throws -> Int {
@@ -334,7 +361,28 @@ public struct SortPlan<R: Record>: Sendable {
             for entry in fields { keys.append(entry.field.value(in: record)) }
             keys.append(primaryKey.value(in: record))
         }
-        var ascending = fields.map(\.ascending)
+        return sorted(records, keys: keys, fields: fields)
+    }
+
+    /// `records` sorted by `keys`, the stored values an adapter read for them
+    /// (from the stored bytes, say, without reading the records' properties):
+    /// for each record in turn, the value of each field of ``fields`` then its
+    /// primary key's, `(fields.count + 1) × records.count` values. `nil` when
+    /// the sort does not compare stored values (``fields`` is `nil`) or the
+    /// keys do not have that count.
+    public func sorted(_ records: [R], keys: [StoredValue]) -> [R]? {
+        guard let fields, keys.count == (fields.count + 1) * records.count else { return nil }
+        guard records.count > 1 else { return records }
+        return sorted(records, keys: keys, fields: fields)
+    }
+
+    private func sorted(_ records: [R], keys: [StoredValue], fields: [(field: Field<R>, ascending: Bool)]) -> [R] {
+        let width = fields.count + 1
+        // A loop, not `map(\.ascending)`: a key path is instantiated on every
+        // call (about 14k instructions).
+        var ascending: [Bool] = []
+        ascending.reserveCapacity(width)
+        for entry in fields { ascending.append(entry.ascending) }
         ascending.append(true)
         // An access path often yields its records in the order asked for (an
         // index range sorted by its next field), or in the reverse of it: one
@@ -343,12 +391,30 @@ public struct SortPlan<R: Record>: Sendable {
         // strictly descending run is the one ascending order.
         switch SortPlan<R>.monotony(keys, width: width, ascending: ascending) {
         case .ascending: return records
-        case .descending: return records.reversed()
+        case .descending: return SortPlan<R>.reversed(records)
         case .neither: return SortPlan<R>.order(keys, width: width, ascending: ascending).map { records[$0] }
         }
     }
 
     enum Monotony { case ascending, descending, neither }
+
+    /// `records` in the reverse order, copied through raw memory: the
+    /// generic `Sequence.reversed()` cost about 240 instructions per record.
+    static func reversed(_ records: [R]) -> [R] {
+        let count = records.count
+        return records.withUnsafeBufferPointer { source in
+            [R](unsafeUninitializedCapacity: count) { target, initialized in
+                guard let from = source.baseAddress, let to = target.baseAddress else {
+                    initialized = 0
+                    return
+                }
+                for position in 0..<count {
+                    (to + position).initialize(to: from[count - 1 - position])
+                }
+                initialized = count
+            }
+        }
+    }
 
     /// Whether the rows of `keys` are already in order (each row before the
     /// next), in exactly the reverse order, or neither.

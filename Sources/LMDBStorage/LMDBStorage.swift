@@ -141,9 +141,13 @@ public struct LMDBStorage<Record: DAOCore.Record>: Storage {
             try query.validate()
             let plan = QueryPlan(query)
             let (path, isExact) = table.plan(for: plan)
+            // The sort keys are read from the stored bytes as each candidate
+            // is decoded, not through key paths from the records afterwards.
+            let sortKeys = table.sortKeyPositions(plan.sort).map(SortKeys.init)
             let candidates = try table.environment.read(.read) { txn in
-                try table.candidates(for: path, in: txn, codecs: table.makeCodecs())
+                try table.candidates(for: path, in: txn, codecs: table.makeCodecs(), sortKeys: sortKeys)
             }
+            if let sortKeys { return try plan.finish(candidates, sortKeys: sortKeys.keys, filtered: isExact) }
             return try plan.finish(candidates, filtered: isExact)
         } catch {
             throw failing(error, .read)

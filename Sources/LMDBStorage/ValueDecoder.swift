@@ -173,6 +173,18 @@ final class ValueDecoder {
         return unsafeBitCast(try F(fields: &reader), to: R.self)
     }
 
+    /// ``decodeFieldwise(_:as:)`` built in `slot`, which must be
+    /// uninitialized; it is left so when this throws.
+    @inline(__always)
+    func decodeFieldwise<F: FieldwiseRecord, R>(_ type: F.Type, into slot: UnsafeMutablePointer<R>) throws {
+        guard F.self == R.self else {
+            throw StorageError(.decoding, .read, entity: schema.entity, message: "\(F.self) is not \(R.self)")
+        }
+        var reader = LoadedValueReader(decoder: self)
+        let record = try F(fields: &reader)
+        UnsafeMutableRawPointer(slot).assumingMemoryBound(to: F.self).initialize(to: record)
+    }
+
     /// The integer, double or text of field `index` of the loaded value, which
     /// `load(_:)` checked to be present and of that type's shape.
     @inline(__always)

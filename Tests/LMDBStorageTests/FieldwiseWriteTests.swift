@@ -87,3 +87,63 @@ struct FieldwiseWriteTests {
         }
     }
 }
+
+/// A record whose positional reader refuses one value (`mode == 13`), so a
+/// range read fails in the middle, after records were built in place.
+private struct Picky: Record, FieldwiseRecord, Hashable {
+    typealias PrimaryKey = Int64
+
+    struct Refused: Error {}
+
+    var id: Int64
+    var mode: Int64
+    var name: String
+
+    static let entity = Entity<Picky>(
+        "pickies", primaryKey: "id", \.id, fields: [Field("mode", \.mode), Field("name", \.name)])
+
+    init(id: Int64, mode: Int64, name: String) {
+        self.id = id
+        self.mode = mode
+        self.name = name
+    }
+
+    init(fields: inout some FieldReader) throws {
+        let id: Int64 = try fields.decode()
+        let mode: Int64 = try fields.decode()
+        let name: String = try fields.decode()
+        guard mode != 13 else { throw Refused() }
+        self.init(id: id, mode: mode, name: name)
+    }
+
+    func write(fields: inout some FieldWriter) throws {
+        try fields.encode(id)
+        try fields.encode(mode)
+        try fields.encode(name)
+    }
+}
+
+@Suite("LMDB: records built in place")
+struct InPlaceDecodingTests {
+    @Test("a record refused in the middle of a range is an error; the records before it are released, later reads work")
+    func refusedMidRange() throws {
+        try withTemporaryDirectory { directory in
+            let env = try LMDBEnvironment(directory: directory.store, durability: .none)
+            let pickies = try env.storage(for: Picky.self)
+            let records = (1...40).map { Picky(id: Int64($0), mode: $0 == 30 ? 13 : Int64($0 % 3), name: "name \($0) " + String(repeating: "é", count: $0)) }
+            try pickies.persist(records)
+            // The reader's own error reaches the caller, as it is.
+            #expect(throws: Picky.Refused.self) { _ = try pickies.read(where: nil) }
+            #expect(throws: Picky.Refused.self) {
+                _ = try pickies.read(Query(where: #Predicate { $0.mode == 1 }, sortedBy: [SortDescriptor(\.name)]))
+            }
+            let kept = records.filter { $0.mode != 13 }
+            #expect(try pickies.read(primaryKeys: kept.map(\.id)) == kept)
+            #expect(try pickies.erase(primaryKeys: [30]) == 1)
+            #expect(try pickies.read(where: nil) == kept)
+            // Sorted by the keys read from the stored bytes, ties by primary key.
+            let sorted = try pickies.read(Query(where: nil, sortedBy: [SortDescriptor(\.mode, order: .reverse)]))
+            #expect(sorted == kept.sorted { ($0.mode, -$0.id) > ($1.mode, -$1.id) })
+        }
+    }
+}

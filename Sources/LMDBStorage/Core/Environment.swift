@@ -65,6 +65,15 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
     /// The environment's identity in the registry of open environments.
     private let identity: FileIdentity
 
+    /// Read-only transactions that ended, reset (`mdb_txn_reset`) for reuse
+    /// by a later read (`mdb_txn_renew`): beginning one allocates and zeroes
+    /// its slots for every database the environment may hold (about 14k
+    /// instructions). At most ``maxKeptReaders``; a reset transaction keeps
+    /// its reader slot but no snapshot, so it holds back no page reuse.
+    private let keptReaders = Mutex(KeptReaders())
+    /// The most reset read transactions kept.
+    static let maxKeptReaders = 4
+
     /// The most databases one environment holds (entities, indexes, lookups).
     static let maxDatabases: UInt32 = 256
     /// The default initial map size: 64 MiB; the map grows when it fills.
@@ -181,6 +190,7 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
 
     deinit {
         if !isClosed {
+            abortKeptReaders()
             mdb_env_close(handle)
             openEnvironments.remove(identity)
         }
@@ -202,6 +212,7 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
         defer { pthread_rwlock_unlock(resizeLock) }
         guard !isClosed else { return }
         isClosed = true
+        abortKeptReaders()
         mdb_env_close(handle)
         openEnvironments.remove(identity)
     }
@@ -310,7 +321,18 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
                 throw StorageError.closed(operation, path: path)
             }
             var txn: OpaquePointer?
-            let code = mdb_txn_begin(handle, nil, UInt32(MDB_RDONLY), &txn)
+            var code = Int32(MDB_NOTFOUND)
+            if let kept = keptReaders.withLock({ $0.handles.popLast() }) {
+                code = mdb_txn_renew(kept.pointer)
+                if code == MDB_SUCCESS {
+                    txn = kept.pointer
+                } else {
+                    mdb_txn_abort(kept.pointer)
+                }
+            }
+            // None kept, or renewing failed: a new transaction, whose error
+            // (a grown map included) is the one handled.
+            if txn == nil { code = mdb_txn_begin(handle, nil, UInt32(MDB_RDONLY), &txn) }
             if code == MDB_MAP_RESIZED {
                 // Another process grew the map: adopt its size, then retry.
                 pthread_rwlock_unlock(resizeLock)
@@ -324,8 +346,30 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
                 throw LMDBError.error(code, operation, path: path, call: "mdb_txn_begin")
             }
             // The transaction ends inside `run`, before the lock is released.
-            return try Self.run(Transaction(txn, environment: self, operation: operation), body)
+            return try Self.run(Transaction(txn, environment: self, operation: operation, isReusable: true), body)
         }
+    }
+
+    /// Ends the read-only transaction `txn`: resets it and keeps it for a
+    /// later read, or aborts it when enough are kept. Called with
+    /// `resizeLock` held for reading, so ``close()`` is not running.
+    func keepReader(_ txn: OpaquePointer) {
+        mdb_txn_reset(txn)
+        let kept = keptReaders.withLock { kept in
+            guard kept.handles.count < Self.maxKeptReaders else { return false }
+            kept.handles.append(ReaderHandle(pointer: txn))
+            return true
+        }
+        if !kept { mdb_txn_abort(txn) }
+    }
+
+    /// Aborts the kept read transactions, before the handle is closed.
+    private func abortKeptReaders() {
+        let handles = keptReaders.withLock { kept in
+            defer { kept.handles.removeAll() }
+            return kept.handles
+        }
+        for handle in handles { mdb_txn_abort(handle.pointer) }
     }
 
     /// Calls `body` with `transaction`, which ends (aborts unless committed)
@@ -651,4 +695,15 @@ private final class OpenEnvironments: @unchecked Sendable {
         defer { lock.unlock() }
         identities.remove(identity)
     }
+}
+
+/// A reset read-only transaction kept for reuse (``LMDBEnvironment/keepReader(_:)``).
+/// Used by one read at a time: it leaves the keeper's lock before use.
+struct ReaderHandle: @unchecked Sendable {
+    let pointer: OpaquePointer
+}
+
+/// The reset read-only transactions an environment keeps.
+struct KeptReaders: Sendable {
+    var handles: [ReaderHandle] = []
 }

@@ -14,15 +14,24 @@ struct Transaction: ~Copyable {
     let environment: LMDBEnvironment
     let operation: StorageError.Operation
     private var isFinished = false
+    /// A read-only transaction that is reset and kept for reuse when it ends
+    /// (``LMDBEnvironment/read(_:_:)``), rather than aborted.
+    private let isReusable: Bool
 
-    init(_ handle: OpaquePointer, environment: LMDBEnvironment, operation: StorageError.Operation) {
+    init(_ handle: OpaquePointer, environment: LMDBEnvironment, operation: StorageError.Operation, isReusable: Bool = false) {
         self.handle = handle
         self.environment = environment
         self.operation = operation
+        self.isReusable = isReusable
     }
 
     deinit {
-        if !isFinished { mdb_txn_abort(handle) }
+        guard !isFinished else { return }
+        if isReusable {
+            environment.keepReader(handle)
+        } else {
+            mdb_txn_abort(handle)
+        }
     }
 
     /// Commits. The transaction is over whether or not this throws.

@@ -1,0 +1,56 @@
+import DAOCore
+import DialogGraph
+import Foundation
+import Testing
+
+@testable import LMDBStorage
+
+@Suite("LMDB: read transactions kept for reuse")
+struct KeptReaderTests {
+    @Test("a read after a commit sees it, through a reused read transaction")
+    func renewedReaderSeesLaterCommits() throws {
+        try withTemporaryDirectory { directory in
+            let env = try LMDBEnvironment(directory: directory.store, durability: .none)
+            let dialogs = try env.storage(for: DialogRecord.self)
+            let records = try dialogRecords(dialogs: 30, messages: 3)
+            for (position, record) in records.enumerated() {
+                // Each read ends its transaction, which is kept; the next
+                // read renews it and must see the commit made in between.
+                #expect(try dialogs.count() == position)
+                try dialogs.persist(record)
+                #expect(try dialogs.read(primaryKey: record.id) == record)
+            }
+            try dialogs.erase(primaryKeys: [records[0].id])
+            #expect(try dialogs.read(primaryKey: records[0].id) == nil)
+            #expect(try dialogs.readAll() == Array(records.dropFirst()))
+        }
+    }
+
+    @Test("more readers at once than are kept; closing with readers kept, then opening again")
+    func manyReadersThenClose() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let records = try dialogRecords(dialogs: 20, messages: 5)
+        do {
+            let env = try LMDBEnvironment(directory: directory.store, durability: .none)
+            let dialogs = try env.storage(for: DialogRecord.self)
+            try dialogs.persist(records)
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for _ in 0..<(LMDBEnvironment.maxKeptReaders * 3) {
+                    group.addTask {
+                        for _ in 0..<20 {
+                            let seen = try dialogs.readAll()
+                            #expect(seen == records)
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+            env.close()
+            #expect(storageError { _ = try dialogs.readAll() }?.kind == .closed)
+        }
+        let env = try LMDBEnvironment(directory: directory.store, durability: .none)
+        #expect(try env.storage(for: DialogRecord.self).readAll() == records)
+        env.close()
+    }
+}
