@@ -134,7 +134,9 @@ let package = Package(
         .target(name: "TestSupport", dependencies: ["DAOCore"], path: "Tests/TestSupport"),
         .testTarget(
             name: "ConformanceTests",
-            dependencies: ["DAOCore", "DAOMacros", "DialogGraph", "FileStorage", "SQLiteStorage", "LMDBStorage"],
+            dependencies: [
+                "DAOCore", "DAOMacros", "DialogGraph", "FileStorage", "SQLiteStorage", "LMDBStorage", "TestSupport",
+            ],
         ),
         .testTarget(name: "DAOCoreTests", dependencies: ["DAOCore", "DialogGraph"]),
         .testTarget(
