@@ -129,9 +129,14 @@ let package = Package(
             dependencies: ["DAOCore", "DialogGraph", "LMDBStorage", "CSQLite"],
             path: "Tests/StoreHelper",
         ),
+        // What several test targets share: the driver of StoreHelper, record
+        // types more than one target stores.
+        .target(name: "TestSupport", dependencies: ["DAOCore"], path: "Tests/TestSupport"),
         .testTarget(
             name: "ConformanceTests",
-            dependencies: ["DAOCore", "DAOMacros", "DialogGraph", "FileStorage", "SQLiteStorage", "LMDBStorage"],
+            dependencies: [
+                "DAOCore", "DAOMacros", "DialogGraph", "FileStorage", "SQLiteStorage", "LMDBStorage", "TestSupport",
+            ],
         ),
         .testTarget(name: "DAOCoreTests", dependencies: ["DAOCore", "DialogGraph"]),
         .testTarget(
@@ -143,8 +148,8 @@ let package = Package(
             ]),
         .testTarget(name: "DialogGraphTests", dependencies: ["DialogGraph"]),
         .testTarget(name: "FileStorageTests", dependencies: ["FileStorage", "DialogGraph"]),
-        .testTarget(name: "SQLiteStorageTests", dependencies: ["SQLiteStorage", "DialogGraph"]),
-        .testTarget(name: "LMDBStorageTests", dependencies: ["LMDBStorage", "DialogGraph"]),
+        .testTarget(name: "SQLiteStorageTests", dependencies: ["SQLiteStorage", "DialogGraph", "TestSupport"]),
+        .testTarget(name: "LMDBStorageTests", dependencies: ["LMDBStorage", "DialogGraph", "TestSupport"]),
         .testTarget(name: "StorageBenchKitTests", dependencies: ["StorageBenchKit"]),
         .testTarget(
             name: "StorageBenchReferenceTests",

@@ -1,10 +1,11 @@
 import DAOCore
 import Foundation
 import Testing
+import TestSupport
 
 // Contracts every backend keeps, once for all of them: three levels of nesting,
 // relations that loop, undeclared Codable keys, children whose entity does not
-// name its owner.
+// name its owner (TreeRecord and LeafRecord, from TestSupport).
 
 struct ForumRecord: Record, Equatable {
     typealias PrimaryKey = Int64
@@ -62,27 +63,6 @@ struct ExtraKeyRecord: Record {
     var extra: Int64
 
     static let entity = Entity<ExtraKeyRecord>("extra_key", primaryKey: "id", \.id, fields: [Field("name", \.name)])
-}
-
-/// A parent whose child entity does not name it as its owner.
-struct TreeRecord: Record {
-    typealias PrimaryKey = Int64
-    var id: Int64
-    var leaves: [LeafRecord]
-
-    static let entity = Entity<TreeRecord>(
-        "trees", primaryKey: "id", \.id, fields: [],
-        relations: [Relation("leaves", \.leaves, foreignKey: "treeId", \LeafRecord.treeId)])
-}
-
-struct LeafRecord: Record {
-    typealias PrimaryKey = Int64
-    var id: Int64
-    var treeId: Int64
-    var label: String
-
-    static let entity = Entity<LeafRecord>(
-        "leaves", primaryKey: "id", \.id, fields: [Field("treeId", \.treeId), Field("label", \.label)])
 }
 
 @Suite("Conformance: shared contracts")

@@ -44,15 +44,9 @@ struct BadInputTests {
     @Test("a changed byte in a stored value is corrupt, not a wrong value")
     func flippedValueByte() throws {
         try withTemporaryDirectory { directory in
-            let records = try dialogRecords(dialogs: 2, messages: 2)
-            let env = try LMDBEnvironment(directory: directory.store)
-            let dialogs = try env.storage(for: DialogRecord.self)
-            let messages = try env.storage(for: MessageRecord.self)
-            try dialogs.persist(records)
-            let messageKey = KeyCodec.encode(primaryKey: Int64(1)) + KeyCodec.encode(primaryKey: Int64(1))
-            let stored: [UInt8] = try env.read(.read) { txn in
-                try storedValue(txn, messages.table.main, messageKey)
-            }
+            let store = try StoredDialogs(in: directory, dialogs: 2)
+            let (env, dialogs, messages, messageKey) = (store.env, store.dialogs, store.messages, store.messageKey)
+            let stored = try store.messageValue()
             // Every byte of the fields, changed in turn: each is caught.
             for index in 1..<(stored.count - ValueSchema.checksumSize) {
                 var damaged = stored
@@ -63,18 +57,15 @@ struct BadInputTests {
                 #expect(error?.message.contains("CRC-32C") == true, "byte \(index)")
             }
             try env.write(.persist) { txn in try txn.put(messages.table.main, messageKey, stored) }
-            #expect(try dialogs.readAll() == records)
+            #expect(try dialogs.readAll() == store.records)
         }
     }
 
     @Test("verify() finds a record under the wrong parent, a lost index entry and a stray lookup; reads do not")
     func verifyFindsInconsistencies() throws {
         try withTemporaryDirectory { directory in
-            let records = try dialogRecords(dialogs: 3, messages: 2)
-            let env = try LMDBEnvironment(directory: directory.store)
-            let dialogs = try env.storage(for: DialogRecord.self)
-            let messages = try env.storage(for: MessageRecord.self)
-            try dialogs.persist(records)
+            let store = try StoredDialogs(in: directory, dialogs: 3)
+            let (records, env, dialogs, messages) = (store.records, store.env, store.dialogs, store.messages)
             #expect(try dialogs.verify() == 3)
             #expect(try messages.verify() == 6)
             let first = records[0].messages[0]
@@ -135,18 +126,11 @@ struct BadInputTests {
     @Test("a value of format version 1 (no checksum) is still read")
     func version1Value() throws {
         try withTemporaryDirectory { directory in
-            let records = try dialogRecords(dialogs: 2, messages: 2)
-            let env = try LMDBEnvironment(directory: directory.store)
-            let dialogs = try env.storage(for: DialogRecord.self)
-            let messages = try env.storage(for: MessageRecord.self)
-            try dialogs.persist(records)
-            let messageKey = KeyCodec.encode(primaryKey: Int64(1)) + KeyCodec.encode(primaryKey: Int64(1))
-            let stored: [UInt8] = try env.read(.read) { txn in
-                try storedValue(txn, messages.table.main, messageKey)
-            }
+            let store = try StoredDialogs(in: directory, dialogs: 2)
+            let stored = try store.messageValue()
             let version1 = [ValueSchema.uncheckedFormatVersion] + stored.dropFirst().dropLast(ValueSchema.checksumSize)
-            try env.write(.persist) { txn in try txn.put(messages.table.main, messageKey, Array(version1)) }
-            #expect(try dialogs.readAll() == records)
+            try store.env.write(.persist) { txn in try txn.put(store.messages.table.main, store.messageKey, Array(version1)) }
+            #expect(try store.dialogs.readAll() == store.records)
         }
     }
 
@@ -164,12 +148,9 @@ struct BadInputTests {
     @Test("values with a wrong format version or cut short are corrupt, not crashes")
     func damagedValues() throws {
         try withTemporaryDirectory { directory in
-            let records = try dialogRecords(dialogs: 3, messages: 2)
-            let env = try LMDBEnvironment(directory: directory.store)
-            let dialogs = try env.storage(for: DialogRecord.self)
-            let messages = try env.storage(for: MessageRecord.self)
-            try dialogs.persist(records)
-            let messageKey = KeyCodec.encode(primaryKey: Int64(1)) + KeyCodec.encode(primaryKey: Int64(1))
+            let store = try StoredDialogs(in: directory, dialogs: 3)
+            let (records, env, dialogs, messages, messageKey) =
+                (store.records, store.env, store.dialogs, store.messages, store.messageKey)
             let stored: [UInt8] = try env.read(.read) { txn in
                 try txn.copy(messages.table.main, messageKey) ?? []
             }
@@ -305,6 +286,31 @@ struct KeyCodecTests {
                 #expect(!b.starts(with: a))
             }
         }
+    }
+}
+
+/// A fresh environment holding `count` dialogs of two messages each, and the
+/// key under which message 1 (of dialog 1) is stored, for tests that damage it.
+struct StoredDialogs {
+    let records: [DialogRecord]
+    let env: LMDBEnvironment
+    let dialogs: LMDBStorage<DialogRecord>
+    let messages: LMDBStorage<MessageRecord>
+    /// Message 1's key in `messages.table.main`: its dialog's key, then its own.
+    let messageKey = KeyCodec.encode(primaryKey: Int64(1)) + KeyCodec.encode(primaryKey: Int64(1))
+
+    init(in directory: TemporaryDirectory, dialogs count: Int) throws {
+        let records = try dialogRecords(dialogs: count, messages: 2)
+        let env = try LMDBEnvironment(directory: directory.store)
+        let dialogs = try env.storage(for: DialogRecord.self)
+        let messages = try env.storage(for: MessageRecord.self)
+        try dialogs.persist(records)
+        (self.records, self.env, self.dialogs, self.messages) = (records, env, dialogs, messages)
+    }
+
+    /// A copy of message 1's stored value, read through a cursor.
+    func messageValue() throws -> [UInt8] {
+        try env.read(.read) { txn in try storedValue(txn, messages.table.main, messageKey) }
     }
 }
 

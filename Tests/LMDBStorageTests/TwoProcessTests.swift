@@ -3,6 +3,7 @@ import DAOCore
 import DialogGraph
 import Foundation
 import Testing
+import TestSupport
 
 @testable import LMDBStorage
 

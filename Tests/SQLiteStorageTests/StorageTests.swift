@@ -4,6 +4,7 @@ import DialogGraph
 import Foundation
 @testable import SQLiteStorage
 import Testing
+import TestSupport
 
 @Suite("SQLite storage")
 struct StorageTests {
@@ -305,27 +306,4 @@ struct StorageTests {
         }
     }
 
-}
-
-/// A parent whose child entity does not name it as owner.
-struct TreeRecord: Record, Equatable {
-    typealias PrimaryKey = Int64
-    var id: Int64
-    var leaves: [LeafRecord]
-
-    static let entity = Entity<TreeRecord>(
-        "trees", primaryKey: "id", \.id, fields: [],
-        relations: [Relation("leaves", \.leaves, foreignKey: "treeId", \LeafRecord.treeId)])
-}
-
-/// A child that does not declare its owner, so its table can exist before its
-/// parent's.
-struct LeafRecord: Record, Equatable {
-    typealias PrimaryKey = Int64
-    var id: Int64
-    var treeId: Int64
-    var label: String
-
-    static let entity = Entity<LeafRecord>(
-        "leaves", primaryKey: "id", \.id, fields: [Field("treeId", \.treeId), Field("label", \.label)])
 }

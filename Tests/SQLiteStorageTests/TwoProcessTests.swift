@@ -3,6 +3,7 @@ import DialogGraph
 import Foundation
 import SQLiteStorage
 import Testing
+import TestSupport
 
 @Suite("SQLite with another process holding the write lock")
 struct TwoProcessTests {

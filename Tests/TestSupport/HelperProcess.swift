@@ -2,7 +2,7 @@ import Foundation
 
 /// The `StoreHelper` executable (Tests/StoreHelper) run as a second process,
 /// talked to through its standard input and output.
-final class HelperProcess {
+public final class HelperProcess {
     private let process = Process()
     private let input = Pipe()
     private let output = Pipe()
@@ -10,7 +10,7 @@ final class HelperProcess {
     private var buffered = Data()
 
     /// Starts the helper with `arguments`.
-    init(_ arguments: [String]) throws {
+    public init(_ arguments: [String]) throws {
         process.executableURL = try Self.executable()
         process.arguments = arguments
         process.standardInput = input
@@ -26,7 +26,7 @@ final class HelperProcess {
 
     /// The helper built next to the tests: `.build/debug/StoreHelper` under
     /// the package root, or beside the test bundle.
-    static func executable() throws -> URL {
+    public static func executable() throws -> URL {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent()
         let candidates = [
@@ -41,7 +41,7 @@ final class HelperProcess {
 
     /// The next line the helper prints (without its newline), or `nil` when
     /// its output ends first.
-    func readLine() -> String? {
+    public func readLine() -> String? {
         while true {
             if let newline = buffered.firstIndex(of: UInt8(ascii: "\n")) {
                 let line = String(decoding: buffered[..<newline], as: UTF8.self)
@@ -55,13 +55,13 @@ final class HelperProcess {
     }
 
     /// Ends the helper's standard input (what `sqlite-hold-write` waits for).
-    func closeInput() throws {
+    public func closeInput() throws {
         try input.fileHandleForWriting.close()
     }
 
     /// Waits for the helper to exit; returns its status and what it wrote to
     /// standard error.
-    func wait() -> (status: Int32, errors: String) {
+    public func wait() -> (status: Int32, errors: String) {
         let text = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
         return (process.terminationStatus, text)
