@@ -63,11 +63,25 @@ struct DocumentCoder {
     }
 }
 
+/// A file the store writes for one entity (a document or a delta), which
+/// names its layout version and its entity, both checked when it is read.
+protocol StoredDocument: Codable {
+    /// The layout version this library writes and reads.
+    static var currentVersion: Int { get }
+    /// What the file is called in error messages.
+    static var kind: String { get }
+    /// The layout version the file was written with.
+    var version: Int { get }
+    /// The entity the file holds.
+    var entity: String { get }
+}
+
 /// The stored form of one entity: its name, the layout version, and every
 /// record (parents with their relations emptied; children live in their own
 /// document).
-struct Document<R: Record>: Codable {
+struct Document<R: Record>: StoredDocument {
     static var currentVersion: Int { 1 }
+    static var kind: String { "document" }
 
     var version: Int
     var entity: String
@@ -78,8 +92,9 @@ struct Document<R: Record>: Codable {
 /// base document: the records written, whole, and the primary keys erased.
 /// The manifest lists an entity's deltas in order after its base document;
 /// reading applies them in that order (see ``Manifest/deltas``).
-struct Delta<R: Record>: Codable {
+struct Delta<R: Record>: StoredDocument {
     static var currentVersion: Int { 1 }
+    static var kind: String { "delta document" }
 
     var version: Int
     var entity: String

@@ -584,53 +584,38 @@ final class StoreState: @unchecked Sendable {
     }
 
     private func loadDocument<R: Record>(_ type: R.Type, named name: String) throws -> [R] {
-        let url = directory.appendingPathComponent(name)
-        let data = try documentData(named: name, entity: R.entity.name)
-        let document: Document<R>
-        do {
-            document = try coder.decode(Document<R>.self, from: data)
-        } catch {
-            throw StorageError(
-                .corrupt, .open, entity: R.entity.name, path: url.path,
-                message: "the document does not decode as '\(R.entity.name)' records: \(Self.describe(error))",
-                underlying: error)
-        }
-        guard document.version == Document<R>.currentVersion else {
-            throw StorageError(
-                .schemaMismatch, .open, entity: R.entity.name, path: url.path,
-                message: "the document has layout version \(document.version); this library reads version \(Document<R>.currentVersion)")
-        }
-        guard document.entity == R.entity.name else {
-            throw StorageError(
-                .corrupt, .open, entity: R.entity.name, path: url.path,
-                message: "the document holds entity '\(document.entity)', not '\(R.entity.name)'")
-        }
-        return document.records
+        try load(Document<R>.self, named: name, entity: R.entity.name).records
     }
 
     private func loadDelta<R: Record>(_ type: R.Type, named name: String) throws -> Delta<R> {
+        try load(Delta<R>.self, named: name, entity: R.entity.name)
+    }
+
+    /// Reads, checks (checksum, layout version, entity) and decodes the file
+    /// `name` of `entity`.
+    private func load<D: StoredDocument>(_ type: D.Type, named name: String, entity: String) throws -> D {
         let url = directory.appendingPathComponent(name)
-        let data = try documentData(named: name, entity: R.entity.name)
-        let delta: Delta<R>
+        let data = try documentData(named: name, entity: entity)
+        let document: D
         do {
-            delta = try coder.decode(Delta<R>.self, from: data)
+            document = try coder.decode(D.self, from: data)
         } catch {
             throw StorageError(
-                .corrupt, .open, entity: R.entity.name, path: url.path,
-                message: "the delta document does not decode as '\(R.entity.name)' changes: \(Self.describe(error))",
+                .corrupt, .open, entity: entity, path: url.path,
+                message: "the \(D.kind) does not decode as '\(entity)' records: \(Self.describe(error))",
                 underlying: error)
         }
-        guard delta.version == Delta<R>.currentVersion else {
+        guard document.version == D.currentVersion else {
             throw StorageError(
-                .schemaMismatch, .open, entity: R.entity.name, path: url.path,
-                message: "the delta document has layout version \(delta.version); this library reads version \(Delta<R>.currentVersion)")
+                .schemaMismatch, .open, entity: entity, path: url.path,
+                message: "the \(D.kind) has layout version \(document.version); this library reads version \(D.currentVersion)")
         }
-        guard delta.entity == R.entity.name else {
+        guard document.entity == entity else {
             throw StorageError(
-                .corrupt, .open, entity: R.entity.name, path: url.path,
-                message: "the delta document holds entity '\(delta.entity)', not '\(R.entity.name)'")
+                .corrupt, .open, entity: entity, path: url.path,
+                message: "the \(D.kind) holds entity '\(document.entity)', not '\(entity)'")
         }
-        return delta
+        return document
     }
 
     // MARK: Transactions
