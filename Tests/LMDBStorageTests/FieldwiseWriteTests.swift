@@ -132,10 +132,15 @@ struct InPlaceDecodingTests {
             let pickies = try env.storage(for: Picky.self)
             let records = (1...40).map { Picky(id: Int64($0), mode: $0 == 30 ? 13 : Int64($0 % 3), name: "name \($0) " + String(repeating: "é", count: $0)) }
             try pickies.persist(records)
-            // The reader's own error reaches the caller, as it is.
-            #expect(throws: Picky.Refused.self) { _ = try pickies.read(where: nil) }
-            #expect(throws: Picky.Refused.self) {
-                _ = try pickies.read(Query(where: #Predicate { $0.mode == 1 }, sortedBy: [SortDescriptor(\.name)]))
+            // The record's own error reaches the caller as a `.decoding`
+            // StorageError that keeps it, as on every backend.
+            for read in [
+                { _ = try pickies.read(where: nil) },
+                { _ = try pickies.read(Query(where: #Predicate { $0.mode == 1 }, sortedBy: [SortDescriptor(\.name)])) },
+            ] as [() throws -> Void] {
+                let error = #expect(throws: StorageError.self) { try read() }
+                #expect(error?.kind == .decoding)
+                #expect(error?.underlying is Picky.Refused)
             }
             let kept = records.filter { $0.mode != 13 }
             #expect(try pickies.read(primaryKeys: kept.map(\.id)) == kept)
