@@ -148,14 +148,14 @@ let package = Package(
                 .product(name: "SwiftSyntaxMacroExpansion", package: "swift-syntax"),
             ]),
         .testTarget(name: "DialogGraphTests", dependencies: ["DialogGraph"]),
-        .testTarget(name: "FileStorageTests", dependencies: ["FileStorage", "DialogGraph"]),
+        .testTarget(name: "FileStorageTests", dependencies: ["FileStorage", "DialogGraph", "TestSupport"]),
         .testTarget(name: "SQLiteStorageTests", dependencies: ["SQLiteStorage", "DialogGraph", "TestSupport"]),
         .testTarget(name: "LMDBStorageTests", dependencies: ["LMDBStorage", "DialogGraph", "TestSupport"]),
-        .testTarget(name: "StorageBenchKitTests", dependencies: ["StorageBenchKit"]),
+        .testTarget(name: "StorageBenchKitTests", dependencies: ["StorageBenchKit", "TestSupport"]),
         .testTarget(
             name: "StorageBenchReferenceTests",
-            dependencies: ["StorageBenchReference", "StorageBenchKit", "DialogGraph", "CLMDB"]),
-        .testTarget(name: "CrashTests", dependencies: ["CrashHelper"]),
+            dependencies: ["StorageBenchReference", "StorageBenchKit", "DialogGraph", "CLMDB", "TestSupport"]),
+        .testTarget(name: "CrashTests", dependencies: ["CrashHelper", "TestSupport"]),
         // An outside client's trial: another domain declared the README's way,
         // on every backend, with damaged files and killed writers.
         .testTarget(

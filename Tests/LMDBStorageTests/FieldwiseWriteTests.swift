@@ -1,5 +1,6 @@
 import DAOCore
 import Foundation
+import TestSupport
 import Testing
 
 @testable import LMDBStorage
@@ -51,7 +52,7 @@ private struct Probe: Record, FieldwiseRecord, Hashable {
 struct FieldwiseWriteTests {
     @Test("fields written by position round-trip, optionals and index keys included")
     func roundTrip() throws {
-        try withTemporaryDirectory { directory in
+        try withStoreDirectory { directory in
             let env = try LMDBEnvironment(directory: directory.store, durability: .none)
             let probes = try env.storage(for: Probe.self)
             let records = [
@@ -74,7 +75,7 @@ struct FieldwiseWriteTests {
 
     @Test("a field of another storage class, a nil where none may be, too few or too many fields: refused, nothing stored")
     func refused() throws {
-        try withTemporaryDirectory { directory in
+        try withStoreDirectory { directory in
             let env = try LMDBEnvironment(directory: directory.store, durability: .none)
             let probes = try env.storage(for: Probe.self)
             for (mode, kind) in [(1, StorageError.Kind.encoding), (2, .encoding), (3, .schemaMismatch), (4, .schemaMismatch)] {
@@ -127,7 +128,7 @@ private struct Picky: Record, FieldwiseRecord, Hashable {
 struct InPlaceDecodingTests {
     @Test("a record refused in the middle of a range is an error; the records before it are released, later reads work")
     func refusedMidRange() throws {
-        try withTemporaryDirectory { directory in
+        try withStoreDirectory { directory in
             let env = try LMDBEnvironment(directory: directory.store, durability: .none)
             let pickies = try env.storage(for: Picky.self)
             let records = (1...40).map { Picky(id: Int64($0), mode: $0 == 30 ? 13 : Int64($0 % 3), name: "name \($0) " + String(repeating: "é", count: $0)) }
