@@ -8,6 +8,13 @@ public struct TimedOut: Error, CustomStringConvertible {
 
 /// The next snapshot of `iterator`, failing (rather than hanging) if none
 /// comes within `limit`: a limit so long it only catches a hang.
+///
+/// The limit counts only the time in which the test process could run Swift
+/// tasks: it is slept off in one-second steps, and a step that overslept by
+/// more than a second (the concurrency pool was busy, e.g. with synchronous
+/// tests, each of which holds a thread of the pool until it ends) does not
+/// count. A single timer of `limit` could expire while the pool was busy and
+/// then win the race against a snapshot that was waiting for the same pool.
 public func nextSnapshot<V: Plain>(
     _ iterator: Observation<V>.Iterator, within limit: Duration = .seconds(120)
 ) async throws -> Snapshot<V>? {
@@ -17,7 +24,14 @@ public func nextSnapshot<V: Plain>(
             return try await copy.next()
         }
         group.addTask {
-            try await Task.sleep(for: limit)
+            let step = Duration.seconds(1)
+            var counted = Duration.zero
+            let clock = ContinuousClock()
+            while counted < limit {
+                let start = clock.now
+                try await Task.sleep(for: step)
+                if clock.now - start <= step * 2 { counted += step }
+            }
             throw TimedOut()
         }
         defer { group.cancelAll() }
