@@ -109,6 +109,9 @@ func detectedDamages(_ backend: String, file: String) -> [Damage] {
         return [.truncate(toFraction: 0.5), .zeroHead(bytes: 100), .flipByte(atFraction: 0.001)]
     case ("lmdb", "data.mdb"):
         return [.remove, .truncate(toFraction: 0.5), .truncate(toFraction: 0.01), .zeroHead(bytes: 8192)]
+    case ("lmdb", "lock.mdb"):
+        // The lock file holds no data: without it, the data as written.
+        return [.remove, .truncate(toFraction: 0)]
     default:
         return []
     }
