@@ -104,6 +104,10 @@ func bookQueries() -> [TrialQuery<BookRecord, Book>] {
         accepts: { $0.price > 0 && $0.price < 1e300 }, order: { compare($0.price, $1.price) }),
     TrialQuery("the empty string", #Predicate { $0.author == "" }, accepts: { $0.author.isEmpty }),
     TrialQuery(
+        "a String comparator (Foundation's order, in memory), descending",
+        #Predicate { $0.year != nil }, sort: [SortDescriptor(\.author, comparator: .lexical, order: .reverse)],
+        accepts: { $0.year != nil }, order: { String.StandardComparator.lexical.compare($1.author, $0.author) }),
+    TrialQuery(
         "a computed property (Foundation's meaning)", #Predicate { $0.summary.count > 10 },
         accepts: { $0.summary.count > 10 }),
     TrialQuery(
