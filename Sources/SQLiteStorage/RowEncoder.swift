@@ -393,9 +393,14 @@ struct ParameterWriter: FieldWriter {
         try statement.bind(value, at: index)
     }
 
+    /// Binds a real, after checking that a backend stores it as given: NaN
+    /// (no equality, no order) and -0.0 (SQLite keeps no sign of zero) throw
+    /// ``UnstorableReal``, which ``SQLiteStorage/persist(_:)`` turns into the
+    /// core's error for the record (``Entity/checkStorable(_:)``).
     @inline(__always)
     mutating func encode(_ value: Double) throws {
         let index = try next()
+        if value.isNaN || (value == 0 && value.sign == .minus) { throw UnstorableReal() }
         try statement.bind(value, at: index)
     }
 
@@ -440,3 +445,7 @@ struct ParameterWriter: FieldWriter {
         }
     }
 }
+
+/// Thrown by ``ParameterWriter`` for a real no backend stores as given; the
+/// storage reports it as the core's ``StorageError`` for the record.
+struct UnstorableReal: Error {}

@@ -16,6 +16,12 @@ final class Table<R: Record>: Sendable {
     let hasLinks: Bool
     /// The foreign key this table holds to a parent, when it is a relation's child.
     let foreignKey: ForeignKey?
+    /// Whether every record written to this table and to the tables below it
+    /// is bound by position (``FieldwiseRecord``), so the real values no
+    /// backend stores (NaN, -0.0) are caught as they are bound
+    /// (``ParameterWriter/encode(_:)-(Double)``) rather than by a pass of
+    /// ``Entity/checkStorable(_:)`` over every record before the write.
+    let checksRealsWhileBinding: Bool
 
     /// The quoted column list, in field order.
     let selectList: String
@@ -56,6 +62,7 @@ final class Table<R: Record>: Sendable {
         }
         self.links = links
         hasLinks = !links.isEmpty
+        checksRealsWhileBinding = R.self is any FieldwiseRecord.Type && links.allSatisfy { $0.checksRealsWhileBinding }
         var placeholders: [String: any Sendable] = [:]
         for link in links { placeholders[link.name] = link.placeholder }
         let names = entity.fields.map(\.name)
@@ -298,6 +305,49 @@ struct TableReader<R: Record> {
         return records.takeAll()
     }
 
+    /// Runs `statement` (already bound), decodes every row, and hands each run
+    /// of neighbouring rows with the same value in column `keyColumn` (a
+    /// parent's key) to `body`, in the statement's order, as an array.
+    ///
+    /// Only a run's rows are held in the buffer at a time, and the buffer is
+    /// reused for the next run: reading every row of a large table into one
+    /// buffer first held it (its capacity up to twice the rows) next to the
+    /// arrays handed out, moved it at each doubling, and held a key per row.
+    func runs(_ statement: Statement, keyColumn: Int32, _ body: (StoredValue, [R]) -> Void) throws {
+        defer { statement.reset() }
+        let decoder = RowDecoder(layout: table.layout, statement: statement)
+        var records = RecordBuffer<R>()
+        let handle = statement.handle
+        // The run's key: an integer while the keys are integers (the usual
+        // case, compared without building a stored value per row).
+        var integerKey: Int64 = 0
+        var key: StoredValue? = nil
+        var started = false
+        func flush() {
+            guard records.count > 0 else { return }
+            body(key ?? .integer(integerKey), records.takeAllAndReuse())
+        }
+        while try statement.step() {
+            if sqlite3_column_type(handle, keyColumn) == SQLITE_INTEGER {
+                let value = sqlite3_column_int64(handle, keyColumn)
+                if !started || key != nil || value != integerKey {
+                    flush()
+                    integerKey = value
+                    key = nil
+                }
+            } else {
+                let value = statement.storedValue(keyColumn)
+                if !started || key != value {
+                    flush()
+                    key = value
+                }
+            }
+            started = true
+            try records.append { try decoder.decodeRow(R.self, into: $0) }
+        }
+        flush()
+    }
+
     /// Runs `statement` (already bound), decodes every row, and collects the
     /// value of column `keyColumn` of each row into `keys`. With `inKeyOrder`
     /// the rows (and `keys` with them) come back in primary-key order
@@ -503,6 +553,8 @@ protocol ChildLink<Parent>: Sendable {
     var placeholder: any Sendable { get }
     /// Why the child's table cannot be set up (a relation loop), if it cannot.
     var cycle: String? { get }
+    /// ``Table/checksRealsWhileBinding`` of the child's table.
+    var checksRealsWhileBinding: Bool { get }
     func ensureSchema(_ session: SchemaSession) throws
     /// Deletes every row of the child table and of its own children, deepest
     /// first: what erasing every parent cascades to, without the cascade
@@ -553,6 +605,7 @@ final class RelationLink<Rel: ToManyRelation>: ChildLink {
     var name: String { relation.name }
     var placeholder: any Sendable { [Child]() }
     var cycle: String? { child.cycle }
+    var checksRealsWhileBinding: Bool { child.checksRealsWhileBinding }
 
     func ensureSchema(_ session: SchemaSession) throws {
         try child.ensureSchema(session, foreignKey: foreignKey)
@@ -581,6 +634,7 @@ final class RelationLink<Rel: ToManyRelation>: ChildLink {
     func attach(to parents: UnsafeMutableBufferPointer<Parent>, all: Bool, _ connection: Connection) throws {
         let reader = TableReader(table: child, connection: connection)
         var groups: [StoredValue: [Child]] = [:]
+        groups.reserveCapacity(parents.count)
         func read(_ statement: Statement, all: Bool) throws {
             var keys: [StoredValue] = []
             var children = try reader.rows(statement, keyColumn: foreignKeyColumn, keys: &keys, inKeyOrder: !all)
@@ -589,7 +643,17 @@ final class RelationLink<Rel: ToManyRelation>: ChildLink {
             }
             group(&children, by: keys, into: &groups)
         }
-        if all {
+        if all && !child.hasLinks {
+            // Every row of the child table, in key order, grouped by parent as
+            // it is read.
+            try reader.runs(connection.statement(child.selectAllSQL), keyColumn: foreignKeyColumn) { key, run in
+                if groups[key] == nil {
+                    groups[key] = run
+                } else {
+                    groups[key, default: []].append(contentsOf: run)
+                }
+            }
+        } else if all {
             try read(connection.statement(child.selectAllSQL), all: true)
         } else if parents.count == 1 {
             // Every row is the parent's: no parent keys to collect and group by.
