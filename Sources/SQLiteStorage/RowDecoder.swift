@@ -35,21 +35,25 @@ final class RowDecoder: Decoder {
     /// The record is built in place: returning it from generic code and
     /// storing it again copied it (retaining its strings) and destroyed the
     /// original, once per row.
-    @inline(__always)
-    func decodeRow<T: Decodable>(_ type: T.Type, into slot: UnsafeMutablePointer<T>) throws {
+    ///
+    /// Returns the integer the record read from column 0 (the primary key)
+    /// by position, if it read one, so a caller that needs the row's key
+    /// need not ask SQLite for it again.
+    @inline(__always) @discardableResult
+    func decodeRow<T: Decodable>(_ type: T.Type, into slot: UnsafeMutablePointer<T>) throws -> Int64? {
         if decodedType != T.self {
             decodedType = T.self
             fieldwiseType = T.self as? any FieldwiseRecord.Type
         }
         if let fieldwiseType {
-            try decodeFieldwise(fieldwiseType, into: slot)
-            return
+            return try decodeFieldwise(fieldwiseType, into: slot)
         }
         next = 0
         slot.initialize(to: try T(from: self))
+        return nil
     }
 
-    private func decodeFieldwise<F: FieldwiseRecord, T>(_ type: F.Type, into slot: UnsafeMutablePointer<T>) throws {
+    private func decodeFieldwise<F: FieldwiseRecord, T>(_ type: F.Type, into slot: UnsafeMutablePointer<T>) throws -> Int64? {
         // `F` is `T` (the caller found `F` by casting `T.self`): compare the
         // metatypes and build the record in the slot as an `F`, where `as? T`
         // ran a dynamic cast through `Optional<T>`'s metadata on every record.
@@ -58,6 +62,7 @@ final class RowDecoder: Decoder {
         }
         var reader = ColumnReader(decoder: self)
         UnsafeMutableRawPointer(slot).assumingMemoryBound(to: F.self).initialize(to: try F(fields: &reader))
+        return reader.readsKey ? reader.key : nil
     }
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
@@ -140,6 +145,9 @@ struct ColumnReader: FieldReader {
     let decoder: RowDecoder
     let count: Int32
     var column: Int32 = 0
+    /// The integer read from column 0 (the primary key), when one was.
+    var key: Int64 = 0
+    var readsKey = false
 
     init(decoder: RowDecoder) {
         self.decoder = decoder
@@ -158,7 +166,15 @@ struct ColumnReader: FieldReader {
     // Inlined into the protocol witnesses, which the record's generic
     // `init(fields:)` calls: one call per field rather than two.
     @inline(__always)
-    mutating func decode(_ type: Int64.Type) throws -> Int64 { try decoder.int64(advance()) }
+    mutating func decode(_ type: Int64.Type) throws -> Int64 {
+        let column = try advance()
+        let value = try decoder.int64(column)
+        if column == 0 {
+            key = value
+            readsKey = true
+        }
+        return value
+    }
     @inline(__always)
     mutating func decode(_ type: Double.Type) throws -> Double { try decoder.double(advance()) }
     @inline(__always)

@@ -141,14 +141,17 @@ final class TableWriter<R: Record> {
     /// about 460 instructions a message on the workload's `persist`.
     private let hasChildren: Bool
     /// Writes a record's fields by position, when `R` is a ``FieldwiseRecord``.
-    let writeFields: ((R, inout ParameterWriter) throws -> Void)?
+    /// A value with a witness rather than a closure: the closure made inside
+    /// a generic function was called through four reabstraction thunks per
+    /// record (about 77 instructions a message on the workload's `persist`).
+    let writeFields: (any FieldBinder<R>)?
 
     init(_ table: Table<R>, _ connection: Connection) throws {
         upsert = try connection.statement(table.upsertSQL)
         self.table = table
         self.connection = connection
         encoder = RowEncoder(layout: table.layout)
-        writeFields = (R.self as? any FieldwiseRecord.Type).map { Self.fieldWriter($0) }
+        writeFields = (R.self as? any FieldwiseRecord.Type).map { Self.fieldBinder($0) }
         if let foreignKey = table.foreignKey, let column = table.layout.indexByName[foreignKey.column] {
             encoder.parentParameter = Int32(column + 1)
         }
@@ -177,7 +180,7 @@ final class TableWriter<R: Record> {
             return
         }
         var writer = ParameterWriter(encoder: encoder, statement: statement)
-        try writeFields(record, &writer)
+        try writeFields.write(record, to: &writer)
         try writer.finish()
     }
 
@@ -219,8 +222,14 @@ final class TableWriter<R: Record> {
     /// knew this parent's children) fails on its primary key before SQLite
     /// writes anything, and is then upserted.
     func finishInsert(_ record: R) throws {
+        try finishInsert(record, insert())
+    }
+
+    /// ``finishInsert(_:)`` with the plain `INSERT` at hand.
+    @inline(__always)
+    func finishInsert(_ record: R, _ insert: Statement) throws {
         do {
-            try insert().run()
+            try insert.run()
         } catch let error as StorageError where error.engineCode == sqliteConstraintPrimaryKey {
             try bind(record, to: upsert)
             try upsert.run()
@@ -228,10 +237,10 @@ final class TableWriter<R: Record> {
         try finishChildren(record)
     }
 
-    /// `write(fields:)` of `F`, which is `R` (the caller found `F` by casting
-    /// `R.self`), so a record converts to it without a cast per row.
-    private static func fieldWriter<F: FieldwiseRecord>(_ type: F.Type) -> (R, inout ParameterWriter) throws -> Void {
-        { record, writer in try unsafeBitCast(record, to: F.self).write(fields: &writer) }
+    /// The ``FieldBinder`` of `F`, which is `R` (the caller found `F` by
+    /// casting `R.self`), so a record converts to it without a cast per row.
+    private static func fieldBinder<F: FieldwiseRecord>(_ type: F.Type) -> any FieldBinder<R> {
+        FieldwiseBinder<R, F>()
     }
 
     /// Runs the upsert bound by `encoder.encode(record, into: upsert)`, then
@@ -247,6 +256,20 @@ final class TableWriter<R: Record> {
         for child in children {
             try child.write(childrenOf: record)
         }
+    }
+}
+
+/// Writes a record's fields by position to a ``ParameterWriter``.
+protocol FieldBinder<Record> {
+    associatedtype Record
+    func write(_ record: Record, to writer: inout ParameterWriter) throws
+}
+
+/// `F`'s `write(fields:)` for records of type `Record`, which is `F`.
+struct FieldwiseBinder<Record, F: FieldwiseRecord>: FieldBinder {
+    @inline(__always)
+    func write(_ record: Record, to writer: inout ParameterWriter) throws {
+        try unsafeBitCast(record, to: F.self).write(fields: &writer)
     }
 }
 
@@ -372,12 +395,20 @@ struct TableReader<R: Record> {
         var allIntegers = true
         let first = keys.count
         let handle = statement.handle
+        // An integer key is the table's rowid (`INTEGER PRIMARY KEY`), always
+        // an integer: the value the record read from it is the row's key.
+        let keyIsRowid = table.entity.primaryKeyField.type == .integer
         while try statement.step() {
-            try records.append { try decoder.decodeRow(R.self, into: $0) }
+            var rowKey: Int64?
+            try records.append { rowKey = try decoder.decodeRow(R.self, into: $0) }
             if let keyColumn { keys.append(statement.storedValue(keyColumn)) }
             guard inKeyOrder else { continue }
             // Column 0 is the primary key (``Table/selectList`` is in field order).
             if allIntegers {
+                if keyIsRowid, let rowKey {
+                    integerKeys.append(rowKey)
+                    continue
+                }
                 if sqlite3_column_type(handle, 0) == SQLITE_INTEGER {
                     integerKeys.append(sqlite3_column_int64(handle, 0))
                     continue
@@ -782,7 +813,7 @@ final class RelationWriter<Rel: ToManyRelation>: ChildWriter {
                 held.append(childKey == .null ? child.primaryKey.storedValue : childKey)
             }
             if inserting {
-                try writer.finishInsert(child)
+                try writer.finishInsert(child, target)
             } else if stored.contains(held[held.count - 1]) {
                 try writer.finishUpdate(child, update)
             } else {
