@@ -126,3 +126,63 @@ struct FieldReaderOverloadTests {
         #expect(throws: StorageError.self) { try Sample(fields: &reader) }
     }
 }
+
+/// A record that declares a field optional but reads it by position as a
+/// required value: a NULL there is the column reader's typed error.
+private struct StrictNote: Record, FieldwiseRecord, Equatable {
+    typealias PrimaryKey = Int64
+    var id: Int64
+    var note: String?
+    var count: Int64?
+    var weight: Double?
+
+    static let entity = Entity<StrictNote>(
+        "strict_notes", primaryKey: "id", \.id,
+        fields: [Field("note", \.note), Field("count", \.count), Field("weight", \.weight)])
+
+    init(id: Int64, note: String?, count: Int64?, weight: Double?) {
+        (self.id, self.note, self.count, self.weight) = (id, note, count, weight)
+    }
+
+    init(fields: inout some FieldReader) throws {
+        id = try fields.decode()
+        note = try fields.decode(String.self)
+        count = try fields.decode(Int64.self)
+        weight = try fields.decode(Double.self)
+    }
+
+    func write(fields: inout some FieldWriter) throws {
+        try fields.encode(id)
+        try fields.encodeIfPresent(note)
+        try fields.encodeIfPresent(count)
+        try fields.encodeIfPresent(weight)
+    }
+}
+
+@Suite("Column reader")
+struct ColumnReaderTests {
+    @Test("a NULL read as a required text, integer or real is a decoding error naming the column")
+    func nullForRequiredField() throws {
+        try withDatabase(durability: .none) { database in
+            let notes = try database.storage(for: StrictNote.self)
+            let full = StrictNote(id: 1, note: "a", count: 0, weight: 0)
+            try notes.persist([full])
+            #expect(try notes.read(primaryKey: 1) == full)
+            let cases: [(StrictNote, String)] = [
+                (StrictNote(id: 2, note: nil, count: 1, weight: 1), "note"),
+                (StrictNote(id: 3, note: "b", count: nil, weight: 1), "count"),
+                (StrictNote(id: 4, note: "b", count: 1, weight: nil), "weight"),
+            ]
+            for (record, column) in cases {
+                try notes.persist([record])
+                #expect {
+                    try notes.read(primaryKey: record.id)
+                } throws: { error in
+                    guard let error = error as? StorageError else { return false }
+                    return error.kind == .decoding && error.message.contains("'\(column)'")
+                }
+                _ = try notes.erase(primaryKeys: [record.id])
+            }
+        }
+    }
+}
