@@ -16,6 +16,9 @@ final class Table<R: Record>: Sendable {
     let hasLinks: Bool
     /// The foreign key this table holds to a parent, when it is a relation's child.
     let foreignKey: ForeignKey?
+    /// Writes a record's fields by position, when `R` is a ``FieldwiseRecord``
+    /// (made once per table: finding it casts the binder's type).
+    let fieldBinder: (any FieldBinder<R>)?
     /// Whether every record written to this table and to the tables below it
     /// is bound by position (``FieldwiseRecord``), so the real values no
     /// backend stores (NaN, -0.0) are caught as they are bound
@@ -62,6 +65,7 @@ final class Table<R: Record>: Sendable {
         }
         self.links = links
         hasLinks = !links.isEmpty
+        fieldBinder = (R.self as? any FieldwiseRecord.Type).map { makeFieldBinder($0, for: R.self) }
         checksRealsWhileBinding = R.self is any FieldwiseRecord.Type && links.allSatisfy { $0.checksRealsWhileBinding }
         var placeholders: [String: any Sendable] = [:]
         for link in links { placeholders[link.name] = link.placeholder }
@@ -151,7 +155,7 @@ final class TableWriter<R: Record> {
         self.table = table
         self.connection = connection
         encoder = RowEncoder(layout: table.layout)
-        writeFields = (R.self as? any FieldwiseRecord.Type).map { Self.fieldBinder($0) }
+        writeFields = table.fieldBinder
         if let foreignKey = table.foreignKey, let column = table.layout.indexByName[foreignKey.column] {
             encoder.parentParameter = Int32(column + 1)
         }
@@ -237,12 +241,6 @@ final class TableWriter<R: Record> {
         try finishChildren(record)
     }
 
-    /// The ``FieldBinder`` of `F`, which is `R` (the caller found `F` by
-    /// casting `R.self`), so a record converts to it without a cast per row.
-    private static func fieldBinder<F: FieldwiseRecord>(_ type: F.Type) -> any FieldBinder<R> {
-        FieldwiseBinder<R, F>()
-    }
-
     /// Runs the upsert bound by `encoder.encode(record, into: upsert)`, then
     /// writes the record's children.
     func finish(_ record: R) throws {
@@ -259,15 +257,33 @@ final class TableWriter<R: Record> {
     }
 }
 
+/// The ``FieldBinder`` of `F`, which is `R` (the caller found `F` by casting
+/// `R.self`), so a record converts to it without a cast per row.
+private func makeFieldBinder<F: FieldwiseRecord, R>(_ type: F.Type, for record: R.Type) -> any FieldBinder<R> {
+    // `F` is `R`: the cast succeeds, and the binder then takes each record as
+    // an `F` without converting (and so copying) it.
+    if let binder = FieldwiseBinder<F>() as? any FieldBinder<R> { return binder }
+    return ConvertingBinder<R, F>()
+}
+
 /// Writes a record's fields by position to a ``ParameterWriter``.
-protocol FieldBinder<Record> {
+protocol FieldBinder<Record>: Sendable {
     associatedtype Record
     func write(_ record: Record, to writer: inout ParameterWriter) throws
 }
 
-/// `F`'s `write(fields:)` for records of type `Record`, which is `F`.
-struct FieldwiseBinder<Record, F: FieldwiseRecord>: FieldBinder {
+/// `F`'s `write(fields:)`.
+struct FieldwiseBinder<F: FieldwiseRecord>: FieldBinder {
     @inline(__always)
+    func write(_ record: F, to writer: inout ParameterWriter) throws {
+        try record.write(fields: &writer)
+    }
+}
+
+/// `F`'s `write(fields:)` for records of type `Record`, which is `F`,
+/// converted per record (a copy of it); for when the binder above cannot be
+/// cast to `Record`'s, which does not happen when `F` is `Record`.
+struct ConvertingBinder<Record, F: FieldwiseRecord>: FieldBinder {
     func write(_ record: Record, to writer: inout ParameterWriter) throws {
         try unsafeBitCast(record, to: F.self).write(fields: &writer)
     }
