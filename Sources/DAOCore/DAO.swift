@@ -153,10 +153,23 @@ where S.Record == T.Record, T.PlainObject.ID == S.Record.PrimaryKey {
         }
     }
 
-    private func toPlains(_ records: [Record]) throws -> [PlainObject] {
+    private func toPlains(_ records: consuming [Record]) throws -> [PlainObject] {
         var plains: [PlainObject] = []
         plains.reserveCapacity(records.count)
-        for record in records {
+        guard Record.entity.hasRelations else {
+            for record in records {
+                plains.append(try toPlain(record))
+            }
+            return plains
+        }
+        // Records that hold children are let go one by one as they are
+        // translated (from a reversed array, last first), so a large read
+        // holds a record's children and the plain objects made from them
+        // together for one record at a time, not for all of them
+        // (docs/DESIGN.md, "SQLite, third round").
+        var remaining = records
+        remaining.reverse()
+        while let record = remaining.popLast() {
             plains.append(try toPlain(record))
         }
         return plains

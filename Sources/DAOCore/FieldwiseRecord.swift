@@ -215,6 +215,78 @@ extension FieldReader {
     }
 }
 
+// Concrete overloads of `decode()` and `decodeIfPresent()` for the common field
+// types. A record's `init(fields:)` is generic over its reader and runs
+// unspecialized inside an adapter (the adapter's reader type is private to
+// it), so `fields.decode()` through the generic version above is four calls
+// per field: `decode<T>`, `T.read`'s witness, `T.read`, and the reader's
+// witness. The compiler prefers a non-generic overload when the field's type
+// matches it exactly, and these go straight to the reader's requirement: one
+// call per field. A field of another type (an optional through `decode()`, an
+// enum, `Int32`, …) still matches only the generic version; reading is the
+// same either way. See docs/DESIGN.md, "SQLite, third round".
+extension FieldReader {
+    /// Reads the next field as an `Int64`.
+    @inlinable @inline(__always)
+    public mutating func decode() throws -> Int64 { try decode(Int64.self) }
+
+    /// Reads the next field as an `Int`; a value that does not fit is an error.
+    @inlinable @inline(__always)
+    public mutating func decode() throws -> Int {
+        let value = try decode(Int64.self)
+        guard let int = Int(exactly: value) else { throw error("\(value) does not fit Int") }
+        return int
+    }
+
+    /// Reads the next field as a `Double`.
+    @inlinable @inline(__always)
+    public mutating func decode() throws -> Double { try decode(Double.self) }
+
+    /// Reads the next field as a `String`.
+    @inlinable @inline(__always)
+    public mutating func decode() throws -> String { try decode(String.self) }
+
+    /// Reads the next field as a `Bool`.
+    @inlinable @inline(__always)
+    public mutating func decode() throws -> Bool { try decode(Bool.self) }
+
+    /// Reads the next field as a `Date`.
+    @inlinable @inline(__always)
+    public mutating func decode() throws -> Date { try decode(Date.self) }
+
+    /// Reads the next field as `Data`.
+    @inlinable @inline(__always)
+    public mutating func decode() throws -> Data { try decode(Data.self) }
+
+    /// Reads the next field as an `Int64`, or `nil` when it is null.
+    @inlinable @inline(__always)
+    public mutating func decodeIfPresent() throws -> Int64? { try decodeNil() ? nil : decode(Int64.self) }
+
+    /// Reads the next field as an `Int`, or `nil` when it is null.
+    @inlinable @inline(__always)
+    public mutating func decodeIfPresent() throws -> Int? { try decodeNil() ? nil : decode() as Int }
+
+    /// Reads the next field as a `Double`, or `nil` when it is null.
+    @inlinable @inline(__always)
+    public mutating func decodeIfPresent() throws -> Double? { try decodeNil() ? nil : decode(Double.self) }
+
+    /// Reads the next field as a `String`, or `nil` when it is null.
+    @inlinable @inline(__always)
+    public mutating func decodeIfPresent() throws -> String? { try decodeNil() ? nil : decode(String.self) }
+
+    /// Reads the next field as a `Bool`, or `nil` when it is null.
+    @inlinable @inline(__always)
+    public mutating func decodeIfPresent() throws -> Bool? { try decodeNil() ? nil : decode(Bool.self) }
+
+    /// Reads the next field as a `Date`, or `nil` when it is null.
+    @inlinable @inline(__always)
+    public mutating func decodeIfPresent() throws -> Date? { try decodeNil() ? nil : decode(Date.self) }
+
+    /// Reads the next field as `Data`, or `nil` when it is null.
+    @inlinable @inline(__always)
+    public mutating func decodeIfPresent() throws -> Data? { try decodeNil() ? nil : decode(Data.self) }
+}
+
 extension Int64: ReadableField {
     @inlinable
     public static func read(from reader: inout some FieldReader) throws -> Int64 { try reader.decode(Int64.self) }

@@ -86,4 +86,13 @@ struct RecordBuffer<Element>: ~Copyable {
     mutating func takeAll() -> [Element] {
         take(upTo: count)
     }
+
+    /// Moves every element not moved out yet into an array and empties the
+    /// buffer, keeping its memory for the next elements appended.
+    mutating func takeAllAndReuse() -> [Element] {
+        let taken = take(upTo: count)
+        first = 0
+        count = 0
+        return taken
+    }
 }

@@ -13,6 +13,8 @@ final class RowDecoder: Decoder {
     let layout: RowLayout
     let statement: Statement
     let handle: OpaquePointer
+    /// The number of columns of a row (the entity's fields).
+    let columnCount: Int32
     var next = 0
 
     var codingPath: [any CodingKey] { [] }
@@ -22,6 +24,7 @@ final class RowDecoder: Decoder {
         self.layout = layout
         self.statement = statement
         self.handle = statement.handle
+        self.columnCount = Int32(layout.names.count)
     }
 
     /// The record type last decoded, and whether it reads its fields by position.
@@ -35,21 +38,25 @@ final class RowDecoder: Decoder {
     /// The record is built in place: returning it from generic code and
     /// storing it again copied it (retaining its strings) and destroyed the
     /// original, once per row.
-    @inline(__always)
-    func decodeRow<T: Decodable>(_ type: T.Type, into slot: UnsafeMutablePointer<T>) throws {
+    ///
+    /// Returns the integer the record read from column 0 (the primary key)
+    /// by position, if it read one, so a caller that needs the row's key
+    /// need not ask SQLite for it again.
+    @inline(__always) @discardableResult
+    func decodeRow<T: Decodable>(_ type: T.Type, into slot: UnsafeMutablePointer<T>) throws -> Int64? {
         if decodedType != T.self {
             decodedType = T.self
             fieldwiseType = T.self as? any FieldwiseRecord.Type
         }
         if let fieldwiseType {
-            try decodeFieldwise(fieldwiseType, into: slot)
-            return
+            return try decodeFieldwise(fieldwiseType, into: slot)
         }
         next = 0
         slot.initialize(to: try T(from: self))
+        return nil
     }
 
-    private func decodeFieldwise<F: FieldwiseRecord, T>(_ type: F.Type, into slot: UnsafeMutablePointer<T>) throws {
+    private func decodeFieldwise<F: FieldwiseRecord, T>(_ type: F.Type, into slot: UnsafeMutablePointer<T>) throws -> Int64? {
         // `F` is `T` (the caller found `F` by casting `T.self`): compare the
         // metatypes and build the record in the slot as an `F`, where `as? T`
         // ran a dynamic cast through `Optional<T>`'s metadata on every record.
@@ -58,6 +65,7 @@ final class RowDecoder: Decoder {
         }
         var reader = ColumnReader(decoder: self)
         UnsafeMutableRawPointer(slot).assumingMemoryBound(to: F.self).initialize(to: try F(fields: &reader))
+        return reader.readsKey ? reader.key : nil
     }
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
@@ -137,13 +145,24 @@ final class RowDecoder: Decoder {
 /// Reads the columns of the current row one after another, for a
 /// ``FieldwiseRecord``: the fields are the columns, in the same order.
 struct ColumnReader: FieldReader {
-    let decoder: RowDecoder
+    /// Not retained: a reader lives only while its decoder decodes one row
+    /// (``RowDecoder/decodeRow(_:into:)``), and retaining and releasing the
+    /// decoder for every row cost about 80 instructions a row. Used only off
+    /// the common paths (errors, blobs), which read the row through
+    /// ``handle``: each use of an `unowned(unsafe)` reference as a strong one
+    /// retains and releases it.
+    unowned(unsafe) let decoder: RowDecoder
+    let handle: OpaquePointer
     let count: Int32
     var column: Int32 = 0
+    /// The integer read from column 0 (the primary key), when one was.
+    var key: Int64 = 0
+    var readsKey = false
 
     init(decoder: RowDecoder) {
         self.decoder = decoder
-        self.count = Int32(decoder.layout.names.count)
+        self.handle = decoder.handle
+        self.count = decoder.columnCount
     }
 
     /// The next column; reading past the last one is an error, never a call
@@ -158,17 +177,51 @@ struct ColumnReader: FieldReader {
     // Inlined into the protocol witnesses, which the record's generic
     // `init(fields:)` calls: one call per field rather than two.
     @inline(__always)
-    mutating func decode(_ type: Int64.Type) throws -> Int64 { try decoder.int64(advance()) }
+    mutating func decode(_ type: Int64.Type) throws -> Int64 {
+        let column = try advance()
+        let value = try int64(column)
+        if column == 0 {
+            key = value
+            readsKey = true
+        }
+        return value
+    }
     @inline(__always)
-    mutating func decode(_ type: Double.Type) throws -> Double { try decoder.double(advance()) }
+    mutating func decode(_ type: Double.Type) throws -> Double { try double(advance()) }
     @inline(__always)
-    mutating func decode(_ type: String.Type) throws -> String { try decoder.string(advance()) }
-    @inline(__always)
-    mutating func decode(_ type: Bool.Type) throws -> Bool { try decoder.int64(advance()) != 0 }
+    mutating func decode(_ type: Bool.Type) throws -> Bool { try int64(advance()) != 0 }
 
     @inline(__always)
     mutating func decode(_ type: Date.Type) throws -> Date {
-        Date(timeIntervalSinceReferenceDate: try decoder.double(advance()))
+        Date(timeIntervalSinceReferenceDate: try double(advance()))
+    }
+
+    @inline(__always)
+    mutating func decode(_ type: String.Type) throws -> String {
+        let column = try advance()
+        guard let bytes = sqlite3_column_text(handle, column) else { throw nullError(column) }
+        let count = Int(sqlite3_column_bytes(handle, column))
+        return String(decoding: UnsafeBufferPointer(start: bytes, count: count), as: UTF8.self)
+    }
+
+    /// The column as an integer; NULL (which SQLite reads as 0) is an error.
+    @inline(__always)
+    private func int64(_ column: Int32) throws -> Int64 {
+        let value = sqlite3_column_int64(handle, column)
+        if value == 0, sqlite3_column_type(handle, column) == SQLITE_NULL { throw nullError(column) }
+        return value
+    }
+
+    /// The column as a double; NULL (which SQLite reads as 0) is an error.
+    @inline(__always)
+    private func double(_ column: Int32) throws -> Double {
+        let value = sqlite3_column_double(handle, column)
+        if value == 0, sqlite3_column_type(handle, column) == SQLITE_NULL { throw nullError(column) }
+        return value
+    }
+
+    private func nullError(_ column: Int32) -> StorageError {
+        decoder.nullError(column)
     }
 
     mutating func decode(_ type: Data.Type) throws -> Data {
@@ -179,7 +232,7 @@ struct ColumnReader: FieldReader {
 
     mutating func decodeNil() throws -> Bool {
         guard column < count else { return false }
-        guard sqlite3_column_type(decoder.handle, column) == SQLITE_NULL else { return false }
+        guard sqlite3_column_type(handle, column) == SQLITE_NULL else { return false }
         column += 1
         return true
     }

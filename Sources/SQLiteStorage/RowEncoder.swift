@@ -367,17 +367,24 @@ struct ParameterWriter: FieldWriter {
     let encoder: RowEncoder
     let statement: Statement
     private(set) var index: Int32 = 1
+    // Read once per record rather than through `encoder` for every field.
+    private let handle: OpaquePointer
+    private let fieldCount: Int32
+    private let parentParameter: Int32
 
     init(encoder: RowEncoder, statement: Statement) {
         self.encoder = encoder
         self.statement = statement
+        handle = statement.handle
+        fieldCount = Int32(encoder.layout.names.count)
+        parentParameter = encoder.parentParameter
         encoder.capturedKey = .null
         encoder.capturedParent = .null
     }
 
     @inline(__always)
     private mutating func next() throws -> Int32 {
-        guard Int(index) <= encoder.layout.names.count else {
+        guard index <= fieldCount else {
             throw StorageError(
                 .schemaMismatch, .persist, entity: encoder.layout.entityName,
                 message: "the record writes more fields than the \(encoder.layout.names.count) '\(encoder.layout.entityName)' declares")
@@ -389,20 +396,36 @@ struct ParameterWriter: FieldWriter {
     @inline(__always)
     mutating func encode(_ value: Int64) throws {
         let index = try next()
-        encoder.capture(.integer(value), at: index)
-        try statement.bind(value, at: index)
+        // Only the primary key and the parent key are kept, for the relation writers.
+        if index == 1 {
+            encoder.capturedKey = .integer(value)
+        } else if index == parentParameter {
+            encoder.capturedParent = .integer(value)
+        }
+        let code = sqlite3_bind_int64(handle, index, value)
+        if code != SQLITE_OK { try statement.check(code) }
     }
 
+    /// Binds a real, after checking that a backend stores it as given: NaN
+    /// (no equality, no order) and -0.0 (SQLite keeps no sign of zero) throw
+    /// ``UnstorableReal``, which ``SQLiteStorage/persist(_:)`` turns into the
+    /// core's error for the record (``Entity/checkStorable(_:)``).
     @inline(__always)
     mutating func encode(_ value: Double) throws {
         let index = try next()
-        try statement.bind(value, at: index)
+        if value.isNaN || (value == 0 && value.sign == .minus) { throw UnstorableReal() }
+        let code = sqlite3_bind_double(handle, index, value)
+        if code != SQLITE_OK { try statement.check(code) }
     }
 
     @inline(__always)
     mutating func encode(_ value: String) throws {
         let index = try next()
-        encoder.capture(.text(value), at: index)
+        if index == 1 {
+            encoder.capturedKey = .text(value)
+        } else if index == parentParameter {
+            encoder.capturedParent = .text(value)
+        }
         try statement.bind(value, at: index)
     }
 
@@ -440,3 +463,7 @@ struct ParameterWriter: FieldWriter {
         }
     }
 }
+
+/// Thrown by ``ParameterWriter`` for a real no backend stores as given; the
+/// storage reports it as the core's ``StorageError`` for the record.
+struct UnstorableReal: Error {}

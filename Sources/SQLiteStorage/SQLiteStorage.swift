@@ -36,16 +36,38 @@ public struct SQLiteStorage<Record: DAOCore.Record>: Storage {
     /// - Throws: ``StorageError``; nothing is written then.
     public func persist(_ records: [Record]) throws {
         guard !records.isEmpty else { return }
-        do {
-            try Record.entity.checkStorable(records)
-        } catch let error as StorageError {
-            throw error.with(path: database.path)
+        // When every record of the tree is bound by position, its reals are
+        // checked as they are bound (the write then stops and rolls back);
+        // otherwise every record is checked before the write, as the other
+        // backends do.
+        let checkFirst = !table.checksRealsWhileBinding
+        if checkFirst {
+            do {
+                try Record.entity.checkStorable(records)
+            } catch let error as StorageError {
+                throw error.with(path: database.path)
+            }
         }
         try database.withConnection(.persist, entity: entityName) { connection in
             try connection.transaction(immediate: true) {
-                let writer = try TableWriter(table, connection)
-                for record in records {
-                    try writer.write(record)
+                do {
+                    let writer = try TableWriter(table, connection)
+                    for record in records {
+                        try writer.write(record)
+                    }
+                } catch {
+                    guard !checkFirst else { throw error }
+                    // Whatever stopped the write, a record the check before
+                    // it would have refused is the error to report, so the
+                    // answer is the one of checking first (and of the other
+                    // backends): the same error for the same records.
+                    try Record.entity.checkStorable(records)
+                    if error is UnstorableReal {
+                        throw StorageError(
+                            .invalidArgument, .persist, entity: entityName,
+                            message: "a record writes a real that no backend stores as given (NaN or -0.0)")
+                    }
+                    throw error
                 }
             }
         }

@@ -16,6 +16,15 @@ final class Table<R: Record>: Sendable {
     let hasLinks: Bool
     /// The foreign key this table holds to a parent, when it is a relation's child.
     let foreignKey: ForeignKey?
+    /// Writes a record's fields by position, when `R` is a ``FieldwiseRecord``
+    /// (made once per table: finding it casts the binder's type).
+    let fieldBinder: (any FieldBinder<R>)?
+    /// Whether every record written to this table and to the tables below it
+    /// is bound by position (``FieldwiseRecord``), so the real values no
+    /// backend stores (NaN, -0.0) are caught as they are bound
+    /// (``ParameterWriter/encode(_:)-(Double)``) rather than by a pass of
+    /// ``Entity/checkStorable(_:)`` over every record before the write.
+    let checksRealsWhileBinding: Bool
 
     /// The quoted column list, in field order.
     let selectList: String
@@ -56,6 +65,8 @@ final class Table<R: Record>: Sendable {
         }
         self.links = links
         hasLinks = !links.isEmpty
+        fieldBinder = (R.self as? any FieldwiseRecord.Type).map { makeFieldBinder($0, for: R.self) }
+        checksRealsWhileBinding = R.self is any FieldwiseRecord.Type && links.allSatisfy { $0.checksRealsWhileBinding }
         var placeholders: [String: any Sendable] = [:]
         for link in links { placeholders[link.name] = link.placeholder }
         let names = entity.fields.map(\.name)
@@ -134,14 +145,17 @@ final class TableWriter<R: Record> {
     /// about 460 instructions a message on the workload's `persist`.
     private let hasChildren: Bool
     /// Writes a record's fields by position, when `R` is a ``FieldwiseRecord``.
-    let writeFields: ((R, inout ParameterWriter) throws -> Void)?
+    /// A value with a witness rather than a closure: the closure made inside
+    /// a generic function was called through four reabstraction thunks per
+    /// record (about 77 instructions a message on the workload's `persist`).
+    let writeFields: (any FieldBinder<R>)?
 
     init(_ table: Table<R>, _ connection: Connection) throws {
         upsert = try connection.statement(table.upsertSQL)
         self.table = table
         self.connection = connection
         encoder = RowEncoder(layout: table.layout)
-        writeFields = (R.self as? any FieldwiseRecord.Type).map { Self.fieldWriter($0) }
+        writeFields = table.fieldBinder
         if let foreignKey = table.foreignKey, let column = table.layout.indexByName[foreignKey.column] {
             encoder.parentParameter = Int32(column + 1)
         }
@@ -170,7 +184,7 @@ final class TableWriter<R: Record> {
             return
         }
         var writer = ParameterWriter(encoder: encoder, statement: statement)
-        try writeFields(record, &writer)
+        try writeFields.write(record, to: &writer)
         try writer.finish()
     }
 
@@ -212,19 +226,19 @@ final class TableWriter<R: Record> {
     /// knew this parent's children) fails on its primary key before SQLite
     /// writes anything, and is then upserted.
     func finishInsert(_ record: R) throws {
+        try finishInsert(record, insert())
+    }
+
+    /// ``finishInsert(_:)`` with the plain `INSERT` at hand.
+    @inline(__always)
+    func finishInsert(_ record: R, _ insert: Statement) throws {
         do {
-            try insert().run()
+            try insert.run()
         } catch let error as StorageError where error.engineCode == sqliteConstraintPrimaryKey {
             try bind(record, to: upsert)
             try upsert.run()
         }
         try finishChildren(record)
-    }
-
-    /// `write(fields:)` of `F`, which is `R` (the caller found `F` by casting
-    /// `R.self`), so a record converts to it without a cast per row.
-    private static func fieldWriter<F: FieldwiseRecord>(_ type: F.Type) -> (R, inout ParameterWriter) throws -> Void {
-        { record, writer in try unsafeBitCast(record, to: F.self).write(fields: &writer) }
     }
 
     /// Runs the upsert bound by `encoder.encode(record, into: upsert)`, then
@@ -240,6 +254,38 @@ final class TableWriter<R: Record> {
         for child in children {
             try child.write(childrenOf: record)
         }
+    }
+}
+
+/// The ``FieldBinder`` of `F`, which is `R` (the caller found `F` by casting
+/// `R.self`), so a record converts to it without a cast per row.
+private func makeFieldBinder<F: FieldwiseRecord, R>(_ type: F.Type, for record: R.Type) -> any FieldBinder<R> {
+    // `F` is `R`: the cast succeeds, and the binder then takes each record as
+    // an `F` without converting (and so copying) it.
+    if let binder = FieldwiseBinder<F>() as? any FieldBinder<R> { return binder }
+    return ConvertingBinder<R, F>()
+}
+
+/// Writes a record's fields by position to a ``ParameterWriter``.
+protocol FieldBinder<Record>: Sendable {
+    associatedtype Record
+    func write(_ record: Record, to writer: inout ParameterWriter) throws
+}
+
+/// `F`'s `write(fields:)`.
+struct FieldwiseBinder<F: FieldwiseRecord>: FieldBinder {
+    @inline(__always)
+    func write(_ record: F, to writer: inout ParameterWriter) throws {
+        try record.write(fields: &writer)
+    }
+}
+
+/// `F`'s `write(fields:)` for records of type `Record`, which is `F`,
+/// converted per record (a copy of it); for when the binder above cannot be
+/// cast to `Record`'s, which does not happen when `F` is `Record`.
+struct ConvertingBinder<Record, F: FieldwiseRecord>: FieldBinder {
+    func write(_ record: Record, to writer: inout ParameterWriter) throws {
+        try unsafeBitCast(record, to: F.self).write(fields: &writer)
     }
 }
 
@@ -298,6 +344,49 @@ struct TableReader<R: Record> {
         return records.takeAll()
     }
 
+    /// Runs `statement` (already bound), decodes every row, and hands each run
+    /// of neighbouring rows with the same value in column `keyColumn` (a
+    /// parent's key) to `body`, in the statement's order, as an array.
+    ///
+    /// Only a run's rows are held in the buffer at a time, and the buffer is
+    /// reused for the next run: reading every row of a large table into one
+    /// buffer first held it (its capacity up to twice the rows) next to the
+    /// arrays handed out, moved it at each doubling, and held a key per row.
+    func runs(_ statement: Statement, keyColumn: Int32, _ body: (StoredValue, [R]) -> Void) throws {
+        defer { statement.reset() }
+        let decoder = RowDecoder(layout: table.layout, statement: statement)
+        var records = RecordBuffer<R>()
+        let handle = statement.handle
+        // The run's key: an integer while the keys are integers (the usual
+        // case, compared without building a stored value per row).
+        var integerKey: Int64 = 0
+        var key: StoredValue? = nil
+        var started = false
+        func flush() {
+            guard records.count > 0 else { return }
+            body(key ?? .integer(integerKey), records.takeAllAndReuse())
+        }
+        while try statement.step() {
+            if sqlite3_column_type(handle, keyColumn) == SQLITE_INTEGER {
+                let value = sqlite3_column_int64(handle, keyColumn)
+                if !started || key != nil || value != integerKey {
+                    flush()
+                    integerKey = value
+                    key = nil
+                }
+            } else {
+                let value = statement.storedValue(keyColumn)
+                if !started || key != value {
+                    flush()
+                    key = value
+                }
+            }
+            started = true
+            try records.append { try decoder.decodeRow(R.self, into: $0) }
+        }
+        flush()
+    }
+
     /// Runs `statement` (already bound), decodes every row, and collects the
     /// value of column `keyColumn` of each row into `keys`. With `inKeyOrder`
     /// the rows (and `keys` with them) come back in primary-key order
@@ -322,12 +411,20 @@ struct TableReader<R: Record> {
         var allIntegers = true
         let first = keys.count
         let handle = statement.handle
+        // An integer key is the table's rowid (`INTEGER PRIMARY KEY`), always
+        // an integer: the value the record read from it is the row's key.
+        let keyIsRowid = table.entity.primaryKeyField.type == .integer
         while try statement.step() {
-            try records.append { try decoder.decodeRow(R.self, into: $0) }
+            var rowKey: Int64?
+            try records.append { rowKey = try decoder.decodeRow(R.self, into: $0) }
             if let keyColumn { keys.append(statement.storedValue(keyColumn)) }
             guard inKeyOrder else { continue }
             // Column 0 is the primary key (``Table/selectList`` is in field order).
             if allIntegers {
+                if keyIsRowid, let rowKey {
+                    integerKeys.append(rowKey)
+                    continue
+                }
                 if sqlite3_column_type(handle, 0) == SQLITE_INTEGER {
                     integerKeys.append(sqlite3_column_int64(handle, 0))
                     continue
@@ -503,6 +600,8 @@ protocol ChildLink<Parent>: Sendable {
     var placeholder: any Sendable { get }
     /// Why the child's table cannot be set up (a relation loop), if it cannot.
     var cycle: String? { get }
+    /// ``Table/checksRealsWhileBinding`` of the child's table.
+    var checksRealsWhileBinding: Bool { get }
     func ensureSchema(_ session: SchemaSession) throws
     /// Deletes every row of the child table and of its own children, deepest
     /// first: what erasing every parent cascades to, without the cascade
@@ -553,6 +652,7 @@ final class RelationLink<Rel: ToManyRelation>: ChildLink {
     var name: String { relation.name }
     var placeholder: any Sendable { [Child]() }
     var cycle: String? { child.cycle }
+    var checksRealsWhileBinding: Bool { child.checksRealsWhileBinding }
 
     func ensureSchema(_ session: SchemaSession) throws {
         try child.ensureSchema(session, foreignKey: foreignKey)
@@ -581,6 +681,7 @@ final class RelationLink<Rel: ToManyRelation>: ChildLink {
     func attach(to parents: UnsafeMutableBufferPointer<Parent>, all: Bool, _ connection: Connection) throws {
         let reader = TableReader(table: child, connection: connection)
         var groups: [StoredValue: [Child]] = [:]
+        groups.reserveCapacity(parents.count)
         func read(_ statement: Statement, all: Bool) throws {
             var keys: [StoredValue] = []
             var children = try reader.rows(statement, keyColumn: foreignKeyColumn, keys: &keys, inKeyOrder: !all)
@@ -589,7 +690,17 @@ final class RelationLink<Rel: ToManyRelation>: ChildLink {
             }
             group(&children, by: keys, into: &groups)
         }
-        if all {
+        if all && !child.hasLinks {
+            // Every row of the child table, in key order, grouped by parent as
+            // it is read.
+            try reader.runs(connection.statement(child.selectAllSQL), keyColumn: foreignKeyColumn) { key, run in
+                if groups[key] == nil {
+                    groups[key] = run
+                } else {
+                    groups[key, default: []].append(contentsOf: run)
+                }
+            }
+        } else if all {
             try read(connection.statement(child.selectAllSQL), all: true)
         } else if parents.count == 1 {
             // Every row is the parent's: no parent keys to collect and group by.
@@ -718,7 +829,7 @@ final class RelationWriter<Rel: ToManyRelation>: ChildWriter {
                 held.append(childKey == .null ? child.primaryKey.storedValue : childKey)
             }
             if inserting {
-                try writer.finishInsert(child)
+                try writer.finishInsert(child, target)
             } else if stored.contains(held[held.count - 1]) {
                 try writer.finishUpdate(child, update)
             } else {

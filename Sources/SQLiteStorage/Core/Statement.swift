@@ -90,38 +90,46 @@ final class Statement {
             // Out of range: SQLite answers SQLITE_RANGE without reading the bytes.
             return sqlite3_bind_text64(handle, index, "", 0, sqliteTransient, UInt8(SQLITE_UTF8))
         }
-        var value = value
-        return value.withUTF8 { buffer -> Int32 in
-            let count = buffer.count
-            guard let source = buffer.baseAddress, count > 0 else {
-                return sqlite3_bind_text64(handle, index, "", 0, sqliteTransient, UInt8(SQLITE_UTF8))
-            }
-            if count > Self.largestBufferedText {
-                return source.withMemoryRebound(to: CChar.self, capacity: count) {
-                    sqlite3_bind_text64(handle, index, $0, UInt64(count), sqliteTransient, UInt8(SQLITE_UTF8))
-                }
-            }
-            let slot = textBuffers + Int(index)
-            var target = slot.pointee.bytes
-            if target == nil || slot.pointee.capacity < count {
-                // Rebinding below replaces SQLite's pointer into the old buffer
-                // before anything can read it.
-                let capacity = max(count, 2 * slot.pointee.capacity, 64)
-                let bytes = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 1)
-                if let old = slot.pointee.bytes {
-                    // SQLite may still point at the old buffer: unbind it first.
-                    sqlite3_bind_null(handle, index)
-                    old.deallocate()
-                }
-                slot.pointee = (bytes, capacity)
-                target = bytes
-            }
-            guard let target else { return SQLITE_NOMEM }
-            target.copyMemory(from: source, byteCount: count)
-            return sqlite3_bind_text64(
-                handle, index, target.assumingMemoryBound(to: CChar.self), UInt64(count), sqliteStatic,
-                UInt8(SQLITE_UTF8))
+        // A native string's bytes are read in place; `withUTF8`, which may
+        // make the string native first, is for the others (it takes the string
+        // `inout`: a retain and a release per text bound).
+        if let code = value.utf8.withContiguousStorageIfAvailable({ bindBuffered($0, index) }) {
+            return code
         }
+        var value = value
+        return value.withUTF8 { bindBuffered($0, index) }
+    }
+
+    private func bindBuffered(_ buffer: UnsafeBufferPointer<UInt8>, _ index: Int32) -> Int32 {
+        let count = buffer.count
+        guard let source = buffer.baseAddress, count > 0 else {
+            return sqlite3_bind_text64(handle, index, "", 0, sqliteTransient, UInt8(SQLITE_UTF8))
+        }
+        if count > Self.largestBufferedText {
+            return source.withMemoryRebound(to: CChar.self, capacity: count) {
+                sqlite3_bind_text64(handle, index, $0, UInt64(count), sqliteTransient, UInt8(SQLITE_UTF8))
+            }
+        }
+        let slot = textBuffers + Int(index)
+        var target = slot.pointee.bytes
+        if target == nil || slot.pointee.capacity < count {
+            // Rebinding below replaces SQLite's pointer into the old buffer
+            // before anything can read it.
+            let capacity = max(count, 2 * slot.pointee.capacity, 64)
+            let bytes = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 1)
+            if let old = slot.pointee.bytes {
+                // SQLite may still point at the old buffer: unbind it first.
+                sqlite3_bind_null(handle, index)
+                old.deallocate()
+            }
+            slot.pointee = (bytes, capacity)
+            target = bytes
+        }
+        guard let target else { return SQLITE_NOMEM }
+        target.copyMemory(from: source, byteCount: count)
+        return sqlite3_bind_text64(
+            handle, index, target.assumingMemoryBound(to: CChar.self), UInt64(count), sqliteStatic,
+            UInt8(SQLITE_UTF8))
     }
 
     /// Binds raw bytes as text without checking that they are UTF-8 (used for
