@@ -35,7 +35,7 @@ extension EntityTable {
         swap(&pk, &codecs.primaryKeyBuffer)
         defer { swap(&pk, &codecs.primaryKeyBuffer) }
         pk.removeAll(keepingCapacity: true)
-        KeyCodec.append(untagged: encoder.value(at: 0), to: &pk)
+        encoder.appendKey(ofField: 0, to: &pk)
         var key: [UInt8] = []
         swap(&key, &codecs.storageKeyBuffer)
         defer { swap(&key, &codecs.storageKeyBuffer) }
@@ -44,23 +44,30 @@ extension EntityTable {
         var oldKey: [UInt8]?
         let storedIndexes = codecs.storedIndexes
         if let link = codecs.link {
-            let parentValue = encoder.value(at: link.foreignKeyIndex)
+            let foreignKey = link.foreignKeyIndex
             // The parent's key, then the child's: the child's storage key.
-            KeyCodec.append(untagged: parentValue, to: &key)
+            encoder.appendKey(ofField: foreignKey, to: &key)
             var storedHere = false
             switch parent {
             case .unknown:
                 guard try txn.contains(link.parentById ?? link.parentMain, key) else {
                     throw StorageError(
                         .constraint, .persist, entity: entity.name, path: environment.path,
-                        message: "its parent '\(link.parent)' with key \(parentValue) does not exist",
+                        message: "its parent '\(link.parent)' with key \(encoder.value(at: foreignKey)) does not exist",
                         context: "record \(encoder.value(at: 0))")
                 }
             case .persisting(let expected, let stored):
-                guard parentValue == expected else {
+                // An integer foreign key is compared without a StoredValue.
+                let namesParent: Bool
+                if case .integer(let parentKey) = expected, let named = encoder.integer(at: foreignKey) {
+                    namesParent = named == parentKey
+                } else {
+                    namesParent = encoder.value(at: foreignKey) == expected
+                }
+                guard namesParent else {
                     throw StorageError(
                         .constraint, .persist, entity: entity.name, path: environment.path,
-                        message: "a child of '\(link.parent)' \(expected) names parent \(parentValue) in its foreign key",
+                        message: "a child of '\(link.parent)' \(expected) names parent \(encoder.value(at: foreignKey)) in its foreign key",
                         context: "record \(encoder.value(at: 0))")
                 }
                 storedHere = stored?.take(pk) ?? false
@@ -68,7 +75,7 @@ extension EntityTable {
             key.append(contentsOf: pk)
             if storedHere {
                 oldKey = key
-            } else if let stored = try txn.putIfAbsent(byId, pk, key) {
+            } else if let stored = try codecs.idWriter.putIfAbsent(pk, key, in: txn) {
                 // Stored already: under this parent (the same key), or under
                 // another one, from which it moves.
                 oldKey = stored
@@ -85,7 +92,13 @@ extension EntityTable {
         }
         let moved = oldKey != nil && oldKey != key
         if moved, let oldKey { try txn.delete(main, oldKey) }
-        try txn.put(main, key, encoder.bytes)
+        if oldKey == key {
+            // Stored under this key (as far as the caller knows): usually
+            // the entry after the one the previous record replaced.
+            try codecs.mainWriter.replace(key, encoder.encoded, in: txn)
+        } else {
+            try codecs.mainWriter.put(key, encoder.encoded, in: txn)
+        }
         for position in storedIndexes.indices {
             let index = storedIndexes[position]
             let newIndexKey = indexKey(index.fields, encoder.value(at:))

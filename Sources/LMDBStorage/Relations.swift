@@ -6,6 +6,8 @@ import Foundation
 protocol ChildSet<Parent>: Sendable {
     associatedtype Parent: Record
     func makeCodecs() -> Codecs
+    /// ``EntityTable/checksRealsWhileEncoding`` of the child table.
+    var checksRealsWhileEncoding: Bool { get }
     /// The children of the parent with primary key bytes `parentKey`, as `[Child]`.
     func loadChildren(parentKey: [UInt8], in txn: borrowing Transaction, codecs: Codecs) throws -> Any
     /// Puts `children`, as ``loadChildren(parentKey:in:codecs:)`` returned them, into `parent`.
@@ -27,6 +29,8 @@ struct RelationChildren<Relation: ToManyRelation>: ChildSet {
     let table: EntityTable<Relation.Child>
 
     func makeCodecs() -> Codecs { table.makeCodecs() }
+
+    var checksRealsWhileEncoding: Bool { table.checksRealsWhileEncoding }
 
     func loadChildren(parentKey: [UInt8], in txn: borrowing Transaction, codecs: Codecs) throws -> Any {
         try table.readRange(prefix: parentKey, in: txn, codecs: codecs)
@@ -54,6 +58,10 @@ struct RelationChildren<Relation: ToManyRelation>: ChildSet {
             stored.append(UnsafeRawBufferPointer(rebasing: key[prefixCount...]))
             return true
         }
+        // A new parent's children usually come in key order after every
+        // stored key: appended (docs/LMDB.md).
+        codecs.mainWriter.expectAppends()
+        codecs.idWriter.expectAppends()
         let context = EntityTable<Relation.Child>.ParentContext.persisting(
             primaryKey: primaryKey, stored: stored.isEmpty ? nil : stored)
         for child in children {
