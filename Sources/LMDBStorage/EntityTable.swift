@@ -36,6 +36,10 @@ final class Codecs {
     /// ``closeCursors()`` before the transaction ends).
     let mainWriter: WriteCursor
     let idWriter: WriteCursor
+    /// The keys stored under the parent whose children are being replaced
+    /// (``RelationChildren/replaceChildren(of:primaryKey:parentKey:in:codecs:)``),
+    /// reset for each parent.
+    private(set) lazy var storedChildren = StoredChildren()
 
     init(
         schema: ValueSchema, children: [Codecs], link: ParentLink?, storedIndexes: [(fields: [Int], dbi: MDB_dbi)],

@@ -52,7 +52,8 @@ struct RelationChildren<Relation: ToManyRelation>: ChildSet {
         // The primary-key bytes of the children stored under the parent now,
         // in key order: one cursor range. Keys compare as bytes, which is how
         // stored values compare (text by Unicode scalars).
-        let stored = StoredChildren()
+        let stored = codecs.storedChildren
+        stored.reset()
         let prefixCount = parentKey.count
         try txn.scan(table.main, prefix: parentKey) { key, _ in
             stored.append(UnsafeRawBufferPointer(rebasing: key[prefixCount...]))

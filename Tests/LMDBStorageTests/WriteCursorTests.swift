@@ -112,6 +112,15 @@ struct WriteCursorTests {
             try dialogs.persist(batch)
             for dialog in batch { model[dialog.id] = dialog }
             try expectStore(model, dialogs, messages)
+            // The same graph again (every value stored already, left as it
+            // is), then again with one message in the middle changed and
+            // one after it of the same bytes.
+            try dialogs.persist(batch)
+            try expectStore(model, dialogs, messages)
+            batch[3].messages[4] = message(batch[3].messages[4].id, of: 4, length: 33, isRead: false)
+            try dialogs.persist(batch)
+            for dialog in batch { model[dialog.id] = dialog }
+            try expectStore(model, dialogs, messages)
             // A child moved through its own storage, then the whole graph
             // persisted again in reverse order.
             try messages.persist(message(1, of: 6, length: 5))

@@ -109,8 +109,8 @@ final class WriteCursor {
 
     /// Replaces the value of `key`, which the caller knows to be stored:
     /// when it is the entry after the one the previous write wrote, reached
-    /// with `MDB_NEXT` and overwritten where it is; otherwise an ordinary
-    /// put, which searches for it.
+    /// with `MDB_NEXT` and overwritten where it is, or left as it is when it
+    /// holds the same bytes; otherwise an ordinary put, which searches for it.
     func replace(_ key: [UInt8], _ value: UnsafeRawBufferPointer, in txn: borrowing Transaction) throws {
         let cursor = try cursor(txn)
         let code = key.withUnsafeBytes { key in
@@ -122,6 +122,13 @@ final class WriteCursor {
                 if mdb_cursor_get(cursor, &found, &old, MDB_NEXT) == MDB_SUCCESS, found.mv_size == key.count,
                     let data = found.mv_data, let start = key.baseAddress, memcmp(data, start, key.count) == 0
                 {
+                    // The same bytes stored already: nothing to write (the
+                    // page is not copied for a write that changes nothing).
+                    if old.mv_size == value.count, let stored = old.mv_data, let new = value.baseAddress,
+                        memcmp(stored, new, value.count) == 0
+                    {
+                        return MDB_SUCCESS
+                    }
                     return mdb_cursor_put(cursor, &k, &v, UInt32(MDB_CURRENT))
                 }
             }
