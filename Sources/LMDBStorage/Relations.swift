@@ -65,8 +65,9 @@ struct RelationChildren<Relation: ToManyRelation>: ChildSet {
         codecs.idWriter.expectAppends()
         let context = EntityTable<Relation.Child>.ParentContext.persisting(
             primaryKey: primaryKey, stored: stored.isEmpty ? nil : stored)
-        for child in children {
-            try table.persist(child, in: txn, codecs: codecs, parent: context)
+        // By index: each child is lent to `persist`, not copied out of the array.
+        for index in children.indices {
+            try table.persist(children[index], in: txn, codecs: codecs, parent: context)
         }
         // The children the parent no longer holds. No child just written has
         // their keys, so they are as they were.
