@@ -123,15 +123,16 @@ let package = Package(
 
         // Tests.
         // A second process for tests that need one (another process growing an
-        // LMDB map, holding an SQLite write lock); built with the tests.
+        // LMDB map, holding an SQLite write lock, a writer to kill); built with
+        // the tests.
         .executableTarget(
             name: "StoreHelper",
-            dependencies: ["DAOCore", "DialogGraph", "LMDBStorage", "CSQLite"],
+            dependencies: ["DAOCore", "DialogGraph", "FileStorage", "LMDBStorage", "SQLiteStorage", "CSQLite", "TestSupport"],
             path: "Tests/StoreHelper",
         ),
-        // What several test targets share: the driver of StoreHelper, record
-        // types more than one target stores.
-        .target(name: "TestSupport", dependencies: ["DAOCore"], path: "Tests/TestSupport"),
+        // What several test targets share: temporary directories, the driver
+        // of StoreHelper, record types more than one target stores.
+        .target(name: "TestSupport", dependencies: ["DAOCore", "DAOMacros"], path: "Tests/TestSupport"),
         .testTarget(
             name: "ConformanceTests",
             dependencies: [
@@ -147,14 +148,21 @@ let package = Package(
                 .product(name: "SwiftSyntaxMacroExpansion", package: "swift-syntax"),
             ]),
         .testTarget(name: "DialogGraphTests", dependencies: ["DialogGraph"]),
-        .testTarget(name: "FileStorageTests", dependencies: ["FileStorage", "DialogGraph"]),
+        .testTarget(name: "FileStorageTests", dependencies: ["FileStorage", "DialogGraph", "TestSupport"]),
         .testTarget(name: "SQLiteStorageTests", dependencies: ["SQLiteStorage", "DialogGraph", "TestSupport"]),
         .testTarget(name: "LMDBStorageTests", dependencies: ["LMDBStorage", "DialogGraph", "TestSupport"]),
-        .testTarget(name: "StorageBenchKitTests", dependencies: ["StorageBenchKit"]),
+        .testTarget(name: "StorageBenchKitTests", dependencies: ["StorageBenchKit", "TestSupport"]),
         .testTarget(
             name: "StorageBenchReferenceTests",
-            dependencies: ["StorageBenchReference", "StorageBenchKit", "DialogGraph", "CLMDB"]),
-        .testTarget(name: "CrashTests", dependencies: ["CrashHelper"]),
+            dependencies: ["StorageBenchReference", "StorageBenchKit", "DialogGraph", "CLMDB", "TestSupport"]),
+        .testTarget(name: "CrashTests", dependencies: ["CrashHelper", "TestSupport"]),
+        // An outside client's trial: another domain declared the README's way,
+        // on every backend, with damaged files and killed writers.
+        .testTarget(
+            name: "ClientTrialTests",
+            dependencies: [
+                "DAOCore", "DAOMacros", "FileStorage", "SQLiteStorage", "LMDBStorage", "TestSupport", "StoreHelper",
+            ]),
     ],
     swiftLanguageModes: [.v6]
 )

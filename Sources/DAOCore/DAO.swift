@@ -64,7 +64,8 @@ where S.Record == T.Record, T.PlainObject.ID == S.Record.PrimaryKey {
         try storage.read(primaryKey: key).map(toPlain)
     }
 
-    /// The objects with these keys, in the order of `keys`; missing keys are skipped.
+    /// The objects with these keys, in the order of `keys`; missing keys are
+    /// skipped, and a key given twice gives its object twice.
     /// - Throws: ``StorageError``.
     public func read(byPrimaryKeys keys: [PlainObject.ID]) throws -> [PlainObject] {
         try toPlains(storage.read(primaryKeys: keys))

@@ -26,7 +26,7 @@ public protocol Storage<Record>: Sendable {
     func read(primaryKey key: Record.PrimaryKey) throws -> Record?
 
     /// The records with these primary keys, in the order of `keys`; a key with no
-    /// record is skipped.
+    /// record is skipped, and a key given twice gives its record twice.
     /// - Throws: ``StorageError``.
     func read(primaryKeys keys: [Record.PrimaryKey]) throws -> [Record]
 

@@ -197,7 +197,7 @@ struct RowCoder {
     func decode(_ data: Data) throws -> RowDocument {
         switch format {
         case .json:
-            let decoder = JSONDecoder()
+            let decoder = Self.jsonDecoder()
             decoder.userInfo[schemaKey] = schema
             return try decoder.decode(RowDocument.self, from: data)
         case .propertyList:
@@ -211,7 +211,7 @@ struct RowCoder {
     func decodeDelta(_ data: Data) throws -> RowDelta {
         switch format {
         case .json:
-            let decoder = JSONDecoder()
+            let decoder = Self.jsonDecoder()
             decoder.userInfo[schemaKey] = schema
             return try decoder.decode(RowDelta.self, from: data)
         case .propertyList:
@@ -221,6 +221,15 @@ struct RowCoder {
         }
     }
 
+    /// A JSON decoder that reads infinities as the store writes them (``DocumentCoder``).
+    private static func jsonDecoder() -> JSONDecoder {
+        let decoder = JSONDecoder()
+        decoder.nonConformingFloatDecodingStrategy = .convertFromString(
+            positiveInfinity: DocumentCoder.positiveInfinity, negativeInfinity: DocumentCoder.negativeInfinity,
+            nan: DocumentCoder.notANumber)
+        return decoder
+    }
+
     func encode(_ rows: [[StoredValue]]) throws -> Data {
         let document = RowDocument(
             version: 1, entity: schema.entity, records: rows.map { DocumentRow(values: $0) })
@@ -228,6 +237,9 @@ struct RowCoder {
         case .json:
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+            encoder.nonConformingFloatEncodingStrategy = .convertToString(
+                positiveInfinity: DocumentCoder.positiveInfinity, negativeInfinity: DocumentCoder.negativeInfinity,
+                nan: DocumentCoder.notANumber)
             encoder.userInfo[schemaKey] = schema
             return try encoder.encode(document)
         case .propertyList:

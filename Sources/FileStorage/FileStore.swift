@@ -600,8 +600,11 @@ final class StoreState: @unchecked Sendable {
         do {
             document = try coder.decode(D.self, from: data)
         } catch {
+            // The bytes passed their checksum: an error that is not the
+            // decoder's own was thrown by the record type's `init(from:)`,
+            // which refuses a value it was given (as on the other backends).
             throw StorageError(
-                .corrupt, .open, entity: entity, path: url.path,
+                error is DecodingError ? .corrupt : .decoding, .open, entity: entity, path: url.path,
                 message: "the \(D.kind) does not decode as '\(entity)' records: \(Self.describe(error))",
                 underlying: error)
         }

@@ -40,9 +40,16 @@ public struct LMDBStorage<Record: DAOCore.Record>: Storage {
     }
 
     /// `error` with the call's operation, and the entity and path where the
-    /// thrower left them out.
-    private func failing(_ error: any Error, _ operation: StorageError.Operation) -> any Error {
-        guard let error = error as? StorageError else { return error }
+    /// thrower left them out. Any other error (one a record type's own
+    /// `init(fields:)` or `write(fields:)` threw) is wrapped, as the SQLite
+    /// storage does: ``StorageError/Kind/encoding`` when writing, else
+    /// ``StorageError/Kind/decoding``, the error kept as `underlying`.
+    private func failing(_ error: any Error, _ operation: StorageError.Operation) -> StorageError {
+        guard let error = error as? StorageError else {
+            return StorageError(
+                operation == .persist ? .encoding : .decoding, operation, entity: Record.entity.name,
+                path: table.environment.path, message: "\(error)", underlying: error)
+        }
         return error.with(operation: operation, entity: Record.entity.name, path: table.environment.path)
     }
 

@@ -1,6 +1,7 @@
 import DAOCore
 import DialogGraph
 import Foundation
+import TestSupport
 import Testing
 
 @Suite("Conformance: close() releases the store; every later call is a closed error")

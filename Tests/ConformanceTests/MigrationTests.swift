@@ -4,6 +4,7 @@ import FileStorage
 import LMDBStorage
 import Foundation
 import SQLiteStorage
+import TestSupport
 import Testing
 
 /// One backend whose store can be migrated.

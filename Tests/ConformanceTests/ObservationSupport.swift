@@ -1,6 +1,7 @@
 import DAOCore
 import DialogGraph
 import Foundation
+import TestSupport
 import Testing
 
 // Record types of other shapes than the dialog graph's: String keys, three
@@ -83,30 +84,6 @@ func withAsyncStore<T>(
     let result = try await body(try backend.open(directory.url, durability), directory.url)
     withExtendedLifetime(directory) {}
     return result
-}
-
-struct TimedOut: Error, CustomStringConvertible {
-    var description: String { "no snapshot came within the (generous) time limit" }
-}
-
-/// The next snapshot of `iterator`, failing (rather than hanging) if none
-/// comes within `limit`: a limit so long it only catches a hang.
-func nextSnapshot<V: Plain>(
-    _ iterator: Observation<V>.Iterator, within limit: Duration = .seconds(120)
-) async throws -> Snapshot<V>? {
-    try await withThrowingTaskGroup(of: Snapshot<V>?.self) { group in
-        group.addTask {
-            var copy = iterator
-            return try await copy.next()
-        }
-        group.addTask {
-            try await Task.sleep(for: limit)
-            throw TimedOut()
-        }
-        defer { group.cancelAll() }
-        guard let first = try await group.next() else { throw TimedOut() }
-        return first
-    }
 }
 
 /// `old` with `changes` applied the way a table view applies a batch update,

@@ -1,5 +1,6 @@
 import DAOCore
 import Foundation
+import TestSupport
 import Testing
 
 /// The error `body` throws, if it is a ``StorageError``; a test failure when it

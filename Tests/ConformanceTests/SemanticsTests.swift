@@ -1,6 +1,7 @@
 import DAOCore
 import DialogGraph
 import Foundation
+import TestSupport
 import Testing
 
 /// A small library: two authors whose keys differ only in normalization, books

@@ -1,6 +1,7 @@
 import DAOCore
 import DAOMacros
 import Foundation
+import TestSupport
 import Testing
 
 // Records declared with @StoredRecord only, of a domain of other shapes than

@@ -1,22 +1,8 @@
 import DAOCore
 import DialogGraph
 import Foundation
+import TestSupport
 import Testing
-
-/// A fresh directory for one test, removed when the test is done with it.
-final class TemporaryDirectory {
-    let url: URL
-
-    init() throws {
-        url = FileManager.default.temporaryDirectory
-            .appendingPathComponent("dao-conformance-\(UUID().uuidString)", isDirectory: true)
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    }
-
-    deinit {
-        try? FileManager.default.removeItem(at: url)  // test clean-up; a leftover is harmless
-    }
-}
 
 /// Opens `backend` in a fresh directory and runs `body` with its store; the
 /// store is released before the directory is removed.

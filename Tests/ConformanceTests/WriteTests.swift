@@ -1,6 +1,7 @@
 import DAOCore
 import DialogGraph
 import Foundation
+import TestSupport
 import Testing
 
 @Suite("Conformance: writes, relations and transactions")

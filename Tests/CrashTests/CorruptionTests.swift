@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -85,7 +86,7 @@ struct CorruptionTests {
 
     @Test("a damaged file never crashes, empties or falsifies the store", arguments: backends)
     func damagedFiles(backend: String) throws {
-        let original = try TemporaryDirectory("corrupt-\(backend)")
+        let original = try TemporaryDirectory("crash-corrupt-\(backend)")
         defer { original.remove() }
         let seed = "7"
         let writer = try runHelper(["write", backend, original.url.path, seed, String(Self.transactions)])
@@ -111,7 +112,7 @@ struct CorruptionTests {
         }
         var outcomes: [String: Int] = [:]
         for (file, damage) in cases {
-            let copy = try TemporaryDirectory("case-\(backend)")
+            let copy = try TemporaryDirectory("crash-case-\(backend)")
             defer { copy.remove() }
             try FileManager.default.removeItem(at: copy.url)
             try FileManager.default.copyItem(at: original.url, to: copy.url)
@@ -155,7 +156,7 @@ struct CorruptionTests {
 struct LMDBOpenCheckTests {
     @Test("a truncated data file, damaged meta pages, a zeroed root page, a removed data file: corrupt, not a crash")
     func damagedDataFile() throws {
-        let original = try TemporaryDirectory("lmdb-open")
+        let original = try TemporaryDirectory("crash-lmdb-open")
         defer { original.remove() }
         let writer = try runHelper(["write", "lmdb", original.url.path, "3", "40"])
         try #require(writer.status == 0, "\(writer)")
@@ -185,7 +186,7 @@ struct LMDBOpenCheckTests {
             ("data.mdb", .overwrite(offset: mainRoot * pageSize, count: 16, fill: 5)),
         ]
         for (file, damage) in cases {
-            let copy = try TemporaryDirectory("lmdb-open-case")
+            let copy = try TemporaryDirectory("crash-lmdb-open-case")
             defer { copy.remove() }
             try FileManager.default.removeItem(at: copy.url)
             try FileManager.default.copyItem(at: original.url, to: copy.url)

@@ -123,17 +123,3 @@ private func result(of process: Process, output: Data) -> ChildResult {
     }
     return ChildResult(status: process.terminationStatus, signal: nil, output: text)
 }
-
-/// A fresh temporary directory, removed by ``remove()``.
-struct TemporaryDirectory {
-    let url: URL
-
-    init(_ label: String) throws {
-        url = FileManager.default.temporaryDirectory.appendingPathComponent("crash-\(label)-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    }
-
-    func remove() {
-        try? FileManager.default.removeItem(at: url)  // test clean-up; a leftover is harmless
-    }
-}

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -18,7 +19,7 @@ struct KillTests {
 
     @Test("every transaction that returned survives SIGKILL, nothing partial", arguments: backends)
     func killWhileWriting(backend: String) throws {
-        let directory = try TemporaryDirectory("kill-\(backend)")
+        let directory = try TemporaryDirectory("crash-kill-\(backend)")
         defer { directory.remove() }
         var random = TestRandom(Torture.seed ^ UInt64(backend.utf8.reduce(0) { $0 &* 31 &+ UInt64($1) }))
         let seed = String(random.next() % 1_000_000)
@@ -53,7 +54,7 @@ struct KillTests {
 struct LiveOpenTests {
     @Test("a store opens while another process commits to it", arguments: backends)
     func openWhileWriting(backend: String) throws {
-        let directory = try TemporaryDirectory("live-\(backend)")
+        let directory = try TemporaryDirectory("crash-live-\(backend)")
         defer { directory.remove() }
         let first = try runHelper(["write", backend, directory.url.path, "5", "1"])
         try #require(first.status == 0, "\(first)")

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// A child process migrates a store (the example's added message field and a
@@ -15,7 +16,7 @@ struct MigrationKillTests {
     func killWhileMigrating(backend: String) throws {
         var random = TestRandom(Torture.seed ^ 0x6D69_6772 ^ UInt64(backend.utf8.reduce(0) { $0 &* 31 &+ UInt64($1) }))
         for round in 0..<Self.kills {
-            let directory = try TemporaryDirectory("migrate-kill-\(backend)")
+            let directory = try TemporaryDirectory("crash-migrate-kill-\(backend)")
             defer { directory.remove() }
             let seed = String(random.next() % 1_000_000)
             let count = "60"

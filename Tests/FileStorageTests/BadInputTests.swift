@@ -2,27 +2,12 @@ import DAOCore
 import DialogGraph
 @testable import FileStorage
 import Foundation
+import TestSupport
 import Testing
 
 #if canImport(Glibc)
 import Glibc
 #endif
-
-/// A fresh directory for one test, removed afterwards.
-final class Scratch {
-    let url: URL
-
-    init() throws {
-        url = FileManager.default.temporaryDirectory.appendingPathComponent("file-store-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    }
-
-    deinit {
-        try? FileManager.default.removeItem(at: url)  // test clean-up; a leftover is harmless
-    }
-
-    func file(_ name: String) -> URL { url.appendingPathComponent(name) }
-}
 
 /// Writes one dialog with two messages through a store that is closed again.
 func seed(_ directory: URL, format: FileFormat) throws {
@@ -67,7 +52,7 @@ func nextDocumentURL(_ directory: URL, _ entity: String, generations: UInt64 = 1
 struct BadInputTests {
     @Test("a truncated document", arguments: FileFormat.allCases)
     func truncated(format: FileFormat) throws {
-        let scratch = try Scratch()
+        let scratch = try TemporaryDirectory("file-store")
         try seed(scratch.url, format: format)
         let url = try documentURL(scratch.url, "messages")
         let data = try Data(contentsOf: url)
@@ -82,7 +67,7 @@ struct BadInputTests {
 
     @Test("a document of garbage bytes", arguments: FileFormat.allCases)
     func garbage(format: FileFormat) throws {
-        let scratch = try Scratch()
+        let scratch = try TemporaryDirectory("file-store")
         try seed(scratch.url, format: format)
         let url = try documentURL(scratch.url, "dialogs")
         try Data([0x00, 0xFF, 0x13, 0x37, 0x42]).write(to: url)
@@ -96,7 +81,7 @@ struct BadInputTests {
 
     @Test("a document of the wrong shape names the missing field")
     func wrongShape() throws {
-        let scratch = try Scratch()
+        let scratch = try TemporaryDirectory("file-store")
         try seed(scratch.url, format: .json)
         let url = try documentURL(scratch.url, "messages")
         let text = try String(contentsOf: url, encoding: .utf8).replacingOccurrences(of: "\"senderId\"", with: "\"sender\"")
@@ -110,7 +95,7 @@ struct BadInputTests {
 
     @Test("a document whose values have the wrong type")
     func wrongType() throws {
-        let scratch = try Scratch()
+        let scratch = try TemporaryDirectory("file-store")
         try seed(scratch.url, format: .json)
         let url = try documentURL(scratch.url, "dialogs")
         let text = try String(contentsOf: url, encoding: .utf8).replacingOccurrences(of: "\"isPinned\":false", with: "\"isPinned\":\"no\"")
@@ -124,7 +109,7 @@ struct BadInputTests {
 
     @Test("a damaged manifest")
     func damagedManifest() throws {
-        let scratch = try Scratch()
+        let scratch = try TemporaryDirectory("file-store")
         try seed(scratch.url, format: .json)
         try Data("{\"version\": 1, \"form".utf8).write(to: scratch.file("manifest.json"))
         let error = #expect(throws: StorageError.self) { try FileStore(directory: scratch.url, format: .json) }
@@ -134,7 +119,7 @@ struct BadInputTests {
 
     @Test("a store written as JSON opened as a property list")
     func formatMismatch() throws {
-        let scratch = try Scratch()
+        let scratch = try TemporaryDirectory("file-store")
         try seed(scratch.url, format: .json)
         let error = #expect(throws: StorageError.self) { try FileStore(directory: scratch.url, format: .propertyList) }
         #expect(error?.kind == .schemaMismatch)
@@ -145,7 +130,7 @@ struct BadInputTests {
 
     @Test("a directory that cannot be created")
     func uncreatableDirectory() throws {
-        let scratch = try Scratch()
+        let scratch = try TemporaryDirectory("file-store")
         let blocker = scratch.file("a-file")
         try Data("not a directory".utf8).write(to: blocker)
         let target = blocker.appendingPathComponent("store")
@@ -156,7 +141,7 @@ struct BadInputTests {
 
     @Test("a directory that cannot be written", .enabled(if: getuid() != 0, "root writes through permissions"))
     func readOnlyDirectory() throws {
-        let scratch = try Scratch()
+        let scratch = try TemporaryDirectory("file-store")
         try seed(scratch.url, format: .json)
         let store = try FileStore(directory: scratch.url, format: .json)
         let dialogs = try store.storage(for: DialogRecord.self)
@@ -169,7 +154,7 @@ struct BadInputTests {
 
     @Test("a commit that cannot write its document changes nothing, in memory or on disk")
     func failedCommit() throws {
-        let scratch = try Scratch()
+        let scratch = try TemporaryDirectory("file-store")
         try seed(scratch.url, format: .json)
         let before = try Data(contentsOf: scratch.file("manifest.json"))
         do {
@@ -197,7 +182,7 @@ struct BadInputTests {
 
     @Test("what a crash mid-commit leaves behind is ignored and removed")
     func crashLeftovers() throws {
-        let scratch = try Scratch()
+        let scratch = try TemporaryDirectory("file-store")
         try seed(scratch.url, format: .json)
         // A document written by a commit whose manifest never landed, and a temporary file.
         let orphan = try nextDocumentURL(scratch.url, "dialogs", generations: 6)
@@ -215,7 +200,7 @@ struct BadInputTests {
 
     @Test("a second store on the same directory is refused while the first is open")
     func busy() throws {
-        let scratch = try Scratch()
+        let scratch = try TemporaryDirectory("file-store")
         do {
             let first = try FileStore(directory: scratch.url, format: .json)
             let error = #expect(throws: StorageError.self) { try FileStore(directory: scratch.url, format: .json) }
@@ -228,7 +213,7 @@ struct BadInputTests {
 
     @Test("superseded documents are removed after each commit")
     func noGarbage() throws {
-        let scratch = try Scratch()
+        let scratch = try TemporaryDirectory("file-store")
         let store = try FileStore(directory: scratch.url, format: .propertyList)
         let users = try store.storage(for: UserRecord.self)
         for index in 0..<5 {

@@ -2,6 +2,7 @@ import DAOCore
 import DialogGraph
 @testable import FileStorage
 import Foundation
+import TestSupport
 import Testing
 
 /// A shelf keyed by its name, owning books keyed by text too.
@@ -35,7 +36,7 @@ struct DeltaBook: Record, Hashable {
 /// changes much, or follows many deltas, compacts.
 @Suite("File store: delta documents")
 struct DeltaTests {
-    static func manifest(_ scratch: Scratch) throws -> Manifest {
+    static func manifest(_ scratch: TemporaryDirectory) throws -> Manifest {
         try JSONDecoder().decode(Manifest.self, from: Data(contentsOf: scratch.file("manifest.json")))
     }
 
@@ -50,13 +51,13 @@ struct DeltaTests {
             })
     }
 
-    static func files(_ scratch: Scratch) throws -> Set<String> {
+    static func files(_ scratch: TemporaryDirectory) throws -> Set<String> {
         Set(try FileManager.default.contentsOfDirectory(atPath: scratch.url.path))
     }
 
     @Test("a small commit writes a delta, not the whole document; a reopened store reads it", arguments: FileFormat.allCases)
     func smallCommitWritesDelta(format: FileFormat) throws {
-        let scratch = try Scratch()
+        let scratch = try TemporaryDirectory("file-store")
         let expected: [DialogRecord]
         do {
             let store = try FileStore(directory: scratch.url, format: format)
@@ -86,7 +87,7 @@ struct DeltaTests {
 
     @Test("many deltas are merged into one; changes past half the records compact", arguments: FileFormat.allCases)
     func mergeAndCompact(format: FileFormat) throws {
-        let scratch = try Scratch()
+        let scratch = try TemporaryDirectory("file-store")
         let store = try FileStore(directory: scratch.url, format: format)
         let dialogs = try store.storage(for: DialogRecord.self)
         try dialogs.persist((1...100).map { Self.dialog($0, messages: 2) })
@@ -116,7 +117,7 @@ struct DeltaTests {
 
     @Test("erasing everything writes empty documents and drops the deltas", arguments: FileFormat.allCases)
     func eraseAllDropsDeltas(format: FileFormat) throws {
-        let scratch = try Scratch()
+        let scratch = try TemporaryDirectory("file-store")
         do {
             let store = try FileStore(directory: scratch.url, format: format)
             let dialogs = try store.storage(for: DialogRecord.self)
@@ -140,7 +141,7 @@ struct DeltaTests {
 
     @Test("a failed call on a populated table restores it exactly, in memory and on disk", arguments: FileFormat.allCases)
     func rollbackAfterChanges(format: FileFormat) throws {
-        let scratch = try Scratch()
+        let scratch = try TemporaryDirectory("file-store")
         let store = try FileStore(directory: scratch.url, format: format)
         let dialogs = try store.storage(for: DialogRecord.self)
         let messages = try store.storage(for: MessageRecord.self)
@@ -172,7 +173,7 @@ struct DeltaTests {
 
     @Test("erasing every child record leaves the parents", arguments: FileFormat.allCases)
     func eraseAllChildren(format: FileFormat) throws {
-        let scratch = try Scratch()
+        let scratch = try TemporaryDirectory("file-store")
         let store = try FileStore(directory: scratch.url, format: format)
         try store.storage(for: DialogRecord.self).persist((1...3).map { Self.dialog($0, messages: 2) })
         #expect(try store.storage(for: MessageRecord.self).erase(where: nil) == 6)
@@ -181,7 +182,7 @@ struct DeltaTests {
 
     @Test("text primary keys, optionals and erasures round-trip through deltas", arguments: FileFormat.allCases)
     func textKeys(format: FileFormat) throws {
-        let scratch = try Scratch()
+        let scratch = try TemporaryDirectory("file-store")
         let shelves: [DeltaShelf] = (0..<10).map { index in
             DeltaShelf(
                 name: "shelf \(index) \u{0}/ü", label: index % 2 == 0 ? nil : String(repeating: "long ", count: 200),
@@ -214,7 +215,7 @@ struct DeltaTests {
 
     @Test("a damaged delta is corrupt, and nothing is removed", arguments: FileFormat.allCases)
     func damagedDelta(format: FileFormat) throws {
-        let scratch = try Scratch()
+        let scratch = try TemporaryDirectory("file-store")
         do {
             let store = try FileStore(directory: scratch.url, format: format)
             let dialogs = try store.storage(for: DialogRecord.self)
@@ -238,7 +239,7 @@ struct DeltaTests {
 
     @Test("a version 2 manifest that lists deltas is corrupt")
     func version2WithDeltas() throws {
-        let scratch = try Scratch()
+        let scratch = try TemporaryDirectory("file-store")
         do {
             let store = try FileStore(directory: scratch.url, format: .json)
             let dialogs = try store.storage(for: DialogRecord.self)
@@ -256,7 +257,7 @@ struct DeltaTests {
 
     @Test("a migration reads the deltas and folds them into the documents it writes", arguments: FileFormat.allCases)
     func migrationFoldsDeltas(format: FileFormat) throws {
-        let scratch = try Scratch()
+        let scratch = try TemporaryDirectory("file-store")
         do {
             let store = try FileStore(directory: scratch.url, format: format)
             let dialogs = try store.storage(for: DialogRecord.self)

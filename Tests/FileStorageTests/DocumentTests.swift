@@ -2,6 +2,7 @@ import DAOCore
 import DialogGraph
 import FileStorage
 import Foundation
+import TestSupport
 import Testing
 
 @Suite("File store: what is written is what was committed")
@@ -9,7 +10,7 @@ struct DocumentTests {
     @Test("after many small commits (upserts, edits, moves, erases) a reopened store holds exactly the same records",
           arguments: FileFormat.allCases)
     func smallCommitsRoundTrip(format: FileFormat) throws {
-        let scratch = try Scratch()
+        let scratch = try TemporaryDirectory("file-store")
         let data = WorkloadData(dialogs: 30, messagesPerDialog: 6, seed: 9)
         let translator = DialogTranslator()
         var expected: [DialogRecord]

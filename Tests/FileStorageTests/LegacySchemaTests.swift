@@ -2,6 +2,7 @@ import DAOCore
 import DialogGraph
 import FileStorage
 import Foundation
+import TestSupport
 import Testing
 
 /// `users` as a later release might declare it: without `bio`.
@@ -39,7 +40,7 @@ struct LegacySchemaTests {
 
     @Test("a record type that dropped a stored field is refused, and the field's values survive", arguments: FileFormat.allCases)
     func droppedField(format: FileFormat) throws {
-        let scratch = try Scratch()
+        let scratch = try TemporaryDirectory("file-store")
         let users = [
             UserRecord(id: "a", name: "Ann", bio: "likes tea", email: nil, birthDate: nil, gender: .female),
             UserRecord(id: "b", name: "Bob", bio: nil, email: "b@example.com", birthDate: nil, gender: nil),

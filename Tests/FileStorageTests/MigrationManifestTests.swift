@@ -2,13 +2,14 @@ import DAOCore
 import DialogGraph
 import FileStorage
 import Foundation
+import TestSupport
 import Testing
 
 @Suite("File store: the manifest records migrations under its checksum")
 struct MigrationManifestTests {
     @Test("a migration record edited in the manifest is corrupt: the checksum covers it", arguments: FileFormat.allCases)
     func editedMigrationRecord(format: FileFormat) throws {
-        let scratch = try Scratch()
+        let scratch = try TemporaryDirectory("file-store")
         try seed(scratch.url, format: format)
         do {
             let store = try FileStore(directory: scratch.url, format: format)

@@ -2,6 +2,7 @@ import DAOCore
 import DialogGraph
 @testable import FileStorage
 import Foundation
+import TestSupport
 import Testing
 
 /// The store removes only files it can prove it wrote, and never takes a
@@ -12,13 +13,13 @@ struct OwnershipTests {
     /// documents of layout version 1.
     static let userFiles = ["backup-2024.json", "notes-1.plist", "dialogs-99.json", "todo.txt"]
 
-    static func writeUserFiles(_ scratch: Scratch) throws {
+    static func writeUserFiles(_ scratch: TemporaryDirectory) throws {
         for name in userFiles {
             try Data("user data \(name)".utf8).write(to: scratch.file(name))
         }
     }
 
-    static func expectUserFilesIntact(_ scratch: Scratch) throws {
+    static func expectUserFilesIntact(_ scratch: TemporaryDirectory) throws {
         for name in userFiles {
             #expect(try Data(contentsOf: scratch.file(name)) == Data("user data \(name)".utf8), "\(name)")
         }
@@ -26,7 +27,7 @@ struct OwnershipTests {
 
     @Test("a user's files beside the store survive opening, commits and reopening", arguments: FileFormat.allCases)
     func userFilesSurvive(format: FileFormat) throws {
-        let scratch = try Scratch()
+        let scratch = try TemporaryDirectory("file-store")
         try Self.writeUserFiles(scratch)
         try seed(scratch.url, format: format)
         try Self.expectUserFilesIntact(scratch)
@@ -43,7 +44,7 @@ struct OwnershipTests {
 
     @Test("a missing manifest beside documents is corrupt, and the documents stay", arguments: FileFormat.allCases)
     func missingManifest(format: FileFormat) throws {
-        let scratch = try Scratch()
+        let scratch = try TemporaryDirectory("file-store")
         try seed(scratch.url, format: format)
         let documents = try ["dialogs", "messages"].map { try documentURL(scratch.url, $0) }
         let contents = try documents.map { try Data(contentsOf: $0) }
@@ -59,7 +60,7 @@ struct OwnershipTests {
 
     @Test("a missing manifest beside documents of layout version 1 is corrupt")
     func missingVersion1Manifest() throws {
-        let scratch = try Scratch()
+        let scratch = try TemporaryDirectory("file-store")
         try seed(scratch.url, format: .json)
         try Self.downgradeToVersion1(scratch)
         try FileManager.default.removeItem(at: scratch.file("manifest.json"))
@@ -70,7 +71,7 @@ struct OwnershipTests {
 
     @Test("a new store beside files that only look like documents opens and keeps them")
     func newStoreBesideUserFiles() throws {
-        let scratch = try Scratch()
+        let scratch = try TemporaryDirectory("file-store")
         try Self.writeUserFiles(scratch)
         let store = try FileStore(directory: scratch.url, format: .json)
         try store.storage(for: UserRecord.self).persist(
@@ -80,7 +81,7 @@ struct OwnershipTests {
 
     @Test("a document the manifest names but that is gone is corrupt, not empty", arguments: FileFormat.allCases)
     func missingDocument(format: FileFormat) throws {
-        let scratch = try Scratch()
+        let scratch = try TemporaryDirectory("file-store")
         try seed(scratch.url, format: format)
         let url = try documentURL(scratch.url, "messages")
         try FileManager.default.removeItem(at: url)
@@ -92,7 +93,7 @@ struct OwnershipTests {
 
     @Test("a changed byte that still parses is corrupt, not a wrong value")
     func flippedDigit() throws {
-        let scratch = try Scratch()
+        let scratch = try TemporaryDirectory("file-store")
         try seed(scratch.url, format: .json)
         let url = try documentURL(scratch.url, "messages")
         let text = try String(contentsOf: url, encoding: .utf8)
@@ -106,7 +107,7 @@ struct OwnershipTests {
 
     @Test("a manifest edited into another valid manifest is corrupt")
     func editedManifest() throws {
-        let scratch = try Scratch()
+        let scratch = try TemporaryDirectory("file-store")
         try seed(scratch.url, format: .json)
         let url = scratch.file("manifest.json")
         let text = try String(contentsOf: url, encoding: .utf8)
@@ -120,7 +121,7 @@ struct OwnershipTests {
 
     @Test("a recorded schema edited in the manifest is corrupt: the checksum covers it")
     func editedSchema() throws {
-        let scratch = try Scratch()
+        let scratch = try TemporaryDirectory("file-store")
         try seed(scratch.url, format: .json)
         let url = scratch.file("manifest.json")
         let text = try String(contentsOf: url, encoding: .utf8)
@@ -133,7 +134,7 @@ struct OwnershipTests {
 
     @Test("a version 2 manifest whose version number changed to 1 is corrupt, not upgraded")
     func damagedVersionNumber() throws {
-        let scratch = try Scratch()
+        let scratch = try TemporaryDirectory("file-store")
         try seed(scratch.url, format: .json)
         let url = scratch.file("manifest.json")
         let text = try String(contentsOf: url, encoding: .utf8)
@@ -148,7 +149,7 @@ struct OwnershipTests {
 
     @Test("a store of layout version 1 is read and upgraded; nothing else is removed")
     func version1Upgrade() throws {
-        let scratch = try Scratch()
+        let scratch = try TemporaryDirectory("file-store")
         try seed(scratch.url, format: .json)
         try Self.downgradeToVersion1(scratch)
         try Self.writeUserFiles(scratch)
@@ -173,7 +174,7 @@ struct OwnershipTests {
 
     @Test("a manifest of a future layout version is refused, and left alone")
     func futureVersion() throws {
-        let scratch = try Scratch()
+        let scratch = try TemporaryDirectory("file-store")
         try Data(#"{"version": 4, "format": "json", "generation": 0, "documents": {}}"#.utf8)
             .write(to: scratch.file("manifest.json"))
         let before = try Data(contentsOf: scratch.file("manifest.json"))
@@ -197,7 +198,7 @@ struct OwnershipTests {
 
     /// Rewrites a seeded version 2 store as layout version 1 wrote it:
     /// documents `<entity>-1.json`, a manifest without identity or checksums.
-    static func downgradeToVersion1(_ scratch: Scratch) throws {
+    static func downgradeToVersion1(_ scratch: TemporaryDirectory) throws {
         var documents: [String: String] = [:]
         for entity in ["dialogs", "messages"] {
             let name = "\(entity)-1.json"

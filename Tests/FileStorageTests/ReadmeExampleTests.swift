@@ -2,13 +2,14 @@ import DAOCore
 import DialogGraph
 import FileStorage
 import Foundation
+import TestSupport
 import Testing
 
 /// The library example of README.md, as written there, but for the directory:
 /// if this stops compiling or passing, the README is wrong.
 @Test("the README's library example compiles and does what it says")
 func readmeExample() throws {
-    let scratch = try Scratch()
+    let scratch = try TemporaryDirectory("file-store")
     let directory = scratch.url.appendingPathComponent("chat")
 
     // --- README example begins ---

@@ -2,6 +2,7 @@ import CLMDB
 import DAOCore
 import DialogGraph
 import Foundation
+import TestSupport
 import Testing
 
 @testable import LMDBStorage
@@ -29,7 +30,7 @@ struct LooseUserRecord: Record {
 struct BadInputTests {
     @Test("a non-LMDB data file in the directory is corrupt")
     func garbageDataFile() throws {
-        try withTemporaryDirectory { directory in
+        try withStoreDirectory { directory in
             try FileManager.default.createDirectory(at: directory.store, withIntermediateDirectories: true)
             let garbage = Data((0..<65536).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) })
             try garbage.write(to: directory.store.appendingPathComponent("data.mdb"))
@@ -43,7 +44,7 @@ struct BadInputTests {
 
     @Test("a changed byte in a stored value is corrupt, not a wrong value")
     func flippedValueByte() throws {
-        try withTemporaryDirectory { directory in
+        try withStoreDirectory { directory in
             let store = try StoredDialogs(in: directory, dialogs: 2)
             let (env, dialogs, messages, messageKey) = (store.env, store.dialogs, store.messages, store.messageKey)
             let stored = try store.messageValue()
@@ -63,7 +64,7 @@ struct BadInputTests {
 
     @Test("verify() finds a record under the wrong parent, a lost index entry and a stray lookup; reads do not")
     func verifyFindsInconsistencies() throws {
-        try withTemporaryDirectory { directory in
+        try withStoreDirectory { directory in
             let store = try StoredDialogs(in: directory, dialogs: 3)
             let (records, env, dialogs, messages) = (store.records, store.env, store.dialogs, store.messages)
             #expect(try dialogs.verify() == 3)
@@ -125,7 +126,7 @@ struct BadInputTests {
 
     @Test("a value of format version 1 (no checksum) is still read")
     func version1Value() throws {
-        try withTemporaryDirectory { directory in
+        try withStoreDirectory { directory in
             let store = try StoredDialogs(in: directory, dialogs: 2)
             let stored = try store.messageValue()
             let version1 = [ValueSchema.uncheckedFormatVersion] + stored.dropFirst().dropLast(ValueSchema.checksumSize)
@@ -136,7 +137,7 @@ struct BadInputTests {
 
     @Test("a non-LMDB file at the path is corrupt")
     func garbageFileAtPath() throws {
-        try withTemporaryDirectory { directory in
+        try withStoreDirectory { directory in
             let file = directory.url.appendingPathComponent("store.mdb")
             try Data(repeating: 0x41, count: 20000).write(to: file)
             let error = storageError { _ = try LMDBEnvironment(directory: file) }
@@ -147,7 +148,7 @@ struct BadInputTests {
 
     @Test("values with a wrong format version or cut short are corrupt, not crashes")
     func damagedValues() throws {
-        try withTemporaryDirectory { directory in
+        try withStoreDirectory { directory in
             let store = try StoredDialogs(in: directory, dialogs: 3)
             let (records, env, dialogs, messages, messageKey) =
                 (store.records, store.env, store.dialogs, store.messages, store.messageKey)
@@ -178,7 +179,7 @@ struct BadInputTests {
 
     @Test("a value the record type refuses is a decoding error")
     func undecodableValue() throws {
-        try withTemporaryDirectory { directory in
+        try withStoreDirectory { directory in
             let env = try LMDBEnvironment(directory: directory.store)
             let loose = try env.storage(for: LooseUserRecord.self)
             try loose.persist(LooseUserRecord(id: "x", name: "X", gender: "robot"))
@@ -192,7 +193,7 @@ struct BadInputTests {
 
     @Test("a read-only environment reads, and refuses every write")
     func readOnly() throws {
-        try withTemporaryDirectory { directory in
+        try withStoreDirectory { directory in
             let records = try dialogRecords(dialogs: 3, messages: 2)
             do {
                 let env = try LMDBEnvironment(directory: directory.store)
@@ -216,7 +217,7 @@ struct BadInputTests {
 
     @Test("opening an environment twice in one process is refused until the first closes")
     func doubleOpen() throws {
-        try withTemporaryDirectory { directory in
+        try withStoreDirectory { directory in
             do {
                 let env = try LMDBEnvironment(directory: directory.store)
                 #expect(storageError { _ = try LMDBEnvironment(directory: directory.store) }?.kind == .busy)
@@ -228,7 +229,7 @@ struct BadInputTests {
 
     @Test("a child whose parent does not exist is refused, the whole batch with it")
     func orphanChild() throws {
-        try withTemporaryDirectory { directory in
+        try withStoreDirectory { directory in
             let records = try dialogRecords(dialogs: 2, messages: 2)
             let env = try LMDBEnvironment(directory: directory.store)
             try env.storage(for: DialogRecord.self).persist(records)

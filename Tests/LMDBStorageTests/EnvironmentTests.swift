@@ -2,6 +2,7 @@ import CLMDB
 import DAOCore
 import DialogGraph
 import Foundation
+import TestSupport
 import Testing
 
 @testable import LMDBStorage
@@ -15,7 +16,7 @@ struct EnvironmentTests {
 
     @Test("erasing and replacing parents leaves no child, lookup or index entry behind")
     func noOrphans() throws {
-        try withTemporaryDirectory { directory in
+        try withStoreDirectory { directory in
             var records = try dialogRecords(dialogs: 20, messages: 10)
             let env = try LMDBEnvironment(directory: directory.store, durability: .none)
             let dialogs = try env.storage(for: DialogRecord.self)
@@ -55,7 +56,7 @@ struct EnvironmentTests {
 
     @Test("a store whose index on the foreign key has a database (the earlier layout) is read right, and the database dropped")
     func earlierIndexLayout() throws {
-        try withTemporaryDirectory { directory in
+        try withStoreDirectory { directory in
             var records = try dialogRecords(dialogs: 6, messages: 5)
             let indexName = "messages#messages_by_dialog_unread_date"
             do {
@@ -97,7 +98,7 @@ struct EnvironmentTests {
 
     @Test("a tiny map grows as writes need it, while data stays readable")
     func mapGrowth() throws {
-        try withTemporaryDirectory { directory in
+        try withStoreDirectory { directory in
             let records = try dialogRecords(dialogs: 60, messages: 50)
             do {
                 let env = try LMDBEnvironment(directory: directory.store, durability: .none, mapSize: 64 << 10)

@@ -1,5 +1,6 @@
 import DAOCore
 import Foundation
+import TestSupport
 import Testing
 
 @testable import LMDBStorage
@@ -51,7 +52,7 @@ private struct Probe: Record, FieldwiseRecord, Hashable {
 struct FieldwiseWriteTests {
     @Test("fields written by position round-trip, optionals and index keys included")
     func roundTrip() throws {
-        try withTemporaryDirectory { directory in
+        try withStoreDirectory { directory in
             let env = try LMDBEnvironment(directory: directory.store, durability: .none)
             let probes = try env.storage(for: Probe.self)
             let records = [
@@ -74,7 +75,7 @@ struct FieldwiseWriteTests {
 
     @Test("a field of another storage class, a nil where none may be, too few or too many fields: refused, nothing stored")
     func refused() throws {
-        try withTemporaryDirectory { directory in
+        try withStoreDirectory { directory in
             let env = try LMDBEnvironment(directory: directory.store, durability: .none)
             let probes = try env.storage(for: Probe.self)
             for (mode, kind) in [(1, StorageError.Kind.encoding), (2, .encoding), (3, .schemaMismatch), (4, .schemaMismatch)] {
@@ -127,15 +128,20 @@ private struct Picky: Record, FieldwiseRecord, Hashable {
 struct InPlaceDecodingTests {
     @Test("a record refused in the middle of a range is an error; the records before it are released, later reads work")
     func refusedMidRange() throws {
-        try withTemporaryDirectory { directory in
+        try withStoreDirectory { directory in
             let env = try LMDBEnvironment(directory: directory.store, durability: .none)
             let pickies = try env.storage(for: Picky.self)
             let records = (1...40).map { Picky(id: Int64($0), mode: $0 == 30 ? 13 : Int64($0 % 3), name: "name \($0) " + String(repeating: "é", count: $0)) }
             try pickies.persist(records)
-            // The reader's own error reaches the caller, as it is.
-            #expect(throws: Picky.Refused.self) { _ = try pickies.read(where: nil) }
-            #expect(throws: Picky.Refused.self) {
-                _ = try pickies.read(Query(where: #Predicate { $0.mode == 1 }, sortedBy: [SortDescriptor(\.name)]))
+            // The record's own error reaches the caller as a `.decoding`
+            // StorageError that keeps it, as on every backend.
+            for read in [
+                { _ = try pickies.read(where: nil) },
+                { _ = try pickies.read(Query(where: #Predicate { $0.mode == 1 }, sortedBy: [SortDescriptor(\.name)])) },
+            ] as [() throws -> Void] {
+                let error = #expect(throws: StorageError.self) { try read() }
+                #expect(error?.kind == .decoding)
+                #expect(error?.underlying is Picky.Refused)
             }
             let kept = records.filter { $0.mode != 13 }
             #expect(try pickies.read(primaryKeys: kept.map(\.id)) == kept)

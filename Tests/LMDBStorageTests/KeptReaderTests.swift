@@ -1,6 +1,7 @@
 import DAOCore
 import DialogGraph
 import Foundation
+import TestSupport
 import Testing
 
 @testable import LMDBStorage
@@ -9,7 +10,7 @@ import Testing
 struct KeptReaderTests {
     @Test("a read after a commit sees it, through a reused read transaction")
     func renewedReaderSeesLaterCommits() throws {
-        try withTemporaryDirectory { directory in
+        try withStoreDirectory { directory in
             let env = try LMDBEnvironment(directory: directory.store, durability: .none)
             let dialogs = try env.storage(for: DialogRecord.self)
             let records = try dialogRecords(dialogs: 30, messages: 3)

@@ -1,6 +1,7 @@
 import DAOCore
 import DialogGraph
 import Foundation
+import TestSupport
 import Testing
 
 @testable import LMDBStorage
@@ -9,7 +10,7 @@ import Testing
 struct LMDBStorageTests {
     @Test("dialogs round-trip with their messages, in key order")
     func roundTrip() throws {
-        try withTemporaryDirectory { directory in
+        try withStoreDirectory { directory in
             let records = try dialogRecords(dialogs: 20, messages: 10)
             let env = try LMDBEnvironment(directory: directory.store)
             let dialogs = try env.storage(for: DialogRecord.self)
@@ -28,7 +29,7 @@ struct LMDBStorageTests {
 
     @Test("data survives closing and reopening the environment")
     func reopen() throws {
-        try withTemporaryDirectory { directory in
+        try withStoreDirectory { directory in
             let records = try dialogRecords(dialogs: 5, messages: 4)
             do {
                 let env = try LMDBEnvironment(directory: directory.store, durability: .none)
@@ -48,7 +49,7 @@ struct LMDBStorageTests {
 
     @Test("users: string keys, optionals, enums and dates round-trip; keys sort by UTF-8")
     func users() throws {
-        try withTemporaryDirectory { directory in
+        try withStoreDirectory { directory in
             let env = try LMDBEnvironment(directory: directory.store)
             let users = try env.storage(for: UserRecord.self)
             try users.persist(sampleUsers)
@@ -71,7 +72,7 @@ struct LMDBStorageTests {
 
     @Test("upsert replaces a parent's children exactly; the last duplicate in a batch wins")
     func upsert() throws {
-        try withTemporaryDirectory { directory in
+        try withStoreDirectory { directory in
             var records = try dialogRecords(dialogs: 3, messages: 5)
             let env = try LMDBEnvironment(directory: directory.store)
             let dialogs = try env.storage(for: DialogRecord.self)
@@ -97,7 +98,7 @@ struct LMDBStorageTests {
 
     @Test("a child persisted with another foreign key moves to that parent")
     func moveChild() throws {
-        try withTemporaryDirectory { directory in
+        try withStoreDirectory { directory in
             let records = try dialogRecords(dialogs: 2, messages: 3)
             let env = try LMDBEnvironment(directory: directory.store)
             let dialogs = try env.storage(for: DialogRecord.self)
@@ -115,7 +116,7 @@ struct LMDBStorageTests {
 
     @Test("the workload query reads one dialog's range, filtered on the index's fields, and answers exactly")
     func workloadQuery() throws {
-        try withTemporaryDirectory { directory in
+        try withStoreDirectory { directory in
             let records = try dialogRecords(dialogs: 30, messages: 40)
             let env = try LMDBEnvironment(directory: directory.store)
             try env.storage(for: DialogRecord.self).persist(records)
@@ -177,7 +178,7 @@ struct LMDBStorageTests {
 
     @Test("erase by key, by predicate and everything, returning top-level counts")
     func erase() throws {
-        try withTemporaryDirectory { directory in
+        try withStoreDirectory { directory in
             let records = try dialogRecords(dialogs: 10, messages: 5)
             let env = try LMDBEnvironment(directory: directory.store)
             let dialogs = try env.storage(for: DialogRecord.self)

@@ -1,31 +1,20 @@
 import DAOCore
 import DialogGraph
 import Foundation
+import TestSupport
 import Testing
 
 @testable import LMDBStorage
 
-/// A fresh temporary directory for one test, removed by `remove()`.
-struct TemporaryDirectory {
-    let url: URL
-
-    init() throws {
-        url = FileManager.default.temporaryDirectory
-            .appendingPathComponent("lmdb-tests-\(UUID().uuidString)", isDirectory: true)
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    }
-
+extension TemporaryDirectory {
     /// The environment's directory inside it.
     var store: URL { url.appendingPathComponent("store", isDirectory: true) }
-
-    func remove() {
-        try? FileManager.default.removeItem(at: url)  // best effort: test clean-up only
-    }
 }
 
-/// Runs `body` with a temporary directory that is removed afterwards.
-func withTemporaryDirectory<T>(_ body: (TemporaryDirectory) throws -> T) throws -> T {
-    let directory = try TemporaryDirectory()
+/// Runs `body` with a temporary directory (``TemporaryDirectory``, which
+/// names the environment's directory inside it) that is removed afterwards.
+func withStoreDirectory<T>(_ body: (TemporaryDirectory) throws -> T) throws -> T {
+    let directory = try TemporaryDirectory("lmdb-tests")
     defer { directory.remove() }
     return try body(directory)
 }

@@ -21,7 +21,7 @@ struct TwoProcessTests {
 
     @Test("a map grown by another process is adopted when opening databases and storages, reading and writing")
     func mapGrownElsewhere() throws {
-        try withTemporaryDirectory { directory in
+        try withStoreDirectory { directory in
             let env = try LMDBEnvironment(directory: directory.store, durability: .none, mapSize: 64 << 10)
             let dialogs = try env.storage(for: DialogRecord.self)
             try dialogs.persist(DialogRecord(id: 1, isPinned: true, messages: []))
@@ -51,7 +51,7 @@ struct TwoProcessTests {
 
     @Test("readers and writers keep working while another process grows the map again and again")
     func growthUnderLoad() throws {
-        try withTemporaryDirectory { directory in
+        try withStoreDirectory { directory in
             let env = try LMDBEnvironment(directory: directory.store, durability: .none, mapSize: 64 << 10)
             let dialogs = try env.storage(for: DialogRecord.self)
             try dialogs.persist(DialogRecord(id: 1, isPinned: true, messages: []))
@@ -91,7 +91,7 @@ struct TwoProcessTests {
 
     @Test("two paths to one environment (a symbolic link) are one environment: the second open is busy until close")
     func symbolicLink() throws {
-        try withTemporaryDirectory { directory in
+        try withStoreDirectory { directory in
             let link = directory.url.appendingPathComponent("link")
             let env = try LMDBEnvironment(directory: directory.store)
             try env.storage(for: DialogRecord.self).persist(DialogRecord(id: 1, isPinned: false, messages: []))
@@ -108,7 +108,7 @@ struct TwoProcessTests {
 
     @Test("a store file reached through a hard link is the same environment")
     func hardLink() throws {
-        try withTemporaryDirectory { directory in
+        try withStoreDirectory { directory in
             let file = directory.url.appendingPathComponent("single.mdb")
             // A single-file environment (MDB_NOSUBDIR): an existing file is opened as one.
             #expect(FileManager.default.createFile(atPath: file.path, contents: nil))

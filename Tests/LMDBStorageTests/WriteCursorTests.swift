@@ -42,7 +42,7 @@ struct WriteCursorTests {
 
     @Test("keys in descending order, interleaved parents, inserts between stored keys")
     func outOfOrder() throws {
-        try withTemporaryDirectory { directory in
+        try withStoreDirectory { directory in
             let env = try LMDBEnvironment(directory: directory.store)
             let dialogs = try env.storage(for: DialogRecord.self)
             let messages = try env.storage(for: MessageRecord.self)
@@ -83,7 +83,7 @@ struct WriteCursorTests {
 
     @Test("children moving between parents inside one call, and a parent's children replaced in order")
     func movesAndReplacements() throws {
-        try withTemporaryDirectory { directory in
+        try withStoreDirectory { directory in
             let env = try LMDBEnvironment(directory: directory.store)
             let dialogs = try env.storage(for: DialogRecord.self)
             let messages = try env.storage(for: MessageRecord.self)
@@ -137,7 +137,7 @@ struct WriteCursorTests {
 
     @Test("a store written in key order reads back after appends, erasures and new appends")
     func appendsAfterErasures() throws {
-        try withTemporaryDirectory { directory in
+        try withStoreDirectory { directory in
             let env = try LMDBEnvironment(directory: directory.store)
             let dialogs = try env.storage(for: DialogRecord.self)
             let messages = try env.storage(for: MessageRecord.self)

@@ -2,6 +2,7 @@ import DAOCore
 import DialogGraph
 import Foundation
 @testable import SQLiteStorage
+import TestSupport
 import Testing
 
 @Suite("Hostile input")

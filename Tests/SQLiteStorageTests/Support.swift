@@ -2,15 +2,7 @@ import DAOCore
 import DialogGraph
 import Foundation
 import SQLiteStorage
-
-/// A fresh temporary directory for one test, removed afterwards.
-func withTemporaryDirectory<T>(_ body: (URL) throws -> T) throws -> T {
-    let directory = FileManager.default.temporaryDirectory
-        .appending(path: "sqlite-storage-tests-\(UUID().uuidString)", directoryHint: .isDirectory)
-    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-    defer { try? FileManager.default.removeItem(at: directory) }
-    return try body(directory)
-}
+import TestSupport
 
 /// A fresh database in a fresh temporary directory, removed afterwards.
 func withDatabase<T>(durability: Durability = .full, _ body: (SQLiteDatabase) throws -> T) throws -> T {

@@ -1,4 +1,5 @@
 import DAOCore
+import TestSupport
 import Testing
 
 @testable import StorageBenchKit

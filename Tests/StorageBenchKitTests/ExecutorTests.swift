@@ -1,5 +1,6 @@
 import DAOCore
 import Foundation
+import TestSupport
 import Testing
 
 @testable import StorageBenchKit

@@ -113,14 +113,6 @@ enum TestBackends {
     static let registry = BackendRegistry([memory, bounded, broken, failing])
 }
 
-/// A temporary directory for one test, removed when `body` returns.
-func withTemporaryDirectory<T>(_ body: (URL) throws -> T) throws -> T {
-    let url = FileManager.default.temporaryDirectory.appendingPathComponent("bench-test-\(UUID().uuidString)")
-    try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    defer { try? FileManager.default.removeItem(at: url) }
-    return try body(url)
-}
-
 /// A ``WorkloadSubject`` over a dictionary of plain dialogs, without a DAO: the
 /// shape of a reference backend. It can be told to return a query's messages
 /// oldest first, to test that subjects get the same checks as DAO backends.

@@ -4,16 +4,11 @@ import DialogGraph
 import Foundation
 import StorageBenchKit
 import StorageBenchReference
+import TestSupport
 import Testing
 
 @Suite("Reference backends: the same workload and checks as the DAO backends")
 struct ReferenceBackendTests {
-    static func directory() throws -> URL {
-        let url = FileManager.default.temporaryDirectory.appendingPathComponent("reference-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-        return url
-    }
-
     /// Every reference backend runs the whole workload at a small size, passes
     /// the harness's checks and counts the units of WORKLOAD.md.
     @Test(arguments: BackendRegistry.reference.names, [Durability.none, .full])
@@ -67,7 +62,8 @@ struct ReferenceBackendTests {
     @Test(arguments: BackendRegistry.reference.names)
     func aReferenceBackendAnswersEveryCallLikeTheData(_ name: String) throws {
         let backend = try #require(BackendRegistry.reference.backend(named: name))
-        let directory = try Self.directory()
+        let scratch = try TemporaryDirectory("reference")
+        let directory = scratch.url
         defer { try? FileManager.default.removeItem(at: directory) }
         let data = WorkloadData(dialogs: 25, messagesPerDialog: 9, seed: 7)
         let subject = try backend.open(directory, .none)
@@ -106,7 +102,8 @@ struct ReferenceBackendTests {
     @Test(arguments: BackendRegistry.reference.names)
     func textRoundTrips(_ name: String) throws {
         let backend = try #require(BackendRegistry.reference.backend(named: name))
-        let directory = try Self.directory()
+        let scratch = try TemporaryDirectory("reference")
+        let directory = scratch.url
         defer { try? FileManager.default.removeItem(at: directory) }
         let texts = ["", "caf\u{E9}", "cafe\u{301}", "a\u{0}b", "🚀👩‍👩‍👧", String(repeating: "Zürich ", count: 5000)]
         let messages = texts.enumerated().map { index, text in
@@ -135,7 +132,8 @@ struct ReferenceBackendTests {
     @Test(arguments: BackendRegistry.reference.names)
     func erasingManyIdsAtOnce(_ name: String) throws {
         let backend = try #require(BackendRegistry.reference.backend(named: name))
-        let directory = try Self.directory()
+        let scratch = try TemporaryDirectory("reference")
+        let directory = scratch.url
         defer { try? FileManager.default.removeItem(at: directory) }
         let data = WorkloadData(dialogs: 3, messagesPerDialog: 2)
         let subject = try backend.open(directory, .none)
@@ -147,7 +145,8 @@ struct ReferenceBackendTests {
 
     /// A second `persist` of an existing id is the engine's constraint error, typed and explained.
     @Test func sqliteRawReportsTheEnginesError() throws {
-        let directory = try Self.directory()
+        let scratch = try TemporaryDirectory("reference")
+        let directory = scratch.url
         defer { try? FileManager.default.removeItem(at: directory) }
         let subject = try SQLiteRawSubject(directory: directory, durability: .none)
         let data = WorkloadData(dialogs: 2, messagesPerDialog: 2)
@@ -164,7 +163,8 @@ struct ReferenceBackendTests {
     /// A message entry too short for its fields is an error in every read,
     /// the unread-only scan of a query included, never skipped.
     @Test func lmdbRawRefusesAMessageEntryTooShort() throws {
-        let directory = try Self.directory()
+        let scratch = try TemporaryDirectory("reference")
+        let directory = scratch.url
         defer { try? FileManager.default.removeItem(at: directory) }
         do {
             let subject = try LMDBRawSubject(directory: directory, durability: .none)

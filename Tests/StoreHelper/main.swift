@@ -11,12 +11,20 @@
 //       opens the SQLite database <file>, begins a write transaction
 //       (BEGIN IMMEDIATE), inserts dialog <dialog-id>, prints "locked", waits
 //       until its standard input ends, then commits, prints "committed" and exits.
+//   trial-write <json|plist|sqlite|lmdb> <directory> <from> <to>
+//       opens that backend's store in <directory> (durability full) and makes
+//       the transactions <from>..<to> of `TrialWrites` (Tests/TestSupport)
+//       through DAOs, printing "done <i>" after each call returns: what the
+//       tests kill mid-write.
 
 import CSQLite
 import DAOCore
 import DialogGraph
+import FileStorage
 import Foundation
 import LMDBStorage
+import SQLiteStorage
+import TestSupport
 
 func fail(_ message: String) -> Never {
     FileHandle.standardError.write(Data((message + "\n").utf8))
@@ -74,6 +82,31 @@ case ("sqlite-hold-write", let rest) where rest.count == 2:
     run("COMMIT")
     say("committed")
     sqlite3_close(db)
+
+case ("trial-write", let rest) where rest.count == 4:
+    guard let from = Int(rest[2]), let to = Int(rest[3]) else { fail("trial-write: bad numbers") }
+    let directory = URL(fileURLWithPath: rest[1])
+    do {
+        let store: any Store
+        switch rest[0] {
+        case "json": store = try FileStore(directory: directory, format: .json)
+        case "plist": store = try FileStore(directory: directory, format: .propertyList)
+        case "sqlite": store = try SQLiteDatabase(path: directory.appending(path: "library.sqlite"))
+        case "lmdb": store = try LMDBEnvironment(directory: directory)
+        default: fail("trial-write: unknown backend \(rest[0])")
+        }
+        let libraries = DAO(storage: try store.anyStorage(for: LibraryRecord.self), translator: LibraryTranslator())
+        for index in from..<to {
+            switch TrialWrites.step(index) {
+            case .persist(let library): try libraries.persist(library)
+            case .erase(let code): _ = try libraries.erase(byPrimaryKey: code)
+            }
+            say("done \(index)")
+        }
+        try store.close()
+    } catch {
+        fail("trial-write: \(error)")
+    }
 
 default:
     fail("unknown command or wrong arguments: \(arguments.joined(separator: " "))")

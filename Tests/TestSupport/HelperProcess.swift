@@ -1,5 +1,9 @@
 import Foundation
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// The `StoreHelper` executable (Tests/StoreHelper) run as a second process,
 /// talked to through its standard input and output.
 public final class HelperProcess {
@@ -52,6 +56,11 @@ public final class HelperProcess {
             if chunk.isEmpty { return nil }
             buffered.append(chunk)
         }
+    }
+
+    /// Kills the helper with SIGKILL: no clean-up, as in a crash.
+    public func killAbruptly() {
+        kill(process.processIdentifier, SIGKILL)
     }
 
     /// Ends the helper's standard input (what `sqlite-hold-write` waits for).

@@ -1,0 +1,71 @@
+import DAOCore
+import Foundation
+import TestSupport
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// A writer of the trial's domain (StoreHelper's `trial-write`, a second
+// process) killed with SIGKILL mid-write, again and again on one store: each
+// time the store must open and hold exactly the transactions whose calls
+// returned, and of the one under way all or nothing; the next writer carries
+// on over the leftovers of the last. (`make torture` runs the crash tests of
+// Tests/CrashTests with many more kills.)
+
+@Suite("Client trial: a writer killed mid-write loses no returned call")
+struct KillTests {
+    @Test("SIGKILL at seeded points: the store holds the returned calls, and of the next all or nothing",
+          arguments: trialBackends)
+    func killedWriter(backend: TrialBackend) throws {
+        let directory = try TemporaryDirectory("trial-kill")
+        var random = SeededRandom(seed: UInt64(backend.name.utf8.reduce(7) { $0 &* 31 &+ UInt64($1) }))
+        var written = 0
+        for round in 0..<4 {
+            let helper = try HelperProcess(["trial-write", backend.name, directory.url.path, "\(written)", "\(written + 60)"])
+            let target = written + 1 + Int(random.next() % 8)
+            var done = written
+            var killed = false
+            while let line = helper.readLine() {
+                if line.hasPrefix("done "), let index = Int(line.dropFirst(5)) { done = index + 1 }
+                if !killed && done >= target {
+                    usleep(UInt32(random.next() % 4_000))
+                    helper.killAbruptly()
+                    killed = true
+                }
+            }
+            let (status, errors) = helper.wait()
+            if !killed { Issue.record("round \(round): the writer ended (\(status)) before it was killed: \(errors)") }
+            let read = try withLibrary(backend, in: directory.url) { daos, _ in
+                // Children counted on their own agree with those read through parents.
+                let libraries = try daos.libraries.read()
+                #expect(try daos.shelves.count() == libraries.flatMap(\.shelves).count)
+                #expect(try daos.books.count() == libraries.flatMap(\.shelves).flatMap(\.books).count)
+                return libraries
+            }
+            if read == TrialWrites.state(after: done) {
+                written = done
+            } else if read == TrialWrites.state(after: done + 1) {
+                written = done + 1
+            } else {
+                Issue.record("round \(round): after \(done) returned calls the store holds \(read.map(\.name)), neither state")
+                return
+            }
+        }
+        #expect(written >= 4)
+    }
+}
+
+/// A small seeded generator (SplitMix64), so that a failing run repeats.
+struct SeededRandom {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}

@@ -1,0 +1,93 @@
+import DAOCore
+import FileStorage
+import Foundation
+import LMDBStorage
+import SQLiteStorage
+import TestSupport
+import Testing
+
+/// One backend of the trial: how to open its store in a directory, and the
+/// file that holds its data (what the damage tests damage).
+struct TrialBackend: Sendable, CustomTestStringConvertible {
+    let name: String
+    let open: @Sendable (_ directory: URL) throws -> any MigratableStore
+
+    var testDescription: String { name }
+}
+
+/// Every backend, opened the way the README shows.
+let trialBackends: [TrialBackend] = [
+    TrialBackend(name: "json") { try FileStore(directory: $0, format: .json) },
+    TrialBackend(name: "plist") { try FileStore(directory: $0, format: .propertyList) },
+    TrialBackend(name: "sqlite") { try SQLiteDatabase(path: $0.appending(path: "library.sqlite")) },
+    TrialBackend(name: "lmdb") { try LMDBEnvironment(directory: $0) },
+]
+
+/// The three DAOs of the trial over one store.
+struct LibraryDAOs {
+    let libraries: DAO<AnyStorage<LibraryRecord>, LibraryTranslator>
+    let shelves: DAO<AnyStorage<ShelfRecord>, ShelfTranslator>
+    let books: DAO<AnyStorage<BookRecord>, BookTranslator>
+
+    init(_ store: any Store) throws {
+        libraries = DAO(storage: try store.anyStorage(for: LibraryRecord.self), translator: LibraryTranslator())
+        shelves = DAO(storage: try store.anyStorage(for: ShelfRecord.self), translator: ShelfTranslator())
+        books = DAO(storage: try store.anyStorage(for: BookRecord.self), translator: BookTranslator())
+    }
+
+    /// How many records each entity holds, counted through its own storage.
+    func counts() throws -> [Int] {
+        [try libraries.count(), try shelves.count(), try books.count()]
+    }
+}
+
+/// Opens `backend` in `directory`, runs `body` with its DAOs, and closes the
+/// store (also when `body` throws).
+func withLibrary<T>(_ backend: TrialBackend, in directory: URL, _ body: (LibraryDAOs, any MigratableStore) throws -> T)
+    throws -> T
+{
+    let store = try backend.open(directory)
+    defer {
+        do { try store.close() } catch { Issue.record("closing the \(backend.name) store failed: \(error)") }
+    }
+    return try body(try LibraryDAOs(store), store)
+}
+
+/// Runs `body`, expecting it to throw a ``StorageError``, and returns it
+/// (recording an issue when it returns or throws something else).
+@discardableResult
+func expectStorageError(
+    _ kind: StorageError.Kind? = nil, _ comment: Comment? = nil, sourceLocation: SourceLocation = #_sourceLocation,
+    _ body: () throws -> Void
+) -> StorageError? {
+    do {
+        try body()
+        Issue.record("expected a StorageError\(kind.map { " (\($0))" } ?? ""), but the call returned. \(comment?.rawValue ?? "")",
+                     sourceLocation: sourceLocation)
+        return nil
+    } catch let error as StorageError {
+        if let kind, error.kind != kind {
+            Issue.record("expected \(kind), got \(error)", sourceLocation: sourceLocation)
+        }
+        return error
+    } catch {
+        Issue.record("expected a StorageError, got \(type(of: error)): \(error)", sourceLocation: sourceLocation)
+        return nil
+    }
+}
+
+/// The Unicode scalars of `text`: what the stored meaning compares (Swift's
+/// `==` on `String` would take NFC and NFD for one value).
+func scalars(_ text: String) -> [UInt32] { text.unicodeScalars.map(\.value) }
+
+/// Every String of a library tree, by scalars, in order: so that a test can
+/// tell whether a value came back in another normalization.
+func allScalars(_ libraries: [Library]) -> [[UInt32]] {
+    libraries.flatMap { library in
+        [scalars(library.uniqueId), scalars(library.name), scalars(library.city ?? "∅")]
+            + library.shelves.flatMap { shelf in
+                [scalars(shelf.uniqueId), scalars(shelf.libraryCode), scalars(shelf.label)]
+                    + shelf.books.flatMap { [scalars($0.shelfId), scalars($0.title), scalars($0.author), scalars($0.summary)] }
+            }
+    }
+}
