@@ -31,13 +31,35 @@ final class Codecs {
     /// its storage key (``EntityTable/persist(_:in:codecs:parent:)``).
     var primaryKeyBuffer: [UInt8] = []
     var storageKeyBuffer: [UInt8] = []
+    /// The call's writes to the entity's database and to its `#id`
+    /// database, each through a cursor kept for the call (closed by
+    /// ``closeCursors()`` before the transaction ends).
+    let mainWriter: WriteCursor
+    let idWriter: WriteCursor
+    /// The keys stored under the parent whose children are being replaced
+    /// (``RelationChildren/replaceChildren(of:primaryKey:parentKey:in:codecs:)``),
+    /// reset for each parent.
+    private(set) lazy var storedChildren = StoredChildren()
 
-    init(schema: ValueSchema, children: [Codecs], link: ParentLink?, storedIndexes: [(fields: [Int], dbi: MDB_dbi)]) {
+    init(
+        schema: ValueSchema, children: [Codecs], link: ParentLink?, storedIndexes: [(fields: [Int], dbi: MDB_dbi)],
+        main: MDB_dbi, byId: MDB_dbi
+    ) {
         encoder = ValueEncoder(schema: schema)
         decoder = ValueDecoder(schema: schema)
         self.children = children
         self.link = link
         self.storedIndexes = storedIndexes
+        mainWriter = WriteCursor(main)
+        idWriter = WriteCursor(byId)
+    }
+
+    /// Closes the write cursors of these codecs and of their children's;
+    /// every write transaction that used them calls it before it ends.
+    func closeCursors() {
+        mainWriter.close()
+        idWriter.close()
+        for child in children { child.closeCursors() }
     }
 }
 
@@ -70,6 +92,12 @@ final class EntityTable<R: Record>: Sendable {
     /// Writes a record's fields by position, when `R` is a ``FieldwiseRecord``.
     let writeFields: (@Sendable (R, inout SlotWriter) throws -> Void)? =
         (R.self as? any FieldwiseRecord.Type).map { fieldWriter(for: R.self, $0) }
+    /// Whether every record this table writes (its own and its
+    /// descendants') is a ``FieldwiseRecord``, whose reals the value
+    /// encoder checks as it writes them (`SlotWriter.encode(_: Double)`):
+    /// then the core's separate pass (`Entity.checkStorable`) runs only to
+    /// name the error once a write failed.
+    let checksRealsWhileEncoding: Bool
     /// The link to the parent when a parent's table built this one.
     private let declaredLink: ParentLink?
 
@@ -124,6 +152,7 @@ final class EntityTable<R: Record>: Sendable {
             try relation.makeChildSet(environment: environment, parentMain: main, parentById: parentById)
         }
         hasRelations = !entity.relations.isEmpty
+        checksRealsWhileEncoding = fieldwiseType != nil && relations.allSatisfy(\.checksRealsWhileEncoding)
     }
 
     /// The parent link recorded in the environment by an earlier parent storage.
@@ -159,7 +188,8 @@ final class EntityTable<R: Record>: Sendable {
             if let dbi = index.dbi { stored.append((index.fields, dbi)) }
         }
         return Codecs(
-            schema: schema, children: relations.map { $0.makeCodecs() }, link: link, storedIndexes: stored)
+            schema: schema, children: relations.map { $0.makeCodecs() }, link: link, storedIndexes: stored,
+            main: main, byId: byId)
     }
 
     /// Whether `index` leads with the foreign key to the parent, so that the

@@ -21,6 +21,35 @@ enum KeyCodec {
         withUnsafeBytes(of: ordered.bigEndian) { bytes.append(contentsOf: $0) }
     }
 
+    /// Sets `bytes` to the encoding of `value` (as ``append(integer:to:)``
+    /// appends it), writing over the array's bytes when it has the size
+    /// already, as a reused key buffer does.
+    @inline(__always)
+    static func set(integers value: Int64, in bytes: inout [UInt8]) {
+        resize(&bytes, to: 8)
+        bytes.withUnsafeMutableBytes { raw in
+            raw.storeBytes(of: (UInt64(bitPattern: value) ^ (1 << 63)).bigEndian, as: UInt64.self)
+        }
+    }
+
+    /// Sets `bytes` to the encodings of `first` then `second`, as
+    /// ``set(integers:in:)`` does for one.
+    @inline(__always)
+    static func set(integers first: Int64, _ second: Int64, in bytes: inout [UInt8]) {
+        resize(&bytes, to: 16)
+        bytes.withUnsafeMutableBytes { raw in
+            raw.storeBytes(of: (UInt64(bitPattern: first) ^ (1 << 63)).bigEndian, as: UInt64.self)
+            raw.storeBytes(of: (UInt64(bitPattern: second) ^ (1 << 63)).bigEndian, toByteOffset: 8, as: UInt64.self)
+        }
+    }
+
+    @inline(__always)
+    private static func resize(_ bytes: inout [UInt8], to size: Int) {
+        guard bytes.count != size else { return }
+        bytes.removeAll(keepingCapacity: true)
+        bytes.append(contentsOf: repeatElement(0, count: size))
+    }
+
     /// Appends a real.
     static func append(real value: Double, to bytes: inout [UInt8]) {
         let bits = (value == 0 ? 0.0 : value).bitPattern

@@ -64,14 +64,25 @@ public struct LMDBStorage<Record: DAOCore.Record>: Storage {
     public func persist(_ records: [Record]) throws {
         guard !records.isEmpty else { return }
         do {
-            try Record.entity.checkStorable(records)
+            // Records written by position have their reals checked as they
+            // are encoded; the core's pass runs only when a write failed,
+            // so that its error comes first, as when it ran first.
+            if !table.checksRealsWhileEncoding { try Record.entity.checkStorable(records) }
             try table.environment.write(.persist) { txn in
                 let codecs = table.makeCodecs()
+                defer { codecs.closeCursors() }
                 for record in records {
                     try table.persist(record, in: txn, codecs: codecs)
                 }
             }
         } catch {
+            if table.checksRealsWhileEncoding {
+                do {
+                    try Record.entity.checkStorable(records)
+                } catch let unstorable {
+                    throw failing(unstorable, .persist)
+                }
+            }
             throw failing(error, .persist)
         }
         table.environment.commits.didCommit(.persisted(records))
@@ -190,7 +201,9 @@ public struct LMDBStorage<Record: DAOCore.Record>: Storage {
         let erased: Int
         do {
             erased = try table.environment.write(.erase) { txn in
-                try erase(keys, in: txn, codecs: table.makeCodecs())
+                let codecs = table.makeCodecs()
+                defer { codecs.closeCursors() }
+                return try erase(keys, in: txn, codecs: codecs)
             }
         } catch {
             throw failing(error, .erase)
@@ -217,6 +230,7 @@ public struct LMDBStorage<Record: DAOCore.Record>: Storage {
                 let plan = QueryPlan(Query(where: predicate))
                 let (path, isExact) = table.plan(for: plan)
                 let codecs = table.makeCodecs()
+                defer { codecs.closeCursors() }
                 var doomed: [Record.PrimaryKey] = []
                 for record in try table.candidates(for: path, in: txn, codecs: codecs)
                 where try isExact || plan.matches(record) {

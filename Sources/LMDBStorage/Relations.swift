@@ -6,6 +6,8 @@ import Foundation
 protocol ChildSet<Parent>: Sendable {
     associatedtype Parent: Record
     func makeCodecs() -> Codecs
+    /// ``EntityTable/checksRealsWhileEncoding`` of the child table.
+    var checksRealsWhileEncoding: Bool { get }
     /// The children of the parent with primary key bytes `parentKey`, as `[Child]`.
     func loadChildren(parentKey: [UInt8], in txn: borrowing Transaction, codecs: Codecs) throws -> Any
     /// Puts `children`, as ``loadChildren(parentKey:in:codecs:)`` returned them, into `parent`.
@@ -28,6 +30,8 @@ struct RelationChildren<Relation: ToManyRelation>: ChildSet {
 
     func makeCodecs() -> Codecs { table.makeCodecs() }
 
+    var checksRealsWhileEncoding: Bool { table.checksRealsWhileEncoding }
+
     func loadChildren(parentKey: [UInt8], in txn: borrowing Transaction, codecs: Codecs) throws -> Any {
         try table.readRange(prefix: parentKey, in: txn, codecs: codecs)
     }
@@ -48,16 +52,22 @@ struct RelationChildren<Relation: ToManyRelation>: ChildSet {
         // The primary-key bytes of the children stored under the parent now,
         // in key order: one cursor range. Keys compare as bytes, which is how
         // stored values compare (text by Unicode scalars).
-        let stored = StoredChildren()
+        let stored = codecs.storedChildren
+        stored.reset()
         let prefixCount = parentKey.count
         try txn.scan(table.main, prefix: parentKey) { key, _ in
             stored.append(UnsafeRawBufferPointer(rebasing: key[prefixCount...]))
             return true
         }
+        // A new parent's children usually come in key order after every
+        // stored key: appended (docs/LMDB.md).
+        codecs.mainWriter.expectAppends()
+        codecs.idWriter.expectAppends()
         let context = EntityTable<Relation.Child>.ParentContext.persisting(
             primaryKey: primaryKey, stored: stored.isEmpty ? nil : stored)
-        for child in children {
-            try table.persist(child, in: txn, codecs: codecs, parent: context)
+        // By index: each child is lent to `persist`, not copied out of the array.
+        for index in children.indices {
+            try table.persist(children[index], in: txn, codecs: codecs, parent: context)
         }
         // The children the parent no longer holds. No child just written has
         // their keys, so they are as they were.

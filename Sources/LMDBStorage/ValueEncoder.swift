@@ -19,8 +19,12 @@ import Foundation
 /// runs, and the runtime's dynamic check cost about 9% of LMDB's `persist`.
 final class ValueEncoder {
     let schema: ValueSchema
-    /// The encoded value of the last ``encode(_:)``.
-    @exclusivity(unchecked) private(set) var bytes: [UInt8] = []
+    /// The encoded value of the last ``encode(_:)`` or ``encodeFields(_:)``:
+    /// `count` bytes at `storage`, memory of the encoder's own (`capacity`
+    /// bytes), written without an array's uniqueness and capacity checks.
+    @exclusivity(unchecked) fileprivate var storage: UnsafeMutableRawPointer
+    @exclusivity(unchecked) fileprivate var capacity: Int
+    @exclusivity(unchecked) fileprivate var count = 0
     @exclusivity(unchecked) fileprivate var slots: [StoredValue?]
     @exclusivity(unchecked) fileprivate var failure: StorageError?
     @exclusivity(unchecked) fileprivate var nextGuess = 0
@@ -37,7 +41,8 @@ final class ValueEncoder {
     init(schema: ValueSchema) {
         self.schema = schema
         slots = Array(repeating: nil, count: schema.fieldCount)
-        bytes.reserveCapacity(256)
+        capacity = 256
+        storage = .allocate(byteCount: capacity, alignment: 8)
         let capacity = max(schema.fieldCount, 1)
         offsets = .allocate(capacity: capacity)
         offsets.initialize(repeating: -1, count: capacity)
@@ -50,6 +55,7 @@ final class ValueEncoder {
     }
 
     deinit {
+        storage.deallocate()
         offsets.deallocate()
         types.deallocate()
         optional.deallocate()
@@ -84,37 +90,60 @@ final class ValueEncoder {
     /// `encode(_:)` checks it, without a `StoredValue` per field.
     func encodeFields(_ body: (inout SlotWriter) throws -> Void) throws {
         isDirect = true
-        // The bytes move into the writer and back, so it appends to a
-        // uniquely held buffer.
-        var writer = SlotWriter(encoder: self, out: [])
-        swap(&writer.out, &bytes)
-        defer { swap(&writer.out, &bytes) }
-        writer.out.removeAll(keepingCapacity: true)
-        writer.out.append(ValueSchema.formatVersion)
-        try body(&writer)
+        count = 0
+        var writer = SlotWriter(encoder: self)
+        writer.reserve(1)
+        writer.put(ValueSchema.formatVersion)
+        do {
+            try body(&writer)
+        } catch {
+            count = 0
+            throw error
+        }
         guard writer.index == schema.fieldCount else {
+            count = 0
             throw StorageError(
                 .schemaMismatch, .persist, entity: schema.entity,
                 message: "the record wrote \(writer.index) fields; '\(schema.entity)' declares \(schema.fieldCount)")
         }
-        let checksum = writer.out.withUnsafeBytes { CRC32C.checksum($0) }
-        withUnsafeBytes(of: checksum.littleEndian) { writer.out.append(contentsOf: $0) }
+        let checksum = CRC32C.checksum(UnsafeRawBufferPointer(start: storage, count: writer.count))
+        writer.reserve(ValueSchema.checksumSize)
+        (storage + writer.count).storeBytes(of: checksum.littleEndian, as: UInt32.self)
+        count = writer.count + ValueSchema.checksumSize
+    }
+
+    /// The bytes of the last encoded value, valid until the next encoding.
+    @inline(__always)
+    var encoded: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: storage, count: count) }
+
+    /// Makes room for at least `needed` bytes, keeping the first `kept`.
+    @inline(never)
+    fileprivate func grow(toHold needed: Int, keeping kept: Int) {
+        var larger = capacity * 2
+        while larger < needed { larger *= 2 }
+        let grown = UnsafeMutableRawPointer.allocate(byteCount: larger, alignment: 8)
+        grown.copyMemory(from: storage, byteCount: kept)
+        storage.deallocate()
+        storage = grown
+        capacity = larger
     }
 
     /// Writes the filled slots as the value's bytes.
     private func serialize() throws {
-        // Work on a local buffer (moved out and back), not on the property.
-        var out: [UInt8] = []
-        swap(&out, &bytes)
-        defer { swap(&out, &bytes) }
-        out.removeAll(keepingCapacity: true)
-        out.append(ValueSchema.formatVersion)
+        count = 0
+        var out: [UInt8] = [ValueSchema.formatVersion]
+        out.reserveCapacity(256)
         let slots = self.slots
         for index in slots.indices {
             try write(slots[index], field: index, to: &out)
         }
         let checksum = out.withUnsafeBytes { CRC32C.checksum($0) }
         withUnsafeBytes(of: checksum.littleEndian) { out.append(contentsOf: $0) }
+        if out.count > capacity { grow(toHold: out.count, keeping: 0) }
+        out.withUnsafeBytes { raw in
+            if let base = raw.baseAddress { storage.copyMemory(from: base, byteCount: raw.count) }
+        }
+        count = out.count
     }
 
     private func write(_ value: StoredValue?, field index: Int, to bytes: inout [UInt8]) throws {
@@ -169,7 +198,8 @@ final class ValueEncoder {
         guard isDirect else { return slots[index] ?? .null }
         var position = offsets[index]
         guard position >= 0 else { return .null }
-        return bytes.withUnsafeBytes { bytes in
+        do {
+            let bytes = encoded
             switch types[index] {
             case .integer:
                 let raw = Varint.read(bytes, &position)
@@ -186,6 +216,39 @@ final class ValueEncoder {
                 return .blob([UInt8](bytes[position..<position + length]))
             }
         }
+    }
+
+    /// Appends the key bytes of field `index` of the last encoded value:
+    /// the bytes `KeyCodec.append(untagged: value(at: index), to:)` appends,
+    /// read for an integer, a text or a blob straight from the encoded
+    /// bytes, without a ``StoredValue`` (nor a `String`) in between.
+    @inline(__always)
+    func appendKey(ofField index: Int, to key: inout [UInt8]) {
+        guard isDirect else { return KeyCodec.append(untagged: value(at: index), to: &key) }
+        var position = offsets[index]
+        guard position >= 0 else { return }
+        let bytes = encoded
+        switch types[index] {
+        case .integer:
+            let raw = Varint.read(bytes, &position)
+            KeyCodec.append(integer: Int64(bitPattern: raw >> 1) ^ -Int64(bitPattern: raw & 1), to: &key)
+        case .text, .blob:
+            let length = Int(Varint.read(bytes, &position))
+            KeyCodec.append(escaped: UnsafeRawBufferPointer(rebasing: bytes[position..<position + length]), to: &key)
+        case .bool, .real, .date:
+            KeyCodec.append(untagged: value(at: index), to: &key)
+        }
+    }
+
+    /// The integer of field `index` of the last value written by position,
+    /// when the field is declared an integer and is not nil; `nil` otherwise.
+    @inline(__always)
+    func integer(at index: Int) -> Int64? {
+        guard isDirect, types[index] == .integer else { return nil }
+        var position = offsets[index]
+        guard position >= 0 else { return nil }
+        let raw = Varint.read(encoded, &position)
+        return Int64(bitPattern: raw >> 1) ^ -Int64(bitPattern: raw & 1)
     }
 
     fileprivate func fail(_ message: String, kind: StorageError.Kind = .encoding) {
@@ -215,66 +278,135 @@ final class ValueEncoder {
 /// Writes a ``FieldwiseRecord``'s fields in order straight into the value's
 /// bytes, for ``ValueEncoder/encodeFields(_:)``: each checked against its
 /// declared storage class (the checks ``ValueEncoder/encode(_:)`` makes on
-/// its slots), an optional field preceded by its presence byte.
+/// its slots), an optional field preceded by its presence byte. It writes
+/// into the encoder's own memory through a pointer and keeps the schema's
+/// per-field tables as pointers, so a field costs no reference count, no
+/// uniqueness check and no call to a generic `append`.
 struct SlotWriter: FieldWriter {
     let encoder: ValueEncoder
-    /// The value's bytes so far.
-    var out: [UInt8]
+    private let types: UnsafeMutablePointer<FieldType>
+    private let optional: UnsafeMutablePointer<Bool>
+    private let offsets: UnsafeMutablePointer<Int>
+    private let fieldCount: Int
+    /// The encoder's memory and its size (both change when it grows).
+    private var base: UnsafeMutableRawPointer
+    private var capacity: Int
+    /// The number of bytes written so far.
+    private(set) var count = 0
     private(set) var index = 0
 
-    init(encoder: ValueEncoder, out: [UInt8]) {
+    init(encoder: ValueEncoder) {
         self.encoder = encoder
-        self.out = out
+        types = encoder.types
+        optional = encoder.optional
+        offsets = encoder.offsets
+        fieldCount = encoder.schema.fieldCount
+        base = encoder.storage
+        capacity = encoder.capacity
+    }
+
+    /// Makes room for `needed` more bytes.
+    @inline(__always)
+    mutating func reserve(_ needed: Int) {
+        if count + needed > capacity {
+            encoder.grow(toHold: count + needed, keeping: count)
+            base = encoder.storage
+            capacity = encoder.capacity
+        }
+    }
+
+    /// Writes one byte (room reserved).
+    @inline(__always)
+    mutating func put(_ byte: UInt8) {
+        base.storeBytes(of: byte, toByteOffset: count, as: UInt8.self)
+        count += 1
+    }
+
+    /// Writes a varint (room reserved: 10 bytes at most).
+    @inline(__always)
+    private mutating func putVarint(_ value: UInt64) {
+        var value = value
+        while value >= 0x80 {
+            put(UInt8(truncatingIfNeeded: value) | 0x80)
+            value >>= 7
+        }
+        put(UInt8(value))
+    }
+
+    /// Writes a length-prefixed run of bytes.
+    @inline(__always)
+    private mutating func putRun(_ bytes: UnsafeRawBufferPointer) {
+        reserve(10 + bytes.count)
+        putVarint(UInt64(bytes.count))
+        if let source = bytes.baseAddress, !bytes.isEmpty {
+            (base + count).copyMemory(from: source, byteCount: bytes.count)
+            count += bytes.count
+        }
     }
 
     /// The declared type of the next field; throws when the record writes
     /// more fields than the entity declares.
     @inline(__always)
     private func nextType() throws -> FieldType {
-        guard index < encoder.schema.fieldCount else {
+        guard index < fieldCount else {
             throw StorageError(
                 .schemaMismatch, .persist, entity: encoder.schema.entity,
-                message: "the record writes more fields than the \(encoder.schema.fieldCount) '\(encoder.schema.entity)' declares")
+                message: "the record writes more fields than the \(fieldCount) '\(encoder.schema.entity)' declares")
         }
-        return encoder.types[index]
+        return types[index]
     }
 
-    /// Starts the next field (a present value): its presence byte when it is
-    /// optional, and its offset.
+    /// Starts the next field (a present value) with room for `size` bytes
+    /// after its presence byte: the presence byte when it is optional, and
+    /// its offset.
     @inline(__always)
-    private mutating func begin() {
-        if encoder.optional[index] { out.append(1) }
-        encoder.offsets[index] = out.count
+    private mutating func begin(reserving size: Int) {
+        reserve(size + 1)
+        if optional[index] { put(1) }
+        offsets[index] = count
         index += 1
     }
 
     private func mismatch(_ value: StoredValue) -> StorageError {
         StorageError(
             .encoding, .persist, entity: encoder.schema.entity,
-            message: "the field '\(encoder.schema.names[index])' is declared \(encoder.types[index].rawValue) but was encoded as \(value)")
+            message: "the field '\(encoder.schema.names[index])' is declared \(types[index].rawValue) but was encoded as \(value)")
     }
 
     mutating func encode(_ value: Int64) throws {
         switch try nextType() {
         case .integer:
-            begin()
-            Varint.append(zigzag: value, to: &out)
+            begin(reserving: 10)
+            putVarint(UInt64(bitPattern: (value << 1) ^ (value >> 63)))
         case .bool where value == 0 || value == 1:
-            begin()
-            out.append(UInt8(value))
+            begin(reserving: 1)
+            put(UInt8(value))
         case .real:
-            begin()
-            withUnsafeBytes(of: Double(value).bitPattern.littleEndian) { out.append(contentsOf: $0) }
+            begin(reserving: 8)
+            putDouble(Double(value))
         default:
             throw mismatch(.integer(value))
         }
     }
 
+    @inline(__always)
+    private mutating func putDouble(_ value: Double) {
+        base.storeBytes(of: value.bitPattern.littleEndian, toByteOffset: count, as: UInt64.self)
+        count += 8
+    }
+
     mutating func encode(_ value: Double) throws {
+        // The core's rule (`Entity.checkStorable`): no NaN, no -0.0. The
+        // storage then asks the core for its error (LMDBStorage.persist).
+        if value.isNaN || (value == 0 && value.sign == .minus) {
+            throw StorageError(
+                .invalidArgument, .persist, entity: encoder.schema.entity,
+                message: "a real of '\(encoder.schema.entity)' is \(value), which no backend stores as given")
+        }
         switch try nextType() {
         case .real, .date:
-            begin()
-            withUnsafeBytes(of: value.bitPattern.littleEndian) { out.append(contentsOf: $0) }
+            begin(reserving: 8)
+            putDouble(value)
         default:
             throw mismatch(.real(value))
         }
@@ -282,12 +414,9 @@ struct SlotWriter: FieldWriter {
 
     mutating func encode(_ value: String) throws {
         guard try nextType() == .text else { throw mismatch(.text(value)) }
-        begin()
+        begin(reserving: 0)
         var text = value
-        text.withUTF8 { utf8 in
-            Varint.append(UInt64(utf8.count), to: &out)
-            out.append(contentsOf: utf8)
-        }
+        text.withUTF8 { putRun(UnsafeRawBufferPointer($0)) }
     }
 
     mutating func encode(_ value: Bool) throws { try encode(Int64(value ? 1 : 0)) }
@@ -295,20 +424,20 @@ struct SlotWriter: FieldWriter {
 
     mutating func encode(_ value: Data) throws {
         guard try nextType() == .blob else { throw mismatch(.blob([UInt8](value))) }
-        begin()
-        Varint.append(UInt64(value.count), to: &out)
-        out.append(contentsOf: value)
+        begin(reserving: 0)
+        value.withUnsafeBytes { putRun($0) }
     }
 
     mutating func encodeNil() throws {
         _ = try nextType()
-        guard encoder.optional[index] else {
+        guard optional[index] else {
             throw StorageError(
                 .encoding, .persist, entity: encoder.schema.entity,
                 message: "the field '\(encoder.schema.names[index])' is not optional but was encoded as nil")
         }
-        out.append(0)
-        encoder.offsets[index] = -1
+        reserve(1)
+        put(0)
+        offsets[index] = -1
         index += 1
     }
 }

@@ -131,19 +131,22 @@ final class KeyEraser {
 
     /// Deletes `key`; returns whether it was stored.
     func delete(_ key: [UInt8], in transaction: borrowing Transaction) throws -> Bool {
+        try key.withUnsafeBytes { try delete($0, in: transaction) }
+    }
+
+    /// Deletes `key` (bytes valid during the call); returns whether it was stored.
+    func delete(_ key: UnsafeRawBufferPointer, in transaction: borrowing Transaction) throws -> Bool {
         var k = MDB_val()
         var v = MDB_val()
         if positioned, mdb_cursor_get(handle, &k, &v, MDB_GET_CURRENT) == MDB_SUCCESS, k.mv_size == key.count,
-            k.hasPrefix(key)
+            let data = k.mv_data, let start = key.baseAddress, memcmp(data, start, key.count) == 0
         {
             try remove(in: transaction)
             return true
         }
-        let code = key.withUnsafeBytes { key in
-            k.mv_size = key.count
-            k.mv_data = UnsafeMutableRawPointer(mutating: key.baseAddress)
-            return mdb_cursor_get(handle, &k, &v, MDB_SET)
-        }
+        k.mv_size = key.count
+        k.mv_data = UnsafeMutableRawPointer(mutating: key.baseAddress)
+        let code = mdb_cursor_get(handle, &k, &v, MDB_SET)
         if code == MDB_NOTFOUND {
             positioned = false
             return false

@@ -1,0 +1,140 @@
+import CLMDB
+import DAOCore
+import Foundation
+
+/// A cursor on one database kept for the writes of one storage call, so
+/// that a write next to the previous one is not a search from the root:
+///
+/// - a key greater than every stored key is appended (`MDB_APPEND`: the
+///   cursor already sits on the last entry after the previous append, so
+///   LMDB neither searches nor compares more than once), and a key that is
+///   not greater is refused by LMDB before anything is written and put the
+///   ordinary way;
+/// - a key known to be stored, which follows the one the previous write
+///   replaced, is reached with `MDB_NEXT` and replaced in place
+///   (`MDB_CURRENT`), after comparing the key the cursor reached with it.
+///
+/// The cursor is opened on first use and must be closed with ``close()``
+/// before its write transaction ends: LMDB frees the cursors of a write
+/// transaction when it ends, so a cursor closed afterwards would be freed
+/// twice, and one never closed is freed by LMDB (no leak). It is therefore
+/// not closed in `deinit`. Used by one call on one thread.
+final class WriteCursor {
+    let dbi: MDB_dbi
+    private var handle: OpaquePointer?
+    /// Whether the cursor sits on the entry the last ``replace(_:_:in:)`` or
+    /// ``put(_:_:in:)`` wrote.
+    private var onLastWrite = false
+    /// Whether appending is tried for the next new key: set again by
+    /// ``expectAppends()``, cleared when LMDB refuses an append, so keys
+    /// that do not arrive in order pay for one refused append at most per
+    /// ``expectAppends()``.
+    private var tryAppend = true
+
+    init(_ dbi: MDB_dbi) {
+        self.dbi = dbi
+    }
+
+    /// Closes the cursor; call it before the transaction ends.
+    func close() {
+        if let handle { mdb_cursor_close(handle) }
+        handle = nil
+        onLastWrite = false
+    }
+
+    /// Tries appending again for the keys that follow (a new parent's children).
+    func expectAppends() {
+        tryAppend = true
+    }
+
+    private func cursor(_ txn: borrowing Transaction) throws -> OpaquePointer {
+        if let handle { return handle }
+        var cursor: OpaquePointer?
+        try txn.check(mdb_cursor_open(txn.handle, dbi, &cursor), "mdb_cursor_open")
+        guard let cursor else {
+            throw StorageError(.engine, txn.operation, path: txn.environment.path, message: "mdb_cursor_open gave no cursor")
+        }
+        handle = cursor
+        return cursor
+    }
+
+    /// Stores `value` under `key`, replacing what the key held (an append
+    /// when the key is greater than every stored key).
+    func put(_ key: [UInt8], _ value: UnsafeRawBufferPointer, in txn: borrowing Transaction) throws {
+        let cursor = try cursor(txn)
+        let code = key.withUnsafeBytes { key in
+            var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
+            var v = MDB_val(mv_size: value.count, mv_data: UnsafeMutableRawPointer(mutating: value.baseAddress))
+            if tryAppend {
+                let code = mdb_cursor_put(cursor, &k, &v, UInt32(MDB_APPEND))
+                // MDB_KEYEXIST: the key is not greater than the last
+                // one; LMDB wrote nothing.
+                guard code == MDB_KEYEXIST else { return code }
+                tryAppend = false
+            }
+            return mdb_cursor_put(cursor, &k, &v, 0)
+        }
+        onLastWrite = code == MDB_SUCCESS
+        try txn.check(code, "mdb_cursor_put")
+    }
+
+    /// Stores `value` under `key` unless the key is stored already; returns
+    /// a copy of the value stored, or `nil` when `value` was stored. One
+    /// search at most (none for an append), which both looks and writes.
+    func putIfAbsent(_ key: [UInt8], _ value: [UInt8], in txn: borrowing Transaction) throws -> [UInt8]? {
+        let cursor = try cursor(txn)
+        var existing: [UInt8]?
+        let code = key.withUnsafeBytes { key in
+            value.withUnsafeBytes { value in
+                var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
+                var v = MDB_val(mv_size: value.count, mv_data: UnsafeMutableRawPointer(mutating: value.baseAddress))
+                if tryAppend {
+                    let code = mdb_cursor_put(cursor, &k, &v, UInt32(MDB_APPEND))
+                    guard code == MDB_KEYEXIST else { return code }
+                    tryAppend = false
+                }
+                let code = mdb_cursor_put(cursor, &k, &v, UInt32(MDB_NOOVERWRITE))
+                // On MDB_KEYEXIST, `v` points at the value stored under the key.
+                if code == MDB_KEYEXIST {
+                    existing = [UInt8](UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size))
+                }
+                return code
+            }
+        }
+        onLastWrite = false
+        if code == MDB_KEYEXIST { return existing }
+        try txn.check(code, "mdb_cursor_put")
+        return nil
+    }
+
+    /// Replaces the value of `key`, which the caller knows to be stored:
+    /// when it is the entry after the one the previous write wrote, reached
+    /// with `MDB_NEXT` and overwritten where it is, or left as it is when it
+    /// holds the same bytes; otherwise an ordinary put, which searches for it.
+    func replace(_ key: [UInt8], _ value: UnsafeRawBufferPointer, in txn: borrowing Transaction) throws {
+        let cursor = try cursor(txn)
+        let code = key.withUnsafeBytes { key in
+            var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
+            var v = MDB_val(mv_size: value.count, mv_data: UnsafeMutableRawPointer(mutating: value.baseAddress))
+            if onLastWrite {
+                var found = MDB_val()
+                var old = MDB_val()
+                if mdb_cursor_get(cursor, &found, &old, MDB_NEXT) == MDB_SUCCESS, found.mv_size == key.count,
+                    let data = found.mv_data, let start = key.baseAddress, memcmp(data, start, key.count) == 0
+                {
+                    // The same bytes stored already: nothing to write (the
+                    // page is not copied for a write that changes nothing).
+                    if old.mv_size == value.count, let stored = old.mv_data, let new = value.baseAddress,
+                        memcmp(stored, new, value.count) == 0
+                    {
+                        return MDB_SUCCESS
+                    }
+                    return mdb_cursor_put(cursor, &k, &v, UInt32(MDB_CURRENT))
+                }
+            }
+            return mdb_cursor_put(cursor, &k, &v, 0)
+        }
+        onLastWrite = code == MDB_SUCCESS
+        try txn.check(code, "mdb_cursor_put")
+    }
+}

@@ -1,0 +1,166 @@
+import DAOCore
+import DialogGraph
+import Foundation
+import Testing
+
+@testable import LMDBStorage
+
+/// Writes through the cursors a call keeps (appends for keys after every
+/// stored key, in-place replacement of the entry after the last one
+/// written, an ordinary put otherwise), checked against a model of what the
+/// store must hold, with keys in and out of order, moves between parents
+/// and values that change size.
+@Suite("LMDB writes through kept cursors")
+struct WriteCursorTests {
+    /// A message of dialog `dialog` with id `id` and a text of `length` characters.
+    private func message(_ id: Int64, of dialog: Int64, length: Int = 20, isRead: Bool = false) -> MessageRecord {
+        MessageRecord(
+            id: id, dialogId: dialog, date: Date(timeIntervalSinceReferenceDate: Double(id) * 60),
+            text: String(repeating: "é", count: length) + "\(id)", senderId: id % 7, receiverId: id % 11,
+            type: id % 5, isIncoming: id % 2 == 0, isRead: isRead)
+    }
+
+    /// Checks that the store holds exactly `model` (dialog id → dialog), by
+    /// every way of reading it, and that `verify()` finds it consistent.
+    private func expectStore(
+        _ model: [Int64: DialogRecord], _ dialogs: LMDBStorage<DialogRecord>, _ messages: LMDBStorage<MessageRecord>
+    ) throws {
+        let expected = model.keys.sorted().compactMap { id -> DialogRecord? in
+            guard var dialog = model[id] else { return nil }
+            dialog.messages.sort { $0.id < $1.id }
+            return dialog
+        }
+        #expect(try dialogs.readAll() == expected)
+        let allMessages = expected.flatMap(\.messages)
+        #expect(try messages.count() == allMessages.count)
+        for message in allMessages {
+            #expect(try messages.read(primaryKey: message.id) == message)
+        }
+        #expect(try dialogs.verify() == expected.count)
+        #expect(try messages.verify() == allMessages.count)
+    }
+
+    @Test("keys in descending order, interleaved parents, inserts between stored keys")
+    func outOfOrder() throws {
+        try withStoreDirectory { directory in
+            let env = try LMDBEnvironment(directory: directory.store)
+            let dialogs = try env.storage(for: DialogRecord.self)
+            let messages = try env.storage(for: MessageRecord.self)
+            var model: [Int64: DialogRecord] = [:]
+            // Parents and children in descending key order: no append fits.
+            var batch: [DialogRecord] = []
+            for dialog in stride(from: Int64(10), through: 6, by: -1) {
+                let children = stride(from: dialog * 100 + 40, through: dialog * 100 + 2, by: -2).map { message($0, of: dialog) }
+                batch.append(DialogRecord(id: dialog, isPinned: dialog % 3 == 0, messages: children))
+            }
+            try dialogs.persist(batch)
+            for dialog in batch { model[dialog.id] = dialog }
+            try expectStore(model, dialogs, messages)
+            // Parents below every stored one, then above; children whose ids
+            // fall between those of other parents.
+            batch = [
+                DialogRecord(id: 2, isPinned: false, messages: [message(701, of: 2), message(703, of: 2)]),
+                DialogRecord(id: 20, isPinned: true, messages: [message(5, of: 20), message(2001, of: 20)]),
+                DialogRecord(id: 1, isPinned: true, messages: [message(9999, of: 1), message(3, of: 1)]),
+            ]
+            try dialogs.persist(batch)
+            for dialog in batch { model[dialog.id] = dialog }
+            try expectStore(model, dialogs, messages)
+            // Odd ids between the stored even ones of dialog 8, given out of
+            // order with the stored ones, some of them longer (a value of
+            // another size replaces the old one), one dropped.
+            var eight = model[8]?.messages ?? []
+            eight.removeAll { $0.id == 820 }
+            eight = eight.map { $0.id % 4 == 0 ? message($0.id, of: 8, length: 300, isRead: true) : $0 }
+            eight += stride(from: Int64(839), through: 801, by: -4).map { message($0, of: 8) }
+            eight.shuffle()
+            let updated = DialogRecord(id: 8, isPinned: true, messages: eight)
+            try dialogs.persist([updated])
+            model[8] = updated
+            try expectStore(model, dialogs, messages)
+        }
+    }
+
+    @Test("children moving between parents inside one call, and a parent's children replaced in order")
+    func movesAndReplacements() throws {
+        try withStoreDirectory { directory in
+            let env = try LMDBEnvironment(directory: directory.store)
+            let dialogs = try env.storage(for: DialogRecord.self)
+            let messages = try env.storage(for: MessageRecord.self)
+            var model: [Int64: DialogRecord] = [:]
+            var batch: [DialogRecord] = []
+            for dialog in Int64(1)...6 {
+                batch.append(
+                    DialogRecord(
+                        id: dialog, isPinned: false,
+                        messages: (Int64(1)...8).map { message((dialog - 1) * 8 + $0, of: dialog) }))
+            }
+            try dialogs.persist(batch)
+            for dialog in batch { model[dialog.id] = dialog }
+            try expectStore(model, dialogs, messages)
+            // Every message marked read in order (in-place replacements), and
+            // dialog 3 takes two messages of dialog 2 and one of dialog 5,
+            // which dialog 5 is persisted without in the same call.
+            batch = batch.map { dialog in
+                DialogRecord(
+                    id: dialog.id, isPinned: !dialog.isPinned,
+                    messages: dialog.messages.map { message($0.id, of: dialog.id, length: 20, isRead: true) })
+            }
+            batch[1].messages.removeAll { $0.id == 10 || $0.id == 13 }
+            batch[2].messages += [message(10, of: 3, isRead: true), message(13, of: 3, length: 90), message(37, of: 3)]
+            batch[4].messages.removeAll { $0.id == 37 }
+            try dialogs.persist(batch)
+            for dialog in batch { model[dialog.id] = dialog }
+            try expectStore(model, dialogs, messages)
+            // The same graph again (every value stored already, left as it
+            // is), then again with one message in the middle changed and
+            // one after it of the same bytes.
+            try dialogs.persist(batch)
+            try expectStore(model, dialogs, messages)
+            batch[3].messages[4] = message(batch[3].messages[4].id, of: 4, length: 33, isRead: false)
+            try dialogs.persist(batch)
+            for dialog in batch { model[dialog.id] = dialog }
+            try expectStore(model, dialogs, messages)
+            // A child moved through its own storage, then the whole graph
+            // persisted again in reverse order.
+            try messages.persist(message(1, of: 6, length: 5))
+            model[1]?.messages.removeAll { $0.id == 1 }
+            model[6]?.messages.append(message(1, of: 6, length: 5))
+            try expectStore(model, dialogs, messages)
+            let reversed = model.values.sorted { $0.id > $1.id }.map { dialog in
+                DialogRecord(id: dialog.id, isPinned: dialog.isPinned, messages: dialog.messages.reversed())
+            }
+            try dialogs.persist(reversed)
+            try expectStore(model, dialogs, messages)
+        }
+    }
+
+    @Test("a store written in key order reads back after appends, erasures and new appends")
+    func appendsAfterErasures() throws {
+        try withStoreDirectory { directory in
+            let env = try LMDBEnvironment(directory: directory.store)
+            let dialogs = try env.storage(for: DialogRecord.self)
+            let messages = try env.storage(for: MessageRecord.self)
+            let records = try dialogRecords(dialogs: 30, messages: 40)
+            try dialogs.persist(records)
+            var model = Dictionary(uniqueKeysWithValues: records.map { ($0.id, $0) })
+            try expectStore(model, dialogs, messages)
+            let doomed = model.keys.filter { $0 % 3 == 0 || $0 > 25 }
+            #expect(try dialogs.erase(primaryKeys: doomed) == doomed.count)
+            for id in doomed { model[id] = nil }
+            try expectStore(model, dialogs, messages)
+            // Persisted one by one above every stored key (appends), then
+            // one below them all.
+            for id in Int64(40)...45 {
+                let dialog = DialogRecord(
+                    id: id, isPinned: false, messages: (Int64(0)..<10).map { message(id * 1000 + $0, of: id) })
+                try dialogs.persist([dialog])
+                model[id] = dialog
+            }
+            let low = DialogRecord(id: 0, isPinned: true, messages: [message(-5, of: 0), message(-4, of: 0)])
+            try dialogs.persist([low])
+            model[0] = low
+            try expectStore(model, dialogs, messages)
+        }
+    }
+}
