@@ -104,9 +104,25 @@ extension StoreState {
         if checkOwner, let owner = T.entity.owner {
             try checkOwnersExist(records, owner: owner)
         }
+        table.expectWrites(records.count)
+        if table.hasRelations {
+            for relation in T.entity.relations {
+                try expectChildWrites(relation, of: records)
+            }
+        }
         for record in records {
             try upsert(record, key: record.primaryKey.storedValue, into: table)
         }
+    }
+
+    /// Tells the table of `relation`'s children how many children `parents`
+    /// hold (see ``Table/expectWrites(_:)``).
+    private func expectChildWrites<Relation: ToManyRelation>(_ relation: Relation, of parents: [Relation.Parent]) throws {
+        var count = 0
+        for position in 0..<parents.count {
+            count += parents[position][keyPath: relation.children].count
+        }
+        try table(Relation.Child.self).expectWrites(count)
     }
 
     private func checkOwnersExist<T: Record, O: Record>(_ records: [T], owner: O.Type) throws {

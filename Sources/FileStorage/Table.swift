@@ -185,6 +185,20 @@ final class Table<R: Record>: AnyTable {
         changed = state.records.isEmpty && sinceBase.isEmpty ? nil : []
     }
 
+    /// Says that the transaction under way is about to write `count` records:
+    /// when that is at least half the table and nothing has changed yet, the
+    /// whole state is saved for a rollback instead of each record's value
+    /// before. The saved state shares its storage with the table's until the
+    /// first change, which then copies the records and indexes once: far
+    /// less than a set insert and an array append per record for a
+    /// transaction that rewrites most of the table (an update of everything),
+    /// and never paid by a small one.
+    func expectWrites(_ count: Int) {
+        guard inTransaction, !hasSaved, undo.isEmpty, count * 2 >= state.records.count else { return }
+        saved = state
+        hasSaved = true
+    }
+
     func commit() {
         inTransaction = false
         saved = nil
