@@ -35,6 +35,9 @@ extension Entity {
                 .schemaMismatch, .persist, entity: name,
                 message: "the record encodes the key '\(key)', which the entity does not declare")
         }
+        // Iterating even an empty `relations` asks the runtime for the
+        // metadata of its constrained existential, once per record.
+        guard hasRelations else { return }
         for relation in relations {
             try relation.checkDeclaredKeysOfChildren(of: record)
         }
@@ -57,8 +60,10 @@ final class KeyCheckEncoder: Encoder {
         /// The keys in declaration order, which synthesized `Codable` follows:
         /// a key at its expected position is checked without hashing.
         let order: [String]
-        var position = 0
-        var undeclared: String?
+        // Noted once per key of every record written: no run-time
+        // exclusivity checks (nothing else accesses the state meanwhile).
+        @exclusivity(unchecked) var position = 0
+        @exclusivity(unchecked) var undeclared: String?
 
         init(declared: Set<String>, order: [String]) {
             self.declared = declared

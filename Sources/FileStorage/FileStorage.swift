@@ -104,9 +104,25 @@ extension StoreState {
         if checkOwner, let owner = T.entity.owner {
             try checkOwnersExist(records, owner: owner)
         }
-        for record in records {
-            try upsert(record, into: table)
+        table.expectWrites(records.count)
+        if table.hasRelations {
+            for relation in T.entity.relations {
+                try expectChildWrites(relation, of: records)
+            }
         }
+        for record in records {
+            try upsert(record, key: record.primaryKey.storedValue, into: table)
+        }
+    }
+
+    /// Tells the table of `relation`'s children how many children `parents`
+    /// hold (see ``Table/expectWrites(_:)``).
+    private func expectChildWrites<Relation: ToManyRelation>(_ relation: Relation, of parents: [Relation.Parent]) throws {
+        var count = 0
+        for position in 0..<parents.count {
+            count += parents[position][keyPath: relation.children].count
+        }
+        try table(Relation.Child.self).expectWrites(count)
     }
 
     private func checkOwnersExist<T: Record, O: Record>(_ records: [T], owner: O.Type) throws {
@@ -124,35 +140,51 @@ extension StoreState {
         }
     }
 
-    private func upsert<T: Record>(_ record: T, into table: Table<T>) throws {
+    /// Upserts `record`, whose primary key's stored value is `key`, with its children.
+    private func upsert<T: Record>(_ record: T, key: StoredValue, into table: Table<T>) throws {
+        guard table.hasRelations else {
+            try table.insert(record, key: key)
+            return
+        }
         var stripped = record
         for relation in T.entity.relations {
-            try replaceChildren(relation, of: record, stripped: &stripped)
+            try replaceChildren(relation, of: record, key: key, stripped: &stripped)
         }
-        try table.insert(stripped)
+        try table.insert(stripped, key: key)
     }
 
     /// Stores exactly the children `parent` holds: removes those it no longer
     /// holds, upserts the others; empties the relation in `stripped`.
     private func replaceChildren<Relation: ToManyRelation>(
-        _ relation: Relation, of parent: Relation.Parent, stripped: inout Relation.Parent
+        _ relation: Relation, of parent: Relation.Parent, key parentKey: StoredValue, stripped: inout Relation.Parent
     ) throws {
         let children = parent[keyPath: relation.children]
         stripped[keyPath: relation.children] = []
-        let parentKey = parent.primaryKey.storedValue
         let childTable = try table(Relation.Child.self)
-        var kept = Set<StoredValue>()
-        kept.reserveCapacity(children.count)
-        for child in children {
+        var keys: [StoredValue] = []
+        keys.reserveCapacity(children.count)
+        for position in 0..<children.count {
+            let child = children[position]
             try relation.checkChild(child, isHeldBy: parentKey)
-            kept.insert(child.primaryKey.storedValue)
+            keys.append(child.primaryKey.storedValue)
         }
-        let current = childTable.keys(where: relation.foreignKeyField, equals: parentKey) ?? []
-        for key in current where !kept.contains(key) {
-            _ = try erase(key, from: childTable)
+        // The children stored now that the parent no longer holds: none for
+        // a new parent, so no set is built then.
+        var stale = childTable.keys(where: relation.foreignKeyField, equals: parentKey) ?? []
+        if !stale.isEmpty {
+            for key in keys { stale.remove(key) }
+            for key in stale {
+                _ = try erase(key, from: childTable)
+            }
         }
-        for child in children {
-            try upsert(child, into: childTable)
+        if childTable.hasRelations {
+            // By position: `zip` would ask the runtime for a tuple's metadata per child.
+            for position in 0..<keys.count {
+                try upsert(children[position], key: keys[position], into: childTable)
+            }
+        } else {
+            try childTable.insert(
+                children: children, keys: keys, foreignKey: relation.foreignKeyField, parentKey: parentKey)
         }
     }
 

@@ -13,8 +13,11 @@ import Foundation
 struct TableState<R: Record> {
     /// The records by primary key, relations emptied.
     var records: [StoredValue: R] = [:]
-    /// For each indexed field: value → primary keys of the records holding it.
-    var indexes: [String: [StoredValue: Set<StoredValue>]] = [:]
+    /// For each indexed field, in the order of ``Table/indexedFields``:
+    /// value → primary keys of the records holding it. An array rather than
+    /// a dictionary by field name: every insert updates every index, and
+    /// hashing the names cost a tenth of a `persist`.
+    var indexes: [[StoredValue: Set<StoredValue>]] = []
     /// Property lists only: how many text fields hold each text, by its exact
     /// scalars. Foundation's binary property-list writer stores canonically
     /// equivalent strings once, so two different spellings in one document
@@ -60,12 +63,20 @@ protocol AnyTable: AnyObject {
 }
 
 final class Table<R: Record>: AnyTable {
+    // The hot properties below are read and written for every record a
+    // commit stores; the store's lock serializes every access to a table, so
+    // they go without run-time exclusivity checks.
     let entityName: String
     var documentName: String?
-    var state: TableState<R>
+    @exclusivity(unchecked) var state: TableState<R>
     /// The fields with an equality index: the foreign key (when the entity is
     /// owned) and the leading field of each declared index.
     private(set) var indexedFields: [Field<R>]
+    /// The names of ``indexedFields``, in the same order.
+    private var indexedNames: [String]
+    /// Whether the entity owns relations (a parent's upsert replaces its
+    /// children; a record without relations is stored as it is).
+    let hasRelations: Bool
     /// The state a rollback restores whole: taken at `begin` when the table
     /// is empty, or by ``removeAll()``.
     private var saved: TableState<R>?
@@ -74,13 +85,19 @@ final class Table<R: Record>: AnyTable {
     /// these back, so a small transaction on a large table copies nothing
     /// (a snapshot of the state would copy every record and index on the
     /// first change).
-    private var undo: [StoredValue: R?] = [:]
-    private var inTransaction = false
-    private(set) var isDirty = false
+    @exclusivity(unchecked) private var undo: [(key: StoredValue, old: R?)] = []
+    /// The keys in ``undo``: only the first change of a record in a
+    /// transaction is remembered.
+    @exclusivity(unchecked) private var remembered: Set<StoredValue> = []
+    /// Whether ``saved`` holds a state (tested on every change; comparing the
+    /// generic optional with `nil` copied the whole state's references).
+    @exclusivity(unchecked) private var hasSaved = false
+    @exclusivity(unchecked) private var inTransaction = false
+    @exclusivity(unchecked) private(set) var isDirty = false
     /// The primary keys written or erased in the transaction under way, or
     /// `nil` when they are not tracked because the commit will write the whole
     /// document anyway (the table was empty or cleared, or too much changed).
-    private var changed: Set<StoredValue>? = []
+    @exclusivity(unchecked) private var changed: Set<StoredValue>? = []
     /// The primary keys written or erased by the deltas the manifest lists
     /// for this entity, all committed.
     private var sinceBase: Set<StoredValue> = []
@@ -98,8 +115,10 @@ final class Table<R: Record>: AnyTable {
             names.append(index.fields[0])
         }
         indexedFields = names.compactMap { R.entity.field(named: $0) }
+        indexedNames = indexedFields.map(\.name)
+        hasRelations = !R.entity.relations.isEmpty
         state = TableState()
-        for field in indexedFields { state.indexes[field.name] = [:] }
+        state.indexes = Array(repeating: [:], count: indexedFields.count)
         for record in records {
             insertUnchecked(record)
         }
@@ -122,9 +141,12 @@ final class Table<R: Record>: AnyTable {
     /// saved state): the commit writes an empty document.
     func removeAll() {
         guard !state.records.isEmpty || !sinceBase.isEmpty else { return }
-        if inTransaction && saved == nil { saved = state }
+        if inTransaction && !hasSaved {
+            saved = state
+            hasSaved = true
+        }
         state = TableState()
-        for field in indexedFields { state.indexes[field.name] = [:] }
+        state.indexes = Array(repeating: [:], count: indexedFields.count)
         changed = nil
         isDirty = true
     }
@@ -134,11 +156,12 @@ final class Table<R: Record>: AnyTable {
     /// Adds an equality index on the field `name` (in the current state and in
     /// the one a rollback would restore), if there is none.
     func ensureIndex(on name: String) {
-        guard !indexedFields.contains(where: { $0.name == name }), let field = R.entity.field(named: name) else { return }
+        guard !indexedNames.contains(name), let field = R.entity.field(named: name) else { return }
         indexedFields.append(field)
-        state.indexes[name] = Self.index(state.records, on: field)
+        indexedNames.append(name)
+        state.indexes.append(Self.index(state.records, on: field))
         if var restored = saved {
-            restored.indexes[name] = Self.index(restored.records, on: field)
+            restored.indexes.append(Self.index(restored.records, on: field))
             saved = restored
         }
     }
@@ -153,17 +176,35 @@ final class Table<R: Record>: AnyTable {
 
     func begin() {
         inTransaction = true
-        undo = [:]
-        saved = state.records.isEmpty ? state : nil
+        undo = []
+        remembered = []
+        hasSaved = state.records.isEmpty
+        saved = hasSaved ? state : nil
         isDirty = false
         // An empty table's next document is written whole: nothing to track.
         changed = state.records.isEmpty && sinceBase.isEmpty ? nil : []
     }
 
+    /// Says that the transaction under way is about to write `count` records:
+    /// when that is at least half the table and nothing has changed yet, the
+    /// whole state is saved for a rollback instead of each record's value
+    /// before. The saved state shares its storage with the table's until the
+    /// first change, which then copies the records and indexes once: far
+    /// less than a set insert and an array append per record for a
+    /// transaction that rewrites most of the table (an update of everything),
+    /// and never paid by a small one.
+    func expectWrites(_ count: Int) {
+        guard inTransaction, !hasSaved, undo.isEmpty, count * 2 >= state.records.count else { return }
+        saved = state
+        hasSaved = true
+    }
+
     func commit() {
         inTransaction = false
         saved = nil
-        undo = [:]
+        hasSaved = false
+        undo = []
+        remembered = []
         isDirty = false
         changed = []
     }
@@ -171,21 +212,24 @@ final class Table<R: Record>: AnyTable {
     func rollback() {
         inTransaction = false
         if let saved { state = saved }
+        // Each key once, with its value before the transaction: any order will do.
         for (key, old) in undo {
             remove(key)
-            if let old { insertUnchecked(old) }
+            if let old { insertUnchecked(old, key: key) }
         }
         saved = nil
-        undo = [:]
+        hasSaved = false
+        undo = []
+        remembered = []
         isDirty = false
         changed = []
     }
 
-    /// Notes the value of the record with `key` before the transaction under
-    /// way first changes it, for ``rollback()``.
-    private func remember(_ key: StoredValue) {
-        guard inTransaction, saved == nil, undo.index(forKey: key) == nil else { return }
-        undo.updateValue(state.records[key], forKey: key)
+    /// Notes `old`, the value of the record with `key` before the transaction
+    /// under way first changes it, for ``rollback()``.
+    private func remember(_ key: StoredValue, _ old: R?) {
+        guard inTransaction, !hasSaved, remembered.insert(key).inserted else { return }
+        undo.append((key, old))
     }
 
     func keysSinceBase(merging: Bool) -> Set<StoredValue>? {
@@ -220,8 +264,8 @@ final class Table<R: Record>: AnyTable {
 
     /// The primary keys of the records whose `field` holds `value`, if `field` is indexed.
     func keys(where field: String, equals value: StoredValue) -> Set<StoredValue>? {
-        guard let index = state.indexes[field] else { return nil }
-        return index[value] ?? []
+        guard let position = indexedNames.firstIndex(of: field) else { return nil }
+        return state.indexes[position][value] ?? []
     }
 
     // MARK: Writes
@@ -232,31 +276,106 @@ final class Table<R: Record>: AnyTable {
     ///   when the document is a property list and already holds a text that
     ///   is canonically equivalent to one of the record's but spelled with other
     ///   Unicode scalars; nothing changes then.
-    func insert(_ record: R) throws {
-        if !trackedTextFields.isEmpty { try checkSpellings(of: record) }
-        insertUnchecked(record)
+    func insert(_ record: R, key: StoredValue) throws {
+        var mayHoldSuspects = true
+        if !trackedTextFields.isEmpty { mayHoldSuspects = try checkSpellings(of: record, key: key) }
+        insertUnchecked(record, key: key, mayHoldSuspects: mayHoldSuspects)
     }
 
-    private func insertUnchecked(_ record: R) {
-        let key = record.primaryKey.storedValue
-        remember(key)
-        if let old = state.records.updateValue(record, forKey: key) {
-            unindex(old, key)
+    /// Inserts or replaces the children `records` of one parent, stored
+    /// under `keys`, each holding `parentKey` in the field `foreignKey`
+    /// (checked by the caller), as ``insert(_:key:)`` would one by one.
+    ///
+    /// One call for all the children of a parent: this code runs
+    /// unspecialized, and each call of a generic method asks the runtime for
+    /// the metadata of the types it uses (the records' dictionary, an
+    /// optional record, a field); in one loop they are looked up once.
+    ///
+    /// - Throws: what ``insert(_:key:)`` throws; the records before the one
+    ///   refused stay inserted (the transaction rolls back).
+    func insert(children records: [R], keys: [StoredValue], foreignKey: String, parentKey: StoredValue) throws {
+        let foreignKeyPosition = indexedNames.firstIndex(of: foreignKey) ?? -1
+        let checksSpellings = !trackedTextFields.isEmpty
+        for position in 0..<records.count {
+            let record = records[position]
+            var mayHoldSuspects = true
+            if checksSpellings { mayHoldSuspects = try checkSpellings(of: record, key: keys[position]) }
+            insertUnchecked(
+                record, key: keys[position], mayHoldSuspects: mayHoldSuspects, knownValue: parentKey,
+                at: foreignKeyPosition)
         }
+    }
+
+    /// Inserts or replaces `record`, stored under `key` (its primary key's
+    /// stored value, computed when `nil`). `mayHoldSuspects: false` says that
+    /// none of its texts may change under NFC (``CanonicalText/isSuspect(_:)``),
+    /// known already from ``checkSpellings(of:key:)``.
+    ///
+    /// `knownValue` is the value of the indexed field at `knownPosition` (in
+    /// ``indexedFields``) in `record`, known already (a child's foreign key);
+    /// -1 when none is.
+    @inline(__always)
+    private func insertUnchecked(
+        _ record: R, key: StoredValue? = nil, mayHoldSuspects: Bool = true, knownValue: StoredValue = .null,
+        at knownPosition: Int = -1
+    ) {
+        let key = key ?? record.primaryKey.storedValue
+        let old = state.records.updateValue(record, forKey: key)
+        if inTransaction && !hasSaved { remember(key, old) }
         track(key)
-        for field in indexedFields {
-            state.indexes[field.name, default: [:]][field.value(in: record), default: []].insert(key)
+        if let old {
+            // Only the indexes whose value changed are touched. (Loops over
+            // `0..<count` here: this code runs unspecialized, where iterating
+            // a generic array asks the runtime for its iterator's metadata.)
+            for position in 0..<indexedFields.count {
+                let field = indexedFields[position]
+                let value = position == knownPosition ? knownValue : field.value(in: record)
+                let before = field.value(in: old)
+                guard value != before else { continue }
+                removeFromIndex(position, before, key)
+                state.indexes[position][value, default: []].insert(key)
+            }
+            if !trackedTextFields.isEmpty { forgetTexts(of: old) }
+        } else {
+            for position in 0..<indexedFields.count {
+                let value = position == knownPosition ? knownValue : indexedFields[position].value(in: record)
+                state.indexes[position][value, default: []].insert(key)
+            }
         }
-        for field in trackedTextFields {
-            guard case .text(let text) = field.value(in: record) else { continue }
-            if state.texts != nil { state.texts?[.text(text), default: 0] += 1 }
-            if CanonicalText.isSuspect(text) { state.suspects[text, default: (Array(text.utf8), 0)].count += 1 }
-        }
+        if !trackedTextFields.isEmpty { noteTexts(of: record, mayHoldSuspects: mayHoldSuspects) }
         isDirty = true
     }
 
-    private func checkSpellings(of record: R) throws {
-        let old = state.records[record.primaryKey.storedValue]
+    /// Counts the texts of `record` in ``TableState/texts`` and ``TableState/suspects``.
+    private func noteTexts(of record: R, mayHoldSuspects: Bool) {
+        guard state.texts != nil || mayHoldSuspects else { return }
+        for position in 0..<trackedTextFields.count {
+            guard case .text(let text) = trackedTextFields[position].value(in: record) else { continue }
+            if state.texts != nil { state.texts?[.text(text), default: 0] += 1 }
+            if mayHoldSuspects && CanonicalText.isSuspect(text) {
+                state.suspects[text, default: (Array(text.utf8), 0)].count += 1
+            }
+        }
+    }
+
+    /// Checks that no text of `record` is canonically equivalent to a stored
+    /// text (or another of its own) spelled otherwise; returns whether
+    /// `record` may hold a text that is not in NFC.
+    private func checkSpellings(of record: R, key: StoredValue) throws -> Bool {
+        if state.suspects.isEmpty {
+            // Nothing stored may be spelled otherwise than in NFC: only a
+            // record with a suspect text of its own can conflict (this is the
+            // test below, done once per text instead of twice).
+            var any = false
+            for position in 0..<trackedTextFields.count {
+                if case .text(let text) = trackedTextFields[position].value(in: record), CanonicalText.isSuspect(text) {
+                    any = true
+                    break
+                }
+            }
+            guard any else { return false }
+        }
+        let old = state.records[key]
         var values: [(field: Field<R>, text: String)] = []
         for field in trackedTextFields {
             if case .text(let text) = field.value(in: record) { values.append((field, text)) }
@@ -294,6 +413,7 @@ final class Table<R: Record>: AnyTable {
                 .invalidArgument, .persist, entity: entityName,
                 message: "field '\(value.field.name)' of record \(record.primaryKey) holds \(Self.scalars(value.text)), canonically equivalent to the stored \(Self.scalars(String(decoding: conflict, as: UTF8.self))) but spelled differently; a binary property list stores the two as one, so this store refuses it (use the JSON format, or normalize text)")
         }
+        return recordHasSuspects
     }
 
     /// How many fields hold each text, built on first use.
@@ -329,29 +449,34 @@ final class Table<R: Record>: AnyTable {
     /// Removes the record with `key`; returns it if there was one.
     @discardableResult
     func remove(_ key: StoredValue) -> R? {
-        remember(key)
         guard let old = state.records.removeValue(forKey: key) else { return nil }
-        unindex(old, key)
+        remember(key, old)
+        for position in 0..<indexedFields.count {
+            removeFromIndex(position, indexedFields[position].value(in: old), key)
+        }
+        if !trackedTextFields.isEmpty { forgetTexts(of: old) }
         track(key)
         isDirty = true
         return old
     }
 
-    private func unindex(_ record: R, _ key: StoredValue) {
-        for field in trackedTextFields {
-            guard case .text(let text) = field.value(in: record) else { continue }
+    /// Removes `key` from the entry of `value` in the index at `position`.
+    private func removeFromIndex(_ position: Int, _ value: StoredValue, _ key: StoredValue) {
+        guard let index = state.indexes[position].index(forKey: value) else { return }
+        state.indexes[position].values[index].remove(key)
+        if state.indexes[position].values[index].isEmpty { state.indexes[position].remove(at: index) }
+    }
+
+    /// Uncounts the texts of `record` (being replaced or removed).
+    private func forgetTexts(of record: R) {
+        guard state.texts != nil || !state.suspects.isEmpty else { return }
+        for position in 0..<trackedTextFields.count {
+            guard case .text(let text) = trackedTextFields[position].value(in: record) else { continue }
             if let count = state.texts?[.text(text)] { state.texts?[.text(text)] = count > 1 ? count - 1 : nil }
             guard !state.suspects.isEmpty, CanonicalText.isSuspect(text), let stored = state.suspects[text],
                 stored.scalars.elementsEqual(text.utf8)
             else { continue }
             if stored.count <= 1 { state.suspects[text] = nil } else { state.suspects[text]?.count -= 1 }
-        }
-        for field in indexedFields {
-            let value = field.value(in: record)
-            state.indexes[field.name]?[value]?.remove(key)
-            if state.indexes[field.name]?[value]?.isEmpty == true {
-                state.indexes[field.name]?[value] = nil
-            }
         }
     }
 
