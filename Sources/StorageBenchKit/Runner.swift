@@ -277,11 +277,12 @@ public struct BenchmarkRunner: Sendable {
 
     /// Runs every job and returns the measured (not warm-up) results: for each
     /// durability and size, the warm-up and ``RunConfiguration/iterations``
-    /// rounds, then extra rounds of the backends whose medians, or whose
-    /// paired ratios to their reference, are not yet known within the
-    /// precision, each with its reference and the reference's other backends
-    /// (up to ``RunConfiguration/maxIterations`` or
-    /// ``RunConfiguration/timeLimit``), then the callgrind iterations.
+    /// rounds, then extra rounds (``RunConfiguration/extraRound(_:after:size:durability:)``)
+    /// of the backends whose paired ratios to their reference (without one in
+    /// the run, whose medians) are not yet known within the precision, each
+    /// beside its reference and up to its last uncertain operation (up to
+    /// ``RunConfiguration/maxIterations`` or ``RunConfiguration/timeLimit``),
+    /// then the callgrind iterations.
     /// - Throws: when an iteration could not be run at all (not when a backend fails).
     public func measure() throws -> [IterationResult] {
         let c = configuration
