@@ -5,10 +5,11 @@ SWIFT ?= swift
 # iterations after 1 warm-up (6: the fewest that give a 95% interval of a
 # median), durability full. Override with BENCH_ARGS, e.g.
 #   make bench BENCH_ARGS="--sizes 100x10,1000x100 --backends json,plist --format csv,markdown"
-# Backends whose medians, or whose ratios to their raw engine (taken round by
-# round), are not known within ±3% (95% interval) run more rounds, beside
-# their raw engine, up to 12 iterations or 120 s more per size.
-BENCH_ARGS ?= --backends all --dialogs 1000 --messages-per-dialog 100 --iterations 6 --max-iterations 12 --time-limit 120 --warmup 1 --durability full
+# Backends whose ratios to their raw engine (taken round by round; for a
+# backend without one, its medians) are not known within ±3% (95% interval)
+# run more rounds, beside their raw engine and only up to the last uncertain
+# operation, up to 30 iterations or 240 s more per size.
+BENCH_ARGS ?= --backends all --dialogs 1000 --messages-per-dialog 100 --iterations 6 --max-iterations 30 --time-limit 240 --warmup 1 --durability full
 # `make bench-smoke`: a tiny size, every backend, about a minute: at least 6
 # timed iterations (the fewest that give a 95% interval of the median), up to
 # 12 or 10 s more; no syncs, so that the wall times measure the code and not

@@ -88,40 +88,103 @@ public struct RunConfiguration: Sendable {
         self.instructionIterations = instructionIterations
     }
 
-    /// Whether the wall times of one backend's measured `results` (at one size
-    /// and durability) still leave a median unknown within ``precision`` at
-    /// ``confidence``: a row that more rounds could settle. A failed backend is settled.
-    func needsMoreRounds(_ results: [IterationResult]) -> Bool {
-        guard !results.isEmpty, results.allSatisfy({ $0.error == nil }) else { return false }
-        for operation in operations {
+    /// The operations whose median wall time, over one backend's measured
+    /// `results` (at one size and durability), is not yet known within
+    /// ``precision`` at ``confidence``: rows that more rounds could settle, in
+    /// workload order. A failed backend has none.
+    func unsettledMedians(_ results: [IterationResult]) -> [BenchOperation] {
+        guard !results.isEmpty, results.allSatisfy({ $0.error == nil }) else { return [] }
+        return operations.filter { operation in
             let times = results.compactMap { $0.measurements.first { $0.operation == operation }?.seconds }
             guard let statistics = SampleStatistics(times), let interval = MedianInterval(times, confidence: confidence)
-            else { continue }
-            if interval.coverage < confidence || interval.relativeHalfWidth(around: statistics.median) > precision {
-                return true
-            }
+            else { return false }
+            return interval.coverage < confidence || interval.relativeHalfWidth(around: statistics.median) > precision
         }
-        return false
     }
 
-    /// Whether the ratios of the backends in `results` (one size and
-    /// durability) to their references, taken round by round
-    /// (``PairedRatio``), still leave a median ratio unknown within
-    /// ``precision`` at ``confidence``.
-    func needsMorePairedRounds(_ results: [IterationResult], backend: Backend) -> Bool {
-        guard let reference = backend.reference, backends.contains(where: { $0.name == reference }) else { return false }
+    /// Whether the wall times of one backend's measured `results` (at one size
+    /// and durability) still leave a median unknown within ``precision`` at
+    /// ``confidence`` (``unsettledMedians(_:)``).
+    func needsMoreRounds(_ results: [IterationResult]) -> Bool {
+        !unsettledMedians(results).isEmpty
+    }
+
+    /// The operations whose ratio of `backend` to its reference, taken round
+    /// by round (``PairedRatio``) over `results` (one size and durability), is
+    /// not yet known within ``precision`` at ``confidence``, in workload order;
+    /// none when the reference is not in the run or either side failed.
+    func unsettledRatios(_ results: [IterationResult], backend: Backend) -> [BenchOperation] {
+        guard let reference = backend.reference, backends.contains(where: { $0.name == reference }) else { return [] }
         let mine = results.filter { $0.job.backend == backend.name }
         let theirs = results.filter { $0.job.backend == reference }
         guard !mine.isEmpty, !theirs.isEmpty,
             (mine + theirs).allSatisfy({ $0.error == nil })
-        else { return false }
-        for operation in operations {
+        else { return [] }
+        return operations.filter { operation in
             guard let paired = PairedRatio(operation, results: mine, reference: theirs, confidence: confidence) else {
-                continue
+                return false
             }
-            if paired.coverage < confidence || paired.relativeHalfWidth > precision { return true }
+            return paired.coverage < confidence || paired.relativeHalfWidth > precision
         }
-        return false
+    }
+
+    /// Whether the ratios of `backend` to its reference still leave a median
+    /// ratio unknown within ``precision`` (``unsettledRatios(_:backend:)``).
+    func needsMorePairedRounds(_ results: [IterationResult], backend: Backend) -> Bool {
+        !unsettledRatios(results, backend: backend).isEmpty
+    }
+
+    /// The operations each backend still needs rounds for, given the measured
+    /// `results` of one size and durability: a backend measured against a
+    /// reference in the run, those whose paired ratio is unsettled (the figure
+    /// it is compared by; its own median follows the machine); a reference,
+    /// none of its own (it runs for the backends measured against it); any
+    /// other backend, those whose median is unsettled.
+    func unsettledOperations(_ results: [IterationResult]) -> [String: [BenchOperation]] {
+        let names = Set(backends.map(\.name))
+        var unsettled: [String: [BenchOperation]] = [:]
+        for backend in backends {
+            let operations: [BenchOperation]
+            if let reference = backend.reference, names.contains(reference) {
+                operations = unsettledRatios(results, backend: backend)
+            } else if backends.contains(where: { $0.reference == backend.name }) {
+                operations = []
+            } else {
+                operations = unsettledMedians(results.filter { $0.job.backend == backend.name })
+            }
+            if !operations.isEmpty { unsettled[backend.name] = operations }
+        }
+        return unsettled
+    }
+
+    /// The jobs of extra round `round` after the measured `results` of `size`
+    /// and `durability` (empty when every figure is settled): only the
+    /// backends with an unsettled operation (``unsettledOperations(_:)``),
+    /// each beside its reference in ABBA order (``round(_:of:size:durability:)``),
+    /// and only the operations up to the last unsettled one of its group, in
+    /// workload order, so that the store is in the same state at each of them
+    /// as in a full iteration, and a round does not pay for the slow writes at
+    /// the end of the workload when only a read is still uncertain.
+    func extraRound(
+        _ round: Int, after results: [IterationResult], size: BenchSize, durability: Durability
+    ) -> [IterationJob] {
+        let here = results.filter { $0.job.size == size && $0.job.durability == durability }
+        let unsettled = unsettledOperations(here)
+        guard !unsettled.isEmpty else { return [] }
+        let chosen = backends.filter { backend in
+            unsettled[backend.name] != nil
+                || backends.contains { $0.reference == backend.name && unsettled[$0.name] != nil }
+        }
+        var last: [String: Int] = [:]
+        for group in Self.pairedGroups(chosen) {
+            let end = group.flatMap { unsettled[$0.name] ?? [] }.compactMap { operations.firstIndex(of: $0) }.max()
+            for backend in group { last[backend.name] = end ?? operations.count - 1 }
+        }
+        return self.round(round, of: chosen, size: size, durability: durability).map { job in
+            var job = job
+            job.operations = Array(operations[...(last[job.backend] ?? operations.count - 1)])
+            return job
+        }
     }
 
     /// `backends` in groups that run side by side: each reference backend
@@ -214,11 +277,12 @@ public struct BenchmarkRunner: Sendable {
 
     /// Runs every job and returns the measured (not warm-up) results: for each
     /// durability and size, the warm-up and ``RunConfiguration/iterations``
-    /// rounds, then extra rounds of the backends whose medians, or whose
-    /// paired ratios to their reference, are not yet known within the
-    /// precision, each with its reference and the reference's other backends
-    /// (up to ``RunConfiguration/maxIterations`` or
-    /// ``RunConfiguration/timeLimit``), then the callgrind iterations.
+    /// rounds, then extra rounds (``RunConfiguration/extraRound(_:after:size:durability:)``)
+    /// of the backends whose paired ratios to their reference (without one in
+    /// the run, whose medians) are not yet known within the precision, each
+    /// beside its reference and up to its last uncertain operation (up to
+    /// ``RunConfiguration/maxIterations`` or ``RunConfiguration/timeLimit``),
+    /// then the callgrind iterations.
     /// - Throws: when an iteration could not be run at all (not when a backend fails).
     public func measure() throws -> [IterationResult] {
         let c = configuration
@@ -247,19 +311,11 @@ public struct BenchmarkRunner: Sendable {
                 while round - c.warmup < c.maxIterations,
                     Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9 < c.timeLimit
                 {
-                    let here = results.filter { $0.job.size == size && $0.job.durability == durability }
-                    let unsettled = c.backends.filter { backend in
-                        c.needsMoreRounds(here.filter { $0.job.backend == backend.name })
-                            || c.needsMorePairedRounds(here, backend: backend)
-                    }
-                    if unsettled.isEmpty { break }
-                    // A backend's ratio is taken round by round, so its reference
-                    // (and the reference's other backends) run in the same round.
-                    let groups = RunConfiguration.pairedGroups(c.backends)
-                    let again = groups.filter { group in group.contains { b in unsettled.contains { $0.name == b.name } } }
-                        .flatMap { $0 }
-                    for job in c.round(round, of: again, size: size, durability: durability) {
-                        try run(job, "iteration \(round - c.warmup + 1) of at most \(c.maxIterations) (median not yet within ±\(Format.percent(c.precision)))")
+                    let jobs = c.extraRound(round, after: results, size: size, durability: durability)
+                    if jobs.isEmpty { break }
+                    for job in jobs {
+                        let which = job.operations == c.operations ? "" : ", up to \(job.operations.last?.rawValue ?? "")"
+                        try run(job, "iteration \(round - c.warmup + 1) of at most \(c.maxIterations)\(which) (not yet within ±\(Format.percent(c.precision)))")
                     }
                     round += 1
                 }
@@ -410,7 +466,13 @@ public enum ReportBuilder {
             return row
         }
         let counted = results.filter(\.job.countsInstructions)
-        let results = results.filter { !$0.job.countsInstructions }
+        let timed = results.filter { !$0.job.countsInstructions }
+        // Extra rounds may stop before the end of the workload
+        // (RunConfiguration.extraRound): an operation's figures come from the
+        // iterations that ran it, the memory and disk figures from those that
+        // ran every operation.
+        let results = timed.filter { $0.job.operations.contains(operation) }
+        let complete = timed.filter { $0.job.operations == configuration.operations }
         row.iterations = results.count
         let measurements = results.compactMap { result in
             result.measurements.first { $0.operation == operation }
@@ -464,9 +526,9 @@ public enum ReportBuilder {
         func median(_ values: [Int64]) -> Int64? {
             SampleStatistics(values.map(Double.init)).map { Int64($0.median.rounded()) }
         }
-        row.bytesOnDisk = median(results.compactMap(\.bytesOnDisk))
-        row.peakRSSBytes = results.compactMap(\.peakRSSBytes).max()
-        row.peakRSSWorkloadBytes = median(results.compactMap(\.workloadPeakRSSBytes))
+        row.bytesOnDisk = median(complete.compactMap(\.bytesOnDisk))
+        row.peakRSSBytes = complete.compactMap(\.peakRSSBytes).max()
+        row.peakRSSWorkloadBytes = median(complete.compactMap(\.workloadPeakRSSBytes))
         row.operationPeakRSSBytes = median(measurements.compactMap(\.peakRSSRiseBytes))
         row.decodedBytes = median(measurements.compactMap(\.decodedBytes))
         row.note = measurements.compactMap(\.note).first ?? ""
@@ -530,7 +592,11 @@ public enum SummaryTable {
                     ["peak RSS"]
                         + backends.map { b in Format.bytes(rows.first { $0.backend == b && $0.peakRSSBytes != nil }?.peakRSSBytes) })
             }
-            text += "\(title) (median of \(rows.first?.iterations ?? 0) iterations; ratio = throughput / fastest)\n"
+            let counts = rows.filter(\.error.isEmpty).map(\.iterations)
+            let fewest = counts.min() ?? rows.first?.iterations ?? 0
+            let most = counts.max() ?? fewest
+            let iterations = fewest == most ? "\(fewest)" : "\(fewest)–\(most)"
+            text += "\(title) (median of \(iterations) iterations; ratio = throughput / fastest)\n"
             text += align(table)
             text += ratioTable(rows, backends: backends, operations: operations)
             for note in Array(Set(notes)).sorted() { text += "  note: \(note)\n" }

@@ -1,0 +1,201 @@
+import DAOCore
+import Foundation
+import Testing
+
+@testable import StorageBenchKit
+
+/// Extra rounds go where a figure is still uncertain: only the backends with
+/// an unsettled figure, beside their reference, and only up to the last
+/// uncertain operation; the report takes each operation's figures from the
+/// iterations that ran it.
+@Suite struct ExtraRoundTests {
+    static let size = try! BenchSize(dialogs: 2, messagesPerDialog: 1)
+    static let operations: [BenchOperation] = [.persist, .readAll, .query, .eraseAll]
+
+    static let dao = PairedRatioTests.dao
+    static let other = PairedRatioTests.other
+    static let raw = PairedRatioTests.raw
+    static let alone = PairedRatioTests.alone
+
+    /// One iteration of `backend` in `round` that ran `operations`, each
+    /// taking `seconds(operation)`.
+    static func result(
+        _ backend: String, round: Int, operations: [BenchOperation] = operations,
+        seconds: (BenchOperation) -> Double
+    ) -> IterationResult {
+        let job = IterationJob(
+            backend: backend, size: size, seed: 42, durability: .full, operations: operations, round: round)
+        var result = IterationResult(
+            job: job,
+            measurements: operations.map { OperationMeasurement(operation: $0, seconds: seconds($0), units: 2) })
+        result.bytesOnDisk = operations == Self.operations ? 1000 : 1
+        result.peakRSSBytes = operations == Self.operations ? 5000 : 1
+        result.workloadPeakRSSBytes = operations == Self.operations ? 3000 : 1
+        return result
+    }
+
+    static func configuration(_ backends: [Backend]) throws -> RunConfiguration {
+        try RunConfiguration(
+            backends: backends, sizes: [size], operations: operations, iterations: 6, warmup: 0,
+            showsProgress: false, maxIterations: 30, precision: 0.03)
+    }
+
+    /// Six rounds in which every backend's ratio to `raw` and every median is
+    /// steady, except `dao`'s read-all, whose ratio to `raw` swings round by round.
+    static func sixRounds(noisy: (String, BenchOperation)? = ("dao", .readAll)) -> [IterationResult] {
+        let swing = [1.0, 1.5, 0.7, 1.0, 1.2, 0.8]
+        return (0..<6).flatMap { round in
+            ["dao", "other", "raw", "alone"].map { backend in
+                result(backend, round: round) { operation in
+                    if let noisy, noisy == (backend, operation) { return swing[round] }
+                    return backend == "raw" ? 1 : 2
+                }
+            }
+        }
+    }
+
+    @Test func onlyTheUnsettledBackendRunsBesideItsReferenceUpToItsLastUncertainOperation() throws {
+        let configuration = try Self.configuration([Self.dao, Self.raw, Self.other, Self.alone])
+        let results = Self.sixRounds()
+        #expect(configuration.unsettledOperations(results) == ["dao": [.readAll]])
+        let jobs = configuration.extraRound(6, after: results, size: Self.size, durability: .full)
+        // Round 6 is even: the backend first, then its reference; `other` and
+        // `alone` are settled and do not run.
+        #expect(jobs.map(\.backend) == ["dao", "raw"])
+        #expect(jobs.allSatisfy { $0.operations == [.persist, .readAll] && $0.round == 6 && !$0.isWarmup })
+        #expect(configuration.extraRound(7, after: results, size: Self.size, durability: .full).map(\.backend) == [
+            "raw", "dao",
+        ])
+        // Another size or durability has no results yet, so nothing to settle there.
+        #expect(configuration.extraRound(6, after: results, size: Self.size, durability: .none).isEmpty)
+    }
+
+    @Test func aSettledRunHasNoExtraRound() throws {
+        let configuration = try Self.configuration([Self.dao, Self.raw, Self.other, Self.alone])
+        let results = Self.sixRounds(noisy: nil)
+        #expect(configuration.unsettledOperations(results).isEmpty)
+        #expect(configuration.extraRound(6, after: results, size: Self.size, durability: .full).isEmpty)
+    }
+
+    @Test func aReferencesOwnMedianDoesNotAskForRoundsButALoneBackendsDoes() throws {
+        let configuration = try Self.configuration([Self.dao, Self.raw, Self.other, Self.alone])
+        // The reference's query time swings, and the backends' with it: the
+        // ratios stay steady, so no round is needed for them.
+        let swing = [1.0, 1.5, 0.7, 1.0, 1.2, 0.8]
+        let results = (0..<6).flatMap { round in
+            ["dao", "other", "raw", "alone"].map { backend in
+                Self.result(backend, round: round) { operation in
+                    let base = backend == "raw" ? 1.0 : 2.0
+                    if operation == .query && backend != "alone" { return base * swing[round] }
+                    if operation == .eraseAll && backend == "alone" { return swing[round] }
+                    return base
+                }
+            }
+        }
+        #expect(configuration.unsettledOperations(results) == ["alone": [.eraseAll]])
+        let jobs = configuration.extraRound(6, after: results, size: Self.size, durability: .full)
+        #expect(jobs.map(\.backend) == ["alone"])
+        #expect(jobs.first?.operations == Self.operations)
+    }
+
+    @Test func aGroupRunsUpToTheLastOperationAnyOfItsBackendsNeeds() throws {
+        let configuration = try Self.configuration([Self.dao, Self.raw, Self.other])
+        let swing = [1.0, 1.5, 0.7, 1.0, 1.2, 0.8]
+        let results = (0..<6).flatMap { round in
+            ["dao", "other", "raw"].map { backend in
+                Self.result(backend, round: round) { operation in
+                    if backend == "dao" && operation == .readAll { return swing[round] }
+                    if backend == "other" && operation == .query { return swing[round] }
+                    return backend == "raw" ? 1 : 2
+                }
+            }
+        }
+        #expect(configuration.unsettledOperations(results) == ["dao": [.readAll], "other": [.query]])
+        let jobs = configuration.extraRound(6, after: results, size: Self.size, durability: .full)
+        #expect(jobs.map(\.backend) == ["dao", "raw", "other"])
+        #expect(jobs.allSatisfy { $0.operations == [.persist, .readAll, .query] })
+    }
+
+    @Test func theReportTakesEachOperationFromTheIterationsThatRanIt() throws {
+        let configuration = try Self.configuration([Self.dao, Self.raw])
+        // Six full rounds, then four that stop after read-all: read-all's
+        // ratio is 0.5 in the full rounds and 0.25 in the short ones.
+        var results = (0..<6).flatMap { round in
+            ["dao", "raw"].map { backend in Self.result(backend, round: round) { _ in backend == "raw" ? 1 : 2 } }
+        }
+        results += (6..<10).flatMap { round in
+            ["dao", "raw"].map { backend in
+                Self.result(backend, round: round, operations: [.persist, .readAll]) { operation in
+                    backend == "raw" ? 1 : (operation == .readAll ? 4 : 2)
+                }
+            }
+        }
+        let report = ReportBuilder.report(
+            of: results, configuration: configuration, provenance: CountedReportTests.provenance)
+        func row(_ backend: String, _ operation: BenchOperation) throws -> ReportRow {
+            try #require(report.rows.first { $0.backend == backend && $0.operation == operation.rawValue })
+        }
+        for backend in ["dao", "raw"] {
+            #expect(try row(backend, .persist).iterations == 10)
+            #expect(try row(backend, .readAll).iterations == 10)
+            #expect(try row(backend, .query).iterations == 6)
+            #expect(try row(backend, .eraseAll).iterations == 6)
+            for operation in Self.operations {
+                let figures = try row(backend, operation)
+                #expect(figures.error.isEmpty)
+                // Memory and disk come from the complete iterations only.
+                #expect(figures.bytesOnDisk == 1000 && figures.peakRSSBytes == 5000)
+                #expect(figures.peakRSSWorkloadBytes == 3000)
+            }
+        }
+        #expect(try row("dao", .query).ratioPaired == 0.5)
+        // Ten per-round ratios of read-all, four of them 0.25: the median is
+        // still 0.5, and the interval reaches down to 0.25.
+        let readAll = try row("dao", .readAll)
+        #expect(readAll.ratioPaired == 0.5 && readAll.ratioPairedLow == 0.25 && readAll.ratioPairedHigh == 0.5)
+        #expect(SummaryTable.render(report).contains("median of 6–10 iterations"))
+    }
+
+    /// Returns scripted timings for the operations each job asks for, and
+    /// keeps the jobs it was given.
+    final class ScriptedExecutor: IterationExecutor, @unchecked Sendable {
+        let lock = NSLock()
+        var jobs: [IterationJob] = []
+        let seconds: @Sendable (IterationJob, BenchOperation) -> Double
+
+        init(seconds: @escaping @Sendable (IterationJob, BenchOperation) -> Double) { self.seconds = seconds }
+
+        func run(_ job: IterationJob) throws -> IterationResult {
+            lock.withLock { jobs.append(job) }
+            return IterationResult(
+                job: job,
+                measurements: job.operations.map {
+                    OperationMeasurement(operation: $0, seconds: seconds(job, $0), units: 2)
+                })
+        }
+    }
+
+    @Test func theRunnerRunsShortExtraRoundsOfTheUnsettledPairOnly() throws {
+        let configuration = try RunConfiguration(
+            backends: [Self.dao, Self.raw, Self.alone], sizes: [Self.size], operations: [.persist, .readAll, .query],
+            iterations: 6, warmup: 1, showsProgress: false, maxIterations: 9, precision: 0.03, timeLimit: 600)
+        // dao's read-all swings from round to round, the rest is steady.
+        let executor = ScriptedExecutor { job, operation in
+            guard job.backend == "dao", operation == .readAll else { return 1 }
+            return [1.0, 1.5, 0.7, 1.0, 1.2, 0.8][job.round % 6]
+        }
+        let results = try BenchmarkRunner(configuration: configuration, executor: executor).measure()
+        let extra = executor.jobs.filter { $0.round >= 7 }
+        // Three extra rounds (9 iterations at most), of the pair, up to read-all.
+        #expect(extra.map(\.backend) == ["raw", "dao", "dao", "raw", "raw", "dao"])
+        #expect(extra.allSatisfy { $0.operations == [.persist, .readAll] })
+        #expect(results.count == 6 * 3 + 6)  // the warm-up round is not kept
+        let report = ReportBuilder.report(
+            of: results, configuration: configuration, provenance: CountedReportTests.provenance)
+        let iterations = Dictionary(
+            uniqueKeysWithValues: report.rows.map { ("\($0.backend) \($0.operation)", $0.iterations) })
+        #expect(iterations["dao read-all"] == 9 && iterations["raw read-all"] == 9)
+        #expect(iterations["dao query"] == 6 && iterations["alone read-all"] == 6)
+        #expect(report.rows.allSatisfy { $0.error.isEmpty })
+    }
+}
