@@ -156,10 +156,17 @@ enum ShapeReaders {
         _ lhs: @escaping (E) -> Left, _ rhs: @escaping (E) -> Right,
         _ op: @escaping (E) -> QueryExpression.Comparison
     ) -> ShapeReader<E>? {
+        // An operand type is a key path or a constant, never both (only
+        // `PredicateExpressions.KeyPath` is a `KeyPathOperand`, only `Value`
+        // and `NilLiteral` are `ValueOperand`s): a left key path rules the
+        // constant-first order out, and its absence the key-path-first
+        // order. The lookups of the order ruled out are not made: the first
+        // lookup of a type's conformance scans every conformance record
+        // loaded (about 270k instructions, met or not).
         let leftKeyPath = keyPath(for: Left.self)
-        let rightConstant = constant(for: Right.self)
-        let leftConstant = constant(for: Left.self)
-        let rightKeyPath = keyPath(for: Right.self)
+        let rightConstant = leftKeyPath == nil ? nil : constant(for: Right.self)
+        let leftConstant = leftKeyPath == nil ? constant(for: Left.self) : nil
+        let rightKeyPath = leftConstant == nil ? nil : keyPath(for: Right.self)
         let keyPathFirst = leftKeyPath != nil && rightConstant != nil
         let constantFirst = leftConstant != nil && rightKeyPath != nil
         guard keyPathFirst || constantFirst else { return nil }

@@ -163,4 +163,42 @@ struct WriteCursorTests {
             try expectStore(model, dialogs, messages)
         }
     }
+
+    @Test("erasing parents whose keys end in 0xFF bytes, at the ends of the key space, with children over many pages")
+    func erasuresAtKeyBoundaries() throws {
+        try withStoreDirectory { directory in
+            let env = try LMDBEnvironment(directory: directory.store)
+            let dialogs = try env.storage(for: DialogRecord.self)
+            let messages = try env.storage(for: MessageRecord.self)
+            // Keys are big-endian with the sign bit flipped: 255 and 65535 end
+            // in 0xFF bytes, -1 is 0x7F then seven 0xFF, Int64.max all 0xFF,
+            // Int64.min all 0x00: a parent's range ends next to its
+            // neighbour's, or at an end of the database.
+            let ids: [Int64] = [.min, -256, -1, 0, 1, 254, 255, 256, 65535, 65536, .max - 1, .max]
+            var model: [Int64: DialogRecord] = [:]
+            var next = Int64(1)
+            for id in ids {
+                // Several hundred children for some parents: their ranges
+                // span pages, which merge as they empty.
+                let count = id == 255 || id == .max ? 600 : 7
+                let children = (0..<count).map { _ in
+                    defer { next += 1 }
+                    return message(next, of: id, length: Int(next % 50))
+                }
+                let dialog = DialogRecord(id: id, isPinned: id % 2 == 0, messages: children)
+                model[id] = dialog
+            }
+            try dialogs.persist(ids.compactMap { model[$0] })
+            try expectStore(model, dialogs, messages)
+            for doomed in [[255, -1], [Int64.max, 65535], [Int64.min, 0]] {
+                #expect(try dialogs.erase(primaryKeys: doomed) == doomed.count)
+                for id in doomed { model[id] = nil }
+                try expectStore(model, dialogs, messages)
+            }
+            // The neighbours of every erased range are still whole; erase the rest.
+            let rest = Array(model.keys)
+            #expect(try dialogs.erase(primaryKeys: rest) == rest.count)
+            try expectStore([:], dialogs, messages)
+        }
+    }
 }
