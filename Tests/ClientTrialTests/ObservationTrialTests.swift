@@ -80,22 +80,3 @@ struct ObservationTrialTests {
     }
 }
 
-/// `old` with `changes` applied the way a table view applies a batch update,
-/// taking inserted and modified values from `new`; `nil` when an index is out
-/// of range.
-func applying<V>(_ changes: ObservedChanges, to old: [V], from new: [V]) -> [V]? {
-    var rows = old
-    for index in changes.deletions.sorted(by: >) {
-        guard rows.indices.contains(index) else { return nil }
-        rows.remove(at: index)
-    }
-    for index in changes.insertions.sorted() {
-        guard index <= rows.count, new.indices.contains(index) else { return nil }
-        rows.insert(new[index], at: index)
-    }
-    for index in changes.modifications {
-        guard rows.indices.contains(index), new.indices.contains(index) else { return nil }
-        rows[index] = new[index]
-    }
-    return rows
-}

@@ -86,26 +86,6 @@ func withAsyncStore<T>(
     return result
 }
 
-/// `old` with `changes` applied the way a table view applies a batch update,
-/// taking inserted and modified values from `new`. Written apart from the
-/// library's diff, so that it checks it.
-func applying<V>(_ changes: ObservedChanges, to old: [V], from new: [V]) -> [V]? {
-    var rows = old
-    for index in changes.deletions.sorted(by: >) {
-        guard rows.indices.contains(index) else { return nil }
-        rows.remove(at: index)
-    }
-    for index in changes.insertions.sorted() {
-        guard index <= rows.count, new.indices.contains(index) else { return nil }
-        rows.insert(new[index], at: index)
-    }
-    for index in changes.modifications {
-        guard rows.indices.contains(index), new.indices.contains(index) else { return nil }
-        rows[index] = new[index]
-    }
-    return rows
-}
-
 /// One observation under test: its iterator, the rows its snapshots have
 /// built, and how to read the same results afresh.
 struct Watched<V: Plain> {

@@ -65,14 +65,7 @@ final class WriteCursor {
         let code = key.withUnsafeBytes { key in
             var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
             var v = MDB_val(mv_size: value.count, mv_data: UnsafeMutableRawPointer(mutating: value.baseAddress))
-            if tryAppend {
-                let code = mdb_cursor_put(cursor, &k, &v, UInt32(MDB_APPEND))
-                // MDB_KEYEXIST: the key is not greater than the last
-                // one; LMDB wrote nothing.
-                guard code == MDB_KEYEXIST else { return code }
-                tryAppend = false
-            }
-            return mdb_cursor_put(cursor, &k, &v, 0)
+            return put(cursor, &k, &v, flags: 0)
         }
         onLastWrite = code == MDB_SUCCESS
         try txn.check(code, "mdb_cursor_put")
@@ -88,12 +81,7 @@ final class WriteCursor {
             value.withUnsafeBytes { value in
                 var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
                 var v = MDB_val(mv_size: value.count, mv_data: UnsafeMutableRawPointer(mutating: value.baseAddress))
-                if tryAppend {
-                    let code = mdb_cursor_put(cursor, &k, &v, UInt32(MDB_APPEND))
-                    guard code == MDB_KEYEXIST else { return code }
-                    tryAppend = false
-                }
-                let code = mdb_cursor_put(cursor, &k, &v, UInt32(MDB_NOOVERWRITE))
+                let code = put(cursor, &k, &v, flags: UInt32(MDB_NOOVERWRITE))
                 // On MDB_KEYEXIST, `v` points at the value stored under the key.
                 if code == MDB_KEYEXIST {
                     existing = [UInt8](UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size))
@@ -105,6 +93,19 @@ final class WriteCursor {
         if code == MDB_KEYEXIST { return existing }
         try txn.check(code, "mdb_cursor_put")
         return nil
+    }
+
+    /// Puts `k` and `v` through `cursor` with `flags`, as an append first
+    /// while appends are expected. LMDB refuses an append whose key is not
+    /// greater than the last one with `MDB_KEYEXIST` before writing
+    /// anything; appends are then no longer tried until ``expectAppends()``.
+    private func put(_ cursor: OpaquePointer, _ k: inout MDB_val, _ v: inout MDB_val, flags: UInt32) -> Int32 {
+        if tryAppend {
+            let code = mdb_cursor_put(cursor, &k, &v, UInt32(MDB_APPEND))
+            guard code == MDB_KEYEXIST else { return code }
+            tryAppend = false
+        }
+        return mdb_cursor_put(cursor, &k, &v, flags)
     }
 
     /// Replaces the value of `key`, which the caller knows to be stored:
