@@ -167,7 +167,7 @@ where S.Record == T.Record, T.PlainObject.ID == S.Record.PrimaryKey {
         // holds a record's children and the plain objects made from them
         // together for one record at a time, not for all of them
         // (docs/DESIGN.md, "SQLite, third round").
-        var remaining = records
+        var remaining = consume records
         remaining.reverse()
         while let record = remaining.popLast() {
             plains.append(try toPlain(record))

@@ -25,6 +25,8 @@ final class ValueEncoder {
     @exclusivity(unchecked) fileprivate var storage: UnsafeMutableRawPointer
     @exclusivity(unchecked) fileprivate var capacity: Int
     @exclusivity(unchecked) fileprivate var count = 0
+    /// The bytes of a record encoded through `Encodable`, kept for the next one.
+    private var scratch: [UInt8] = []
     @exclusivity(unchecked) fileprivate var slots: [StoredValue?]
     @exclusivity(unchecked) fileprivate var failure: StorageError?
     @exclusivity(unchecked) fileprivate var nextGuess = 0
@@ -131,8 +133,14 @@ final class ValueEncoder {
     /// Writes the filled slots as the value's bytes.
     private func serialize() throws {
         count = 0
-        var out: [UInt8] = [ValueSchema.formatVersion]
+        // One buffer for every record this encoder writes, lent out while
+        // this record is serialized.
+        var out: [UInt8] = []
+        swap(&out, &scratch)
+        defer { swap(&out, &scratch) }
+        out.removeAll(keepingCapacity: true)
         out.reserveCapacity(256)
+        out.append(ValueSchema.formatVersion)
         let slots = self.slots
         for index in slots.indices {
             try write(slots[index], field: index, to: &out)

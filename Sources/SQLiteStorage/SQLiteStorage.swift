@@ -48,28 +48,33 @@ public struct SQLiteStorage<Record: DAOCore.Record>: Storage {
                 throw error.with(path: database.path)
             }
         }
-        try database.withConnection(.persist, entity: entityName) { connection in
-            try connection.transaction(immediate: true) {
-                do {
-                    let writer = try TableWriter(table, connection)
-                    for record in records {
-                        try writer.write(record)
-                    }
-                } catch {
-                    guard !checkFirst else { throw error }
-                    // Whatever stopped the write, a record the check before
-                    // it would have refused is the error to report, so the
-                    // answer is the one of checking first (and of the other
-                    // backends): the same error for the same records.
-                    try Record.entity.checkStorable(records)
-                    if error is UnstorableReal {
+        do {
+            try database.withConnection(.persist, entity: entityName) { connection in
+                try connection.transaction(immediate: true) {
+                    do {
+                        let writer = try TableWriter(table, connection)
+                        for record in records {
+                            try writer.write(record)
+                        }
+                    } catch is UnstorableReal {
                         throw StorageError(
                             .invalidArgument, .persist, entity: entityName,
                             message: "a record writes a real that no backend stores as given (NaN or -0.0)")
                     }
-                    throw error
                 }
             }
+        } catch {
+            guard !checkFirst else { throw error }
+            // Whatever stopped the write (a record, the engine, the commit),
+            // a record the check before it would have refused is the error to
+            // report, so the answer is the one of checking first (and of the
+            // other backends): the same error for the same records.
+            do {
+                try Record.entity.checkStorable(records)
+            } catch let refused as StorageError {
+                throw refused.with(path: database.path)
+            }
+            throw error
         }
         database.commits.didCommit(.persisted(records))
     }

@@ -39,6 +39,7 @@ private struct Probe: Record, FieldwiseRecord, Hashable {
         switch mode {
         case 1: try fields.encode(Double(mode))  // a real for an integer field
         case 2: try fields.encodeNil()  // nil for a field that is not optional
+        case 5: try fields.encode(Double.nan)  // a NaN for an integer field: the core's refusal of NaN comes first
         default: try fields.encode(mode)
         }
         if let ratio { try fields.encode(ratio) } else { try fields.encodeNil() }
@@ -78,7 +79,9 @@ struct FieldwiseWriteTests {
         try withStoreDirectory { directory in
             let env = try LMDBEnvironment(directory: directory.store, durability: .none)
             let probes = try env.storage(for: Probe.self)
-            for (mode, kind) in [(1, StorageError.Kind.encoding), (2, .encoding), (3, .schemaMismatch), (4, .schemaMismatch)] {
+            for (mode, kind) in [
+                (1, StorageError.Kind.encoding), (2, .encoding), (3, .schemaMismatch), (4, .schemaMismatch), (5, .invalidArgument),
+            ] {
                 let good = Probe(id: 10, mode: 0, ratio: 1, name: "kept")
                 let bad = Probe(id: 11, mode: Int64(mode), ratio: nil, name: "refused")
                 let error = storageError { try probes.persist([good, bad]) }

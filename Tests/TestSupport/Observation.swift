@@ -15,6 +15,7 @@ public struct TimedOut: Error, CustomStringConvertible {
 /// tests, each of which holds a thread of the pool until it ends) does not
 /// count. A single timer of `limit` could expire while the pool was busy and
 /// then win the race against a snapshot that was waiting for the same pool.
+/// Five times `limit` of wall time ends the wait whatever was counted.
 public func nextSnapshot<V: Plain>(
     _ iterator: Observation<V>.Iterator, within limit: Duration = .seconds(120)
 ) async throws -> Snapshot<V>? {
@@ -27,7 +28,10 @@ public func nextSnapshot<V: Plain>(
             let step = Duration.seconds(1)
             var counted = Duration.zero
             let clock = ContinuousClock()
-            while counted < limit {
+            // Also an absolute bound, so that a machine busy for good cannot
+            // make a real hang wait forever.
+            let deadline = clock.now + limit * 5
+            while counted < limit, clock.now < deadline {
                 let start = clock.now
                 try await Task.sleep(for: step)
                 if clock.now - start <= step * 2 { counted += step }

@@ -7,7 +7,7 @@ import Foundation
 ///
 /// - a key greater than every stored key is appended (`MDB_APPEND`: the
 ///   cursor already sits on the last entry after the previous append, so
-///   LMDB neither searches nor compares more than once), and a key that is
+///   LMDB need not search for it and compares once), and a key that is
 ///   not greater is refused by LMDB before anything is written and put the
 ///   ordinary way;
 /// - a key known to be stored, which follows the one the previous write
@@ -120,7 +120,11 @@ final class WriteCursor {
             if onLastWrite {
                 var found = MDB_val()
                 var old = MDB_val()
-                if mdb_cursor_get(cursor, &found, &old, MDB_NEXT) == MDB_SUCCESS, found.mv_size == key.count,
+                let next = mdb_cursor_get(cursor, &found, &old, MDB_NEXT)
+                // No next entry is an ordinary put below; any other failure
+                // is the engine's and is reported.
+                guard next == MDB_SUCCESS || next == MDB_NOTFOUND else { return next }
+                if next == MDB_SUCCESS, found.mv_size == key.count,
                     let data = found.mv_data, let start = key.baseAddress, memcmp(data, start, key.count) == 0
                 {
                     // The same bytes stored already: nothing to write (the
