@@ -201,4 +201,50 @@ struct WriteCursorTests {
             try expectStore([:], dialogs, messages)
         }
     }
+
+    @Test("seeded calls of moves, drops, size changes, erasures and appends over several pages agree with a model")
+    func seededAgainstModel() throws {
+        try withStoreDirectory { directory in
+            let env = try LMDBEnvironment(directory: directory.store, durability: .none)
+            let dialogs = try env.storage(for: DialogRecord.self)
+            let messages = try env.storage(for: MessageRecord.self)
+            var model: [Int64: DialogRecord] = [:]
+            var random = SplitMix64(seed: 0x5EED_C0DE)
+            // Ids grow over the run, so later calls append after every stored
+            // key while earlier ids are still moved, rewritten and dropped.
+            var ceiling: Int64 = 200
+            for call in 0..<40 {
+                if call > 0, random.next() % 5 == 0 {
+                    let victims = Array(model.keys.sorted().shuffled(using: &random).prefix(2))
+                    #expect(try dialogs.erase(primaryKeys: victims) == victims.count, "call \(call)")
+                    for id in victims { model[id] = nil }
+                } else {
+                    ceiling += Int64(random.next() % 120)
+                    var pool = Array(Int64(1)...ceiling).shuffled(using: &random)
+                    let parents = Array(Array(Int64(1)...12).shuffled(using: &random).prefix(Int(1 + random.next() % 4)))
+                    var batch: [DialogRecord] = []
+                    for parent in parents {
+                        let count = Int(random.next() % 90)
+                        let ids = Array(pool.prefix(count))
+                        pool.removeFirst(min(count, pool.count))
+                        let children = ids.map { message($0, of: parent, length: Int(random.next() % 400)) }
+                        batch.append(DialogRecord(id: parent, isPinned: random.next() % 2 == 0, messages: children))
+                    }
+                    try dialogs.persist(batch)
+                    // A child named under a parent leaves any other parent;
+                    // a parent's children are exactly those it names.
+                    for dialog in batch {
+                        let named = Set(dialog.messages.map(\.id))
+                        for (id, other) in model where id != dialog.id {
+                            var kept = other
+                            kept.messages.removeAll { named.contains($0.id) }
+                            model[id] = kept
+                        }
+                        model[dialog.id] = dialog
+                    }
+                }
+                try expectStore(model, dialogs, messages)
+            }
+        }
+    }
 }
