@@ -20,6 +20,17 @@ struct WriteCursorTests {
             type: id % 5, isIncoming: id % 2 == 0, isRead: isRead)
     }
 
+    /// Runs `body` with the dialog and message storages of a new store
+    /// (written without syncs: these tests check what is stored, not durability).
+    private func withStores(
+        _ body: (LMDBStorage<DialogRecord>, LMDBStorage<MessageRecord>) throws -> Void
+    ) throws {
+        try withStoreDirectory { directory in
+            let env = try LMDBEnvironment(directory: directory.store, durability: .none)
+            try body(try env.storage(for: DialogRecord.self), try env.storage(for: MessageRecord.self))
+        }
+    }
+
     /// Checks that the store holds exactly `model` (dialog id → dialog), by
     /// every way of reading it, and that `verify()` finds it consistent.
     private func expectStore(
@@ -42,10 +53,7 @@ struct WriteCursorTests {
 
     @Test("keys in descending order, interleaved parents, inserts between stored keys")
     func outOfOrder() throws {
-        try withStoreDirectory { directory in
-            let env = try LMDBEnvironment(directory: directory.store)
-            let dialogs = try env.storage(for: DialogRecord.self)
-            let messages = try env.storage(for: MessageRecord.self)
+        try withStores { dialogs, messages in
             var model: [Int64: DialogRecord] = [:]
             // Parents and children in descending key order: no append fits.
             var batch: [DialogRecord] = []
@@ -83,10 +91,7 @@ struct WriteCursorTests {
 
     @Test("children moving between parents inside one call, and a parent's children replaced in order")
     func movesAndReplacements() throws {
-        try withStoreDirectory { directory in
-            let env = try LMDBEnvironment(directory: directory.store)
-            let dialogs = try env.storage(for: DialogRecord.self)
-            let messages = try env.storage(for: MessageRecord.self)
+        try withStores { dialogs, messages in
             var model: [Int64: DialogRecord] = [:]
             var batch: [DialogRecord] = []
             for dialog in Int64(1)...6 {
@@ -137,10 +142,7 @@ struct WriteCursorTests {
 
     @Test("a store written in key order reads back after appends, erasures and new appends")
     func appendsAfterErasures() throws {
-        try withStoreDirectory { directory in
-            let env = try LMDBEnvironment(directory: directory.store)
-            let dialogs = try env.storage(for: DialogRecord.self)
-            let messages = try env.storage(for: MessageRecord.self)
+        try withStores { dialogs, messages in
             let records = try dialogRecords(dialogs: 30, messages: 40)
             try dialogs.persist(records)
             var model = Dictionary(uniqueKeysWithValues: records.map { ($0.id, $0) })
@@ -166,10 +168,7 @@ struct WriteCursorTests {
 
     @Test("erasing parents whose keys end in 0xFF bytes, at the ends of the key space, with children over many pages")
     func erasuresAtKeyBoundaries() throws {
-        try withStoreDirectory { directory in
-            let env = try LMDBEnvironment(directory: directory.store)
-            let dialogs = try env.storage(for: DialogRecord.self)
-            let messages = try env.storage(for: MessageRecord.self)
+        try withStores { dialogs, messages in
             // Keys are big-endian with the sign bit flipped: 255 and 65535 end
             // in 0xFF bytes, -1 is 0x7F then seven 0xFF, Int64.max all 0xFF,
             // Int64.min all 0x00: a parent's range ends next to its
@@ -204,10 +203,7 @@ struct WriteCursorTests {
 
     @Test("seeded calls of moves, drops, size changes, erasures and appends over several pages agree with a model")
     func seededAgainstModel() throws {
-        try withStoreDirectory { directory in
-            let env = try LMDBEnvironment(directory: directory.store, durability: .none)
-            let dialogs = try env.storage(for: DialogRecord.self)
-            let messages = try env.storage(for: MessageRecord.self)
+        try withStores { dialogs, messages in
             var model: [Int64: DialogRecord] = [:]
             var random = SplitMix64(seed: 0x5EED_C0DE)
             // Ids grow over the run, so later calls append after every stored

@@ -9,14 +9,7 @@ struct Cursor: ~Copyable {
     let handle: OpaquePointer
 
     init(_ transaction: borrowing Transaction, _ dbi: MDB_dbi) throws {
-        var cursor: OpaquePointer?
-        try transaction.check(mdb_cursor_open(transaction.handle, dbi, &cursor), "mdb_cursor_open")
-        guard let cursor else {
-            throw StorageError(
-                .engine, transaction.operation, path: transaction.environment.path,
-                message: "mdb_cursor_open gave no cursor")
-        }
-        handle = cursor
+        handle = try transaction.openCursor(dbi)
     }
 
     deinit {
@@ -115,14 +108,7 @@ final class KeyEraser {
     /// Opens the cursor; it must not outlive `transaction` (keep the eraser
     /// inside the scope that lends the transaction).
     init(_ transaction: borrowing Transaction, _ dbi: MDB_dbi) throws {
-        var cursor: OpaquePointer?
-        try transaction.check(mdb_cursor_open(transaction.handle, dbi, &cursor), "mdb_cursor_open")
-        guard let cursor else {
-            throw StorageError(
-                .engine, transaction.operation, path: transaction.environment.path,
-                message: "mdb_cursor_open gave no cursor")
-        }
-        handle = cursor
+        handle = try transaction.openCursor(dbi)
     }
 
     deinit {

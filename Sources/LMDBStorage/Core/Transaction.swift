@@ -46,6 +46,18 @@ struct Transaction: ~Copyable {
         }
     }
 
+    /// Opens a cursor on `dbi` (`mdb_cursor_open`); the caller closes it
+    /// before this transaction ends, or lets LMDB free it then (a write
+    /// transaction's cursors).
+    func openCursor(_ dbi: MDB_dbi) throws -> OpaquePointer {
+        var cursor: OpaquePointer?
+        try check(mdb_cursor_open(handle, dbi, &cursor), "mdb_cursor_open")
+        guard let cursor else {
+            throw StorageError(.engine, operation, path: environment.path, message: "mdb_cursor_open gave no cursor")
+        }
+        return cursor
+    }
+
     /// Calls `body` with the value stored under `key` and returns what it
     /// returns, or `nil` when there is no such key.
     ///

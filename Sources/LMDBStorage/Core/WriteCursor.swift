@@ -49,11 +49,7 @@ final class WriteCursor {
 
     private func cursor(_ txn: borrowing Transaction) throws -> OpaquePointer {
         if let handle { return handle }
-        var cursor: OpaquePointer?
-        try txn.check(mdb_cursor_open(txn.handle, dbi, &cursor), "mdb_cursor_open")
-        guard let cursor else {
-            throw StorageError(.engine, txn.operation, path: txn.environment.path, message: "mdb_cursor_open gave no cursor")
-        }
+        let cursor = try txn.openCursor(dbi)
         handle = cursor
         return cursor
     }
