@@ -993,7 +993,9 @@ final class ChildRows {
     /// `capturedKey` and `capturedParent` (`.null`: not captured).
     @inline(__always)
     func row(_ capturedKey: StoredValue, _ capturedParent: StoredValue) throws -> Rest {
-        guard capturedParent != .null, capturedKey != .null || inserting else { return .all }
+        // Matched by case: `== .null` called the stored value's equality.
+        if case .null = capturedParent { return .all }
+        if !inserting, case .null = capturedKey { return .all }
         // A child naming another parent: the generic code reports it.
         guard capturedParent == parentKey else { return .all }
         return try run(childKey: capturedKey)
