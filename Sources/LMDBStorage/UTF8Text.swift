@@ -43,41 +43,38 @@ enum UTF8Text {
                 index += 1
                 continue
             }
-            // At a byte of 0x80 or more: sequences one after another while
-            // they last.
-            repeat {
-                let lead = base.load(fromByteOffset: index, as: UInt8.self)
-                if lead < 0x80 { break }
-                if count - index >= 2 {
-                    // Lead 110xxxxx then continuation 10xxxxxx, read as one
-                    // little-endian pair.
-                    let pair = UInt16(littleEndian: base.loadUnaligned(fromByteOffset: index, as: UInt16.self))
-                    if pair & 0xC0E0 == 0x80C0 {
-                        guard lead >= 0xC2 else { return false }  // overlong
-                        index += 2
-                        continue
-                    }
-                }
-                if lead < 0xE0 { return false }  // a stray continuation, or a two-byte sequence cut short
-                if lead < 0xF0 {
-                    guard count - index >= 3 else { return false }
-                    let second = base.load(fromByteOffset: index + 1, as: UInt8.self)
-                    guard isContinuation(second), isContinuation(base.load(fromByteOffset: index + 2, as: UInt8.self))
-                    else { return false }
-                    if lead == 0xE0 && second < 0xA0 { return false }  // overlong
-                    if lead == 0xED && second >= 0xA0 { return false }  // a surrogate
-                    index += 3
-                } else {
-                    guard lead <= 0xF4, count - index >= 4 else { return false }
-                    let second = base.load(fromByteOffset: index + 1, as: UInt8.self)
-                    guard isContinuation(second), isContinuation(base.load(fromByteOffset: index + 2, as: UInt8.self)),
-                        isContinuation(base.load(fromByteOffset: index + 3, as: UInt8.self))
-                    else { return false }
-                    if lead == 0xF0 && second < 0x90 { return false }  // overlong
-                    if lead == 0xF4 && second >= 0x90 { return false }  // above U+10FFFF
-                    index += 4
-                }
-            } while index < count
+            // At a byte of 0x80 or more. Two-byte sequences while they
+            // last, each checked as one little-endian pair: lead 110xxxxx
+            // (not 0xC0 or 0xC1, which would be overlong), then a
+            // continuation 10xxxxxx.
+            while count - index >= 2 {
+                let pair = UInt16(littleEndian: base.loadUnaligned(fromByteOffset: index, as: UInt16.self))
+                guard pair & 0xC0E0 == 0x80C0 else { break }
+                guard pair & 0x1E != 0 else { return false }
+                index += 2
+            }
+            guard index < count else { break }
+            let lead = base.load(fromByteOffset: index, as: UInt8.self)
+            if lead < 0x80 { continue }
+            if lead < 0xE0 { return false }  // a stray continuation, or a two-byte sequence cut short
+            if lead < 0xF0 {
+                guard count - index >= 3 else { return false }
+                let second = base.load(fromByteOffset: index + 1, as: UInt8.self)
+                guard isContinuation(second), isContinuation(base.load(fromByteOffset: index + 2, as: UInt8.self))
+                else { return false }
+                if lead == 0xE0 && second < 0xA0 { return false }  // overlong
+                if lead == 0xED && second >= 0xA0 { return false }  // a surrogate
+                index += 3
+            } else {
+                guard lead <= 0xF4, count - index >= 4 else { return false }
+                let second = base.load(fromByteOffset: index + 1, as: UInt8.self)
+                guard isContinuation(second), isContinuation(base.load(fromByteOffset: index + 2, as: UInt8.self)),
+                    isContinuation(base.load(fromByteOffset: index + 3, as: UInt8.self))
+                else { return false }
+                if lead == 0xF0 && second < 0x90 { return false }  // overlong
+                if lead == 0xF4 && second >= 0x90 { return false }  // above U+10FFFF
+                index += 4
+            }
         }
         return true
     }
