@@ -15,10 +15,15 @@ enum UTF8Text {
     /// The text whose UTF-8 bytes are `bytes`.
     @inline(__always)
     static func string(_ bytes: UnsafeRawBufferPointer) -> String {
+        // `UTF8Span` and `String(copying:)` came with Swift 6.2 (and its
+        // runtime, macOS 26 and its peers); elsewhere the standard library
+        // validates, as before.
+        #if compiler(>=6.2)
         if #available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *), isValid(bytes) {
             let elements = bytes.assumingMemoryBound(to: UInt8.self)
             return String(copying: unsafe UTF8Span(unchecked: Span(_unsafeElements: elements)))
         }
+        #endif
         return String(decoding: bytes, as: UTF8.self)
     }
 
