@@ -22,6 +22,9 @@ enum CanonicalText {
     /// decoded and looked up (plist `persist`: 3,200 instructions per
     /// message text of the workload through `unicodeScalars`).
     private static func hasFlaggedScalar(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        // Read once: each use of the lazily initialized static checks that
+        // it is initialized.
+        let plane = basicPlane
         let count = bytes.count
         var position = 0
         while position < count {
@@ -36,7 +39,11 @@ enum CanonicalText {
             for offset in 1..<length {
                 value = value << 6 | UInt32(bytes[position + offset] & 0x3F)
             }
-            if isFlagged(value) { return true }
+            if value < 0x10000 {
+                if plane[Int(value >> 6)] & (1 << UInt64(value & 63)) != 0 { return true }
+            } else if isFlagged(value) {
+                return true
+            }
             position += length
         }
         return false

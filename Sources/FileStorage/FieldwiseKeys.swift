@@ -7,8 +7,8 @@ import Foundation
 ///
 /// The table code runs unspecialized, where reading a field through its key
 /// path costs 500–600 instructions; a child's upsert read two (its primary key,
-/// and its foreign key to check the relation's rule). One pass over a
-/// message's nine fields costs about a third of that.
+/// and its foreign key to check the relation's rule): about 1,170 for a
+/// message, against 480 for one pass over its nine fields.
 struct KeyPairWriter: FieldWriter {
     /// The position of the foreign key in the entity's fields (the primary
     /// key is at 0).
