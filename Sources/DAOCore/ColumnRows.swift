@@ -218,7 +218,7 @@ public struct ColumnRowReader: FieldReader {
         let column = try advance()
         guard let bytes = functions.text(handle, column) else { throw access.readError(column: column, message: nil) }
         let count = Int(functions.bytes(handle, column))
-        return String(decoding: UnsafeBufferPointer(start: bytes, count: count), as: UTF8.self)
+        return UTF8Text.string(UnsafeRawBufferPointer(start: bytes, count: count))
     }
 
     /// Reads the next field as bytes; NULL is an error.

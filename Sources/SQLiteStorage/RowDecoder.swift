@@ -201,7 +201,7 @@ struct ColumnReader: FieldReader {
         let column = try advance()
         guard let bytes = sqlite3_column_text(handle, column) else { throw nullError(column) }
         let count = Int(sqlite3_column_bytes(handle, column))
-        return String(decoding: UnsafeBufferPointer(start: bytes, count: count), as: UTF8.self)
+        return UTF8Text.string(UnsafeRawBufferPointer(start: bytes, count: count))
     }
 
     /// The column as an integer; NULL (which SQLite reads as 0) is an error.

@@ -233,7 +233,7 @@ final class Statement {
     func text(_ column: Int32) -> String? {
         guard let bytes = sqlite3_column_text(handle, column) else { return nil }
         let count = Int(sqlite3_column_bytes(handle, column))
-        return String(decoding: UnsafeBufferPointer(start: bytes, count: count), as: UTF8.self)
+        return UTF8Text.string(UnsafeRawBufferPointer(start: bytes, count: count))
     }
 
     /// The column as an engine-neutral value, by its stored type.

@@ -9,12 +9,14 @@
 /// validated without validating them again (`UTF8Span(unchecked:)`,
 /// SE-0464). Bytes that are not valid UTF-8 go the standard library's way
 /// and are repaired as before (each ill-formed sequence becomes U+FFFD), so
-/// the result is the same `String` for every input. See docs/DESIGN.md,
-/// "LMDB, fifth round".
-enum UTF8Text {
-    /// The text whose UTF-8 bytes are `bytes`.
-    @inline(__always)
-    static func string(_ bytes: UnsafeRawBufferPointer) -> String {
+/// the result is the same `String` for every input. The LMDB and SQLite
+/// adapters build every stored text this way. See docs/DESIGN.md, "LMDB,
+/// fifth round".
+public enum UTF8Text {
+    /// The text whose UTF-8 bytes are `bytes`, with ill-formed sequences
+    /// repaired as `String(decoding:as:)` repairs them.
+    @inlinable @inline(__always)
+    public static func string(_ bytes: UnsafeRawBufferPointer) -> String {
         // `UTF8Span` and `String(copying:)` came with Swift 6.2 (and its
         // runtime, macOS 26 and its peers); elsewhere the standard library
         // validates, as before.
@@ -30,7 +32,7 @@ enum UTF8Text {
     /// Whether `bytes` are well-formed UTF-8 (Unicode 15, table 3-7: no
     /// overlong forms, no surrogates, nothing above U+10FFFF, no sequence
     /// cut short), as the standard library's validator decides.
-    static func isValid(_ bytes: UnsafeRawBufferPointer) -> Bool {
+    public static func isValid(_ bytes: UnsafeRawBufferPointer) -> Bool {
         guard let base = bytes.baseAddress else { return true }
         let count = bytes.count
         var index = 0

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@testable import LMDBStorage
+import DAOCore
 
 /// `UTF8Text` decides validity exactly as the standard library does and
 /// builds the same `String`, for valid and ill-formed bytes alike.
