@@ -95,7 +95,7 @@ public struct SubprocessExecutor: IterationExecutor {
         guard stepsGroups, jobs.count > 1, !jobs.contains(where: \.countsInstructions) else {
             return try jobs.map { try run($0) }
         }
-        return try SteppedWorkers.run(jobs, executable: executable, arguments: arguments + [])
+        return try SteppedWorkers.run(jobs, executable: executable, arguments: arguments)
     }
 
     /// - Throws: when the worker cannot be started, or a job counts
