@@ -20,7 +20,8 @@ struct Run: ParsableCommand {
         discussion: """
             Each backend × iteration runs in a worker process of its own, on a fresh store in a \
             fresh temporary directory. Backends take turns within each round and their order \
-            rotates from round to round. Exit status: 0 when every backend ran, 3 when a backend \
+            rotates from round to round; a backend's worker and its reference's run in step, \
+            operation by operation. Exit status: 0 when every backend ran, 3 when a backend \
             failed (its rows carry the error), 64 for invalid arguments.
             """
     )
@@ -52,6 +53,12 @@ struct Run: ParsableCommand {
     @Option(name: .customLong("time-limit"), help: "The most seconds of extra rounds per size and durability.")
     var timeLimit: Double = 60
 
+    @Option(name: .customLong("read-runs"), help: "The most runs of each read-only operation (read-all, read-by-id, query) per iteration: it runs again in place, on the unchanged store, while its runs add up to less than --read-time; the iteration's time is the median of its runs (1: one run).")
+    var readRuns = 1
+
+    @Option(name: .customLong("read-time"), help: "The seconds the runs of a read-only operation may add up to before no further run starts (with --read-runs).")
+    var readTime: Double = 0.25
+
     @Flag(help: "Also run each backend under valgrind's callgrind and report the instructions and allocations of each operation's timed region.")
     var instructions = false
 
@@ -75,6 +82,9 @@ struct Run: ParsableCommand {
 
     @Flag(name: .customLong("no-progress"), help: "Do not show progress on standard error.")
     var noProgress = false
+
+    @Flag(name: .customLong("one-after-another"), help: "Run a backend's worker and its reference's one after the other, each through its whole iteration, instead of in step, operation by operation.")
+    var oneAfterAnother = false
 
     @Flag(name: .customLong("in-process"), help: .hidden)
     var inProcess = false
@@ -102,7 +112,8 @@ struct Run: ParsableCommand {
                 operations: try BenchOperation.parseList(operations), iterations: iterations, warmup: warmup,
                 seed: seed, showsProgress: !noProgress, maxIterations: maxIterations,
                 precision: try parseThreshold(precision, option: "--precision"), timeLimit: timeLimit,
-                instructionIterations: instructions ? instructionIterations : 0)
+                instructionIterations: instructions ? instructionIterations : 0, readRuns: readRuns,
+                readRunSeconds: readTime)
             if instructions {
                 guard !inProcess else { throw ConfigurationError("--instructions runs workers; not with --in-process") }
                 guard Callgrind.isBuiltIn else {
@@ -162,7 +173,7 @@ struct Run: ParsableCommand {
                 scratch = directory
                 callgrind = try Callgrind.prepare(executable: executable, in: directory)
             }
-            executor = SubprocessExecutor(executable: executable, callgrind: callgrind)
+            executor = SubprocessExecutor(executable: executable, callgrind: callgrind, stepsGroups: !oneAfterAnother)
         }
         let report = try BenchmarkRunner(configuration: plan.configuration, executor: executor)
             .run(provenance: provenance)
@@ -327,9 +338,12 @@ struct Worker: ParsableCommand {
     @Option(help: "The job, as JSON.")
     var job: String
 
+    @Flag(help: "Wait for a line 'go' on standard input before each step (see SteppedWorkers).")
+    var stepped = false
+
     func run() throws {
         do {
-            print(try StorageBenchKit.Worker.run(jobJSON: job, registry: .withReferences))
+            print(try StorageBenchKit.Worker.run(jobJSON: job, registry: .withReferences, stepped: stepped))
         } catch let error as ConfigurationError {
             throw ValidationError(error.message)
         }

@@ -47,6 +47,15 @@ public enum BenchOperation: String, Sendable, CaseIterable, Codable, Comparable 
         }
     }
 
+    /// Whether the operation leaves the store as it found it (it only reads),
+    /// so that it can run again in place and do exactly the same work.
+    public var isReadOnly: Bool {
+        switch self {
+        case .readAll, .readById, .query: true
+        default: false
+        }
+    }
+
     /// What the operation does, as WORKLOAD.md says it.
     public var summary: String {
         switch self {

@@ -7,6 +7,19 @@ public protocol IterationExecutor: Sendable {
     /// result's ``IterationResult/error``; this throws only when the job could
     /// not be run at all.
     func run(_ job: IterationJob) throws -> IterationResult
+
+    /// Runs the iterations of one round's paired group (a backend beside its
+    /// reference, ``RunConfiguration/pairedGroups(_:)``), in the order given,
+    /// and returns their results in the same order. The default runs them one
+    /// after another with ``run(_:)``.
+    func run(group jobs: [IterationJob]) throws -> [IterationResult]
+}
+
+extension IterationExecutor {
+    /// Runs `jobs` one after another.
+    public func run(group jobs: [IterationJob]) throws -> [IterationResult] {
+        try jobs.map { try run($0) }
+    }
 }
 
 /// Runs iterations in the calling process: for tests and for embedding the
@@ -17,15 +30,21 @@ public struct InProcessExecutor: IterationExecutor {
     /// Whether iterations measure the rise of resident memory: only when this
     /// process runs one iteration at a time and nothing else (a worker).
     let measuresMemory: Bool
+    /// Where the iteration waits for its turn before each step (a worker
+    /// stepped by its parent), or `nil`.
+    let gate: (@Sendable (BenchOperation, Int) throws -> Void)?
 
     /// An executor over `registry`.
     public init(registry: BackendRegistry) {
         self.init(registry: registry, measuresMemory: false)
     }
 
-    init(registry: BackendRegistry, measuresMemory: Bool) {
+    init(
+        registry: BackendRegistry, measuresMemory: Bool, gate: (@Sendable (BenchOperation, Int) throws -> Void)? = nil
+    ) {
         self.registry = registry
         self.measuresMemory = measuresMemory
+        self.gate = gate
     }
 
     /// - Throws: ``ConfigurationError`` for a backend the registry does not have.
@@ -35,10 +54,10 @@ public struct InProcessExecutor: IterationExecutor {
         }
         let data = WorkloadData(dialogs: job.size.dialogs, messagesPerDialog: job.size.messagesPerDialog, seed: job.seed)
         let printer = ProgressPrinter(label: job.progressLabel)
-        let result = WorkloadRunner.run(job, backend: backend, data: data, measuresMemory: measuresMemory) {
-            printer.show($0)
-        }
-        return result
+        let gate = self.gate
+        return WorkloadRunner.run(
+            job, backend: backend, data: data, measuresMemory: measuresMemory, progress: { printer.show($0) },
+            gate: { operation, run in try gate?(operation, run) })
     }
 }
 
@@ -52,13 +71,31 @@ public struct SubprocessExecutor: IterationExecutor {
     public let arguments: [String]
     /// How to run the jobs that count instructions (``IterationJob/countsInstructions``).
     public let callgrind: Callgrind?
+    /// Whether the iterations of a paired group run in workers started
+    /// together and stepped in turn, operation by operation (``SteppedWorkers``),
+    /// rather than one worker after another.
+    public let stepsGroups: Bool
 
     /// An executor that starts `executable` with `arguments` and the job's JSON,
-    /// under `callgrind` for the jobs that count instructions.
-    public init(executable: URL, arguments: [String] = ["worker", "--job"], callgrind: Callgrind? = nil) {
+    /// under `callgrind` for the jobs that count instructions; with
+    /// `stepsGroups`, a paired group's workers run in step (``SteppedWorkers``).
+    public init(
+        executable: URL, arguments: [String] = ["worker", "--job"], callgrind: Callgrind? = nil,
+        stepsGroups: Bool = false
+    ) {
         self.executable = executable
         self.arguments = arguments
         self.callgrind = callgrind
+        self.stepsGroups = stepsGroups
+    }
+
+    /// With ``stepsGroups``, runs a group of two or more timed jobs in step
+    /// (``SteppedWorkers``); otherwise one after another.
+    public func run(group jobs: [IterationJob]) throws -> [IterationResult] {
+        guard stepsGroups, jobs.count > 1, !jobs.contains(where: \.countsInstructions) else {
+            return try jobs.map { try run($0) }
+        }
+        return try SteppedWorkers.run(jobs, executable: executable, arguments: arguments)
     }
 
     /// - Throws: when the worker cannot be started, or a job counts
@@ -131,10 +168,12 @@ public struct SubprocessExecutor: IterationExecutor {
 /// The worker side of ``SubprocessExecutor``: runs one job and returns its
 /// result as JSON, with this process's peak memory.
 public enum Worker {
-    /// Runs the job encoded in `jobJSON` on a backend of `registry`.
+    /// Runs the job encoded in `jobJSON` on a backend of `registry`; with
+    /// `stepped`, waits for its parent's word before each step
+    /// (``SteppedWorkers``).
     /// - Returns: the ``IterationResult`` as JSON (one line).
     /// - Throws: ``ConfigurationError`` for a malformed job or an unknown backend.
-    public static func run(jobJSON: String, registry: BackendRegistry) throws -> String {
+    public static func run(jobJSON: String, registry: BackendRegistry, stepped: Bool = false) throws -> String {
         let job: IterationJob
         do {
             job = try JSONDecoder().decode(IterationJob.self, from: Data(jobJSON.utf8))
@@ -146,7 +185,8 @@ public enum Worker {
                 "this storage-bench was built without valgrind's headers and cannot count instructions; "
                     + "install valgrind (scripts/setup.sh instructions), then rebuild it (touch Sources/CCallgrind/CCallgrind.c first if it was built before)")
         }
-        var result = try InProcessExecutor(registry: registry, measuresMemory: true).run(job)
+        let gate: (@Sendable (BenchOperation, Int) throws -> Void)? = stepped ? SteppedWorkers.waitForTurn : nil
+        var result = try InProcessExecutor(registry: registry, measuresMemory: true, gate: gate).run(job)
         result.peakRSSBytes = SystemInfo.peakResidentBytes()
         return String(decoding: try JSONEncoder().encode(result), as: UTF8.self)
     }

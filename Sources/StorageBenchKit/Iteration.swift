@@ -21,6 +21,15 @@ public struct IterationJob: Sendable, Codable, Hashable {
     /// Whether the iteration runs under callgrind to count instructions and
     /// allocations (its wall times are then not reported).
     public var countsInstructions: Bool = false
+    /// The most runs of each read-only operation (``BenchOperation/isReadOnly``)
+    /// in this iteration: after its first run, it runs again in place, on the
+    /// unchanged store, while its runs add up to less than
+    /// ``readRunSeconds`` and are fewer than this; the iteration's time for it
+    /// is the median of its runs. 1: one run. Under callgrind always one run.
+    public var readRuns: Int = 1
+    /// The time, in seconds, the runs of a read-only operation may add up to
+    /// before no further run starts (see ``readRuns``).
+    public var readRunSeconds: Double = 0
     /// A prefix for progress lines (`[3/24]`), or `nil` for no progress.
     public var progressLabel: String?
 
@@ -44,8 +53,13 @@ public struct IterationJob: Sendable, Codable, Hashable {
 public struct OperationMeasurement: Sendable, Codable, Hashable {
     /// The operation.
     public var operation: BenchOperation
-    /// Wall time of the timed work, in seconds (monotonic clock).
+    /// Wall time of the timed work, in seconds (monotonic clock): for a
+    /// read-only operation run several times in place, the median of its runs.
     public var seconds: Double
+    /// For a read-only operation run more than once in place
+    /// (``IterationJob/readRuns``), each run's wall time in seconds, in order;
+    /// `nil` after one run.
+    public var runSeconds: [Double]?
     /// How many counted units the timed work did.
     public var units: Int
     /// For per-call operations, each timed call's latency in nanoseconds.

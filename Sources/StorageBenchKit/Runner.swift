@@ -37,6 +37,14 @@ public struct RunConfiguration: Sendable {
     /// instructions and allocations (0: not counted). They run after the timed
     /// ones, in parallel, and their wall times are not reported.
     public var instructionIterations: Int
+    /// The most runs of each read-only operation per iteration
+    /// (``IterationJob/readRuns``): it runs again in place while its runs are
+    /// fewer and add up to less than ``readRunSeconds``; the iteration's time
+    /// is their median. 1: one run.
+    public var readRuns: Int
+    /// The seconds the runs of a read-only operation may add up to before no
+    /// further run starts (``IterationJob/readRunSeconds``).
+    public var readRunSeconds: Double
 
     /// Creates a configuration.
     /// - Throws: ``ConfigurationError`` when a list is empty or a count out of range.
@@ -44,7 +52,8 @@ public struct RunConfiguration: Sendable {
         backends: [Backend], sizes: [BenchSize], durabilities: [Durability] = [.full],
         operations: [BenchOperation] = BenchOperation.allCases, iterations: Int = 5, warmup: Int = 1,
         seed: UInt64 = 42, showsProgress: Bool = true, maxIterations: Int? = nil, precision: Double = 0.03,
-        confidence: Double = 0.95, timeLimit: Double = 60, instructionIterations: Int = 0
+        confidence: Double = 0.95, timeLimit: Double = 60, instructionIterations: Int = 0, readRuns: Int = 1,
+        readRunSeconds: Double = 0.25
     ) throws {
         guard !backends.isEmpty else { throw ConfigurationError("no backend to run") }
         guard !sizes.isEmpty else { throw ConfigurationError("no size to run") }
@@ -81,6 +90,14 @@ public struct RunConfiguration: Sendable {
         guard (0...100).contains(instructionIterations) else {
             throw ConfigurationError("--instruction-iterations must be between 0 and 100, not \(instructionIterations)")
         }
+        guard (1...100).contains(readRuns) else {
+            throw ConfigurationError("--read-runs must be between 1 and 100, not \(readRuns)")
+        }
+        guard readRunSeconds >= 0, readRunSeconds.isFinite else {
+            throw ConfigurationError("--read-time must be a number of seconds, not \(readRunSeconds)")
+        }
+        self.readRuns = readRuns
+        self.readRunSeconds = readRunSeconds
         self.maxIterations = maxIterations
         self.precision = precision
         self.confidence = confidence
@@ -217,6 +234,28 @@ public struct RunConfiguration: Sendable {
         }
     }
 
+    /// `jobs` (a round's, in order) split into the paired groups they run in
+    /// (``pairedGroups(_:)`` of this configuration's backends): consecutive
+    /// jobs of one group stay together, in their order.
+    func pairedGroups(of jobs: [IterationJob]) -> [[IterationJob]] {
+        var groupOf: [String: Int] = [:]
+        for (index, group) in Self.pairedGroups(backends).enumerated() {
+            for backend in group { groupOf[backend.name] = index }
+        }
+        var groups: [[IterationJob]] = []
+        var last: Int?
+        for job in jobs {
+            let group = groupOf[job.backend]
+            if let group, group == last, !groups.isEmpty {
+                groups[groups.count - 1].append(job)
+            } else {
+                groups.append([job])
+            }
+            last = group
+        }
+        return groups
+    }
+
     /// One round's jobs: one iteration of each of `backends`. Each backend
     /// runs next to its reference (``pairedGroups(_:)``), in the order
     /// A B in even rounds and B A in odd ones (ABBA over two rounds), so that
@@ -228,9 +267,12 @@ public struct RunConfiguration: Sendable {
         let shift = round % groups.count
         let ordered = Array(groups[shift...] + groups[..<shift]).flatMap { $0 }
         return ordered.map { backend in
-            IterationJob(
+            var job = IterationJob(
                 backend: backend.name, size: size, seed: seed, durability: durability, operations: operations,
                 round: round, isWarmup: round < warmup)
+            job.readRuns = readRuns
+            job.readRunSeconds = readRunSeconds
+            return job
         }
     }
 
@@ -289,21 +331,30 @@ public struct BenchmarkRunner: Sendable {
         var results: [IterationResult] = []
         defer { if c.showsProgress { ProgressPrinter.finish() } }
         var count = 0
-        func run(_ job: IterationJob, _ label: String) throws {
-            var job = job
-            count += 1
-            if c.showsProgress { job.progressLabel = "[\(count)] \(job.size) \(job.durability.rawValue) \(job.backend), \(label)" }
-            let result = try executor.run(job)
-            report(result)
-            if !job.isWarmup { results.append(result) }
+        // One paired group at a time (a backend beside its reference), in
+        // the round's order; the executor may run a group's workers in step.
+        func run(_ jobs: [IterationJob], _ label: (IterationJob) -> String) throws {
+            for group in c.pairedGroups(of: jobs) {
+                let labelled = group.map { job in
+                    var job = job
+                    count += 1
+                    if c.showsProgress {
+                        job.progressLabel = "[\(count)] \(job.size) \(job.durability.rawValue) \(job.backend), \(label(job))"
+                    }
+                    return job
+                }
+                for (job, result) in zip(labelled, try executor.run(group: labelled)) {
+                    report(result)
+                    if !job.isWarmup { results.append(result) }
+                }
+            }
         }
         for durability in c.durabilities {
             for size in c.sizes {
                 for round in 0..<(c.warmup + c.iterations) {
-                    for job in c.round(round, of: c.backends, size: size, durability: durability) {
-                        let label = job.isWarmup
+                    try run(c.round(round, of: c.backends, size: size, durability: durability)) { job in
+                        job.isWarmup
                             ? "warm-up \(round + 1)/\(c.warmup)" : "iteration \(round - c.warmup + 1)/\(c.iterations)"
-                        try run(job, label)
                     }
                 }
                 let started = DispatchTime.now().uptimeNanoseconds
@@ -313,9 +364,9 @@ public struct BenchmarkRunner: Sendable {
                 {
                     let jobs = c.extraRound(round, after: results, size: size, durability: durability)
                     if jobs.isEmpty { break }
-                    for job in jobs {
+                    try run(jobs) { job in
                         let which = job.operations == c.operations ? "" : ", up to \(job.operations.last?.rawValue ?? "")"
-                        try run(job, "iteration \(round - c.warmup + 1) of at most \(c.maxIterations)\(which) (not yet within ±\(Format.percent(c.precision)))")
+                        return "iteration \(round - c.warmup + 1) of at most \(c.maxIterations)\(which) (not yet within ±\(Format.percent(c.precision)))"
                     }
                     round += 1
                 }
@@ -531,6 +582,9 @@ public enum ReportBuilder {
         row.peakRSSWorkloadBytes = median(complete.compactMap(\.workloadPeakRSSBytes))
         row.operationPeakRSSBytes = median(measurements.compactMap(\.peakRSSRiseBytes))
         row.decodedBytes = median(measurements.compactMap(\.decodedBytes))
+        if operation.isReadOnly {
+            row.readRuns = median(measurements.map { Int64($0.runSeconds?.count ?? 1) }).map(Int.init)
+        }
         row.note = measurements.compactMap(\.note).first ?? ""
         row.settings = results.compactMap(\.settings).first ?? ""
         return row

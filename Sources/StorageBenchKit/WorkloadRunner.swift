@@ -24,9 +24,14 @@ public enum WorkloadRunner {
     ///     ``OperationMeasurement/decodedBytes``): only in a process that runs
     ///     nothing else at the same time (a worker); never under callgrind.
     ///   - progress: called as each operation starts.
+    ///   - gate: called outside the timed regions before each operation starts
+    ///     (with run 0) and before each further run of a read-only operation
+    ///     (with its run number): a worker stepped by its parent waits there
+    ///     for its turn (``SteppedWorkers``). A failure ends the iteration
+    ///     with that error.
     public static func run(
         _ job: IterationJob, backend: Backend, data: WorkloadData, measuresMemory: Bool = false,
-        progress: (BenchOperation) -> Void = { _ in }
+        progress: (BenchOperation) -> Void = { _ in }, gate: (BenchOperation, Int) throws -> Void = { _, _ in }
     ) -> IterationResult {
         var result = IterationResult(job: job)
         // Everything the workload hands the store is generated before the
@@ -45,7 +50,7 @@ public enum WorkloadRunner {
         do {
             try runOperations(
                 job, backend: backend, data: data, updated: updated, directory: directory, result: &result,
-                current: &current, probe: &probe, progress: progress)
+                current: &current, probe: &probe, progress: progress, gate: gate)
         } catch {
             result.error = "\(current.rawValue): \(error)"
         }
@@ -64,7 +69,7 @@ public enum WorkloadRunner {
     private static func runOperations(
         _ job: IterationJob, backend: Backend, data: WorkloadData, updated: [Dialog], directory: URL,
         result: inout IterationResult, current: inout BenchOperation, probe: inout MemoryProbe?,
-        progress: (BenchOperation) -> Void
+        progress: (BenchOperation) -> Void, gate: (BenchOperation, Int) throws -> Void
     ) throws {
         let selected = Set(job.operations)
         let size = job.size
@@ -93,13 +98,36 @@ public enum WorkloadRunner {
 
         // persist: everything after it needs the initial graph.
         current = .persist
+        try gate(.persist, 0)
         progress(.persist)
         var start = begin()
         try subject.persist(data.initial)
         record(OperationMeasurement(operation: .persist, seconds: stop(start), units: size.dialogs * m))
 
+        // A read-only operation runs again in place, on the unchanged store,
+        // while its runs are fewer than job.readRuns and add up to less than
+        // job.readRunSeconds (never under callgrind, whose counts are of one
+        // run); its time is the median of its runs. Memory is measured in the
+        // first run only; each run of read-all starts, as the first does, after
+        // the allocator has given its free pages back.
+        let readRuns = job.countsInstructions ? 1 : max(1, job.readRuns)
+        func runsAgain(_ operation: BenchOperation, _ runs: [Double]) throws -> Bool {
+            guard runs.count < readRuns && runs.reduce(0, +) < job.readRunSeconds else { return false }
+            try gate(operation, runs.count)
+            return true
+        }
+        func readMeasurement(
+            _ operation: BenchOperation, runs: [Double], units: Int, calls: [UInt64]? = nil
+        ) -> OperationMeasurement {
+            var measurement = OperationMeasurement(
+                operation: operation, seconds: Self.median(runs), units: units, callNanoseconds: calls)
+            if runs.count > 1 { measurement.runSeconds = runs }
+            return measurement
+        }
+
         if selected.contains(.readAll) {
             current = .readAll
+            try gate(.readAll, 0)
             progress(.readAll)
             // The allocator's free pages go back first, so that the rise of
             // resident memory counts what reading everything touches.
@@ -110,30 +138,56 @@ public enum WorkloadRunner {
                 let start = begin()
                 let all = try subject.readAll()
                 let elapsed = stop(start)
+                try checkReadAll(all, size: size)
                 let count = all.reduce(0) { $0 + $1.messages.count }
-                guard all.count == size.dialogs, count == size.dialogs * m,
-                    all.map(\.uniqueId) == Array(1...Int64(size.dialogs))
-                else {
-                    throw CheckFailure(
-                        description: "read-all returned \(all.count) dialogs with \(count) messages "
-                            + "(expected \(size.dialogs) with \(size.dialogs * m), ordered by id)")
-                }
                 let held = probe == nil ? nil : withExtendedLifetime(all) { MemoryProbe.heapInUse() }
                 return (elapsed, count, held)
             }()
-            var measurement = OperationMeasurement(operation: .readAll, seconds: elapsed, units: count)
-            if let held, let released = MemoryProbe.heapInUse() { measurement.decodedBytes = max(0, held - released) }
+            let decoded = held.flatMap { held in MemoryProbe.heapInUse().map { max(0, held - $0) } }
+            var runs = [elapsed]
+            while try runsAgain(.readAll, runs) {
+                // Each run starts as the first did: the free pages given back.
+                if probe != nil { MemoryProbe.trimHeap() }
+                runs.append(
+                    try { () throws -> Double in
+                        let start = Self.now()
+                        let all = try subject.readAll()
+                        let elapsed = Self.seconds(since: start)
+                        try checkReadAll(all, size: size)
+                        return elapsed
+                    }())
+            }
+            var measurement = readMeasurement(.readAll, runs: runs, units: count)
+            measurement.decodedBytes = decoded
             record(measurement)
         }
 
         if selected.contains(.readById) {
             current = .readById
+            try gate(.readById, 0)
             progress(.readById)
             var calls: [UInt64] = []
             calls.reserveCapacity(data.readIds.count)
-            var found = 0
             var first: Dialog?
+            // One run of the K lookups, each call timed.
+            func lookups() throws -> Double {
+                var found = 0
+                let start = Self.now()
+                for id in data.readIds {
+                    let callStart = Self.now()
+                    let dialog = try subject.read(dialogId: id)
+                    calls.append(Self.now() - callStart)
+                    if dialog != nil { found += 1 }
+                    if first == nil { first = dialog }
+                }
+                let elapsed = Self.seconds(since: start)
+                guard found == data.readIds.count else {
+                    throw CheckFailure(description: "read-by-id found \(found) of \(data.readIds.count) dialogs")
+                }
+                return elapsed
+            }
             start = begin()
+            var found = 0
             for id in data.readIds {
                 let callStart = now()
                 let dialog = try subject.read(dialogId: id)
@@ -148,13 +202,14 @@ public enum WorkloadRunner {
             if let id = data.readIds.first, let first {
                 try compare(first, data.initial[Int(id) - 1], what: "read-by-id of dialog \(id)")
             }
-            record(
-                OperationMeasurement(
-                    operation: .readById, seconds: elapsed, units: data.readIds.count, callNanoseconds: calls))
+            var runs = [elapsed]
+            while try runsAgain(.readById, runs) { runs.append(try lookups()) }
+            record(readMeasurement(.readById, runs: runs, units: data.readIds.count, calls: calls))
         }
 
         if selected.contains(.query) {
             current = .query
+            try gate(.query, 0)
             progress(.query)
             var calls: [UInt64] = []
             calls.reserveCapacity(data.queryIds.count)
@@ -167,18 +222,38 @@ public enum WorkloadRunner {
                 if first == nil { first = unread }
             }
             let elapsed = stop(start)
-            if let id = data.queryIds.first, let first {
-                let expected = data.initial[Int(id) - 1].messages.filter { !$0.isRead }
+            let firstId = data.queryIds.first
+            let expected = firstId.map { id in
+                data.initial[Int(id) - 1].messages.filter { !$0.isRead }
                     .sorted { $0.date != $1.date ? $0.date > $1.date : $0.uniqueId < $1.uniqueId }
+            }
+            if let id = firstId, let first, let expected {
                 try compare(first, expected, what: "query of dialog \(id)")
             }
-            record(
-                OperationMeasurement(
-                    operation: .query, seconds: elapsed, units: data.queryIds.count, callNanoseconds: calls))
+            // Another run of the K queries, each call timed; its first answer is checked too.
+            func queries() throws -> Double {
+                var answer: [Message]?
+                let start = Self.now()
+                for id in data.queryIds {
+                    let callStart = Self.now()
+                    let unread = try subject.unreadMessages(dialogId: id)
+                    calls.append(Self.now() - callStart)
+                    if answer == nil { answer = unread }
+                }
+                let elapsed = Self.seconds(since: start)
+                if let id = firstId, let answer, let expected {
+                    try compare(answer, expected, what: "query of dialog \(id), run again")
+                }
+                return elapsed
+            }
+            var runs = [elapsed]
+            while try runsAgain(.query, runs) { runs.append(try queries()) }
+            record(readMeasurement(.query, runs: runs, units: data.queryIds.count, calls: calls))
         }
 
         if selected.contains(.update) {
             current = .update
+            try gate(.update, 0)
             progress(.update)
             start = begin()
             try subject.update(updated)
@@ -191,6 +266,7 @@ public enum WorkloadRunner {
         let erases = selected.contains(.eraseById) || selected.contains(.eraseAll)
         if selected.contains(.persistSingle) {
             current = .persistSingle
+            try gate(.persistSingle, 0)
             progress(.persistSingle)
             let total = data.extra.count
             let timed = min(backend.singleCallLimit ?? total, total)
@@ -217,6 +293,7 @@ public enum WorkloadRunner {
 
         if selected.contains(.eraseById) {
             current = .eraseById
+            try gate(.eraseById, 0)
             progress(.eraseById)
             let before = try subject.messageCount()
             start = begin()
@@ -233,6 +310,7 @@ public enum WorkloadRunner {
 
         if selected.contains(.eraseAll) {
             current = .eraseAll
+            try gate(.eraseAll, 0)
             progress(.eraseAll)
             let before = try subject.messageCount()
             let dialogsBefore = try subject.dialogCount()
@@ -249,6 +327,27 @@ public enum WorkloadRunner {
             record(OperationMeasurement(operation: .eraseAll, seconds: elapsed, units: before))
         }
     }
+
+    /// The check of `read-all`'s answer: every dialog with all its messages, ordered by id.
+    static func checkReadAll(_ all: [Dialog], size: BenchSize) throws {
+        let count = all.reduce(0) { $0 + $1.messages.count }
+        guard all.count == size.dialogs, count == size.dialogs * size.messagesPerDialog,
+            all.map(\.uniqueId) == Array(1...Int64(size.dialogs))
+        else {
+            throw CheckFailure(
+                description: "read-all returned \(all.count) dialogs with \(count) messages "
+                    + "(expected \(size.dialogs) with \(size.dialogs * size.messagesPerDialog), ordered by id)")
+        }
+    }
+
+    /// The median of `runs` (one run: itself).
+    static func median(_ runs: [Double]) -> Double {
+        SampleStatistics(runs)?.median ?? 0
+    }
+
+    /// Seconds since the clock reading `start` (``now()``).
+    @inline(__always)
+    static func seconds(since start: UInt64) -> Double { Double(now() - start) / 1e9 }
 
     /// The correctness check of WORKLOAD.md after `update`: the counts, no unread
     /// message, and a sample of dialogs compared field by field.

@@ -56,4 +56,52 @@ import Testing
             executable: URL(fileURLWithPath: "/bin/sh"), arguments: ["-c", "echo not json", "sh"])
         #expect(try garbles.run(job).error?.hasPrefix("the worker's result could not be read") == true)
     }
+
+    /// Two scripted workers (`sh`) stepped through real pipes: each logs the
+    /// steps it is let take, in the order they happen, then prints its result.
+    @Test func aGroupsWorkersRunInStepThroughTheirPipes() throws {
+        try withTemporaryDirectory { directory in
+            let log = directory.appendingPathComponent("log")
+            var jobs: [IterationJob] = []
+            for name in ["a", "b", "c"] {
+                var job = try Self.job()
+                job.backend = name
+                jobs.append(job)
+                let result = IterationResult(
+                    job: job, measurements: [OperationMeasurement(operation: .persist, seconds: 0.5, units: 8)])
+                try JSONEncoder().encode(result).write(to: directory.appendingPathComponent("result-\(name)"))
+            }
+            // $1 is the job's JSON, $2 --stepped. `c` dies after its first step.
+            let script = """
+                case "$1" in *'"backend":"a"'*) n=a ;; *'"backend":"b"'*) n=b ;; *) n=c ;; esac
+                [ "$2" = --stepped ] || exit 9
+                for step in "persist 0" "read-all 0" "read-all 1"; do
+                  echo "step $step"
+                  read word; [ "$word" = go ] || exit 8
+                  echo "$n $step" >> '\(log.path)'
+                  [ $n = c ] && exit 3
+                done
+                cat '\(directory.path)/result-'$n
+                echo
+                """
+            let executor = SubprocessExecutor(
+                executable: URL(fileURLWithPath: "/bin/sh"), arguments: ["-c", script, "sh"], stepsGroups: true)
+            let results = try executor.run(group: jobs)
+            #expect(results.map(\.job.backend) == ["a", "b", "c"])
+            #expect(results[0].error == nil && results[0].measurements.count == 1)
+            #expect(results[1].error == nil && results[1].measurements.count == 1)
+            #expect(results[2].error == "the worker process exited with status 3")
+            let steps = try String(contentsOf: log, encoding: .utf8).split(separator: "\n")
+            #expect(
+                steps == [
+                    "a persist 0", "b persist 0", "c persist 0",
+                    "a read-all 0", "b read-all 0",
+                    "b read-all 1", "a read-all 1",
+                ])
+            // Without stepping, the same group runs one worker after another.
+            let sequential = SubprocessExecutor(
+                executable: URL(fileURLWithPath: "/bin/sh"), arguments: ["-c", "exit 4", "sh"])
+            #expect(try sequential.run(group: jobs).map(\.error) == Array(repeating: "the worker process exited with status 4", count: 3))
+        }
+    }
 }

@@ -1,0 +1,145 @@
+import DAOCore
+import DialogGraph
+import Foundation
+import Testing
+
+@testable import StorageBenchKit
+
+/// A read-only operation runs again in place (``IterationJob/readRuns``): the
+/// same calls on the unchanged store, each run checked, the iteration's time
+/// the median of its runs; writes run once, and callgrind iterations count
+/// one run.
+@Suite struct ReadRunsTests {
+    /// A ``MemorySubject`` that counts its calls and can answer the `n`th
+    /// read-all without its last dialog.
+    final class CountingSubject: WorkloadSubject, @unchecked Sendable {
+        // @unchecked Sendable is safe: one iteration at a time calls it.
+        let inner = MemorySubject()
+        let dropsLastDialogAtReadAll: Int?
+        var persists = 0
+        var readAlls = 0
+        var reads = 0
+        var queries = 0
+        var updates = 0
+
+        init(dropsLastDialogAtReadAll: Int? = nil) {
+            self.dropsLastDialogAtReadAll = dropsLastDialogAtReadAll
+        }
+
+        var settingsDescription: String { "counting" }
+        func persist(_ dialogs: [Dialog]) throws {
+            persists += 1
+            try inner.persist(dialogs)
+        }
+        func update(_ dialogs: [Dialog]) throws {
+            updates += 1
+            try inner.update(dialogs)
+        }
+        func persistSingle(_ dialog: Dialog) throws { try inner.persistSingle(dialog) }
+        func readAll() throws -> [Dialog] {
+            readAlls += 1
+            let all = try inner.readAll()
+            return readAlls == dropsLastDialogAtReadAll ? Array(all.dropLast()) : all
+        }
+        func read(dialogId id: Int64) throws -> Dialog? {
+            reads += 1
+            return try inner.read(dialogId: id)
+        }
+        func unreadMessages(dialogId id: Int64) throws -> [Message] {
+            queries += 1
+            return try inner.unreadMessages(dialogId: id)
+        }
+        func erase(dialogIds ids: [Int64]) throws -> Int { try inner.erase(dialogIds: ids) }
+        func eraseAll() throws -> Int { try inner.eraseAll() }
+        func read(dialogIds ids: [Int64]) throws -> [Dialog] { try inner.read(dialogIds: ids) }
+        func dialogCount() throws -> Int { try inner.dialogCount() }
+        func messageCount() throws -> Int { try inner.messageCount() }
+        func unreadMessageCount() throws -> Int { try inner.unreadMessageCount() }
+    }
+
+    static let size = try! BenchSize(dialogs: 12, messagesPerDialog: 3)
+
+    /// Runs one iteration of a fresh counting subject with `readRuns` and
+    /// `seconds`; returns the result and the subject.
+    static func run(
+        readRuns: Int, seconds: Double, countsInstructions: Bool = false, subject: CountingSubject = CountingSubject()
+    ) -> (IterationResult, CountingSubject) {
+        let backend = Backend(name: "counting", subject: { _, _ in subject })
+        var job = IterationJob(
+            backend: backend.name, size: size, seed: 42, durability: .full, operations: BenchOperation.allCases)
+        job.readRuns = readRuns
+        job.readRunSeconds = seconds
+        job.countsInstructions = countsInstructions
+        let data = WorkloadData(dialogs: size.dialogs, messagesPerDialog: size.messagesPerDialog, seed: 42)
+        return (WorkloadRunner.run(job, backend: backend, data: data), subject)
+    }
+
+    @Test func readOnlyOperationsRunAgainInPlaceAndWritesOnce() throws {
+        // A time budget no run of a 12-dialog store can use up: the count decides.
+        let (result, subject) = Self.run(readRuns: 5, seconds: 3600)
+        #expect(result.error == nil, "\(result.error ?? "")")
+        let k = BenchOperation.readById.expectedUnits(for: Self.size)
+        #expect(subject.readAlls == 5)
+        // K lookups per run, plus the check's reads after update (through read(dialogIds:)).
+        #expect(subject.reads == 5 * k)
+        #expect(subject.queries == 5 * k)
+        #expect(subject.persists == 1)
+        #expect(subject.updates == 1)
+        for measurement in result.measurements {
+            if measurement.operation.isReadOnly {
+                let runs = try #require(measurement.runSeconds, "\(measurement.operation)")
+                #expect(runs.count == 5)
+                #expect(measurement.seconds == SampleStatistics(runs)?.median)
+                // Units stay those of one run: the figure is the time of one run.
+                #expect(measurement.units == measurement.operation.expectedUnits(for: Self.size))
+                if measurement.operation.isPerCall { #expect(measurement.callNanoseconds?.count == 5 * k) }
+            } else {
+                #expect(measurement.runSeconds == nil, "\(measurement.operation)")
+            }
+        }
+    }
+
+    @Test func oneRunByDefaultWithoutTimeOrUnderCallgrind() throws {
+        for (runs, seconds, counts) in [(1, 3600.0, false), (5, 0.0, false), (5, 3600.0, true)] {
+            let (result, subject) = Self.run(readRuns: runs, seconds: seconds, countsInstructions: counts)
+            #expect(result.error == nil)
+            #expect(subject.readAlls == 1)
+            #expect(subject.queries == BenchOperation.query.expectedUnits(for: Self.size))
+            #expect(result.measurements.allSatisfy { $0.runSeconds == nil })
+        }
+    }
+
+    @Test func everyRunIsChecked() throws {
+        let (result, subject) = Self.run(
+            readRuns: 5, seconds: 3600, subject: CountingSubject(dropsLastDialogAtReadAll: 3))
+        #expect(subject.readAlls == 3)
+        #expect(result.error?.hasPrefix("read-all: read-all returned 11 dialogs") == true, "\(result.error ?? "")")
+        #expect(!result.measurements.contains { $0.operation == .readAll })
+    }
+
+    @Test func theReportSaysHowManyRunsAnIterationTook() throws {
+        let configuration = try RunConfiguration(
+            backends: [TestBackends.memory], sizes: [Self.size], iterations: 3, warmup: 0, showsProgress: false,
+            readRuns: 4, readRunSeconds: 3600)
+        #expect(configuration.jobs().allSatisfy { $0.readRuns == 4 && $0.readRunSeconds == 3600 })
+        let runner = BenchmarkRunner(configuration: configuration, executor: InProcessExecutor(registry: TestBackends.registry))
+        let provenance = Provenance(
+            runId: "r", timestamp: "t", gitCommit: "c", host: "h", os: "o", cpu: "p", swiftVersion: "s", build: "b")
+        let report = try runner.run(provenance: provenance)
+        for row in report.rows {
+            let operation = try #require(BenchOperation(rawValue: row.operation))
+            #expect(row.readRuns == (operation.isReadOnly ? 4 : nil), "\(row.operation)")
+        }
+        let parsed = try Report(csv: report.csv())
+        #expect(parsed.rows.map(\.readRuns) == report.rows.map(\.readRuns))
+    }
+
+    @Test func theConfigurationRefusesNoRunsOrANegativeTime() {
+        #expect(throws: ConfigurationError.self) {
+            try RunConfiguration(backends: [TestBackends.memory], sizes: [Self.size], readRuns: 0)
+        }
+        #expect(throws: ConfigurationError.self) {
+            try RunConfiguration(backends: [TestBackends.memory], sizes: [Self.size], readRunSeconds: -1)
+        }
+    }
+}
