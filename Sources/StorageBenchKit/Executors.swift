@@ -187,7 +187,7 @@ public enum Worker {
         }
         let gate: (@Sendable (BenchOperation, Int) throws -> Void)? = stepped ? SteppedWorkers.waitForTurn : nil
         var result = try InProcessExecutor(registry: registry, measuresMemory: true, gate: gate).run(job)
-        result.peakRSSBytes = SystemInfo.peakResidentBytes()
+        result.peakRSSBytes = MemoryProbe.processPeakBytes()
         return String(decoding: try JSONEncoder().encode(result), as: UTF8.self)
     }
 }

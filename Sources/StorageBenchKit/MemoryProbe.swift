@@ -1,5 +1,6 @@
 import CCallgrind
 import Foundation
+import Synchronization
 
 /// The worker's memory figures: how far resident memory rises above a
 /// starting point, using Linux's resettable high-water mark (`VmHWM` in
@@ -65,9 +66,27 @@ struct MemoryProbe {
         return nil
     }
 
+    /// The highest `VmHWM` seen just before each reset of it, in bytes.
+    private static let peakBeforeResets = Mutex<Int64>(0)
+
+    /// The peak resident memory of the whole process, in bytes: the larger of
+    /// the current high-water mark and every high-water mark that
+    /// ``resetPeak()`` cleared (a reset clears `VmHWM` itself, so reading it
+    /// after the probe has run would give only the peak since the last
+    /// operation began).
+    static func processPeakBytes() -> Int64? {
+        let before = peakBeforeResets.withLock { $0 }
+        guard let now = SystemInfo.peakResidentBytes() else { return before > 0 ? before : nil }
+        return max(now, before)
+    }
+
     /// Resets the high-water mark of resident memory to the current resident
-    /// memory; `false` when the system does not let it.
+    /// memory, keeping the mark it clears for ``processPeakBytes()``; `false`
+    /// when the system does not let it.
     static func resetPeak() -> Bool {
+        if let peak = SystemInfo.peakResidentBytes() {
+            peakBeforeResets.withLock { $0 = max($0, peak) }
+        }
         guard let handle = FileHandle(forWritingAtPath: "/proc/self/clear_refs") else { return false }
         do {
             try handle.write(contentsOf: Data("5".utf8))
