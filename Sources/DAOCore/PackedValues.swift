@@ -214,8 +214,13 @@ public struct PackedFieldWriter: FieldWriter {
     public mutating func encode(_ value: String) throws {
         guard try nextType() == .text else { throw access.writeError(.mismatch(field: index, value: .text(value))) }
         try begin(reserving: 0)
-        var text = value
-        try text.withUTF8 { try putRun(UnsafeRawBufferPointer($0)) }
+        // A native string lends its UTF-8 in place; `withUTF8` needs a
+        // mutable copy of the string (a retain and a release per text).
+        let done: Void? = try value.utf8.withContiguousStorageIfAvailable { try putRun(UnsafeRawBufferPointer($0)) }
+        if done == nil {
+            var text = value
+            try text.withUTF8 { try putRun(UnsafeRawBufferPointer($0)) }
+        }
     }
 
     /// Writes a boolean field.

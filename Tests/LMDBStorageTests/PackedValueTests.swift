@@ -187,7 +187,15 @@ extension Packed: PackedShape {}
         let ids = samples.map(\.id)
         let packed = try storedValues(samples.map(Packed.init(keyed:)), ids: ids)
         let keyed = try storedValues(samples, ids: ids)
-        #expect(packed == keyed)
+        #expect(packed.count == samples.count && keyed.count == samples.count)
+        for (index, (byPosition, byCodable)) in zip(packed, keyed).enumerated() {
+            // Compared first, then reported by where they part: the values
+            // run to thousands of bytes.
+            let same = byPosition == byCodable
+            let parting = zip(byPosition, byCodable).enumerated().first { $0.element.0 != $0.element.1 }?.offset
+                ?? min(byPosition.count, byCodable.count)
+            #expect(same, "sample \(index): \(byPosition.count) and \(byCodable.count) bytes, first difference at \(parting)")
+        }
         #expect(packed.allSatisfy { $0.first == ValueSchema.formatVersion && $0.count > 30 })
     }
 
