@@ -35,6 +35,36 @@ public protocol FieldwiseRecord: Record {
     /// Writes the record's fields in the order of `entity.fields`.
     /// - Throws: the writer's ``StorageError``.
     func write(fields: inout some FieldWriter) throws
+
+    /// Reads a record from each row of `rows` (a statement's rows, one
+    /// column per field) and appends it to `records`: every row, or with
+    /// ``ColumnRows/groupColumn`` the rows of one run (the rows with the same
+    /// integer in that column; a row with no integer there is read and
+    /// dropped). With ``ColumnRows/inKeyOrder`` the records come in the order
+    /// of the integers in column 0. Stops at the end of the rows or at a step
+    /// that fails (``ColumnRows/status`` says which).
+    ///
+    /// Provided by the protocol (records do not implement it): the default
+    /// implementation is inlinable, so each record type's conformance holds a
+    /// copy specialized for the record, which reads each field with one call
+    /// into the engine and builds the array without generic dispatch.
+    /// - Throws: the reader's ``StorageError`` for a row that does not read
+    ///   as a record.
+    static func readRows(_ rows: inout ColumnRows, into records: inout [Self]) throws
+
+    /// Binds the fields of each of `records` in turn to `writer`'s
+    /// parameters (``ColumnRowWriter/rewind()``, `write(fields:)`,
+    /// ``ColumnRowWriter/finish()``), and after each calls `row` with the
+    /// writer and the record's index, to run the statement.
+    ///
+    /// Provided by the protocol (records do not implement it), for the same
+    /// reason as ``readRows(_:into:)``: each record type's conformance holds a
+    /// copy specialized for it, which binds each field with one call into the
+    /// engine and does not copy the records.
+    /// - Throws: the writer's error or `row`'s, stopping there.
+    static func writeRows(
+        _ records: [Self], to writer: inout ColumnRowWriter, _ row: (inout ColumnRowWriter, Int) throws -> Void
+    ) throws
 }
 
 /// Writes the fields of one record, one after another. Each adapter has its own

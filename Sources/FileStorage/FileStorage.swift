@@ -163,18 +163,37 @@ extension StoreState {
         let childTable = try table(Relation.Child.self)
         var keys: [StoredValue] = []
         keys.reserveCapacity(children.count)
-        for position in 0..<children.count {
-            let child = children[position]
-            try relation.checkChild(child, isHeldBy: parentKey)
-            keys.append(child.primaryKey.storedValue)
+        if let read = childTable.keyPairReader, childTable.foreignKeyName == relation.foreignKeyField {
+            // One pass over each child's fields instead of two key paths.
+            for position in 0..<children.count {
+                let (key, named) = try read(children[position])
+                if named != parentKey { try relation.checkChild(children[position], isHeldBy: parentKey) }
+                keys.append(key)
+            }
+        } else {
+            for position in 0..<children.count {
+                let child = children[position]
+                try relation.checkChild(child, isHeldBy: parentKey)
+                keys.append(child.primaryKey.storedValue)
+            }
         }
         // The children stored now that the parent no longer holds: none for
-        // a new parent, so no set is built then.
-        var stale = childTable.keys(where: relation.foreignKeyField, equals: parentKey) ?? []
-        if !stale.isEmpty {
-            for key in keys { stale.remove(key) }
-            for key in stale {
-                _ = try erase(key, from: childTable)
+        // a new parent, so no set is built then; none either when the parent
+        // holds exactly the children stored under it (an update), which is
+        // found without copying the set.
+        let held = childTable.keys(where: relation.foreignKeyField, equals: parentKey) ?? []
+        var heldByParent = false
+        if !held.isEmpty {
+            if held.count == keys.count && Self.isStrictlyIncreasing(keys) && keys.allSatisfy(held.contains) {
+                // `keys` are distinct (in increasing order, the common case
+                // and a cheap test), lie in `held` and are as many: the same keys.
+                heldByParent = true
+            } else {
+                var stale = held
+                for key in keys { stale.remove(key) }
+                for key in stale {
+                    _ = try erase(key, from: childTable)
+                }
             }
         }
         if childTable.hasRelations {
@@ -184,8 +203,18 @@ extension StoreState {
             }
         } else {
             try childTable.insert(
-                children: children, keys: keys, foreignKey: relation.foreignKeyField, parentKey: parentKey)
+                children: children, keys: keys, foreignKey: relation.foreignKeyField, parentKey: parentKey,
+                heldByParent: heldByParent)
         }
+    }
+
+    /// Whether each of `keys` is less than the next: then no key is there twice.
+    private static func isStrictlyIncreasing(_ keys: [StoredValue]) -> Bool {
+        guard keys.count > 1 else { return true }
+        for position in 1..<keys.count where !(keys[position - 1] < keys[position]) {
+            return false
+        }
+        return true
     }
 
     /// Erases the record with `key` and, recursively, its children; returns

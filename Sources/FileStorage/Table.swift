@@ -72,6 +72,9 @@ final class Table<R: Record>: AnyTable {
     /// The fields with an equality index: the foreign key (when the entity is
     /// owned) and the leading field of each declared index.
     private(set) var indexedFields: [Field<R>]
+    /// How many fields are indexed: `indexedFields.count`, read for every
+    /// record written without touching the generic array.
+    private var indexCount = 0
     /// The names of ``indexedFields``, in the same order.
     private var indexedNames: [String]
     /// Whether the entity owns relations (a parent's upsert replaces its
@@ -104,9 +107,20 @@ final class Table<R: Record>: AnyTable {
 
     /// The text fields whose spellings are tracked (property lists only).
     private let trackedTextFields: [Field<R>]
+    /// Whether ``trackedTextFields`` is not empty, tested for every record
+    /// written (`isEmpty` on the generic array is a witness call).
+    private let tracksTexts: Bool
+    /// The field that holds the owner's key, when the entity names its owner.
+    let foreignKeyName: String?
+    /// Reads a child's primary key and foreign key in one pass, when the
+    /// record is a ``FieldwiseRecord`` (see ``KeyPairWriter``).
+    let keyPairReader: KeyPairReader<R>?
 
     init(records: [R], documentName: String?, foreignKey: String?, format: FileFormat = .json) {
         trackedTextFields = format == .propertyList ? R.entity.fields.filter { $0.type == .text } : []
+        tracksTexts = !trackedTextFields.isEmpty
+        foreignKeyName = foreignKey
+        keyPairReader = foreignKey.flatMap { makeKeyPairReader(for: R.self, foreignKey: $0) }
         entityName = R.entity.name
         self.documentName = documentName
         var names: [String] = []
@@ -116,6 +130,7 @@ final class Table<R: Record>: AnyTable {
         }
         indexedFields = names.compactMap { R.entity.field(named: $0) }
         indexedNames = indexedFields.map(\.name)
+        indexCount = indexedNames.count
         hasRelations = !R.entity.relations.isEmpty
         state = TableState()
         state.indexes = Array(repeating: [:], count: indexedFields.count)
@@ -158,6 +173,7 @@ final class Table<R: Record>: AnyTable {
     func ensureIndex(on name: String) {
         guard !indexedNames.contains(name), let field = R.entity.field(named: name) else { return }
         indexedFields.append(field)
+        indexCount += 1
         indexedNames.append(name)
         state.indexes.append(Self.index(state.records, on: field))
         if var restored = saved {
@@ -278,7 +294,7 @@ final class Table<R: Record>: AnyTable {
     ///   Unicode scalars; nothing changes then.
     func insert(_ record: R, key: StoredValue) throws {
         var mayHoldSuspects = true
-        if !trackedTextFields.isEmpty { mayHoldSuspects = try checkSpellings(of: record, key: key) }
+        if tracksTexts { mayHoldSuspects = try checkSpellings(of: record, key: key) }
         insertUnchecked(record, key: key, mayHoldSuspects: mayHoldSuspects)
     }
 
@@ -291,18 +307,24 @@ final class Table<R: Record>: AnyTable {
     /// the metadata of the types it uses (the records' dictionary, an
     /// optional record, a field); in one loop they are looked up once.
     ///
+    /// `heldByParent` says that every key of `keys` is already stored, held
+    /// by the same parent: the foreign key of the record each replaces is
+    /// `parentKey` too, and is not read again.
+    ///
     /// - Throws: what ``insert(_:key:)`` throws; the records before the one
     ///   refused stay inserted (the transaction rolls back).
-    func insert(children records: [R], keys: [StoredValue], foreignKey: String, parentKey: StoredValue) throws {
+    func insert(
+        children records: [R], keys: [StoredValue], foreignKey: String, parentKey: StoredValue, heldByParent: Bool
+    ) throws {
         let foreignKeyPosition = indexedNames.firstIndex(of: foreignKey) ?? -1
-        let checksSpellings = !trackedTextFields.isEmpty
+        let checksSpellings = tracksTexts
         for position in 0..<records.count {
             let record = records[position]
             var mayHoldSuspects = true
             if checksSpellings { mayHoldSuspects = try checkSpellings(of: record, key: keys[position]) }
             insertUnchecked(
                 record, key: keys[position], mayHoldSuspects: mayHoldSuspects, knownValue: parentKey,
-                at: foreignKeyPosition)
+                at: foreignKeyPosition, knownBefore: heldByParent)
         }
     }
 
@@ -313,11 +335,12 @@ final class Table<R: Record>: AnyTable {
     ///
     /// `knownValue` is the value of the indexed field at `knownPosition` (in
     /// ``indexedFields``) in `record`, known already (a child's foreign key);
-    /// -1 when none is.
+    /// -1 when none is. `knownBefore` says that the record replaced, if any,
+    /// holds `knownValue` there too.
     @inline(__always)
     private func insertUnchecked(
         _ record: R, key: StoredValue? = nil, mayHoldSuspects: Bool = true, knownValue: StoredValue = .null,
-        at knownPosition: Int = -1
+        at knownPosition: Int = -1, knownBefore: Bool = false
     ) {
         let key = key ?? record.primaryKey.storedValue
         let old = state.records.updateValue(record, forKey: key)
@@ -327,7 +350,7 @@ final class Table<R: Record>: AnyTable {
             // Only the indexes whose value changed are touched. (Loops over
             // `0..<count` here: this code runs unspecialized, where iterating
             // a generic array asks the runtime for its iterator's metadata.)
-            for position in 0..<indexedFields.count {
+            for position in 0..<indexCount where !(knownBefore && position == knownPosition) {
                 let field = indexedFields[position]
                 let value = position == knownPosition ? knownValue : field.value(in: record)
                 let before = field.value(in: old)
@@ -335,14 +358,14 @@ final class Table<R: Record>: AnyTable {
                 removeFromIndex(position, before, key)
                 state.indexes[position][value, default: []].insert(key)
             }
-            if !trackedTextFields.isEmpty { forgetTexts(of: old) }
+            if tracksTexts { forgetTexts(of: old) }
         } else {
-            for position in 0..<indexedFields.count {
+            for position in 0..<indexCount {
                 let value = position == knownPosition ? knownValue : indexedFields[position].value(in: record)
                 state.indexes[position][value, default: []].insert(key)
             }
         }
-        if !trackedTextFields.isEmpty { noteTexts(of: record, mayHoldSuspects: mayHoldSuspects) }
+        if tracksTexts { noteTexts(of: record, mayHoldSuspects: mayHoldSuspects) }
         isDirty = true
     }
 
@@ -454,7 +477,7 @@ final class Table<R: Record>: AnyTable {
         for position in 0..<indexedFields.count {
             removeFromIndex(position, indexedFields[position].value(in: old), key)
         }
-        if !trackedTextFields.isEmpty { forgetTexts(of: old) }
+        if tracksTexts { forgetTexts(of: old) }
         track(key)
         isDirty = true
         return old

@@ -7,11 +7,24 @@ extension EntityTable {
     /// Decodes the value in `buffer` with its children.
     @inline(__always)
     func decode(_ buffer: UnsafeRawBufferPointer, in txn: borrowing Transaction, codecs: Codecs) throws -> R {
-        try codecs.decoder.load(buffer)
+        try load(buffer, codecs.decoder)
         return try decodeLoaded(in: txn, codecs: codecs)
     }
 
-    /// Decodes the value the decoder has loaded, with its children.
+    /// Makes `buffer` the decoder's value: laid out now for a record read
+    /// through `Decodable`, as it is read for a ``FieldwiseRecord``
+    /// (``ValueDecoder/begin(_:checkingSum:)``).
+    @inline(__always)
+    func load(_ buffer: UnsafeRawBufferPointer, _ decoder: ValueDecoder) throws {
+        if fieldwiseType != nil {
+            try decoder.begin(buffer)
+        } else {
+            try decoder.load(buffer)
+        }
+    }
+
+    /// Decodes the value the decoder has loaded (or begun, for a
+    /// ``FieldwiseRecord``), with its children.
     func decodeLoaded(in txn: borrowing Transaction, codecs: Codecs) throws -> R {
         let decoder = codecs.decoder
         if let fieldwiseType {
@@ -41,7 +54,7 @@ extension EntityTable {
     /// of `records`.
     @inline(__always)
     func decode(_ buffer: UnsafeRawBufferPointer, into records: RecordBuffer<R>, in txn: borrowing Transaction, codecs: Codecs) throws {
-        try codecs.decoder.load(buffer)
+        try load(buffer, codecs.decoder)
         try decodeLoaded(into: records, in: txn, codecs: codecs)
     }
 

@@ -1,6 +1,7 @@
 import CLMDB
 import DAOCore
 import Foundation
+import Synchronization
 
 /// One declared index: its own `MDB_DUPSORT` database whose keys are the
 /// encoded index field values and whose duplicate values are the storage keys
@@ -181,6 +182,31 @@ final class EntityTable<R: Record>: Sendable {
     @inline(__always)
     var link: ParentLink? { declaredLink ?? environment.parentLink(of: entity.name) }
 
+    /// Codecs kept between read calls (at most ``maxKeptCodecs``): making
+    /// them (an encoder, a decoder and two write cursors per entity of the
+    /// record tree, with their tables) and freeing them cost about 16k
+    /// instructions per call, a twentieth of a read of one dialog.
+    private let keptCodecs = Mutex<[KeptCodecs]>([])
+    private static var maxKeptCodecs: Int { 4 }
+
+    /// Calls `body` with codecs for a read call: kept ones when there are,
+    /// new ones otherwise, kept afterwards. A read uses only their decoders
+    /// (each value it decodes is loaded anew) and the children's codecs, not
+    /// the parent link, the index databases or the write cursors fixed when
+    /// they were made, so codecs made before a parent storage linked this
+    /// entity read as new ones do. Codecs are used by one call at a time:
+    /// taken out of the pool for the call, put back after it.
+    func withReadCodecs<T>(_ body: (Codecs) throws -> T) rethrows -> T {
+        let codecs = keptCodecs.withLock { $0.popLast() }?.codecs ?? makeCodecs()
+        defer {
+            let kept = KeptCodecs(codecs: codecs)
+            keptCodecs.withLock { pool in
+                if pool.count < Self.maxKeptCodecs { pool.append(kept) }
+            }
+        }
+        return try body(codecs)
+    }
+
     func makeCodecs() -> Codecs {
         let link = self.link
         var stored: [(fields: [Int], dbi: MDB_dbi)] = []
@@ -253,4 +279,11 @@ private func fieldWriter<R: Record, F: FieldwiseRecord>(for record: R.Type, _ ty
     -> @Sendable (R, inout SlotWriter) throws -> Void
 {
     { record, writer in try unsafeBitCast(record, to: F.self).write(fields: &writer) }
+}
+
+/// Codecs waiting in an ``EntityTable``'s pool for the next read call.
+/// `@unchecked Sendable`: the pool hands each out to one call at a time,
+/// which alone uses it until it puts it back (``EntityTable/withReadCodecs(_:)``).
+struct KeptCodecs: @unchecked Sendable {
+    let codecs: Codecs
 }

@@ -120,7 +120,9 @@ public struct LMDBStorage<Record: DAOCore.Record>: Storage {
     public func read(primaryKey key: Record.PrimaryKey) throws -> Record? {
         do {
             return try table.environment.read(.read) { txn in
-                try table.read(pk: KeyCodec.encode(primaryKey: key), in: txn, codecs: table.makeCodecs())
+                try table.withReadCodecs { codecs in
+                    try table.read(pk: KeyCodec.encode(primaryKey: key), in: txn, codecs: codecs)
+                }
             }
         } catch {
             throw failing(error, .read)
@@ -134,15 +136,16 @@ public struct LMDBStorage<Record: DAOCore.Record>: Storage {
     public func read(primaryKeys keys: [Record.PrimaryKey]) throws -> [Record] {
         do {
             return try table.environment.read(.read) { txn in
-                let codecs = table.makeCodecs()
-                var records: [Record] = []
-                records.reserveCapacity(keys.count)
-                for key in keys {
-                    if let record = try table.read(pk: KeyCodec.encode(primaryKey: key), in: txn, codecs: codecs) {
-                        records.append(record)
+                try table.withReadCodecs { codecs in
+                    var records: [Record] = []
+                    records.reserveCapacity(keys.count)
+                    for key in keys {
+                        if let record = try table.read(pk: KeyCodec.encode(primaryKey: key), in: txn, codecs: codecs) {
+                            records.append(record)
+                        }
                     }
+                    return records
                 }
-                return records
             }
         } catch {
             throw failing(error, .read)
@@ -169,7 +172,9 @@ public struct LMDBStorage<Record: DAOCore.Record>: Storage {
             // is decoded, not through key paths from the records afterwards.
             let sortKeys = table.sortKeyPositions(plan.sort).map(SortKeys.init)
             let candidates = try table.environment.read(.read) { txn in
-                try table.candidates(for: path, in: txn, codecs: table.makeCodecs(), sortKeys: sortKeys)
+                try table.withReadCodecs { codecs in
+                    try table.candidates(for: path, in: txn, codecs: codecs, sortKeys: sortKeys)
+                }
             }
             if let sortKeys { return try plan.finish(candidates, sortKeys: sortKeys.keys, filtered: isExact) }
             return try plan.finish(candidates, filtered: isExact)

@@ -9,13 +9,15 @@ import Foundation
 final class ValueDecoder {
     let schema: ValueSchema
     private var base = UnsafeRawBufferPointer(start: nil, count: 0)
+    /// The value being decoded, without its checksum.
+    var loaded: UnsafeRawBufferPointer { base }
     /// Per field: where its value starts in `base`, or -1 for nil. Memory of
     /// the decoder's own (not an array), so the per-field loops touch no
     /// reference count and no copy-on-write check.
-    private let offsets: UnsafeMutablePointer<Int>
+    let offsets: UnsafeMutablePointer<Int>
     /// The schema's field types and optionality, the same way.
     let types: UnsafeMutablePointer<FieldType>
-    private let optional: UnsafeMutablePointer<Bool>
+    let optional: UnsafeMutablePointer<Bool>
     /// The number of fields.
     let fieldCount: Int
     fileprivate var children: [Any]
@@ -41,7 +43,7 @@ final class ValueDecoder {
         optional.deallocate()
     }
 
-    private func corrupt(_ message: String) -> StorageError {
+    func corrupt(_ message: String) -> StorageError {
         StorageError(.corrupt, .read, entity: schema.entity, message: "a stored value is damaged: \(message)")
     }
 
@@ -51,6 +53,19 @@ final class ValueDecoder {
     /// - Throws: ``StorageError/Kind/corrupt`` for an unknown format version, a
     ///   checksum that does not match, a truncated value or trailing bytes.
     func load(_ value: UnsafeRawBufferPointer, checkingSum: Bool = true) throws {
+        try begin(value, checkingSum: checkingSum)
+        try layOut(from: 0, at: 1)
+    }
+
+    /// Checks the format version and the checksum of `value` and makes it
+    /// the decoder's value, without laying its fields out: a
+    /// ``FieldwiseRecord`` read next (``decodeFieldwise(_:into:)``) lays them
+    /// out as it reads them, in one pass over the bytes.
+    ///
+    /// - Throws: ``StorageError/Kind/corrupt`` for an unknown format version
+    ///   or a checksum that does not match.
+    @inline(__always)
+    func begin(_ value: UnsafeRawBufferPointer, checkingSum: Bool = true) throws {
         guard let version = value.first else { throw corrupt("it is empty") }
         let count: Int
         if version == ValueSchema.formatVersion {
@@ -63,12 +78,22 @@ final class ValueDecoder {
             throw corrupt("its format version is \(version); this build reads versions \(ValueSchema.uncheckedFormatVersion) and \(ValueSchema.formatVersion)")
         }
         base = UnsafeRawBufferPointer(rebasing: value[..<count])
-        var position = 1
+    }
+
+    /// Lays out the fields from `first` on, the first of them starting at
+    /// byte `start`, and checks that the last one ends the value.
+    ///
+    /// - Throws: ``StorageError/Kind/corrupt`` for a truncated value or
+    ///   trailing bytes.
+    @inline(__always)
+    func layOut(from first: Int, at start: Int) throws {
+        var position = start
         let value = base
+        let count = value.count
         let offsets = self.offsets
         let types = self.types
         let optional = self.optional
-        for index in 0..<fieldCount {
+        for index in first..<fieldCount {
             if optional[index] {
                 guard position < count else { throw corrupt("it ends before field '\(schema.names[index])'") }
                 let present = value[position]
@@ -147,7 +172,7 @@ final class ValueDecoder {
             return .real(Double(bitPattern: UInt64(littleEndian: base.loadUnaligned(fromByteOffset: position, as: UInt64.self))))
         case .text:
             let length = Int(try readVarint(&position))
-            return .text(String(decoding: UnsafeRawBufferPointer(rebasing: base[position..<position + length]), as: UTF8.self))
+            return .text(UTF8Text.string(UnsafeRawBufferPointer(rebasing: base[position..<position + length])))
         case .blob:
             let length = Int(try readVarint(&position))
             return .blob([UInt8](base[position..<position + length]))
@@ -163,14 +188,16 @@ final class ValueDecoder {
     /// Decodes the loaded value as a ``FieldwiseRecord``, reading its fields by
     /// position; its relations are left empty for the caller to attach.
     func decodeFieldwise<F: FieldwiseRecord, R>(_ type: F.Type, as: R.Type) throws -> R {
-        var reader = LoadedValueReader(decoder: self)
+        var reader = try LoadedValueReader(decoder: self)
         // `F` is `R` (the caller found `F` by casting `R.self`): compare the
         // metatypes and reinterpret, where `as? R` ran a dynamic cast through
         // `Optional<R>`'s metadata on every record.
         guard F.self == R.self else {
             throw StorageError(.decoding, .read, entity: schema.entity, message: "\(F.self) is not \(R.self)")
         }
-        return unsafeBitCast(try F(fields: &reader), to: R.self)
+        let record = try F(fields: &reader)
+        try layOut(from: reader.index, at: reader.position)
+        return unsafeBitCast(record, to: R.self)
     }
 
     /// ``decodeFieldwise(_:as:)`` built in `slot`, which must be
@@ -180,8 +207,11 @@ final class ValueDecoder {
         guard F.self == R.self else {
             throw StorageError(.decoding, .read, entity: schema.entity, message: "\(F.self) is not \(R.self)")
         }
-        var reader = LoadedValueReader(decoder: self)
+        var reader = try LoadedValueReader(decoder: self)
         let record = try F(fields: &reader)
+        // The fields the record did not read (none, for a record that reads
+        // every field), and the check that nothing follows them.
+        try layOut(from: reader.index, at: reader.position)
         UnsafeMutableRawPointer(slot).assumingMemoryBound(to: F.self).initialize(to: record)
     }
 
@@ -208,7 +238,7 @@ final class ValueDecoder {
     func text(at index: Int) throws -> String {
         var position = offsets[index]
         let length = Int(try readVarint(&position))
-        return String(decoding: UnsafeRawBufferPointer(rebasing: base[position..<position + length]), as: UTF8.self)
+        return UTF8Text.string(UnsafeRawBufferPointer(rebasing: base[position..<position + length]))
     }
 
     @inline(__always)
@@ -281,7 +311,7 @@ final class ValueDecoder {
         }
         var position = offsets[slot]
         let length = Int(try readVarint(&position))
-        return String(decoding: UnsafeRawBufferPointer(rebasing: base[position..<position + length]), as: UTF8.self)
+        return UTF8Text.string(UnsafeRawBufferPointer(rebasing: base[position..<position + length]))
     }
 
     /// The date field `key`; `nil` as for ``integer(_:)``.
@@ -491,39 +521,151 @@ private struct StoredValueDecoder: Decoder, SingleValueDecodingContainer {
     func decode<T: Decodable>(_ type: T.Type) throws -> T { try decodeValue(type, from: value, path: codingPath) }
 }
 
-/// Reads the fields of the value loaded in a ``ValueDecoder`` one after another,
-/// for a ``FieldwiseRecord``: the stored fields are in declaration order already.
+/// Reads the fields of the value a ``ValueDecoder`` holds one after another,
+/// for a ``FieldwiseRecord``: the stored fields are in declaration order
+/// already. It lays the value out as it reads it (each field's offset is
+/// recorded in the decoder, as ``ValueDecoder/layOut(from:at:)`` records it),
+/// so a value is walked once: laid out first and read afterwards, a value
+/// was walked twice (docs/DESIGN.md, "LMDB, fifth round"). Every read is
+/// bounded by the value's end; a field cut short is `corrupt`, as when the
+/// layout finds it.
 struct LoadedValueReader: FieldReader {
-    let decoder: ValueDecoder
-    var index = 0
+    /// Not retained: a reader lives only inside the decoder's own
+    /// ``ValueDecoder/decodeFieldwise(_:into:)`` (or `(_:as:)`), which
+    /// holds the decoder. Retaining it made every copy of the reader (the
+    /// compiler copies it to call its helpers) a retain and a release.
+    unowned(unsafe) let decoder: ValueDecoder
+    private let start: UnsafeRawPointer
+    private let count: Int
+    let offsets: UnsafeMutablePointer<Int>
+    private let types: UnsafeMutablePointer<FieldType>
+    let optional: UnsafeMutablePointer<Bool>
+    private let fieldCount: Int
+    /// The next field to read, and where it starts (its presence byte, for
+    /// an optional field).
+    private(set) var index = 0
+    private(set) var position = 1
 
-    /// The next field, checked to exist, to be present and to be stored as `type`.
+    init(decoder: ValueDecoder) throws {
+        self.decoder = decoder
+        guard let start = decoder.loaded.baseAddress else { throw decoder.corrupt("it is empty") }
+        self.start = start
+        count = decoder.loaded.count
+        offsets = decoder.offsets
+        types = decoder.types
+        optional = decoder.optional
+        fieldCount = decoder.fieldCount
+    }
+
+    /// The start of the next field's value, checked to exist, to be
+    /// present and to be stored as `type`; the field is recorded as read.
     @inline(__always)
     private mutating func next(_ type: FieldType, or other: FieldType? = nil) throws -> Int {
-        guard index < decoder.fieldCount else { throw error("the value has only \(decoder.fieldCount) fields") }
-        let stored = decoder.types[index]
+        guard index < fieldCount else { throw error("the value has only \(fieldCount) fields") }
+        let stored = types[index]
         guard stored == type || stored == other else {
             throw error("field '\(decoder.schema.names[index])' is stored as \(stored), not read as \(type)")
         }
-        guard !decoder.isNull(at: index) else { throw error("field '\(decoder.schema.names[index])' is null") }
-        defer { index += 1 }
-        return index
+        var at = position
+        if optional[index] {
+            guard at < count else { throw decoder.corrupt("it ends before field '\(decoder.schema.names[index])'") }
+            let present = start.load(fromByteOffset: at, as: UInt8.self)
+            guard present == 1 else {
+                if present == 0 { throw error("field '\(decoder.schema.names[index])' is null") }
+                throw decoder.corrupt("field '\(decoder.schema.names[index])' has presence byte \(present)")
+            }
+            at += 1
+        }
+        offsets[index] = at
+        index += 1
+        return at
     }
 
-    mutating func decode(_ type: Int64.Type) throws -> Int64 { try decoder.integer(at: next(.integer)) }
-    mutating func decode(_ type: Double.Type) throws -> Double { decoder.real(at: try next(.real, or: .date)) }
-    mutating func decode(_ type: String.Type) throws -> String { try decoder.text(at: next(.text)) }
-    mutating func decode(_ type: Bool.Type) throws -> Bool { decoder.bool(at: try next(.bool)) }
-    mutating func decode(_ type: Data.Type) throws -> Data { try decoder.bytes(at: next(.blob)) }
+    /// The varint at `at`, which is moved past it.
+    @inline(__always)
+    private mutating func varint(_ at: inout Int) throws -> UInt64 {
+        guard at < count else { throw cutShort() }
+        let first = start.load(fromByteOffset: at, as: UInt8.self)
+        at += 1
+        if first < 0x80 { return UInt64(first) }
+        var result = UInt64(first & 0x7F)
+        var shift: UInt64 = 7
+        while true {
+            guard at < count, shift < 64 else { throw decoder.corrupt("an integer is cut off") }
+            let byte = start.load(fromByteOffset: at, as: UInt8.self)
+            at += 1
+            result |= UInt64(byte & 0x7F) << shift
+            if byte < 0x80 { return result }
+            shift += 7
+        }
+    }
+
+    /// The field just recorded as read (`index - 1`) runs past the value's end.
+    private func cutShort() -> StorageError {
+        decoder.corrupt("it ends inside field '\(decoder.schema.names[index - 1])'")
+    }
+
+    /// The bytes of the text or blob at `at` (its length first).
+    @inline(__always)
+    private mutating func lengthPrefixed(at: Int) throws -> UnsafeRawBufferPointer {
+        var at = at
+        let length = try varint(&at)
+        guard length <= UInt64(count - at) else { throw cutShort() }
+        position = at + Int(length)
+        return UnsafeRawBufferPointer(start: start + at, count: Int(length))
+    }
+
+    @inline(__always)
+    private mutating func eightBytes(at: Int) throws -> UInt64 {
+        guard count - at >= 8 else { throw cutShort() }
+        position = at + 8
+        return UInt64(littleEndian: start.loadUnaligned(fromByteOffset: at, as: UInt64.self))
+    }
+
+    mutating func decode(_ type: Int64.Type) throws -> Int64 {
+        var at = try next(.integer)
+        let raw = try varint(&at)
+        position = at
+        return Int64(bitPattern: raw >> 1) ^ -Int64(bitPattern: raw & 1)
+    }
+
+    mutating func decode(_ type: Double.Type) throws -> Double {
+        Double(bitPattern: try eightBytes(at: next(.real, or: .date)))
+    }
+
+    mutating func decode(_ type: String.Type) throws -> String {
+        UTF8Text.string(try lengthPrefixed(at: next(.text)))
+    }
+
+    mutating func decode(_ type: Bool.Type) throws -> Bool {
+        let at = try next(.bool)
+        guard at < count else { throw cutShort() }
+        position = at + 1
+        return start.load(fromByteOffset: at, as: UInt8.self) != 0
+    }
+
+    mutating func decode(_ type: Data.Type) throws -> Data {
+        Data(try lengthPrefixed(at: next(.blob)))
+    }
 
     mutating func decode(_ type: Date.Type) throws -> Date {
-        Date(timeIntervalSinceReferenceDate: decoder.real(at: try next(.date, or: .real)))
+        Date(timeIntervalSinceReferenceDate: Double(bitPattern: try eightBytes(at: next(.date, or: .real))))
     }
 
     mutating func decodeNil() throws -> Bool {
-        guard index < decoder.schema.fieldCount, decoder.isNull(at: index) else { return false }
-        index += 1
-        return true
+        guard index < fieldCount, optional[index] else { return false }
+        guard position < count else { throw decoder.corrupt("it ends before field '\(decoder.schema.names[index])'") }
+        let present = start.load(fromByteOffset: position, as: UInt8.self)
+        if present == 0 {
+            offsets[index] = -1
+            index += 1
+            position += 1
+            return true
+        }
+        guard present == 1 else {
+            throw decoder.corrupt("field '\(decoder.schema.names[index])' has presence byte \(present)")
+        }
+        return false
     }
 
     func error(_ message: String) -> StorageError {

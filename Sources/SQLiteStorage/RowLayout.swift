@@ -31,6 +31,19 @@ final class RowLayout: Sendable {
         return indexByName[name]
     }
 
+    /// The error of reading `column`: `message` about it, or with `message`
+    /// `nil`, a NULL read for a field that is not optional.
+    func columnError(_ column: Int32, _ message: String?) -> StorageError {
+        let index = Int(column)
+        let name = index >= 0 && index < names.count ? names[index] : "#\(index)"
+        guard let message else {
+            return StorageError(
+                .decoding, .read, entity: entityName,
+                message: "column '\(name)' is NULL but the record's field is not optional")
+        }
+        return StorageError(.decoding, .read, entity: entityName, message: "column '\(name)': \(message)")
+    }
+
     func unknownKey(_ name: String, _ operation: StorageError.Operation) -> StorageError {
         StorageError(
             .schemaMismatch, operation, entity: entityName,

@@ -1,6 +1,7 @@
 import CSQLite
 import DAOCore
 import Foundation
+import Synchronization
 
 /// How one entity is stored in SQLite: its table, the SQL the storage runs on
 /// it, and its relations' child tables. Immutable, built from the entity's
@@ -19,6 +20,20 @@ final class Table<R: Record>: Sendable {
     /// Writes a record's fields by position, when `R` is a ``FieldwiseRecord``
     /// (made once per table: finding it casts the binder's type).
     let fieldBinder: (any FieldBinder<R>)?
+    /// Reads rows into records in the record type's own module, when `R` is
+    /// a ``FieldwiseRecord`` (``FieldwiseRecord/readRows(_:into:)``; made
+    /// once per table, as ``fieldBinder``).
+    let rowsReader: (any RowsReader<R>)?
+    /// Binds records in the record type's own module, likewise
+    /// (``FieldwiseRecord/writeRows(_:to:_:)``).
+    let rowsWriter: (any RowsWriter<R>)?
+    /// Makes the errors of the ``ColumnRowReader``s over this table's rows.
+    let columnAccess: ColumnAccess
+    /// Bit `i` set: column `i` may hold NULL (its field is optional). The
+    /// others are `NOT NULL` columns: the schema check (``ensureSchema(_:foreignKey:)``)
+    /// refuses a table whose columns say otherwise, so SQLite never stores a
+    /// NULL there, and a 0 read from them is not checked for NULL.
+    let nullableColumns: UInt64
     /// Whether every record written to this table and to the tables below it
     /// is bound by position (``FieldwiseRecord``), so the real values no
     /// backend stores (NaN, -0.0) are caught as they are bound
@@ -66,11 +81,19 @@ final class Table<R: Record>: Sendable {
         self.links = links
         hasLinks = !links.isEmpty
         fieldBinder = (R.self as? any FieldwiseRecord.Type).map { makeFieldBinder($0, for: R.self) }
+        rowsReader = (R.self as? any FieldwiseRecord.Type).flatMap { makeRowsReader($0, for: R.self) }
+        rowsWriter = (R.self as? any FieldwiseRecord.Type).flatMap { makeRowsWriter($0, for: R.self) }
         checksRealsWhileBinding = R.self is any FieldwiseRecord.Type && links.allSatisfy { $0.checksRealsWhileBinding }
         var placeholders: [String: any Sendable] = [:]
         for link in links { placeholders[link.name] = link.placeholder }
         let names = entity.fields.map(\.name)
         self.layout = RowLayout(entityName: entity.name, names: names, relationPlaceholders: placeholders)
+        columnAccess = LayoutAccess(layout: layout)
+        var nullable: UInt64 = 0
+        for (index, field) in entity.fields.enumerated() where index > 0 && field.isOptional {
+            nullable |= index < 64 ? 1 << UInt64(index) : 0
+        }
+        nullableColumns = nullable
 
         let table = quoted(entity.name)
         let key = quoted(names[0])
@@ -143,12 +166,15 @@ final class TableWriter<R: Record> {
     /// Whether ``children`` has a writer: testing the existential array itself
     /// looks up its metadata (an extended existential over `R`) on every row,
     /// about 460 instructions a message on the workload's `persist`.
-    private let hasChildren: Bool
+    let hasChildren: Bool
     /// Writes a record's fields by position, when `R` is a ``FieldwiseRecord``.
     /// A value with a witness rather than a closure: the closure made inside
     /// a generic function was called through four reabstraction thunks per
     /// record (about 77 instructions a message on the workload's `persist`).
     let writeFields: (any FieldBinder<R>)?
+    /// Binds records in the record type's own module, when `R` is a
+    /// ``FieldwiseRecord`` (``FieldwiseRecord/writeRows(_:to:_:)``).
+    let rowsWriter: (any RowsWriter<R>)?
 
     init(_ table: Table<R>, _ connection: Connection) throws {
         upsert = try connection.statement(table.upsertSQL)
@@ -156,6 +182,7 @@ final class TableWriter<R: Record> {
         self.connection = connection
         encoder = RowEncoder(layout: table.layout)
         writeFields = table.fieldBinder
+        rowsWriter = table.rowsWriter
         if let foreignKey = table.foreignKey, let column = table.layout.indexByName[foreignKey.column] {
             encoder.parentParameter = Int32(column + 1)
         }
@@ -199,17 +226,6 @@ final class TableWriter<R: Record> {
         return statement
     }
 
-    /// Updates `record`, bound to `update` (``updateUnderParent()``) by
-    /// ``bind(_:to:)``, in place, then writes its children. The caller knows the
-    /// row is stored under the parent the record names, so the foreign key is
-    /// left out of `SET` (it is in `WHERE`): SQLite then has no foreign-key
-    /// check to make and opens no statement journal, which the upsert does on
-    /// every row. `update` is `nil` when there is nothing but the keys to set.
-    func finishUpdate(_ record: R, _ update: Statement?) throws {
-        try update?.run()
-        try finishChildren(record)
-    }
-
     /// The plain `INSERT` statement.
     func insert() throws -> Statement {
         if let insertStatement { return insertStatement }
@@ -218,27 +234,16 @@ final class TableWriter<R: Record> {
         return statement
     }
 
-    /// Inserts `record`, bound to ``insert()`` by ``bind(_:to:)``, with a plain
-    /// `INSERT`, then writes its children. A single-row `INSERT` needs no
-    /// statement journal, where the upsert (`ON CONFLICT … DO UPDATE` may
-    /// write twice) opens one per row; so rows known to be new go this way.
-    /// A row that is stored after all (under another parent: the caller only
-    /// knew this parent's children) fails on its primary key before SQLite
-    /// writes anything, and is then upserted.
-    func finishInsert(_ record: R) throws {
-        try finishInsert(record, insert())
-    }
-
-    /// ``finishInsert(_:)`` with the plain `INSERT` at hand.
-    @inline(__always)
-    func finishInsert(_ record: R, _ insert: Statement) throws {
-        do {
-            try insert.run()
-        } catch let error as StorageError where error.engineCode == sqliteConstraintPrimaryKey {
-            try bind(record, to: upsert)
-            try upsert.run()
+    /// Calls `body` with a ``ColumnRowWriter`` that binds to `statement` (the
+    /// upsert, the plain insert or the update), for ``rowsWriter``.
+    func withColumnWriter(for statement: Statement, _ body: (inout ColumnRowWriter) throws -> Void) throws {
+        let access = StatementAccess(statement: statement, layout: table.layout)
+        try withExtendedLifetime(access) {
+            var writer = ColumnRowWriter(
+                functions: sqliteBindFunctions, handle: statement.handle, count: Int32(table.layout.names.count),
+                parentParameter: encoder.parentParameter, access: access)
+            try body(&writer)
         }
-        try finishChildren(record)
     }
 
     /// Runs the upsert bound by `encoder.encode(record, into: upsert)`, then
@@ -249,7 +254,7 @@ final class TableWriter<R: Record> {
     }
 
     @inline(__always)
-    private func finishChildren(_ record: R) throws {
+    func finishChildren(_ record: R) throws {
         guard hasChildren else { return }
         for child in children {
             try child.write(childrenOf: record)
@@ -289,6 +294,113 @@ struct ConvertingBinder<Record, F: FieldwiseRecord>: FieldBinder {
     }
 }
 
+/// Reads a statement's rows into records (``FieldwiseRecord/readRows(_:into:)``).
+protocol RowsReader<Record>: Sendable {
+    associatedtype Record
+    func read(_ rows: inout ColumnRows, into records: inout [Record]) throws
+}
+
+/// `F.readRows(_:into:)`: the copy specialized for `F` in its own module.
+struct FieldwiseRowsReader<F: FieldwiseRecord>: RowsReader {
+    func read(_ rows: inout ColumnRows, into records: inout [F]) throws {
+        try F.readRows(&rows, into: &records)
+    }
+}
+
+/// The ``RowsReader`` of `F`, which is `R` (the caller found `F` by casting
+/// `R.self`); `nil` if it were not.
+private func makeRowsReader<F: FieldwiseRecord, R>(_ type: F.Type, for record: R.Type) -> (any RowsReader<R>)? {
+    FieldwiseRowsReader<F>() as? any RowsReader<R>
+}
+
+/// Binds records to a statement (``FieldwiseRecord/writeRows(_:to:_:)``).
+protocol RowsWriter<Record>: Sendable {
+    associatedtype Record
+    func write(_ records: [Record], to writer: inout ColumnRowWriter, _ row: (inout ColumnRowWriter, Int) throws -> Void)
+        throws
+}
+
+/// `F.writeRows(_:to:_:)`: the copy specialized for `F` in its own module.
+struct FieldwiseRowsWriter<F: FieldwiseRecord>: RowsWriter {
+    func write(_ records: [F], to writer: inout ColumnRowWriter, _ row: (inout ColumnRowWriter, Int) throws -> Void)
+        throws
+    {
+        try F.writeRows(records, to: &writer, row)
+    }
+}
+
+/// The ``RowsWriter`` of `F`, which is `R`; `nil` if it were not.
+private func makeRowsWriter<F: FieldwiseRecord, R>(_ type: F.Type, for record: R.Type) -> (any RowsWriter<R>)? {
+    FieldwiseRowsWriter<F>() as? any RowsWriter<R>
+}
+
+/// The errors of reading a table's columns.
+final class LayoutAccess: ColumnAccess, @unchecked Sendable {
+    // @unchecked: holds one immutable, Sendable layout.
+    let layout: RowLayout
+
+    init(layout: RowLayout) {
+        self.layout = layout
+    }
+
+    override func readError(column: Int32, message: String?) -> StorageError {
+        layout.columnError(column, message)
+    }
+}
+
+/// Binds text and bytes to one statement (text through the statement's own
+/// buffers, as ``ParameterWriter`` does) and makes the errors of binding to it.
+final class StatementAccess: ColumnAccess, @unchecked Sendable {
+    // @unchecked: used only by the writer of one storage call, under the
+    // connection's lock, as the statement it holds.
+    let statement: Statement
+    let layout: RowLayout
+
+    init(statement: Statement, layout: RowLayout) {
+        self.statement = statement
+        self.layout = layout
+    }
+
+    override func readError(column: Int32, message: String?) -> StorageError {
+        layout.columnError(column, message)
+    }
+
+    override func bindText(_ value: String, at parameter: Int32) throws {
+        try statement.bind(value, at: parameter)
+    }
+
+    override func bindBytes(_ value: Data, at parameter: Int32) throws {
+        try value.withUnsafeBytes { try statement.bind(blob: $0, at: parameter) }
+    }
+
+    override func writeError(_ failure: ColumnWriteFailure) -> any Error {
+        switch failure {
+        case .code(let code):
+            return sqliteError(code, db: sqlite3_db_handle(statement.handle), sql: statement.sql)
+        case .unstorableReal:
+            return UnstorableReal()
+        case .tooManyFields:
+            return StorageError(
+                .schemaMismatch, .persist, entity: layout.entityName,
+                message: "the record writes more fields than the \(layout.names.count) '\(layout.entityName)' declares")
+        case .tooFewFields(let written):
+            return StorageError(
+                .schemaMismatch, .persist, entity: layout.entityName,
+                message: "the record wrote \(written) fields; '\(layout.entityName)' declares \(layout.names.count)")
+        }
+    }
+}
+
+/// SQLite's functions for ``ColumnRowWriter``.
+let sqliteBindFunctions = ColumnBindFunctions(
+    int64: sqlite3_bind_int64, double: sqlite3_bind_double, null: sqlite3_bind_null, okCode: SQLITE_OK)
+
+/// SQLite's functions for ``ColumnRowReader``.
+let sqliteColumnFunctions = ColumnFunctions(
+    step: sqlite3_step, int64: sqlite3_column_int64, double: sqlite3_column_double, type: sqlite3_column_type,
+    text: sqlite3_column_text, blob: sqlite3_column_blob, bytes: sqlite3_column_bytes,
+    rowCode: SQLITE_ROW, nullType: SQLITE_NULL, integerType: SQLITE_INTEGER)
+
 /// Writes the children of one relation.
 protocol ChildWriter<Parent> {
     associatedtype Parent: Record
@@ -302,9 +414,29 @@ struct TableReader<R: Record> {
     let table: Table<R>
     let connection: Connection
 
+    /// The rows of `statement` for ``Table/rowsReader``: in runs by the
+    /// integer in `groupColumn` (or -1), in key order or not.
+    /// The table's ``Table/columnAccess``, which lives as long as the table,
+    /// makes the reader's errors.
+    func columnRows(_ statement: Statement, groupColumn: Int32 = -1, inKeyOrder: Bool = false, expected: Int = 0)
+        -> ColumnRows
+    {
+        let reader = ColumnRowReader(
+            functions: sqliteColumnFunctions, handle: statement.handle, count: Int32(table.layout.names.count),
+            access: table.columnAccess, nullable: table.nullableColumns)
+        return ColumnRows(reader: reader, groupColumn: groupColumn, inKeyOrder: inKeyOrder, expected: expected)
+    }
+
     /// Runs `statement` (already bound) and decodes every row.
     func rows(_ statement: Statement) throws -> [R] {
         defer { statement.reset() }
+        if let rowsReader = table.rowsReader {
+            var rows = columnRows(statement)
+            var records: [R] = []
+            try rowsReader.read(&rows, into: &records)
+            try statement.checkStep(rows.status)
+            return records
+        }
         let decoder = RowDecoder(layout: table.layout, statement: statement)
         var records = RecordBuffer<R>()
         while try statement.step() {
@@ -352,8 +484,27 @@ struct TableReader<R: Record> {
     /// reused for the next run: reading every row of a large table into one
     /// buffer first held it (its capacity up to twice the rows) next to the
     /// arrays handed out, moved it at each doubling, and held a key per row.
-    func runs(_ statement: Statement, keyColumn: Int32, _ body: (StoredValue, [R]) -> Void) throws {
+    ///
+    /// `integerKeys` says that the parents' keys are integers: a row whose
+    /// `keyColumn` holds anything else then belongs to no parent, and a
+    /// ``Table/rowsReader`` reads the runs.
+    func runs(_ statement: Statement, keyColumn: Int32, integerKeys: Bool, _ body: (StoredValue, [R]) -> Void) throws {
         defer { statement.reset() }
+        if let rowsReader = table.rowsReader, integerKeys {
+            var rows = columnRows(statement, groupColumn: keyColumn)
+            var capacity = 0
+            while true {
+                var run: [R] = []
+                // A parent's run is usually as long as the one before.
+                if capacity > 0 { run.reserveCapacity(capacity) }
+                try rowsReader.read(&rows, into: &run)
+                capacity = run.count
+                if !run.isEmpty { body(.integer(rows.group), run) }
+                guard rows.pending else { break }
+            }
+            try statement.checkStep(rows.status)
+            return
+        }
         let decoder = RowDecoder(layout: table.layout, statement: statement)
         var records = RecordBuffer<R>()
         let handle = statement.handle
@@ -626,6 +777,9 @@ final class RelationLink<Rel: ToManyRelation>: ChildLink {
     let childrenOfParentSQL: String
     /// The child table's column holding the parent key.
     let foreignKeyColumn: Int32
+    /// How many children the last read of one parent's children found: room
+    /// for as many is made for the next.
+    private let lastChildCount = Atomic<Int>(0)
     /// ``childrenOfParentsSQL(selectList:table:foreignKey:count:)`` for each of
     /// ``batchSizes``, in that order.
     let childrenOfParentsSQL: [String]
@@ -693,7 +847,8 @@ final class RelationLink<Rel: ToManyRelation>: ChildLink {
         if all && !child.hasLinks {
             // Every row of the child table, in key order, grouped by parent as
             // it is read.
-            try reader.runs(connection.statement(child.selectAllSQL), keyColumn: foreignKeyColumn) { key, run in
+            let integerKeys = Parent.entity.primaryKeyField.type == .integer
+            try reader.runs(connection.statement(child.selectAllSQL), keyColumn: foreignKeyColumn, integerKeys: integerKeys) { key, run in
                 if groups[key] == nil {
                     groups[key] = run
                 } else {
@@ -706,6 +861,27 @@ final class RelationLink<Rel: ToManyRelation>: ChildLink {
             // Every row is the parent's: no parent keys to collect and group by.
             let statement = try connection.statement(childrenOfParentSQL)
             try statement.bind(parents[0].primaryKey.storedValue, at: 1)
+            if let rowsReader = child.rowsReader, child.entity.primaryKeyField.type == .integer {
+                // An integer key is the rowid, read from column 0 as an integer.
+                // Room is made for as many children as the last parent read
+                // had, up to 1,024 (growing the arrays one doubling at a time
+                // cost about 9k instructions a read of 100 children; the
+                // array handed out may then have room for more children than
+                // it holds, as a doubled one may).
+                let expected = min(lastChildCount.load(ordering: .relaxed), 1024)
+                var rows = reader.columnRows(statement, inKeyOrder: true, expected: expected)
+                var children: [Child] = []
+                if expected > 0 { children.reserveCapacity(expected) }
+                do {
+                    defer { statement.reset() }
+                    try rowsReader.read(&rows, into: &children)
+                    try statement.checkStep(rows.status)
+                }
+                lastChildCount.store(children.count, ordering: .relaxed)
+                if child.hasLinks { try reader.attachChildren(to: &children, all: false) }
+                parents[0][keyPath: relation.children] = children
+                return
+            }
             var none: [StoredValue] = []
             var children = try reader.rows(statement, keyColumn: nil, keys: &none, inKeyOrder: true)
             if child.hasLinks {
@@ -766,6 +942,95 @@ final class RelationLink<Rel: ToManyRelation>: ChildLink {
     }
 }
 
+/// The part of writing one parent's children that does not depend on their
+/// type: checking the parent key each child named, collecting the keys held,
+/// running the statement bound. Not generic, so that the work per child
+/// looks up no metadata of types over the child type, which the relation
+/// writer's generic code did on every row.
+final class ChildRows {
+    /// What is left to do for a row, by code that knows the child's type.
+    enum Rest {
+        /// Nothing.
+        case done
+        /// Everything: the binding did not capture the parent key or the key
+        /// (they are read from the record, then ``run(childKey:)`` goes on).
+        case all
+        /// The plain `INSERT` failed on the primary key: upsert the child,
+        /// then write its children.
+        case conflict
+        /// The child is not stored under this parent: upsert it and write its
+        /// children.
+        case notStored
+        /// Write the child's children.
+        case children
+    }
+
+    let parentKey: StoredValue
+    /// The statement the children are bound to: the plain `INSERT` when the
+    /// parent has no child stored, else the update of a stored child, or the
+    /// upsert when the table has nothing but keys to update.
+    let target: Statement
+    let update: Statement?
+    let inserting: Bool
+    let hasChildren: Bool
+    /// The keys of the children stored under the parent.
+    let stored: Set<StoredValue>
+    /// The keys of the children written, when some were stored (to delete the
+    /// others).
+    private(set) var held: [StoredValue] = []
+
+    init(parentKey: StoredValue, existing: [StoredValue], target: Statement, update: Statement?, hasChildren: Bool, count: Int) {
+        self.parentKey = parentKey
+        self.target = target
+        self.update = update
+        self.hasChildren = hasChildren
+        inserting = existing.isEmpty
+        stored = inserting ? [] : Set(existing)
+        if !inserting { held.reserveCapacity(count) }
+    }
+
+    /// Goes on with the row just bound to ``target``, whose binding captured
+    /// `capturedKey` and `capturedParent` (`.null`: not captured).
+    @inline(__always)
+    func row(_ capturedKey: StoredValue, _ capturedParent: StoredValue) throws -> Rest {
+        // Matched by case: `== .null` called the stored value's equality.
+        if case .null = capturedParent { return .all }
+        if !inserting, case .null = capturedKey { return .all }
+        // A child naming another parent: the generic code reports it.
+        guard capturedParent == parentKey else { return .all }
+        return try run(childKey: capturedKey)
+    }
+
+    /// Goes on with a row whose parent key was checked, with its key.
+    ///
+    /// A child of a parent with none stored is inserted with the plain
+    /// `INSERT`: a single-row `INSERT` needs no statement journal, where the
+    /// upsert (`ON CONFLICT … DO UPDATE` may write twice) opens one per row.
+    /// A row that is stored after all (under another parent: only this
+    /// parent's children were looked up) fails on its primary key before
+    /// SQLite writes anything, and is then upserted (``Rest/conflict``).
+    ///
+    /// A child stored under this parent is updated in place with the update
+    /// (``TableWriter/updateUnderParent()``), whose `SET` leaves out the
+    /// foreign key (it is in `WHERE`): SQLite then has no foreign-key check to
+    /// make and opens no statement journal, which the upsert does on every
+    /// row. `update` is `nil` when there is nothing but the keys to set.
+    func run(childKey: StoredValue) throws -> Rest {
+        if inserting {
+            do {
+                try target.run()
+            } catch let error as StorageError where error.engineCode == sqliteConstraintPrimaryKey {
+                return .conflict
+            }
+            return hasChildren ? .children : .done
+        }
+        held.append(childKey)
+        guard stored.contains(childKey) else { return .notStored }
+        try update?.run()
+        return hasChildren ? .children : .done
+    }
+}
+
 /// Makes a parent's children in the child table exactly the ones it holds:
 /// upserts the children it holds, then deletes the rows of those it no longer
 /// holds (their keys come from the foreign-key index, a covering read).
@@ -803,42 +1068,60 @@ final class RelationWriter<Rel: ToManyRelation>: ChildWriter {
                 existing.append(existingKeys.storedValue(0))
             }
         }
-        var held: [StoredValue] = []
-        if !existing.isEmpty { held.reserveCapacity(children.count) }
         let encoder = writer.encoder
-        // No child is stored under this parent: insert them (see
-        // ``TableWriter/finishInsert(_:)``).
+        // No child is stored under this parent: insert them; children stored
+        // under this parent already are updated in place; others are
+        // upserted (see ``ChildRows/run(childKey:)``).
         let inserting = existing.isEmpty
-        // Children stored under this parent already are updated in place (see
-        // ``TableWriter/finishUpdate(_:_:)``); others are upserted.
-        let stored = inserting ? [] : Set(existing)
         let update = inserting ? nil : try writer.updateUnderParent()
-        let target = inserting ? try writer.insert() : update ?? writer.upsert
-        for child in children {
-            try writer.bind(child, to: target)
-            var parentOfChild = encoder.capturedParent
-            if parentOfChild == .null { parentOfChild = child[keyPath: link.relation.parentKey].storedValue }
-            guard parentOfChild == key else {
-                throw StorageError(
-                    .constraint, .persist, entity: Child.entity.name,
-                    message: "a child in relation '\(link.relation.name)' names parent \(child[keyPath: link.relation.parentKey]) in '\(link.relation.foreignKeyField)' but is held by parent \(parent.primaryKey)"
-                )
+        let rows = ChildRows(
+            parentKey: key, existing: existing, target: inserting ? try writer.insert() : update ?? writer.upsert,
+            update: update, hasChildren: writer.hasChildren, count: children.count)
+        let target = rows.target
+        // What ``ChildRows/row(_:_:)`` leaves to code that knows the child's
+        // type, for the child at `index`. The child is read from the array
+        // only here (a copy of it in this generic code retains its strings).
+        func finishRow(_ left: ChildRows.Rest, _ index: Int) throws {
+            switch left {
+            case .done:
+                return
+            case .all:
+                // The binding did not capture the parent key or the key.
+                let parentOfChild = children[index][keyPath: link.relation.parentKey].storedValue
+                guard parentOfChild == key else {
+                    throw StorageError(
+                        .constraint, .persist, entity: Child.entity.name,
+                        message: "a child in relation '\(link.relation.name)' names parent \(children[index][keyPath: link.relation.parentKey]) in '\(link.relation.foreignKeyField)' but is held by parent \(parent.primaryKey)"
+                    )
+                }
+                try finishRow(rows.run(childKey: children[index].primaryKey.storedValue), index)
+            case .conflict:
+                try writer.bind(children[index], to: writer.upsert)
+                try writer.upsert.run()
+                if writer.hasChildren { try writer.finishChildren(children[index]) }
+            case .notStored:
+                if target !== writer.upsert { try writer.bind(children[index], to: writer.upsert) }
+                try writer.finish(children[index])
+            case .children:
+                try writer.finishChildren(children[index])
             }
-            if !existing.isEmpty {
-                let childKey = encoder.capturedKey
-                held.append(childKey == .null ? child.primaryKey.storedValue : childKey)
+        }
+        if let rowsWriter = writer.rowsWriter {
+            // Bound in the child type's own module (``FieldwiseRecord/writeRows(_:to:_:)``).
+            try writer.withColumnWriter(for: target) { columns in
+                try rowsWriter.write(children, to: &columns) { columns, index in
+                    let left = try rows.row(columns.capturedKey, columns.capturedParent)
+                    if left != .done { try finishRow(left, index) }
+                }
             }
-            if inserting {
-                try writer.finishInsert(child, target)
-            } else if stored.contains(held[held.count - 1]) {
-                try writer.finishUpdate(child, update)
-            } else {
-                if target !== writer.upsert { try writer.bind(child, to: writer.upsert) }
-                try writer.finish(child)
+        } else {
+            for index in children.indices {
+                try writer.bind(children[index], to: target)
+                try finishRow(rows.row(encoder.capturedKey, encoder.capturedParent), index)
             }
         }
         if !existing.isEmpty {
-            let kept = Set(held)
+            let kept = Set(rows.held)
             for childKey in existing where !kept.contains(childKey) {
                 try deleteByKey.bind(childKey, at: 1)
                 try deleteByKey.run()

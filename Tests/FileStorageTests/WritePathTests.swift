@@ -99,4 +99,80 @@ struct WritePathTests {
         try dialogs.persist(second)
         #expect(try dialogs.readAll() == [first, second])
     }
+
+    @Test("a parent that holds the same children again, in another order, twice over or moved, stores exactly them", arguments: FileFormat.allCases)
+    func childrenHeldAgain(format: FileFormat) throws {
+        let scratch = try TemporaryDirectory("file-store")
+        let store = try FileStore(directory: scratch.url, format: format)
+        let dialogs = try store.storage(for: DialogRecord.self)
+        let messages = try store.storage(for: MessageRecord.self)
+        try dialogs.persist([DeltaTests.dialog(1, messages: 3), DeltaTests.dialog(2, messages: 2)])
+        // The same keys, edited: every child replaced in place.
+        var same = DeltaTests.dialog(1, messages: 3, read: true)
+        try dialogs.persist(same)
+        #expect(try dialogs.read(primaryKey: 1) == same)
+        // The same keys in decreasing order.
+        same.messages.reverse()
+        same.messages[0].text = "reversed"
+        try dialogs.persist(same)
+        #expect(try dialogs.read(primaryKey: 1)?.messages.map(\.text).last == "reversed")
+        // As many children as stored, but one of them twice and another
+        // missing: the missing one is erased, the later copy is kept.
+        var twice = DeltaTests.dialog(1, messages: 3)
+        twice.messages[2] = twice.messages[0]
+        twice.messages[2].text = "second copy"
+        try dialogs.persist(twice)
+        #expect(try dialogs.read(primaryKey: 1)?.messages.map(\.id) == [1000, 1001])
+        #expect(try messages.read(primaryKey: 1000)?.text == "second copy")
+        #expect(try messages.read(primaryKey: 1002) == nil)
+        #expect(try messages.count(where: #Predicate<MessageRecord> { $0.dialogId == 1 }) == 2)
+        // A child moved to another parent (erased from the first, then stored
+        // under the second) and one naming the wrong parent.
+        var first = try #require(try dialogs.read(primaryKey: 1))
+        var second = try #require(try dialogs.read(primaryKey: 2))
+        var moved = first.messages.removeLast()
+        moved.dialogId = 2
+        second.messages.append(moved)
+        try dialogs.persist([first, second])
+        #expect(try messages.read(Query(where: #Predicate<MessageRecord> { $0.dialogId == 2 })).map(\.id).sorted() == [1001, 2000, 2001])
+        #expect(try messages.read(Query(where: #Predicate<MessageRecord> { $0.dialogId == 1 })).map(\.id) == [1000])
+        second.messages[0].dialogId = 1
+        #expect {
+            try dialogs.persist(second)
+        } throws: { error in
+            guard let error = error as? StorageError else { return false }
+            return error.kind == .constraint
+                && error.message
+                    == "a child in relation 'messages' names parent \(StoredValue.integer(1)) in 'dialogId' but is held by parent \(StoredValue.integer(2))"
+        }
+        store.close()
+        let reopened = try FileStore(directory: scratch.url, format: format)
+        #expect(try reopened.storage(for: DialogRecord.self).readAll().map { $0.messages.map(\.id).sorted() } == [[1000], [1001, 2000, 2001]])
+    }
+
+    @Test("the byte scan finds the same suspect texts as a scan of the Unicode scalars")
+    func suspectTexts() {
+        func byScalars(_ text: String) -> Bool {
+            text.unicodeScalars.contains { $0.value >= 0x300 && CanonicalText.isFlagged($0.value) }
+        }
+        var texts = [
+            "", "plain ASCII", "caf\u{E9}", "cafe\u{301}", "\u{2FF}", "\u{300}", "\u{0}", "один", "漢字", "🙂👩‍👩‍👧",
+            "\u{1D15E}", "\u{1F1E6}", "\u{FB1D}", "\u{AC00}", "\u{1100}\u{1161}", "Zoe\u{308}", Sample.longText,
+        ]
+        // Every scalar of the basic plane and a sample above it, alone and
+        // between ASCII, two-byte and four-byte neighbours.
+        var scalars: [Unicode.Scalar] = (0x80...0xFFFF).compactMap(Unicode.Scalar.init(_:))
+        scalars += stride(from: 0x10000, through: 0x10FFFF, by: 97).compactMap(Unicode.Scalar.init(_:))
+        scalars += (0x1D100...0x1D250).compactMap(Unicode.Scalar.init(_:))
+        for scalar in scalars {
+            texts.append(String(scalar))
+            texts.append("a\(scalar)\u{E9}b🙂")
+        }
+        var mismatches: [String] = []
+        for text in texts where CanonicalText.isSuspect(text) != byScalars(text) {
+            mismatches.append(text.unicodeScalars.map { String($0.value, radix: 16) }.joined(separator: " "))
+        }
+        #expect(mismatches.isEmpty, "\(mismatches.prefix(10))")
+        #expect(CanonicalText.isSuspect("cafe\u{301}") && !CanonicalText.isSuspect("caf\u{E9}"))
+    }
 }

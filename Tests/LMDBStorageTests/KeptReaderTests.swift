@@ -54,4 +54,39 @@ struct KeptReaderTests {
         #expect(try env.storage(for: DialogRecord.self).readAll() == records)
         env.close()
     }
+
+    @Test("codecs kept between read calls serve reads of every kind at once, before and after writes")
+    func keptCodecs() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let records = try dialogRecords(dialogs: 12, messages: 6)
+        let env = try LMDBEnvironment(directory: directory.store, durability: .none)
+        defer { env.close() }
+        // The child's storage first: its reads keep codecs before the
+        // parent's storage exists.
+        let messages = try env.storage(for: MessageRecord.self)
+        #expect(try messages.readAll().isEmpty)
+        let dialogs = try env.storage(for: DialogRecord.self)
+        try dialogs.persist(records)
+        let all = records.flatMap(\.messages)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for task in 0..<8 {
+                group.addTask {
+                    for round in 0..<10 {
+                        let record = records[(task + round) % records.count]
+                        #expect(try dialogs.read(primaryKey: record.id) == record)
+                        let message = all[(task * 7 + round) % all.count]
+                        #expect(try messages.read(primaryKey: message.id) == message)
+                        let dialogId = record.id
+                        let unread = try messages.read(
+                            Query(where: #Predicate<MessageRecord> { $0.dialogId == dialogId && $0.isRead == false }))
+                        #expect(Set(unread) == Set(record.messages.filter { !$0.isRead }))
+                        #expect(try dialogs.read(primaryKeys: [record.id, 0]) == [record])
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(try messages.readAll().count == all.count)
+    }
 }

@@ -188,6 +188,15 @@ final class Statement {
         throw sqliteError(code, db: sqlite3_db_handle(handle), sql: sql)
     }
 
+    /// Throws the error of a step that returned `code`, unless it returned a
+    /// row or the end (for steps made outside ``step()``).
+    @inline(__always)
+    func checkStep(_ code: Int32) throws {
+        if code != SQLITE_DONE && code != SQLITE_ROW {
+            throw sqliteError(code, db: sqlite3_db_handle(handle), sql: sql)
+        }
+    }
+
     /// Runs a statement that returns no rows (or ignores them).
     func run() throws {
         defer { reset() }

@@ -1,0 +1,570 @@
+import Foundation
+
+/// The C functions that step a prepared statement of a row-oriented engine
+/// and read the current row's columns by index: SQLite's `sqlite3_step`,
+/// `sqlite3_column_int64`, `sqlite3_column_double`, `sqlite3_column_type`,
+/// `sqlite3_column_text`, `sqlite3_column_blob` and `sqlite3_column_bytes`, or
+/// another engine's functions of the same shapes.
+///
+/// An adapter hands them to ``FieldwiseRecord/readRows(_:into:)``, which reads
+/// rows in the record's own module: there the record's `init(fields:)` and the
+/// array it fills are specialized for the record type, and each field is one
+/// call into the engine, where an adapter's generic code, unspecialized for
+/// the caller's record types, reaches each field through witness calls and
+/// looks up the metadata of generic types over the record type on every row.
+public struct ColumnFunctions: @unchecked Sendable {
+    // @unchecked: C function pointers, which hold no state.
+
+    /// Steps the statement; returns ``rowCode`` when a row is ready.
+    public let step: @convention(c) (OpaquePointer?) -> Int32
+    /// The column as an integer (NULL reads as 0).
+    public let int64: @convention(c) (OpaquePointer?, Int32) -> Int64
+    /// The column as a double (NULL reads as 0).
+    public let double: @convention(c) (OpaquePointer?, Int32) -> Double
+    /// The column's storage class.
+    public let type: @convention(c) (OpaquePointer?, Int32) -> Int32
+    /// The column's text as UTF-8, `nil` for NULL.
+    public let text: @convention(c) (OpaquePointer?, Int32) -> UnsafePointer<UInt8>?
+    /// The column's bytes, `nil` for NULL or no bytes.
+    public let blob: @convention(c) (OpaquePointer?, Int32) -> UnsafeRawPointer?
+    /// The number of bytes of the column's text or blob last read.
+    public let bytes: @convention(c) (OpaquePointer?, Int32) -> Int32
+    /// What ``step`` returns when a row is ready.
+    public let rowCode: Int32
+    /// The storage class ``type`` gives for NULL.
+    public let nullType: Int32
+    /// The storage class ``type`` gives for an integer.
+    public let integerType: Int32
+
+    /// Collects the functions and the constants of an engine.
+    public init(
+        step: @escaping @convention(c) (OpaquePointer?) -> Int32,
+        int64: @escaping @convention(c) (OpaquePointer?, Int32) -> Int64,
+        double: @escaping @convention(c) (OpaquePointer?, Int32) -> Double,
+        type: @escaping @convention(c) (OpaquePointer?, Int32) -> Int32,
+        text: @escaping @convention(c) (OpaquePointer?, Int32) -> UnsafePointer<UInt8>?,
+        blob: @escaping @convention(c) (OpaquePointer?, Int32) -> UnsafeRawPointer?,
+        bytes: @escaping @convention(c) (OpaquePointer?, Int32) -> Int32,
+        rowCode: Int32, nullType: Int32, integerType: Int32
+    ) {
+        self.step = step
+        self.int64 = int64
+        self.double = double
+        self.type = type
+        self.text = text
+        self.blob = blob
+        self.bytes = bytes
+        self.rowCode = rowCode
+        self.nullType = nullType
+        self.integerType = integerType
+    }
+}
+
+/// What an adapter does for ``ColumnRowReader`` and ``ColumnRowWriter``
+/// besides calling ``ColumnFunctions`` and ``ColumnBindFunctions``: it makes
+/// their errors and binds text and bytes (which an adapter may copy into
+/// buffers of its own). Each adapter subclasses it.
+///
+/// Readers and writers hold it `unowned(unsafe)`: they are copied as plain
+/// bits, with no reference counting per field; whoever makes one keeps the
+/// access alive while it is used.
+open class ColumnAccess: @unchecked Sendable {
+    // @unchecked: no state here; subclasses say why they are safe to share.
+
+    /// An access that makes generic errors and binds nothing.
+    public init() {}
+
+    /// The error of reading `column`: `message` about it, or with `message`
+    /// `nil`, a NULL read for a field that is not optional.
+    open func readError(column: Int32, message: String?) -> StorageError {
+        StorageError(.decoding, .read, message: "column \(column): \(message ?? "NULL for a field that is not optional")")
+    }
+
+    /// Binds `value` to `parameter`.
+    /// - Throws: the adapter's error when it cannot.
+    open func bindText(_ value: String, at parameter: Int32) throws {
+        throw StorageError(.encoding, .persist, message: "parameter \(parameter): this access binds no text")
+    }
+
+    /// Binds `value` to `parameter`.
+    /// - Throws: the adapter's error when it cannot.
+    open func bindBytes(_ value: Data, at parameter: Int32) throws {
+        throw StorageError(.encoding, .persist, message: "parameter \(parameter): this access binds no bytes")
+    }
+
+    /// The error for a record that could not be bound.
+    open func writeError(_ failure: ColumnWriteFailure) -> any Error {
+        StorageError(.encoding, .persist, message: "a record could not be bound: \(failure)")
+    }
+}
+
+/// A ``FieldReader`` over the current row of a statement, read through
+/// ``ColumnFunctions``: the record's fields are the row's columns, in order.
+///
+/// A concrete type with inlinable members, so that a record's `init(fields:)`
+/// specialized for it calls the engine directly for each field.
+public struct ColumnRowReader: FieldReader {
+    @usableFromInline let functions: ColumnFunctions
+    @usableFromInline let handle: OpaquePointer
+    @usableFromInline let count: Int32
+    /// The next column to read.
+    @usableFromInline var column: Int32 = 0
+    /// Makes the errors; not retained (see ``init(functions:handle:count:access:)``),
+    /// so that the reader is copied and dropped without reference counting.
+    @usableFromInline unowned(unsafe) let access: ColumnAccess
+    /// Bit `i` set: column `i` may hold NULL. Columns from 64 on are always
+    /// taken as such.
+    @usableFromInline let nullable: UInt64
+
+    /// A reader of the rows of `handle`, which have `count` columns, making
+    /// its errors with `access`, which the caller keeps alive for as long as
+    /// it uses the reader.
+    ///
+    /// `nullable` has bit `i` set when column `i` may hold NULL. A column
+    /// whose bit is clear is one the engine keeps from holding NULL (SQLite's
+    /// `NOT NULL`): an integer or real 0 read from it is not checked for NULL
+    /// (for the others, an engine reads NULL as 0, so a 0 costs a question
+    /// about the column's storage class).
+    @inlinable
+    public init(
+        functions: ColumnFunctions, handle: OpaquePointer, count: Int32, access: ColumnAccess,
+        nullable: UInt64 = .max
+    ) {
+        self.functions = functions
+        self.handle = handle
+        self.count = count
+        self.access = access
+        self.nullable = nullable
+    }
+
+    /// Whether a 0 read from `column` must be checked for NULL.
+    @inlinable @inline(__always)
+    func mayBeNull(_ column: Int32) -> Bool {
+        column >= 64 || nullable & (1 &<< UInt64(column)) != 0
+    }
+
+    /// The integer read from column 0 (the primary key) of the current row,
+    /// when ``readsKey``.
+    @usableFromInline var key: Int64 = 0
+    /// Whether the record read column 0 as an integer.
+    @usableFromInline var readsKey = false
+
+    /// Starts reading the current row from its first column.
+    @inlinable @inline(__always)
+    public mutating func rewind() {
+        column = 0
+        readsKey = false
+    }
+
+    /// The next column; reading past the last one is an error, never a call
+    /// into the engine with an index out of range.
+    @inlinable @inline(__always)
+    mutating func advance() throws -> Int32 {
+        guard column < count else { throw error("the row has only \(count) columns") }
+        defer { column += 1 }
+        return column
+    }
+
+    // `mutating`, as every member the record calls: a non-mutating call on
+    // the reader the record holds `inout` copied the reader first.
+    @inlinable @inline(__always)
+    mutating func integer() throws -> Int64 {
+        let column = try advance()
+        let value = functions.int64(handle, column)
+        // NULL reads as 0; only then is the storage class worth asking for.
+        if value == 0, mayBeNull(column), functions.type(handle, column) == functions.nullType {
+            throw access.readError(column: column, message: nil)
+        }
+        if column == 0 {
+            // Kept for ``ColumnRows/inKeyOrder``: asking the engine again
+            // costs more than this test on every integer.
+            key = value
+            readsKey = true
+        }
+        return value
+    }
+
+    @inlinable @inline(__always)
+    mutating func real() throws -> Double {
+        let column = try advance()
+        let value = functions.double(handle, column)
+        if value == 0, mayBeNull(column), functions.type(handle, column) == functions.nullType {
+            throw access.readError(column: column, message: nil)
+        }
+        return value
+    }
+
+    /// Reads the next field as an integer; NULL is an error.
+    @inlinable @inline(__always)
+    public mutating func decode(_ type: Int64.Type) throws -> Int64 { try integer() }
+
+    /// Reads the next field as a double; NULL is an error.
+    @inlinable @inline(__always)
+    public mutating func decode(_ type: Double.Type) throws -> Double { try real() }
+
+    /// Reads the next field as a boolean (an integer other than 0); NULL is an error.
+    @inlinable @inline(__always)
+    public mutating func decode(_ type: Bool.Type) throws -> Bool { try integer() != 0 }
+
+    /// Reads the next field as a date (seconds since 2001-01-01); NULL is an error.
+    @inlinable @inline(__always)
+    public mutating func decode(_ type: Date.Type) throws -> Date {
+        Date(timeIntervalSinceReferenceDate: try real())
+    }
+
+    /// Reads the next field as text (invalid UTF-8 repaired); NULL is an error.
+    @inlinable @inline(__always)
+    public mutating func decode(_ type: String.Type) throws -> String {
+        let column = try advance()
+        guard let bytes = functions.text(handle, column) else { throw access.readError(column: column, message: nil) }
+        let count = Int(functions.bytes(handle, column))
+        return String(decoding: UnsafeBufferPointer(start: bytes, count: count), as: UTF8.self)
+    }
+
+    /// Reads the next field as bytes; NULL is an error.
+    @inlinable
+    public mutating func decode(_ type: Data.Type) throws -> Data {
+        let column = try advance()
+        guard let bytes = functions.blob(handle, column) else {
+            // No pointer: NULL, or a blob of no bytes.
+            guard functions.type(handle, column) != functions.nullType else {
+                throw access.readError(column: column, message: nil)
+            }
+            return Data()
+        }
+        return Data(bytes: bytes, count: Int(functions.bytes(handle, column)))
+    }
+
+    /// Whether the next field is NULL; a NULL field is consumed.
+    @inlinable @inline(__always)
+    public mutating func decodeNil() throws -> Bool {
+        guard column < count, functions.type(handle, column) == functions.nullType else { return false }
+        column += 1
+        return true
+    }
+
+    /// An error about the column last read.
+    @inlinable
+    public func error(_ message: String) -> StorageError {
+        access.readError(column: max(column - 1, 0), message: message)
+    }
+}
+
+/// The rows of a statement, read by ``FieldwiseRecord/readRows(_:into:)``,
+/// with what the adapter asked for besides the records.
+public struct ColumnRows {
+    /// The reader of the current row.
+    public var reader: ColumnRowReader
+    /// What the last step returned: the row code while rows come; anything
+    /// else ended the reading (the adapter checks it).
+    public var status: Int32 = 0
+    /// Whether a row was stepped to but not read yet (it starts the next run).
+    public var pending = false
+    /// The column whose integer groups rows into runs (a parent's key), or -1:
+    /// then every row is read in one call.
+    public let groupColumn: Int32
+    /// The integer in ``groupColumn`` of the run read last.
+    public var group: Int64 = 0
+    /// Whether to collect the integer of column 0 (the primary key) of each
+    /// row into ``keys`` and return the rows in the order of those keys.
+    public let inKeyOrder: Bool
+    /// Column 0 of each row read, with ``inKeyOrder``.
+    public var keys: [Int64] = []
+
+    /// Rows to read with `reader`, in runs by `groupColumn` (or -1), in key
+    /// order or not; `expected` rows are made room for in ``keys``.
+    @inlinable
+    public init(reader: ColumnRowReader, groupColumn: Int32 = -1, inKeyOrder: Bool = false, expected: Int = 0) {
+        self.reader = reader
+        self.groupColumn = groupColumn
+        self.inKeyOrder = inKeyOrder
+        if inKeyOrder && expected > 0 { keys.reserveCapacity(expected) }
+    }
+
+    /// Steps to the next row unless one is pending; `false` at the end (or
+    /// an error, in ``status``).
+    @inlinable @inline(__always)
+    mutating func next() -> Bool {
+        if pending {
+            pending = false
+            return true
+        }
+        status = reader.functions.step(reader.handle)
+        return status == reader.functions.rowCode
+    }
+
+    /// Puts `records` in the order of ``keys`` (ascending, equal keys in the
+    /// order read), moving them.
+    @inlinable
+    mutating func sortByKeys<T>(_ records: inout [T]) {
+        guard var order = ascendingOrder(keys) else { return }
+        // `order[i]` is where the record that goes to `i` is: follow each
+        // cycle of the permutation, swapping.
+        records.withUnsafeMutableBufferPointer { records in
+            for start in order.indices where order[start] != start {
+                var target = start
+                while order[target] != start {
+                    let source = order[target]
+                    records.swapAt(target, source)
+                    order[target] = target
+                    target = source
+                }
+                order[target] = target
+            }
+        }
+    }
+}
+
+/// The positions of `keys` in ascending order (equal keys in their order), or
+/// `nil` when they are in order already. The rows a statement yields by an
+/// index on other columns usually come as two ascending runs of keys, merged
+/// here in one pass.
+@usableFromInline
+func ascendingOrder(_ keys: [Int64]) -> [Int]? {
+    var index = 1
+    while index < keys.count, keys[index] >= keys[index - 1] { index += 1 }
+    guard index < keys.count else { return nil }
+    var end = index + 1
+    while end < keys.count, keys[end] >= keys[end - 1] { end += 1 }
+    guard end == keys.count else {
+        return keys.indices.sorted { keys[$0] < keys[$1] || (keys[$0] == keys[$1] && $0 < $1) }
+    }
+    var order: [Int] = []
+    order.reserveCapacity(keys.count)
+    var left = 0
+    var right = index
+    while left < index, right < keys.count {
+        if keys[left] <= keys[right] {
+            order.append(left)
+            left += 1
+        } else {
+            order.append(right)
+            right += 1
+        }
+    }
+    order.append(contentsOf: left..<index)
+    order.append(contentsOf: right..<keys.count)
+    return order
+}
+
+extension FieldwiseRecord {
+    /// Reads records from `rows` into `records` (see ``FieldwiseRecord/readRows(_:into:)``).
+    ///
+    /// Inlinable, so that the conformance of each record type uses a copy
+    /// specialized for it.
+    @inlinable
+    public static func readRows(_ rows: inout ColumnRows, into records: inout [Self]) throws {
+        let functions = rows.reader.functions
+        let handle = rows.reader.handle
+        let groupColumn = rows.groupColumn
+        while rows.next() {
+            if groupColumn >= 0 {
+                if functions.type(handle, groupColumn) != functions.integerType {
+                    // A row that names no integer parent belongs to no run;
+                    // it is decoded all the same (an error in it is reported).
+                    rows.reader.rewind()
+                    _ = try Self(fields: &rows.reader)
+                    continue
+                }
+                let group = functions.int64(handle, groupColumn)
+                if !records.isEmpty, group != rows.group {
+                    rows.pending = true
+                    return
+                }
+                rows.group = group
+            }
+            rows.reader.rewind()
+            records.append(try Self(fields: &rows.reader))
+            if rows.inKeyOrder {
+                rows.keys.append(rows.reader.readsKey ? rows.reader.key : functions.int64(handle, 0))
+            }
+        }
+        if rows.inKeyOrder { rows.sortByKeys(&records) }
+    }
+}
+
+// MARK: - Writing
+
+/// The C functions that bind a prepared statement's parameters by index:
+/// SQLite's `sqlite3_bind_int64`, `sqlite3_bind_double` and
+/// `sqlite3_bind_null`, or another engine's functions of the same shapes.
+/// See ``FieldwiseRecord/writeRows(_:to:_:)``.
+public struct ColumnBindFunctions: @unchecked Sendable {
+    // @unchecked: C function pointers, which hold no state.
+
+    /// Binds an integer.
+    public let int64: @convention(c) (OpaquePointer?, Int32, Int64) -> Int32
+    /// Binds a double.
+    public let double: @convention(c) (OpaquePointer?, Int32, Double) -> Int32
+    /// Binds NULL.
+    public let null: @convention(c) (OpaquePointer?, Int32) -> Int32
+    /// What the functions return when they bound the value.
+    public let okCode: Int32
+
+    /// Collects the functions and the success code of an engine.
+    public init(
+        int64: @escaping @convention(c) (OpaquePointer?, Int32, Int64) -> Int32,
+        double: @escaping @convention(c) (OpaquePointer?, Int32, Double) -> Int32,
+        null: @escaping @convention(c) (OpaquePointer?, Int32) -> Int32,
+        okCode: Int32
+    ) {
+        self.int64 = int64
+        self.double = double
+        self.null = null
+        self.okCode = okCode
+    }
+}
+
+/// Why ``ColumnRowWriter`` could not bind a record; the adapter makes the error.
+public enum ColumnWriteFailure: Sendable {
+    /// A bind function returned this code.
+    case code(Int32)
+    /// A real no backend stores as given: NaN, or -0.0.
+    case unstorableReal
+    /// The record wrote more fields than the statement has columns.
+    case tooManyFields
+    /// The record wrote this many fields, fewer than the statement's columns.
+    case tooFewFields(Int)
+}
+
+/// A ``FieldWriter`` that binds a record's fields to a statement's parameters
+/// 1…n in order, through ``ColumnBindFunctions`` (text and bytes through the
+/// adapter's closures, which may keep the bytes). It keeps the primary key
+/// (parameter 1) and the value of ``parentParameter`` of the record last
+/// written, for the adapter's relation writers.
+///
+/// A concrete type with inlinable members, so that a record's
+/// `write(fields:)` specialized for it binds each field with one call into
+/// the engine. Reals are checked as they are bound: NaN and -0.0 fail with
+/// ``ColumnWriteFailure/unstorableReal``.
+public struct ColumnRowWriter: FieldWriter {
+    @usableFromInline let functions: ColumnBindFunctions
+    @usableFromInline let handle: OpaquePointer
+    @usableFromInline let count: Int32
+    /// The parameter whose value is kept in ``capturedParent``, or 0.
+    @usableFromInline let parentParameter: Int32
+    /// Binds text and bytes and makes the errors; not retained, as
+    /// ``ColumnRowReader``'s.
+    @usableFromInline unowned(unsafe) let access: ColumnAccess
+    /// The next parameter to bind.
+    @usableFromInline var index: Int32 = 1
+    /// The primary key of the record last written, when it was an integer or
+    /// text (`.null` otherwise).
+    public var capturedKey: StoredValue = .null
+    /// The value written to ``parentParameter`` for the record last written,
+    /// likewise.
+    public var capturedParent: StoredValue = .null
+
+    /// A writer of records to the `count` parameters of `handle`, binding
+    /// text and bytes with `access`, which the caller keeps alive for as long
+    /// as it uses the writer.
+    @inlinable
+    public init(
+        functions: ColumnBindFunctions, handle: OpaquePointer, count: Int32, parentParameter: Int32,
+        access: ColumnAccess
+    ) {
+        self.functions = functions
+        self.handle = handle
+        self.count = count
+        self.parentParameter = parentParameter
+        self.access = access
+    }
+
+    /// Starts writing a record from the first parameter.
+    @inlinable @inline(__always)
+    public mutating func rewind() {
+        index = 1
+        capturedKey = .null
+        capturedParent = .null
+    }
+
+    @inlinable @inline(__always)
+    mutating func next() throws -> Int32 {
+        guard index <= count else { throw access.writeError(.tooManyFields) }
+        defer { index += 1 }
+        return index
+    }
+
+    @inlinable @inline(__always)
+    mutating func check(_ code: Int32) throws {
+        if code != functions.okCode { throw access.writeError(.code(code)) }
+    }
+
+    /// Binds an integer.
+    @inlinable @inline(__always)
+    public mutating func encode(_ value: Int64) throws {
+        let index = try next()
+        if index == 1 {
+            capturedKey = .integer(value)
+        } else if index == parentParameter {
+            capturedParent = .integer(value)
+        }
+        try check(functions.int64(handle, index, value))
+    }
+
+    /// Binds a real; NaN and -0.0 fail.
+    @inlinable @inline(__always)
+    public mutating func encode(_ value: Double) throws {
+        let index = try next()
+        if value.isNaN || (value == 0 && value.sign == .minus) { throw access.writeError(.unstorableReal) }
+        try check(functions.double(handle, index, value))
+    }
+
+    /// Binds text.
+    @inlinable @inline(__always)
+    public mutating func encode(_ value: String) throws {
+        let index = try next()
+        if index == 1 {
+            capturedKey = .text(value)
+        } else if index == parentParameter {
+            capturedParent = .text(value)
+        }
+        try access.bindText(value, at: index)
+    }
+
+    /// Binds a boolean as 0 or 1.
+    @inlinable @inline(__always)
+    public mutating func encode(_ value: Bool) throws { try encode(Int64(value ? 1 : 0)) }
+
+    /// Binds a date as seconds since 2001-01-01.
+    @inlinable @inline(__always)
+    public mutating func encode(_ value: Date) throws { try encode(value.timeIntervalSinceReferenceDate) }
+
+    /// Binds bytes.
+    @inlinable
+    public mutating func encode(_ value: Data) throws {
+        let index = try next()
+        try access.bindBytes(value, at: index)
+    }
+
+    /// Binds NULL.
+    @inlinable @inline(__always)
+    public mutating func encodeNil() throws {
+        let index = try next()
+        try check(functions.null(handle, index))
+    }
+
+    /// Checks that the record wrote every parameter.
+    @inlinable @inline(__always)
+    public mutating func finish() throws {
+        if index != count + 1 { throw access.writeError(.tooFewFields(Int(index) - 1)) }
+    }
+}
+
+extension FieldwiseRecord {
+    /// Binds each of `records` in turn (see ``FieldwiseRecord/writeRows(_:to:_:)``).
+    ///
+    /// Inlinable, so that the conformance of each record type uses a copy
+    /// specialized for it.
+    @inlinable
+    public static func writeRows(
+        _ records: [Self], to writer: inout ColumnRowWriter, _ row: (inout ColumnRowWriter, Int) throws -> Void
+    ) throws {
+        for index in records.indices {
+            writer.rewind()
+            try records[index].write(fields: &writer)
+            try writer.finish()
+            try row(&writer, index)
+        }
+    }
+}
