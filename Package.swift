@@ -98,12 +98,12 @@ let package = Package(
             path: "Benchmarks/StorageBench",
         ),
 
-        // What a record's declaration costs on SQLite and LMDB: the README way,
+        // What a record's declaration costs on every backend: the README way,
         // hand-written FieldwiseRecord code and @StoredRecord, side by side
         // (Benchmarks/RecordCost/measure.sh counts instructions under callgrind).
         .executableTarget(
             name: "RecordCost",
-            dependencies: ["DAOCore", "DAOMacros", "SQLiteStorage", "LMDBStorage", "CCallgrind"],
+            dependencies: ["DAOCore", "DAOMacros", "SQLiteStorage", "LMDBStorage", "FileStorage", "CCallgrind"],
             path: "Benchmarks/RecordCost",
             exclude: ["measure.sh"],
         ),

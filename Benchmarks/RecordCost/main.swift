@@ -1,11 +1,12 @@
 import CCallgrind
 import DAOCore
+import FileStorage
 import Foundation
 import LMDBStorage
 import SQLiteStorage
 
-// record-cost: what a record's declaration costs on the SQLite and LMDB
-// adapters. The same three-level inventory (InventoryRecords.swift) declared
+// record-cost: what a record's declaration costs on each adapter (SQLite,
+// LMDB, JSON and property-list files). The same three-level inventory (InventoryRecords.swift) declared
 // the README way (Codable only), with hand-written FieldwiseRecord code, and
 // with @StoredRecord goes through persist, read-all, read-by-id and update on
 // a fresh store each. Under callgrind (Benchmarks/RecordCost/measure.sh) each
@@ -177,6 +178,9 @@ let warmUp = Shape(warehouses: 2, shelves: 2, items: 2)
 let backends: [(String, (URL) throws -> any Store)] = [
     ("sqlite", { try SQLiteDatabase(path: $0.appending(path: "store.sqlite"), durability: .none) }),
     ("lmdb", { try LMDBEnvironment(directory: $0, durability: .none) }),
+    // The file stores read and write every record through `Codable`.
+    ("json", { try FileStore(directory: $0, format: .json, durability: .none) }),
+    ("plist", { try FileStore(directory: $0, format: .propertyList, durability: .none) }),
 ]
 for (backend, open) in backends {
     for measuring in [false, true] {

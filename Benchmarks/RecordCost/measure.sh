@@ -41,7 +41,7 @@ if not rows:
     sys.exit("no callgrind dumps: was record-cost built with valgrind's headers?")
 print("| backend | operation | README way (Codable) | hand-written FieldwiseRecord | @StoredRecord | macro ÷ hand | README ÷ hand |")
 print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
-for backend in ("sqlite", "lmdb"):
+for backend in ("sqlite", "lmdb", "json", "plist"):
     for operation in ("persist", "read-all", "read-by-id", "update"):
         cells = {v: rows.get((backend, operation, v)) for v in ("readme", "hand", "macro")}
         if None in cells.values():

@@ -124,6 +124,87 @@ extension FieldWriter {
     }
 }
 
+// Concrete overloads of `encode(_:)` and `encodeIfPresent(_:)` for optionals
+// of the common field types. A record's `write(fields:)` runs unspecialized
+// inside an adapter (generic over the adapter's private writer), and there the
+// generic `encodeIfPresent<T>` has to look up the metadata of `Optional<T>` at
+// run time on every call (about 300 instructions), and the generic `encode<T>`
+// with an optional goes through `Optional`'s conformance. The compiler prefers
+// these non-generic overloads when the field's type is exactly one of them: a
+// test of the optional and one call to the writer's requirement. Writing is the
+// same either way. See docs/DESIGN.md, "Robustness leftovers".
+extension FieldWriter {
+    /// Writes `value` as the next field, or null when it is `nil`.
+    @inlinable @inline(__always)
+    public mutating func encodeIfPresent(_ value: Int64?) throws {
+        if let value { try encode(value) } else { try encodeNil() }
+    }
+
+    /// Writes `value` as the next field, or null when it is `nil`.
+    @inlinable @inline(__always)
+    public mutating func encodeIfPresent(_ value: Int?) throws {
+        if let value { try encode(Int64(value)) } else { try encodeNil() }
+    }
+
+    /// Writes `value` as the next field, or null when it is `nil`.
+    @inlinable @inline(__always)
+    public mutating func encodeIfPresent(_ value: Double?) throws {
+        if let value { try encode(value) } else { try encodeNil() }
+    }
+
+    /// Writes `value` as the next field, or null when it is `nil`.
+    @inlinable @inline(__always)
+    public mutating func encodeIfPresent(_ value: String?) throws {
+        if let value { try encode(value) } else { try encodeNil() }
+    }
+
+    /// Writes `value` as the next field, or null when it is `nil`.
+    @inlinable @inline(__always)
+    public mutating func encodeIfPresent(_ value: Bool?) throws {
+        if let value { try encode(value) } else { try encodeNil() }
+    }
+
+    /// Writes `value` as the next field, or null when it is `nil`.
+    @inlinable @inline(__always)
+    public mutating func encodeIfPresent(_ value: Date?) throws {
+        if let value { try encode(value) } else { try encodeNil() }
+    }
+
+    /// Writes `value` as the next field, or null when it is `nil`.
+    @inlinable @inline(__always)
+    public mutating func encodeIfPresent(_ value: Data?) throws {
+        if let value { try encode(value) } else { try encodeNil() }
+    }
+
+    /// Writes `value` as the next field, or null when it is `nil`.
+    @inlinable @inline(__always)
+    public mutating func encode(_ value: Int64?) throws { try encodeIfPresent(value) }
+
+    /// Writes `value` as the next field, or null when it is `nil`.
+    @inlinable @inline(__always)
+    public mutating func encode(_ value: Int?) throws { try encodeIfPresent(value) }
+
+    /// Writes `value` as the next field, or null when it is `nil`.
+    @inlinable @inline(__always)
+    public mutating func encode(_ value: Double?) throws { try encodeIfPresent(value) }
+
+    /// Writes `value` as the next field, or null when it is `nil`.
+    @inlinable @inline(__always)
+    public mutating func encode(_ value: String?) throws { try encodeIfPresent(value) }
+
+    /// Writes `value` as the next field, or null when it is `nil`.
+    @inlinable @inline(__always)
+    public mutating func encode(_ value: Bool?) throws { try encodeIfPresent(value) }
+
+    /// Writes `value` as the next field, or null when it is `nil`.
+    @inlinable @inline(__always)
+    public mutating func encode(_ value: Date?) throws { try encodeIfPresent(value) }
+
+    /// Writes `value` as the next field, or null when it is `nil`.
+    @inlinable @inline(__always)
+    public mutating func encode(_ value: Data?) throws { try encodeIfPresent(value) }
+}
+
 extension Int64: WritableField {
     @inlinable
     public func write(to writer: inout some FieldWriter) throws { try writer.encode(self) }

@@ -13,14 +13,19 @@ public struct StorageError: Error, Sendable, CustomStringConvertible {
         /// Reading or writing a file or directory failed (the path says which).
         case io
         /// Stored bytes are not what the store wrote: a truncated, garbage or
-        /// foreign file, or a value that does not decode.
+        /// foreign file, a size or checksum that does not match, a stored
+        /// value or document whose layout the store cannot read. Never a
+        /// record type refusing a value (that is ``decoding``).
         case corrupt
         /// The stored schema, or a record's `Codable` keys, do not match the
         /// record's ``Entity`` declaration.
         case schemaMismatch
         /// A record could not be encoded.
         case encoding
-        /// A stored record could not be decoded into its type.
+        /// A stored record could not be decoded into its type: the type's own
+        /// `init(from:)` or `init(fields:)` threw (whatever it threw, a
+        /// `DecodingError` too, kept as ``StorageError/underlying``), or a
+        /// stored value is not of the type the record reads.
         case decoding
         /// A constraint held by the store refused the write (unique key,
         /// foreign key to a missing parent).

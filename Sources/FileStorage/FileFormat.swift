@@ -86,6 +86,21 @@ struct Document<R: Record>: StoredDocument {
     var version: Int
     var entity: String
     var records: [R]
+
+    enum CodingKeys: String, CodingKey { case version, entity, records }
+
+    init(version: Int, entity: String, records: [R]) {
+        self.version = version
+        self.entity = entity
+        self.records = records
+    }
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        version = try container.decode(Int.self, forKey: .version)
+        entity = try container.decode(String.self, forKey: .entity)
+        records = try RefusedRecord.decodeRecords(R.self, from: container, forKey: .records)
+    }
 }
 
 /// What one commit (or a merge of several) changed in an entity since its
@@ -102,6 +117,63 @@ struct Delta<R: Record>: StoredDocument {
     var records: [R]
     /// The primary keys of the records erased (none of them is in `records`).
     var erased: [R.PrimaryKey]
+
+    enum CodingKeys: String, CodingKey { case version, entity, records, erased }
+
+    init(version: Int, entity: String, records: [R], erased: [R.PrimaryKey]) {
+        self.version = version
+        self.entity = entity
+        self.records = records
+        self.erased = erased
+    }
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        version = try container.decode(Int.self, forKey: .version)
+        entity = try container.decode(String.self, forKey: .entity)
+        records = try RefusedRecord.decodeRecords(R.self, from: container, forKey: .records)
+        erased = try container.decode([R.PrimaryKey].self, forKey: .erased)
+    }
+}
+
+/// An error a record type's own `init(from:)` threw while a document was
+/// decoded, told apart from the decoder's errors about the document itself.
+///
+/// A `DecodingError` from the decoder (the bytes do not parse, the document
+/// has no list of records) means the file is damaged: ``StorageError/Kind/corrupt``.
+/// An error from inside a record's decoding, a `DecodingError` included,
+/// means the record type refused a value the store holds:
+/// ``StorageError/Kind/decoding``, as on the other backends.
+struct RefusedRecord: Error {
+    /// What the record type threw.
+    var underlying: any Error
+
+    /// The records of the list under `key`, each decoded by its type; an
+    /// error thrown while decoding one is wrapped in a ``RefusedRecord``.
+    static func decodeRecords<R: Record, Key: CodingKey>(
+        _ type: R.Type, from container: KeyedDecodingContainer<Key>, forKey key: Key
+    ) throws -> [R] {
+        var list = try container.nestedUnkeyedContainer(forKey: key)
+        var records: [R] = []
+        if let count = list.count { records.reserveCapacity(count) }
+        while !list.isAtEnd {
+            records.append(try list.decode(Wrapped<R>.self).record)
+        }
+        return records
+    }
+
+    /// One element of the list: the record, or a ``RefusedRecord``.
+    private struct Wrapped<R: Record>: Decodable {
+        var record: R
+
+        init(from decoder: any Decoder) throws {
+            do {
+                record = try R(from: decoder)
+            } catch {
+                throw RefusedRecord(underlying: error)
+            }
+        }
+    }
 }
 
 /// The store's table of contents: which document holds each entity now, and

@@ -599,12 +599,19 @@ final class StoreState: @unchecked Sendable {
         let document: D
         do {
             document = try coder.decode(D.self, from: data)
-        } catch {
-            // The bytes passed their checksum: an error that is not the
-            // decoder's own was thrown by the record type's `init(from:)`,
-            // which refuses a value it was given (as on the other backends).
+        } catch let refused as RefusedRecord {
+            // The record type's own `init(from:)` refused a value it was
+            // given, whatever it threw (a `DecodingError` too): not damage of
+            // the file, and `.decoding` as on the other backends.
             throw StorageError(
-                error is DecodingError ? .corrupt : .decoding, .open, entity: entity, path: url.path,
+                .decoding, .open, entity: entity, path: url.path,
+                message: "a record of the \(D.kind) does not decode as '\(entity)': \(Self.describe(refused.underlying))",
+                underlying: refused.underlying)
+        } catch {
+            // The decoder's own error about the document (its syntax, its
+            // layout): the file is not what the store wrote.
+            throw StorageError(
+                .corrupt, .open, entity: entity, path: url.path,
                 message: "the \(D.kind) does not decode as '\(entity)' records: \(Self.describe(error))",
                 underlying: error)
         }

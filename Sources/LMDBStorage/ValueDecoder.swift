@@ -261,6 +261,10 @@ final class ValueDecoder: PackedValueAccess, @unchecked Sendable {
 
     func decode<R: Record>(_ type: R.Type, children: [Any]) throws -> R {
         self.children = children
+        // Let go of the children when done: the decoder outlives the call
+        // (its codecs are kept between read calls), and holding them shared
+        // the arrays with the records returned.
+        defer { self.children = [] }
         nextGuess = 0
         do {
             return try R(from: RecordDecoder(state: self))

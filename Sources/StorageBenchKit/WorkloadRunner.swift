@@ -169,20 +169,24 @@ public enum WorkloadRunner {
             var calls: [UInt64] = []
             calls.reserveCapacity(data.readIds.count)
             var first: Dialog?
-            // One run of the K lookups, each call timed.
+            // Another run of the K lookups, each call timed; its first answer is checked too.
             func lookups() throws -> Double {
                 var found = 0
+                var answer: Dialog?
                 let start = Self.now()
                 for id in data.readIds {
                     let callStart = Self.now()
                     let dialog = try subject.read(dialogId: id)
                     calls.append(Self.now() - callStart)
                     if dialog != nil { found += 1 }
-                    if first == nil { first = dialog }
+                    if answer == nil { answer = dialog }
                 }
                 let elapsed = Self.seconds(since: start)
                 guard found == data.readIds.count else {
                     throw CheckFailure(description: "read-by-id found \(found) of \(data.readIds.count) dialogs")
+                }
+                if let id = data.readIds.first, let answer {
+                    try compare(answer, data.initial[Int(id) - 1], what: "read-by-id of dialog \(id), run again")
                 }
                 return elapsed
             }

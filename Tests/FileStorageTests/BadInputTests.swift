@@ -79,6 +79,10 @@ struct BadInputTests {
         #expect(error.map { "\($0)".contains(url.lastPathComponent) } == true)
     }
 
+    // A document that parses, has its layout and matches its checksum, but
+    // whose records the record type's decoding refuses (a renamed key, a
+    // value of another type), is `.decoding`, as a column of another type is
+    // on SQLite: the bytes are what a writer of the store wrote.
     @Test("a document of the wrong shape names the missing field")
     func wrongShape() throws {
         let scratch = try TemporaryDirectory("file-store")
@@ -89,7 +93,8 @@ struct BadInputTests {
 
         let store = try FileStore(directory: scratch.url, format: .json)
         let error = #expect(throws: StorageError.self) { try store.storage(for: MessageRecord.self) }
-        #expect(error?.kind == .corrupt)
+        #expect(error?.kind == .decoding)
+        #expect(error?.underlying is DecodingError)
         #expect(error?.message.contains("senderId") == true)
     }
 
@@ -103,8 +108,31 @@ struct BadInputTests {
 
         let store = try FileStore(directory: scratch.url, format: .json)
         let error = #expect(throws: StorageError.self) { try store.storage(for: DialogRecord.self) }
-        #expect(error?.kind == .corrupt)
+        #expect(error?.kind == .decoding)
+        #expect(error?.underlying is DecodingError)
         #expect(error?.message.contains("isPinned") == true)
+    }
+
+    @Test("a document without its list of records, or with records that are not a list, is .corrupt",
+          arguments: ["records", "version"])
+    func missingLayout(key: String) throws {
+        let scratch = try TemporaryDirectory("file-store")
+        try seed(scratch.url, format: .json)
+        let url = try documentURL(scratch.url, "messages")
+        var document = try #require(JSONSerialization.jsonObject(with: Data(contentsOf: url)) as? [String: Any])
+        document.removeValue(forKey: key)
+        try rewriteDocument(url, JSONSerialization.data(withJSONObject: document))
+        let store = try FileStore(directory: scratch.url, format: .json)
+        let error = #expect(throws: StorageError.self) { try store.storage(for: MessageRecord.self) }
+        #expect(error?.kind == .corrupt)
+        #expect(error?.message.contains(key) == true, "\(String(describing: error))")
+        store.close()
+
+        document[key] = ["not": "a list"]
+        try rewriteDocument(url, JSONSerialization.data(withJSONObject: document))
+        let reopened = try FileStore(directory: scratch.url, format: .json)
+        let other = #expect(throws: StorageError.self) { try reopened.storage(for: MessageRecord.self) }
+        #expect(other?.kind == .corrupt)
     }
 
     @Test("a damaged manifest")

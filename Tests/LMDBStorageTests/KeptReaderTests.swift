@@ -89,4 +89,25 @@ struct KeptReaderTests {
         }
         #expect(try messages.readAll().count == all.count)
     }
+
+    @Test("codecs kept between read calls hold no part of a record once its read has returned")
+    func keptCodecsHoldNoRecords() throws {
+        try withStoreDirectory { directory in
+            let env = try LMDBEnvironment(directory: directory.store, durability: .none)
+            defer { env.close() }
+            // Decoded through `Decodable` (not a FieldwiseRecord): its
+            // leaves reach it through the decoder.
+            let trees = try env.storage(for: TreeRecord.self)
+            let tree = TreeRecord(id: 1, leaves: (1...3).map { LeafRecord(id: $0, treeId: 1, label: "leaf \($0)") })
+            try trees.persist(tree)
+            var read = try #require(try trees.read(primaryKey: 1))
+            #expect(read == tree)
+            // The array of leaves is the record's alone: changing it in place
+            // does not copy it, so nothing the storage kept refers to it.
+            let before = read.leaves.withUnsafeBufferPointer { UInt(bitPattern: $0.baseAddress) }
+            read.leaves[0].label = "changed"
+            let after = read.leaves.withUnsafeBufferPointer { UInt(bitPattern: $0.baseAddress) }
+            #expect(before == after)
+        }
+    }
 }

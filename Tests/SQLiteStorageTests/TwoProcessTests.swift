@@ -1,7 +1,7 @@
 import DAOCore
 import DialogGraph
 import Foundation
-import SQLiteStorage
+@testable import SQLiteStorage
 import Testing
 import TestSupport
 
@@ -39,6 +39,58 @@ struct TwoProcessTests {
             #expect(try dialogs.readAll().map(\.id) == [1, 2])
             try dialogs.persist(DialogRecord(id: 3, isPinned: false, messages: []))
             #expect(try dialogs.count() == 3)
+            try database.close()
+        }
+    }
+
+    @Test("a refused real is reported with the core's error when BEGIN fails because another process writes")
+    func refusedRealWhenBeginFails() throws {
+        try withTemporaryDirectory { directory in
+            let file = directory.appending(path: "store.sqlite")
+            let database = try SQLiteDatabase(path: file)
+            let dialogs = try database.storage(for: DialogRecord.self)
+            try dialogs.persist(DialogRecord(id: 1, isPinned: false, messages: []))
+            let writer = try HelperProcess(["sqlite-hold-write", file.path, "2"])
+            #expect(writer.readLine() == "locked")
+
+            // The other process holds the write lock until told, so this
+            // store's BEGIN IMMEDIATE fails with `busy` after the busy timeout,
+            // before a record is bound: without a bad value, that is the error.
+            let message = { (id: Int64, date: Date) in
+                MessageRecord(
+                    id: id, dialogId: 3, date: date, text: "x", senderId: 1, receiverId: 2, type: 0,
+                    isIncoming: false, isRead: false)
+            }
+            var batch = DialogRecord(id: 3, isPinned: false, messages: [
+                message(31, Date(timeIntervalSinceReferenceDate: 1)), message(32, Date(timeIntervalSinceReferenceDate: 2)),
+            ])
+            #expect(Table(DialogRecord.entity).checksRealsWhileBinding)
+            #expect {
+                try dialogs.persist(batch)
+            } throws: { ($0 as? StorageError)?.kind == .busy }
+            // With a NaN the answer is the one of checking first, as on the
+            // other backends: the core's error, whatever stopped the write.
+            batch.messages[1].date = Date(timeIntervalSinceReferenceDate: .nan)
+            var expected: StorageError?
+            do {
+                try DialogRecord.entity.checkStorable([batch])
+            } catch let error as StorageError {
+                expected = error
+            }
+            let core = try #require(expected)
+            #expect {
+                try dialogs.persist(batch)
+            } throws: { error in
+                guard let error = error as? StorageError else { return false }
+                return error.kind == .invalidArgument && error.operation == .persist
+                    && error.entity == core.entity && error.message == core.message
+            }
+
+            try writer.closeInput()
+            #expect(writer.readLine() == "committed")
+            let (status, errors) = writer.wait()
+            #expect(status == 0, "\(errors)")
+            #expect(try dialogs.readAll().map(\.id) == [1, 2])
             try database.close()
         }
     }

@@ -198,22 +198,41 @@ import Testing
     }
 
     #if os(Linux)
-    @Test func theMemoryProbeSeesARiseOfResidentMemory() throws {
-        // Resident memory is the whole process's, and other tests running
-        // alongside free memory too: a block far larger than what they hold
-        // keeps the rise well above the threshold whatever they free meanwhile.
-        var probe = try #require(MemoryProbe())
-        probe.beginOperation()
-        let bytes = 256 << 20
-        let block = UnsafeMutableRawPointer.allocate(byteCount: bytes, alignment: 4096)
-        defer { block.deallocate() }
-        // Touch every page, so that it is resident.
-        for offset in stride(from: 0, to: bytes, by: 4096) { block.storeBytes(of: 1, toByteOffset: offset, as: UInt8.self) }
-        let rise = probe.endOperation()
-        let peak = probe.workloadPeak()
-        #expect((rise ?? 0) >= 160 << 20)
-        #expect(peak >= 160 << 20)
-        #expect(MemoryProbe.heapInUse() != nil)
+    @Test func theMemoryProbeSeesARiseOfResidentMemory() async throws {
+        // Resident memory is the whole process's: the measurement runs in a
+        // child process of its own (an exit test), where no other test
+        // allocates or frees memory meanwhile. It prints its figures; they are
+        // checked here.
+        let result = try await #require(processExitsWith: .success, observing: [\.standardOutputContent]) {
+            guard var probe = MemoryProbe() else {
+                FileHandle.standardOutput.write(Data("no probe\n".utf8))
+                return
+            }
+            // One operation touches every page of a 64 MiB block, the next
+            // (after the block is returned) nothing.
+            probe.beginOperation()
+            let bytes = 64 << 20
+            let block = UnsafeMutableRawPointer.allocate(byteCount: bytes, alignment: 4096)
+            for offset in stride(from: 0, to: bytes, by: 4096) { block.storeBytes(of: 1, toByteOffset: offset, as: UInt8.self) }
+            let rise = probe.endOperation() ?? -1
+            block.deallocate()
+            probe.beginOperation()
+            let idleRise = probe.endOperation() ?? -1
+            let peak = probe.workloadPeak()
+            let heap = MemoryProbe.heapInUse() ?? -1
+            FileHandle.standardOutput.write(Data("\(rise) \(idleRise) \(peak) \(heap)\n".utf8))
+        }
+        let output = String(decoding: result.standardOutputContent, as: UTF8.self)
+        let figures = output.split(whereSeparator: \.isWhitespace).compactMap { Int64($0) }
+        try #require(figures.count == 4, "the child printed: \(output)")
+        let (rise, idleRise, peak, heap) = (figures[0], figures[1], figures[2], figures[3])
+        let touched = Int64(64 << 20)
+        // The block's pages, and not much more: nothing else runs in the child.
+        #expect(rise >= touched && rise < touched + (16 << 20), "rise \(rise)")
+        // The high-water mark was reset between the operations.
+        #expect(idleRise >= 0 && idleRise < 16 << 20, "idle rise \(idleRise)")
+        #expect(peak >= touched, "peak \(peak)")
+        #expect(heap >= 0)
     }
     #endif
 }

@@ -21,11 +21,12 @@ import Glibc
 
         try #require(MemoryProbe.resetPeak())
         // The reset cleared `VmHWM` down to what is resident now, without
-        // the block; the process's peak still counts it. (Not compared with
-        // `VmHWM` after the reset: tests running alongside may allocate as
-        // much meanwhile.)
+        // the block; the process's peak still counts it. Tests running
+        // alongside may reset the mark too, between reading it and clearing
+        // it, and lose what grew in that moment (a worker has one thread and
+        // cannot): a few MiB of slack, far less than the block.
         let processPeak = try #require(MemoryProbe.processPeakBytes())
-        #expect(processPeak >= peakWithBlock)
+        #expect(processPeak >= peakWithBlock - (16 << 20))
     }
 }
 #endif

@@ -16,14 +16,17 @@ import Testing
         // @unchecked Sendable is safe: one iteration at a time calls it.
         let inner = MemorySubject()
         let dropsLastDialogAtReadAll: Int?
+        /// The call of `read(dialogId:)` (1-based) answered without the dialog's messages.
+        let dropsMessagesAtRead: Int?
         var persists = 0
         var readAlls = 0
         var reads = 0
         var queries = 0
         var updates = 0
 
-        init(dropsLastDialogAtReadAll: Int? = nil) {
+        init(dropsLastDialogAtReadAll: Int? = nil, dropsMessagesAtRead: Int? = nil) {
             self.dropsLastDialogAtReadAll = dropsLastDialogAtReadAll
+            self.dropsMessagesAtRead = dropsMessagesAtRead
         }
 
         var settingsDescription: String { "counting" }
@@ -43,7 +46,9 @@ import Testing
         }
         func read(dialogId id: Int64) throws -> Dialog? {
             reads += 1
-            return try inner.read(dialogId: id)
+            let dialog = try inner.read(dialogId: id)
+            guard reads == dropsMessagesAtRead, let dialog else { return dialog }
+            return Dialog(uniqueId: dialog.uniqueId, isPinned: dialog.isPinned, messages: [])
         }
         func unreadMessages(dialogId id: Int64) throws -> [Message] {
             queries += 1
@@ -115,6 +120,16 @@ import Testing
         #expect(subject.readAlls == 3)
         #expect(result.error?.hasPrefix("read-all: read-all returned 11 dialogs") == true, "\(result.error ?? "")")
         #expect(!result.measurements.contains { $0.operation == .readAll })
+    }
+
+    @Test func everyRunOfReadByIdIsChecked() throws {
+        // The first lookup of the second run answers the dialog without its messages.
+        let k = BenchOperation.readById.expectedUnits(for: Self.size)
+        let (result, subject) = Self.run(
+            readRuns: 5, seconds: 3600, subject: CountingSubject(dropsMessagesAtRead: k + 1))
+        #expect(subject.reads == 2 * k)
+        #expect(result.error?.hasPrefix("read-by-id: ") == true, "\(result.error ?? "")")
+        #expect(!result.measurements.contains { $0.operation == .readById })
     }
 
     @Test func theReportSaysHowManyRunsAnIterationTook() throws {

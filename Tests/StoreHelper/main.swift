@@ -16,6 +16,15 @@
 //       the transactions <from>..<to> of `TrialWrites` (Tests/TestSupport)
 //       through DAOs, printing "done <i>" after each call returns: what the
 //       tests kill mid-write.
+//   trial-read-only <json|plist|sqlite|lmdb> <directory>
+//       when run as root, first gives up root for good (the `nobody` user and
+//       group, no supplementary groups), then checks that it cannot write
+//       <directory>; opens that backend's store there, reads every library,
+//       tries to persist a book, and closes the store, printing one line per
+//       step: "uid <n>", then "open ok" or "open error <kind>", "read <n>
+//       <equal|different>" or "read error <kind>", "persist ok" or "persist
+//       error <kind>", "close ok" or "close error <kind>" (a step after a
+//       failed open is not taken). Exits 0 when every step ran.
 
 import CSQLite
 import DAOCore
@@ -106,6 +115,61 @@ case ("trial-write", let rest) where rest.count == 4:
         try store.close()
     } catch {
         fail("trial-write: \(error)")
+    }
+
+case ("trial-read-only", let rest) where rest.count == 2:
+    let directory = URL(fileURLWithPath: rest[1])
+    if geteuid() == 0 {
+        // `nobody` (65534 on Debian and most Linux systems): a user that owns
+        // nothing here. Group first: a process that is no longer root cannot
+        // change its group.
+        let nobody: uid_t = 65534
+        guard setgroups(0, nil) == 0, setgid(nobody) == 0, setuid(nobody) == 0 else {
+            fail("trial-read-only: cannot give up root: errno \(errno)")
+        }
+        guard geteuid() == nobody, getegid() == nobody, setuid(0) != 0 else {
+            fail("trial-read-only: still privileged after giving up root")
+        }
+    }
+    say("uid \(geteuid())")
+    // The test is about a directory that cannot be written: make sure it is one.
+    guard access(directory.path, W_OK) != 0 else { fail("trial-read-only: \(directory.path) is writable") }
+    func kind(_ error: any Error) -> String {
+        (error as? StorageError).map { $0.kind.rawValue } ?? "untyped \(type(of: error)): \(error)"
+    }
+    let store: any Store
+    do {
+        switch rest[0] {
+        case "json": store = try FileStore(directory: directory, format: .json)
+        case "plist": store = try FileStore(directory: directory, format: .propertyList)
+        case "sqlite": store = try SQLiteDatabase(path: directory.appending(path: "library.sqlite"))
+        case "lmdb": store = try LMDBEnvironment(directory: directory)
+        default: fail("trial-read-only: unknown backend \(rest[0])")
+        }
+        say("open ok")
+    } catch {
+        say("open error \(kind(error))")
+        exit(0)
+    }
+    do {
+        let libraries = DAO(storage: try store.anyStorage(for: LibraryRecord.self), translator: LibraryTranslator())
+        let read = try libraries.read()
+        say("read \(read.count) \(read == Sample.sortedCorpus() ? "equal" : "different")")
+    } catch {
+        say("read error \(kind(error))")
+    }
+    do {
+        let books = DAO(storage: try store.anyStorage(for: BookRecord.self), translator: BookTranslator())
+        try books.persist(Sample.book(77, shelf: "central-a"))
+        say("persist ok")
+    } catch {
+        say("persist error \(kind(error))")
+    }
+    do {
+        try store.close()
+        say("close ok")
+    } catch {
+        say("close error \(kind(error))")
     }
 
 default:
