@@ -65,6 +65,23 @@ public protocol FieldwiseRecord: Record {
     static func writeRows(
         _ records: [Self], to writer: inout ColumnRowWriter, _ row: (inout ColumnRowWriter, Int) throws -> Void
     ) throws
+
+    /// Writes the record's fields to `writer`, in the packed value format
+    /// (the LMDB adapter's values).
+    ///
+    /// Provided by the protocol (records do not implement it): the default
+    /// implementation is inlinable, so each record type's conformance holds a
+    /// copy of `write(fields:)` specialized for ``PackedFieldWriter``, which
+    /// writes each field without a call through a witness table.
+    /// - Throws: the writer's ``StorageError``.
+    func writePacked(to writer: inout PackedFieldWriter) throws
+
+    /// Reads a record from `reader`, a value in the packed format.
+    ///
+    /// Provided by the protocol (records do not implement it), for the same
+    /// reason as ``writePacked(to:)``.
+    /// - Throws: the reader's ``StorageError``.
+    static func readPacked(from reader: inout PackedFieldReader) throws -> Self
 }
 
 /// Writes the fields of one record, one after another. Each adapter has its own

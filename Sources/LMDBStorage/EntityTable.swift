@@ -91,11 +91,11 @@ final class EntityTable<R: Record>: Sendable {
     /// `R` as a ``FieldwiseRecord``, when it reads its fields by position.
     let fieldwiseType: (any FieldwiseRecord.Type)? = R.self as? any FieldwiseRecord.Type
     /// Writes a record's fields by position, when `R` is a ``FieldwiseRecord``.
-    let writeFields: (@Sendable (R, inout SlotWriter) throws -> Void)? =
+    let writeFields: (@Sendable (R, inout PackedFieldWriter) throws -> Void)? =
         (R.self as? any FieldwiseRecord.Type).map { fieldWriter(for: R.self, $0) }
     /// Whether every record this table writes (its own and its
     /// descendants') is a ``FieldwiseRecord``, whose reals the value
-    /// encoder checks as it writes them (`SlotWriter.encode(_: Double)`):
+    /// encoder checks as it writes them (`PackedFieldWriter.encode(_: Double)`):
     /// then the core's separate pass (`Entity.checkStorable`) runs only to
     /// name the error once a write failed.
     let checksRealsWhileEncoding: Bool
@@ -273,12 +273,13 @@ private func openOwner<Owner: Record>(_ owner: Owner.Type, environment: LMDBEnvi
     _ = try EntityTable<Owner>(environment: environment, link: nil)
 }
 
-/// `write(fields:)` of `F`, which is `R` (found by casting `R.self`), so a
-/// record converts to it without a cast per record.
+/// `writePacked(to:)` of `F` (its `write(fields:)` specialized in the
+/// record's module), which is `R` (found by casting `R.self`), so a record
+/// converts to it without a cast per record.
 private func fieldWriter<R: Record, F: FieldwiseRecord>(for record: R.Type, _ type: F.Type)
-    -> @Sendable (R, inout SlotWriter) throws -> Void
+    -> @Sendable (R, inout PackedFieldWriter) throws -> Void
 {
-    { record, writer in try unsafeBitCast(record, to: F.self).write(fields: &writer) }
+    { record, writer in try unsafeBitCast(record, to: F.self).writePacked(to: &writer) }
 }
 
 /// Codecs waiting in an ``EntityTable``'s pool for the next read call.

@@ -6,7 +6,9 @@ import Foundation
 /// handed in (they come from their own database). One decoder serves one
 /// storage call and is reused for each of its values; it reads straight from
 /// the memory map, so the only copy made is into the record's own properties.
-final class ValueDecoder {
+// @unchecked Sendable, restated from `PackedValueAccess`: a decoder is used
+// by one call at a time (a table's pool hands each out to one read call).
+final class ValueDecoder: PackedValueAccess, @unchecked Sendable {
     let schema: ValueSchema
     private var base = UnsafeRawBufferPointer(start: nil, count: 0)
     /// The value being decoded, without its checksum.
@@ -35,6 +37,7 @@ final class ValueDecoder {
             (optional + index).initialize(to: schema.optional[index])
         }
         children = []
+        super.init()
     }
 
     deinit {
@@ -42,6 +45,9 @@ final class ValueDecoder {
         types.deallocate()
         optional.deallocate()
     }
+
+    /// The errors of ``packedReader()`` (``packedReadError(_:)``).
+    override func readError(_ failure: PackedReadFailure) -> StorageError { packedReadError(failure) }
 
     func corrupt(_ message: String) -> StorageError {
         StorageError(.corrupt, .read, entity: schema.entity, message: "a stored value is damaged: \(message)")
@@ -188,15 +194,15 @@ final class ValueDecoder {
     /// Decodes the loaded value as a ``FieldwiseRecord``, reading its fields by
     /// position; its relations are left empty for the caller to attach.
     func decodeFieldwise<F: FieldwiseRecord, R>(_ type: F.Type, as: R.Type) throws -> R {
-        var reader = try LoadedValueReader(decoder: self)
+        var reader = try packedReader()
         // `F` is `R` (the caller found `F` by casting `R.self`): compare the
         // metatypes and reinterpret, where `as? R` ran a dynamic cast through
         // `Optional<R>`'s metadata on every record.
         guard F.self == R.self else {
             throw StorageError(.decoding, .read, entity: schema.entity, message: "\(F.self) is not \(R.self)")
         }
-        let record = try F(fields: &reader)
-        try layOut(from: reader.index, at: reader.position)
+        let record = try F.readPacked(from: &reader)
+        try layOut(from: reader.fieldIndex, at: reader.byteOffset)
         return unsafeBitCast(record, to: R.self)
     }
 
@@ -207,11 +213,11 @@ final class ValueDecoder {
         guard F.self == R.self else {
             throw StorageError(.decoding, .read, entity: schema.entity, message: "\(F.self) is not \(R.self)")
         }
-        var reader = try LoadedValueReader(decoder: self)
-        let record = try F(fields: &reader)
+        var reader = try packedReader()
+        let record = try F.readPacked(from: &reader)
         // The fields the record did not read (none, for a record that reads
         // every field), and the check that nothing follows them.
-        try layOut(from: reader.index, at: reader.position)
+        try layOut(from: reader.fieldIndex, at: reader.byteOffset)
         UnsafeMutableRawPointer(slot).assumingMemoryBound(to: F.self).initialize(to: record)
     }
 
@@ -525,154 +531,48 @@ private struct StoredValueDecoder: Decoder, SingleValueDecodingContainer {
     func decode<T: Decodable>(_ type: T.Type) throws -> T { try decodeValue(type, from: value, path: codingPath) }
 }
 
-/// Reads the fields of the value a ``ValueDecoder`` holds one after another,
-/// for a ``FieldwiseRecord``: the stored fields are in declaration order
-/// already. It lays the value out as it reads it (each field's offset is
-/// recorded in the decoder, as ``ValueDecoder/layOut(from:at:)`` records it),
-/// so a value is walked once: laid out first and read afterwards, a value
-/// was walked twice (docs/DESIGN.md, "LMDB, fifth round"). Every read is
-/// bounded by the value's end; a field cut short is `corrupt`, as when the
-/// layout finds it.
-struct LoadedValueReader: FieldReader {
-    /// Not retained: a reader lives only inside the decoder's own
-    /// ``ValueDecoder/decodeFieldwise(_:into:)`` (or `(_:as:)`), which
-    /// holds the decoder. Retaining it made every copy of the reader (the
-    /// compiler copies it to call its helpers) a retain and a release.
-    unowned(unsafe) let decoder: ValueDecoder
-    private let start: UnsafeRawPointer
-    private let count: Int
-    let offsets: UnsafeMutablePointer<Int>
-    private let types: UnsafeMutablePointer<FieldType>
-    let optional: UnsafeMutablePointer<Bool>
-    private let fieldCount: Int
-    /// The next field to read, and where it starts (its presence byte, for
-    /// an optional field).
-    private(set) var index = 0
-    private(set) var position = 1
-
-    init(decoder: ValueDecoder) throws {
-        self.decoder = decoder
-        guard let start = decoder.loaded.baseAddress else { throw decoder.corrupt("it is empty") }
-        self.start = start
-        count = decoder.loaded.count
-        offsets = decoder.offsets
-        types = decoder.types
-        optional = decoder.optional
-        fieldCount = decoder.fieldCount
-    }
-
-    /// The start of the next field's value, checked to exist, to be
-    /// present and to be stored as `type`; the field is recorded as read.
+extension ValueDecoder {
+    /// A reader of the fields of the value ``begin(_:checkingSum:)`` made the
+    /// decoder's, for a ``FieldwiseRecord`` (``FieldwiseRecord/readPacked(from:)``,
+    /// its `init(fields:)` specialized in the record's own module): the
+    /// stored fields are in declaration order already. It lays the value out
+    /// as it reads it (each field's offset recorded in ``offsets``, as
+    /// ``layOut(from:at:)`` records it), so a value is walked once
+    /// (docs/DESIGN.md, "LMDB, fifth round"). It holds the decoder
+    /// `unowned(unsafe)`: it lives only inside the decoder's own
+    /// ``decodeFieldwise(_:into:)`` (or `(_:as:)`).
     @inline(__always)
-    private mutating func next(_ type: FieldType, or other: FieldType? = nil) throws -> Int {
-        guard index < fieldCount else { throw error("the value has only \(fieldCount) fields") }
-        let stored = types[index]
-        guard stored == type || stored == other else {
-            throw error("field '\(decoder.schema.names[index])' is stored as \(stored), not read as \(type)")
-        }
-        var at = position
-        if optional[index] {
-            guard at < count else { throw decoder.corrupt("it ends before field '\(decoder.schema.names[index])'") }
-            let present = start.load(fromByteOffset: at, as: UInt8.self)
-            guard present == 1 else {
-                if present == 0 { throw error("field '\(decoder.schema.names[index])' is null") }
-                throw decoder.corrupt("field '\(decoder.schema.names[index])' has presence byte \(present)")
-            }
-            at += 1
-        }
-        offsets[index] = at
-        index += 1
-        return at
+    func packedReader() throws -> PackedFieldReader {
+        guard let start = loaded.baseAddress else { throw corrupt("it is empty") }
+        return PackedFieldReader(
+            access: self, start: start, count: loaded.count, first: 1, types: types, optional: optional,
+            offsets: offsets, fieldCount: fieldCount)
     }
 
-    /// The varint at `at`, which is moved past it.
-    @inline(__always)
-    private mutating func varint(_ at: inout Int) throws -> UInt64 {
-        guard at < count else { throw cutShort() }
-        let first = start.load(fromByteOffset: at, as: UInt8.self)
-        at += 1
-        if first < 0x80 { return UInt64(first) }
-        var result = UInt64(first & 0x7F)
-        var shift: UInt64 = 7
-        while true {
-            guard at < count, shift < 64 else { throw decoder.corrupt("an integer is cut off") }
-            let byte = start.load(fromByteOffset: at, as: UInt8.self)
-            at += 1
-            result |= UInt64(byte & 0x7F) << shift
-            if byte < 0x80 { return result }
-            shift += 7
+    /// The errors of ``packedReader()``: damage is `corrupt`, a field read as
+    /// what it is not is `decoding`.
+    func packedReadError(_ failure: PackedReadFailure) -> StorageError {
+        switch failure {
+        case .tooFewFields:
+            return decoding("the value has only \(fieldCount) fields")
+        case .storedAs(let field, let stored, let read):
+            return decoding("field '\(schema.names[field])' is stored as \(stored), not read as \(read)")
+        case .null(let field):
+            return decoding("field '\(schema.names[field])' is null")
+        case .presenceByte(let field, let present):
+            return corrupt("field '\(schema.names[field])' has presence byte \(present)")
+        case .endsBefore(let field):
+            return corrupt("it ends before field '\(schema.names[field])'")
+        case .endsInside(let field):
+            return corrupt("it ends inside field '\(schema.names[max(field, 0)])'")
+        case .integerCutOff:
+            return corrupt("an integer is cut off")
+        case .refused(let message):
+            return decoding(message)
         }
     }
 
-    /// The field just recorded as read (`index - 1`) runs past the value's end.
-    private func cutShort() -> StorageError {
-        decoder.corrupt("it ends inside field '\(decoder.schema.names[index - 1])'")
-    }
-
-    /// The bytes of the text or blob at `at` (its length first).
-    @inline(__always)
-    private mutating func lengthPrefixed(at: Int) throws -> UnsafeRawBufferPointer {
-        var at = at
-        let length = try varint(&at)
-        guard length <= UInt64(count - at) else { throw cutShort() }
-        position = at + Int(length)
-        return UnsafeRawBufferPointer(start: start + at, count: Int(length))
-    }
-
-    @inline(__always)
-    private mutating func eightBytes(at: Int) throws -> UInt64 {
-        guard count - at >= 8 else { throw cutShort() }
-        position = at + 8
-        return UInt64(littleEndian: start.loadUnaligned(fromByteOffset: at, as: UInt64.self))
-    }
-
-    mutating func decode(_ type: Int64.Type) throws -> Int64 {
-        var at = try next(.integer)
-        let raw = try varint(&at)
-        position = at
-        return Int64(bitPattern: raw >> 1) ^ -Int64(bitPattern: raw & 1)
-    }
-
-    mutating func decode(_ type: Double.Type) throws -> Double {
-        Double(bitPattern: try eightBytes(at: next(.real, or: .date)))
-    }
-
-    mutating func decode(_ type: String.Type) throws -> String {
-        UTF8Text.string(try lengthPrefixed(at: next(.text)))
-    }
-
-    mutating func decode(_ type: Bool.Type) throws -> Bool {
-        let at = try next(.bool)
-        guard at < count else { throw cutShort() }
-        position = at + 1
-        return start.load(fromByteOffset: at, as: UInt8.self) != 0
-    }
-
-    mutating func decode(_ type: Data.Type) throws -> Data {
-        Data(try lengthPrefixed(at: next(.blob)))
-    }
-
-    mutating func decode(_ type: Date.Type) throws -> Date {
-        Date(timeIntervalSinceReferenceDate: Double(bitPattern: try eightBytes(at: next(.date, or: .real))))
-    }
-
-    mutating func decodeNil() throws -> Bool {
-        guard index < fieldCount, optional[index] else { return false }
-        guard position < count else { throw decoder.corrupt("it ends before field '\(decoder.schema.names[index])'") }
-        let present = start.load(fromByteOffset: position, as: UInt8.self)
-        if present == 0 {
-            offsets[index] = -1
-            index += 1
-            position += 1
-            return true
-        }
-        guard present == 1 else {
-            throw decoder.corrupt("field '\(decoder.schema.names[index])' has presence byte \(present)")
-        }
-        return false
-    }
-
-    func error(_ message: String) -> StorageError {
-        StorageError(.decoding, .read, entity: decoder.schema.entity, message: message)
+    private func decoding(_ message: String) -> StorageError {
+        StorageError(.decoding, .read, entity: schema.entity, message: message)
     }
 }

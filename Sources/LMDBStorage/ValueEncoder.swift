@@ -17,7 +17,9 @@ import Foundation
 /// The stored properties are `@exclusivity(unchecked)`: an encoder is used by
 /// one call at a time and never lends a property while another access to it
 /// runs, and the runtime's dynamic check cost about 9% of LMDB's `persist`.
-final class ValueEncoder {
+// @unchecked Sendable, restated from `PackedValueAccess`: an encoder is
+// used by one call at a time (see above).
+final class ValueEncoder: PackedValueAccess, @unchecked Sendable {
     let schema: ValueSchema
     /// The encoded value of the last ``encode(_:)`` or ``encodeFields(_:)``:
     /// `count` bytes at `storage`, memory of the encoder's own (`capacity`
@@ -54,6 +56,7 @@ final class ValueEncoder {
             (types + index).initialize(to: schema.types[index])
             (optional + index).initialize(to: schema.optional[index])
         }
+        super.init()
     }
 
     deinit {
@@ -86,32 +89,64 @@ final class ValueEncoder {
         try serialize()
     }
 
-    /// Encodes a ``FieldwiseRecord`` whose `write(fields:)` `body` runs: its
-    /// fields are written one after another straight into the value's
-    /// bytes, each checked against its declared storage class as
+    /// Encodes a ``FieldwiseRecord`` whose `writePacked(to:)` `body` runs:
+    /// its fields are written one after another straight into the value's
+    /// bytes (``PackedFieldWriter``, specialized in the record's own
+    /// module), each checked against its declared storage class as
     /// `encode(_:)` checks it, without a `StoredValue` per field.
-    func encodeFields(_ body: (inout SlotWriter) throws -> Void) throws {
+    func encodeFields(_ body: (inout PackedFieldWriter) throws -> Void) throws {
         isDirect = true
+        storage.storeBytes(of: ValueSchema.formatVersion, as: UInt8.self)
         count = 0
-        var writer = SlotWriter(encoder: self)
-        writer.reserve(1)
-        writer.put(ValueSchema.formatVersion)
-        do {
-            try body(&writer)
-        } catch {
-            count = 0
-            throw error
-        }
-        guard writer.index == schema.fieldCount else {
-            count = 0
+        var writer = PackedFieldWriter(
+            access: self, base: storage, capacity: capacity, start: 1, types: types, optional: optional,
+            offsets: offsets, fieldCount: schema.fieldCount)
+        try body(&writer)
+        guard writer.fieldIndex == schema.fieldCount else {
             throw StorageError(
                 .schemaMismatch, .persist, entity: schema.entity,
-                message: "the record wrote \(writer.index) fields; '\(schema.entity)' declares \(schema.fieldCount)")
+                message: "the record wrote \(writer.fieldIndex) fields; '\(schema.entity)' declares \(schema.fieldCount)")
         }
-        let checksum = CRC32C.checksum(UnsafeRawBufferPointer(start: storage, count: writer.count))
-        writer.reserve(ValueSchema.checksumSize)
-        (storage + writer.count).storeBytes(of: checksum.littleEndian, as: UInt32.self)
-        count = writer.count + ValueSchema.checksumSize
+        let written = writer.byteCount
+        let checksum = CRC32C.checksum(UnsafeRawBufferPointer(start: storage, count: written))
+        if written + ValueSchema.checksumSize > capacity {
+            enlarge(toHold: written + ValueSchema.checksumSize, keeping: written)
+        }
+        (storage + written).storeBytes(of: checksum.littleEndian, as: UInt32.self)
+        count = written + ValueSchema.checksumSize
+    }
+
+    /// Grows the memory for a ``PackedFieldWriter``.
+    override func grow(toHold needed: Int, keeping kept: Int) -> (UnsafeMutableRawPointer, Int)? {
+        enlarge(toHold: needed, keeping: kept)
+        return (storage, capacity)
+    }
+
+    /// The errors of ``encodeFields(_:)``, as ``encode(_:)`` words them.
+    override func writeError(_ failure: PackedWriteFailure) -> StorageError {
+        let entity = schema.entity
+        switch failure {
+        case .tooManyFields:
+            return StorageError(
+                .schemaMismatch, .persist, entity: entity,
+                message: "the record writes more fields than the \(schema.fieldCount) '\(entity)' declares")
+        case .mismatch(let field, let value):
+            return StorageError(
+                .encoding, .persist, entity: entity,
+                message: "the field '\(schema.names[field])' is declared \(schema.types[field].rawValue) but was encoded as \(value)")
+        case .notOptional(let field):
+            return StorageError(
+                .encoding, .persist, entity: entity,
+                message: "the field '\(schema.names[field])' is not optional but was encoded as nil")
+        case .unstorableReal(let value):
+            // The core's rule (`Entity.checkStorable`): no NaN, no -0.0. The
+            // storage then asks the core for its error (LMDBStorage.persist).
+            return StorageError(
+                .invalidArgument, .persist, entity: entity,
+                message: "a real of '\(entity)' is \(value), which no backend stores as given")
+        case .noRoom:
+            return StorageError(.encoding, .persist, entity: entity, message: "no room for the value")
+        }
     }
 
     /// The bytes of the last encoded value, valid until the next encoding.
@@ -120,7 +155,7 @@ final class ValueEncoder {
 
     /// Makes room for at least `needed` bytes, keeping the first `kept`.
     @inline(never)
-    fileprivate func grow(toHold needed: Int, keeping kept: Int) {
+    fileprivate func enlarge(toHold needed: Int, keeping kept: Int) {
         var larger = capacity * 2
         while larger < needed { larger *= 2 }
         let grown = UnsafeMutableRawPointer.allocate(byteCount: larger, alignment: 8)
@@ -147,7 +182,7 @@ final class ValueEncoder {
         }
         let checksum = out.withUnsafeBytes { CRC32C.checksum($0) }
         withUnsafeBytes(of: checksum.littleEndian) { out.append(contentsOf: $0) }
-        if out.count > capacity { grow(toHold: out.count, keeping: 0) }
+        if out.count > capacity { enlarge(toHold: out.count, keeping: 0) }
         out.withUnsafeBytes { raw in
             if let base = raw.baseAddress { storage.copyMemory(from: base, byteCount: raw.count) }
         }
@@ -280,173 +315,6 @@ final class ValueEncoder {
     fileprivate func isRelation(_ key: String) -> Bool {
         guard let slot = schema.slot(of: key, guess: nextGuess) else { return false }
         return slot >= schema.fieldCount
-    }
-}
-
-/// Writes a ``FieldwiseRecord``'s fields in order straight into the value's
-/// bytes, for ``ValueEncoder/encodeFields(_:)``: each checked against its
-/// declared storage class (the checks ``ValueEncoder/encode(_:)`` makes on
-/// its slots), an optional field preceded by its presence byte. It writes
-/// into the encoder's own memory through a pointer and keeps the schema's
-/// per-field tables as pointers, so a field costs no reference count, no
-/// uniqueness check and no call to a generic `append`.
-struct SlotWriter: FieldWriter {
-    let encoder: ValueEncoder
-    private let types: UnsafeMutablePointer<FieldType>
-    private let optional: UnsafeMutablePointer<Bool>
-    private let offsets: UnsafeMutablePointer<Int>
-    private let fieldCount: Int
-    /// The encoder's memory and its size (both change when it grows).
-    private var base: UnsafeMutableRawPointer
-    private var capacity: Int
-    /// The number of bytes written so far.
-    private(set) var count = 0
-    private(set) var index = 0
-
-    init(encoder: ValueEncoder) {
-        self.encoder = encoder
-        types = encoder.types
-        optional = encoder.optional
-        offsets = encoder.offsets
-        fieldCount = encoder.schema.fieldCount
-        base = encoder.storage
-        capacity = encoder.capacity
-    }
-
-    /// Makes room for `needed` more bytes.
-    @inline(__always)
-    mutating func reserve(_ needed: Int) {
-        if count + needed > capacity {
-            encoder.grow(toHold: count + needed, keeping: count)
-            base = encoder.storage
-            capacity = encoder.capacity
-        }
-    }
-
-    /// Writes one byte (room reserved).
-    @inline(__always)
-    mutating func put(_ byte: UInt8) {
-        base.storeBytes(of: byte, toByteOffset: count, as: UInt8.self)
-        count += 1
-    }
-
-    /// Writes a varint (room reserved: 10 bytes at most).
-    @inline(__always)
-    private mutating func putVarint(_ value: UInt64) {
-        var value = value
-        while value >= 0x80 {
-            put(UInt8(truncatingIfNeeded: value) | 0x80)
-            value >>= 7
-        }
-        put(UInt8(value))
-    }
-
-    /// Writes a length-prefixed run of bytes.
-    @inline(__always)
-    private mutating func putRun(_ bytes: UnsafeRawBufferPointer) {
-        reserve(10 + bytes.count)
-        putVarint(UInt64(bytes.count))
-        if let source = bytes.baseAddress, !bytes.isEmpty {
-            (base + count).copyMemory(from: source, byteCount: bytes.count)
-            count += bytes.count
-        }
-    }
-
-    /// The declared type of the next field; throws when the record writes
-    /// more fields than the entity declares.
-    @inline(__always)
-    private func nextType() throws -> FieldType {
-        guard index < fieldCount else {
-            throw StorageError(
-                .schemaMismatch, .persist, entity: encoder.schema.entity,
-                message: "the record writes more fields than the \(fieldCount) '\(encoder.schema.entity)' declares")
-        }
-        return types[index]
-    }
-
-    /// Starts the next field (a present value) with room for `size` bytes
-    /// after its presence byte: the presence byte when it is optional, and
-    /// its offset.
-    @inline(__always)
-    private mutating func begin(reserving size: Int) {
-        reserve(size + 1)
-        if optional[index] { put(1) }
-        offsets[index] = count
-        index += 1
-    }
-
-    private func mismatch(_ value: StoredValue) -> StorageError {
-        StorageError(
-            .encoding, .persist, entity: encoder.schema.entity,
-            message: "the field '\(encoder.schema.names[index])' is declared \(types[index].rawValue) but was encoded as \(value)")
-    }
-
-    mutating func encode(_ value: Int64) throws {
-        switch try nextType() {
-        case .integer:
-            begin(reserving: 10)
-            putVarint(UInt64(bitPattern: (value << 1) ^ (value >> 63)))
-        case .bool where value == 0 || value == 1:
-            begin(reserving: 1)
-            put(UInt8(value))
-        case .real:
-            begin(reserving: 8)
-            putDouble(Double(value))
-        default:
-            throw mismatch(.integer(value))
-        }
-    }
-
-    @inline(__always)
-    private mutating func putDouble(_ value: Double) {
-        base.storeBytes(of: value.bitPattern.littleEndian, toByteOffset: count, as: UInt64.self)
-        count += 8
-    }
-
-    mutating func encode(_ value: Double) throws {
-        // The core's rule (`Entity.checkStorable`): no NaN, no -0.0. The
-        // storage then asks the core for its error (LMDBStorage.persist).
-        if value.isNaN || (value == 0 && value.sign == .minus) {
-            throw StorageError(
-                .invalidArgument, .persist, entity: encoder.schema.entity,
-                message: "a real of '\(encoder.schema.entity)' is \(value), which no backend stores as given")
-        }
-        switch try nextType() {
-        case .real, .date:
-            begin(reserving: 8)
-            putDouble(value)
-        default:
-            throw mismatch(.real(value))
-        }
-    }
-
-    mutating func encode(_ value: String) throws {
-        guard try nextType() == .text else { throw mismatch(.text(value)) }
-        begin(reserving: 0)
-        var text = value
-        text.withUTF8 { putRun(UnsafeRawBufferPointer($0)) }
-    }
-
-    mutating func encode(_ value: Bool) throws { try encode(Int64(value ? 1 : 0)) }
-    mutating func encode(_ value: Date) throws { try encode(value.timeIntervalSinceReferenceDate) }
-
-    mutating func encode(_ value: Data) throws {
-        guard try nextType() == .blob else { throw mismatch(.blob([UInt8](value))) }
-        begin(reserving: 0)
-        value.withUnsafeBytes { putRun($0) }
-    }
-
-    mutating func encodeNil() throws {
-        _ = try nextType()
-        guard optional[index] else {
-            throw StorageError(
-                .encoding, .persist, entity: encoder.schema.entity,
-                message: "the field '\(encoder.schema.names[index])' is not optional but was encoded as nil")
-        }
-        reserve(1)
-        put(0)
-        offsets[index] = -1
-        index += 1
     }
 }
 
