@@ -318,9 +318,10 @@ public struct ColumnRows {
 /// The positions of `keys` in ascending order (equal keys in their order), or
 /// `nil` when they are in order already. The rows a statement yields by an
 /// index on other columns usually come as two ascending runs of keys, merged
-/// here in one pass.
+/// here in one pass. Equal keys keep their first order, as a stable sort
+/// does. The SQLite adapter's reads put their rows in key order with it too.
 @usableFromInline
-func ascendingOrder(_ keys: [Int64]) -> [Int]? {
+package func ascendingOrder(_ keys: [Int64]) -> [Int]? {
     var index = 1
     while index < keys.count, keys[index] >= keys[index - 1] { index += 1 }
     guard index < keys.count else { return nil }

@@ -585,7 +585,7 @@ struct TableReader<R: Record> {
             }
             primaryKeys.append(statement.storedValue(0))
         }
-        guard inKeyOrder, let order = allIntegers ? keyOrder(integerKeys) : keyOrder(primaryKeys) else { return records }
+        guard inKeyOrder, let order = allIntegers ? ascendingOrder(integerKeys) : keyOrder(primaryKeys) else { return records }
         records.reorder(order)
         if keyColumn != nil {
             let sortedKeys = order.map { keys[first + $0] }
@@ -623,37 +623,6 @@ enum SortValue: Equatable {
         default: false
         }
     }
-}
-
-/// The positions of `keys` in ascending order, or `nil` when they are in
-/// order already.
-private func keyOrder(_ keys: [Int64]) -> [Int]? {
-    var index = 1
-    while index < keys.count, keys[index] >= keys[index - 1] { index += 1 }
-    guard index < keys.count else { return nil }
-    // Usually two ascending runs (see below): merged in one pass.
-    var end = index + 1
-    while end < keys.count, keys[end] >= keys[end - 1] { end += 1 }
-    guard end == keys.count else {
-        // Equal keys keep their first order, as the stable sort does.
-        return keys.indices.sorted { keys[$0] < keys[$1] || (keys[$0] == keys[$1] && $0 < $1) }
-    }
-    var order: [Int] = []
-    order.reserveCapacity(keys.count)
-    var left = 0
-    var right = index
-    while left < index, right < keys.count {
-        if keys[left] <= keys[right] {
-            order.append(left)
-            left += 1
-        } else {
-            order.append(right)
-            right += 1
-        }
-    }
-    order.append(contentsOf: left..<index)
-    order.append(contentsOf: right..<keys.count)
-    return order
 }
 
 /// The positions of `values` in ascending order, or `nil` when they are in
