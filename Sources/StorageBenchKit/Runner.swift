@@ -119,13 +119,6 @@ public struct RunConfiguration: Sendable {
         }
     }
 
-    /// Whether the wall times of one backend's measured `results` (at one size
-    /// and durability) still leave a median unknown within ``precision`` at
-    /// ``confidence`` (``unsettledMedians(_:)``).
-    func needsMoreRounds(_ results: [IterationResult]) -> Bool {
-        !unsettledMedians(results).isEmpty
-    }
-
     /// The operations whose ratio of `backend` to its reference, taken round
     /// by round (``PairedRatio``) over `results` (one size and durability), is
     /// not yet known within ``precision`` at ``confidence``, in workload order;
@@ -143,12 +136,6 @@ public struct RunConfiguration: Sendable {
             }
             return paired.coverage < confidence || paired.relativeHalfWidth > precision
         }
-    }
-
-    /// Whether the ratios of `backend` to its reference still leave a median
-    /// ratio unknown within ``precision`` (``unsettledRatios(_:backend:)``).
-    func needsMorePairedRounds(_ results: [IterationResult], backend: Backend) -> Bool {
-        !unsettledRatios(results, backend: backend).isEmpty
     }
 
     /// The operations each backend still needs rounds for, given the measured

@@ -197,14 +197,14 @@ import Testing
             backends: [TestBackends.memory], sizes: [BenchSize(dialogs: 2, messagesPerDialog: 1)],
             operations: [.persist], iterations: 5, showsProgress: false, maxIterations: 20, precision: 0.03)
         let steady = [1.0, 1.01, 0.99, 1.0, 1.02, 0.98].map { Self.result(configuration, seconds: $0) }
-        #expect(!configuration.needsMoreRounds(steady))
+        #expect(configuration.unsettledMedians(steady).isEmpty)
         // Five iterations cannot give a 95% interval, however steady.
-        #expect(configuration.needsMoreRounds(Array(steady.prefix(5))))
+        #expect(configuration.unsettledMedians(Array(steady.prefix(5))) == [.persist])
         let noisy = [1.0, 1.3, 0.8, 1.0, 1.1, 0.9].map { Self.result(configuration, seconds: $0) }
-        #expect(configuration.needsMoreRounds(noisy))
+        #expect(configuration.unsettledMedians(noisy) == [.persist])
         var failed = noisy
         failed[0].error = "broken"
-        #expect(!configuration.needsMoreRounds(failed))
+        #expect(configuration.unsettledMedians(failed).isEmpty)
     }
 
     @Test func theRunnerStopsAtTheMostIterationsWhenTheMedianStaysUncertain() throws {

@@ -77,13 +77,13 @@ import Testing
         let steady = (0..<6).flatMap { round in
             [Self.result("dao", round: round, seconds: 2 * Double(round + 1)), Self.result("raw", round: round, seconds: Double(round + 1))]
         }
-        #expect(!configuration.needsMorePairedRounds(steady, backend: Self.dao))
+        #expect(configuration.unsettledRatios(steady, backend: Self.dao).isEmpty)
         // The reference has no reference of its own.
-        #expect(!configuration.needsMorePairedRounds(steady, backend: Self.raw))
+        #expect(configuration.unsettledRatios(steady, backend: Self.raw).isEmpty)
         let noisy = (0..<6).flatMap { round in
             [Self.result("dao", round: round, seconds: [1, 1.5, 0.7, 1, 1.2, 0.8][round]), Self.result("raw", round: round, seconds: 1)]
         }
-        #expect(configuration.needsMorePairedRounds(noisy, backend: Self.dao))
+        #expect(configuration.unsettledRatios(noisy, backend: Self.dao) == [.persist])
     }
 
     @Test func extraRoundsRunABackendWithItsReference() throws {
