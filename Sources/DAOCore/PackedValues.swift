@@ -434,6 +434,16 @@ extension FieldwiseRecord {
         try write(fields: &writer)
     }
 
+    /// Writes the fields of the record at `record` to `writer` (see
+    /// ``FieldwiseRecord/writePacked(at:to:)``).
+    ///
+    /// Inlinable, so that the conformance of each record type uses a copy
+    /// specialized for it.
+    @inlinable
+    public static func writePacked(at record: UnsafePointer<Self>, to writer: inout PackedFieldWriter) throws {
+        try record.pointee.write(fields: &writer)
+    }
+
     /// Reads a record from `reader` (see ``FieldwiseRecord/readPacked(from:)``).
     ///
     /// Inlinable, so that the conformance of each record type uses a copy

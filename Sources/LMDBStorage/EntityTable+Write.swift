@@ -21,12 +21,17 @@ extension EntityTable {
     /// child stored under another parent, which then moves); the entries of
     /// the indexes kept in their own database, reading the old value only
     /// when there are such indexes.
-    func persist(_ record: R, in txn: borrowing Transaction, codecs: Codecs, parent: ParentContext = .unknown) throws {
+    ///
+    /// The record is lent by a pointer (valid for the call): every use of a
+    /// record's value in this code, generic over its type, copied it.
+    func persist(
+        _ record: UnsafePointer<R>, in txn: borrowing Transaction, codecs: Codecs, parent: ParentContext = .unknown
+    ) throws {
         let encoder = codecs.encoder
         if let writeFields {
             try encoder.encodeFields { try writeFields(record, &$0) }
         } else {
-            try encoder.encode(record)
+            try encoder.encode(record.pointee)
         }
         // The primary key's bytes and the storage key are built in buffers
         // the call's codecs keep, moved out and back, so no record allocates
@@ -128,7 +133,8 @@ extension EntityTable {
             let primaryKey = encoder.value(at: 0)
             for position in relations.indices {
                 try relations[position].replaceChildren(
-                    of: record, primaryKey: primaryKey, parentKey: pk, in: txn, codecs: codecs.children[position])
+                    of: record.pointee, primaryKey: primaryKey, parentKey: pk, in: txn,
+                    codecs: codecs.children[position])
             }
         }
     }

@@ -90,8 +90,9 @@ final class EntityTable<R: Record>: Sendable {
     let hasRelations: Bool
     /// `R` as a ``FieldwiseRecord``, when it reads its fields by position.
     let fieldwiseType: (any FieldwiseRecord.Type)? = R.self as? any FieldwiseRecord.Type
-    /// Writes a record's fields by position, when `R` is a ``FieldwiseRecord``.
-    let writeFields: (@Sendable (R, inout PackedFieldWriter) throws -> Void)? =
+    /// Writes the fields of the record a pointer points to by position, when
+    /// `R` is a ``FieldwiseRecord``.
+    let writeFields: (@Sendable (UnsafePointer<R>, inout PackedFieldWriter) throws -> Void)? =
         (R.self as? any FieldwiseRecord.Type).map { fieldWriter(for: R.self, $0) }
     /// Whether every record this table writes (its own and its
     /// descendants') is a ``FieldwiseRecord``, whose reals the value
@@ -273,13 +274,18 @@ private func openOwner<Owner: Record>(_ owner: Owner.Type, environment: LMDBEnvi
     _ = try EntityTable<Owner>(environment: environment, link: nil)
 }
 
-/// `writePacked(to:)` of `F` (its `write(fields:)` specialized in the
+/// `writePacked(at:to:)` of `F` (its `write(fields:)` specialized in the
 /// record's module), which is `R` (found by casting `R.self`), so a record
-/// converts to it without a cast per record.
+/// converts to it without a cast per record. The record is read where it
+/// is: `unsafeBitCast` of the record, like any use of a record's value in
+/// this code generic over its type, copied it (a value-witness copy and
+/// destroy per record, about 150 instructions for a message).
 private func fieldWriter<R: Record, F: FieldwiseRecord>(for record: R.Type, _ type: F.Type)
-    -> @Sendable (R, inout PackedFieldWriter) throws -> Void
+    -> @Sendable (UnsafePointer<R>, inout PackedFieldWriter) throws -> Void
 {
-    { record, writer in try unsafeBitCast(record, to: F.self).writePacked(to: &writer) }
+    { record, writer in
+        try F.writePacked(at: UnsafeRawPointer(record).assumingMemoryBound(to: F.self), to: &writer)
+    }
 }
 
 /// Codecs waiting in an ``EntityTable``'s pool for the next read call.

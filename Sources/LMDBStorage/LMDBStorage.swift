@@ -71,8 +71,12 @@ public struct LMDBStorage<Record: DAOCore.Record>: Storage {
             try table.environment.write(.persist) { txn in
                 let codecs = table.makeCodecs()
                 defer { codecs.closeCursors() }
-                for record in records {
-                    try table.persist(record, in: txn, codecs: codecs)
+                // Each record lent where the array holds it, not copied out.
+                try records.withUnsafeBufferPointer { records in
+                    guard let first = records.baseAddress else { return }
+                    for index in records.indices {
+                        try table.persist(first + index, in: txn, codecs: codecs)
+                    }
                 }
             }
         } catch {
