@@ -208,6 +208,38 @@ final class EntityTable<R: Record>: Sendable {
         return try body(codecs)
     }
 
+    /// Codecs kept between write calls: making them and freeing them cost
+    /// about 17k instructions per call (docs/DESIGN.md, "LMDB, seventh
+    /// round"), a twentieth of persisting one dialog of 100 messages.
+    private let keptWriteCodecs = Mutex<KeptCodecs?>(nil)
+
+    /// Calls `body` with codecs for a write call, which must close their
+    /// cursors (``Codecs/closeCursors()``) before its transaction ends: the
+    /// kept ones when they were made for the parent link in force now (the
+    /// link and the index databases they write are fixed when they are made,
+    /// and a parent storage opened since may have linked this entity), new
+    /// ones otherwise. They are kept afterwards when `body` returns, not
+    /// when it throws. A call takes them out for itself, so no two calls
+    /// share them.
+    func withWriteCodecs<T>(_ body: (Codecs) throws -> T) rethrows -> T {
+        let link = self.link
+        let kept = keptWriteCodecs.withLock { kept in
+            let taken = kept
+            kept = nil
+            return taken
+        }
+        let current: Codecs
+        if let kept, kept.codecs.link == link {
+            current = kept.codecs
+        } else {
+            current = makeCodecs()
+        }
+        let result = try body(current)
+        let keeping = KeptCodecs(codecs: current)
+        keptWriteCodecs.withLock { $0 = keeping }
+        return result
+    }
+
     func makeCodecs() -> Codecs {
         let link = self.link
         var stored: [(fields: [Int], dbi: MDB_dbi)] = []
