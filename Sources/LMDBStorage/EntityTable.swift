@@ -25,6 +25,13 @@ final class Codecs {
     let children: [Codecs]
     /// The link to the parent, resolved once for the call.
     let link: ParentLink?
+    /// The link's foreign key position, or -1 without a link; the database
+    /// that holds the parent's keys (its `#id` when the parent is a child
+    /// too); whether any index has a database of its own. Read per record
+    /// written, where reading `link` or `storedIndexes` retained them.
+    let foreignKeyIndex: Int
+    let parentDatabase: MDB_dbi
+    let hasStoredIndexes: Bool
     /// The indexes kept in a database of their own (not served by the
     /// parent's range), each with its database.
     let storedIndexes: [(fields: [Int], dbi: MDB_dbi)]
@@ -51,6 +58,9 @@ final class Codecs {
         self.children = children
         self.link = link
         self.storedIndexes = storedIndexes
+        foreignKeyIndex = link?.foreignKeyIndex ?? -1
+        parentDatabase = link.map { $0.parentById ?? $0.parentMain } ?? 0
+        hasStoredIndexes = !storedIndexes.isEmpty
         mainWriter = WriteCursor(main)
         idWriter = WriteCursor(byId)
     }

@@ -64,7 +64,8 @@ struct RelationChildren<Relation: ToManyRelation>: ChildSet {
         codecs.mainWriter.expectAppends()
         codecs.idWriter.expectAppends()
         let context = EntityTable<Relation.Child>.ParentContext.persisting(
-            primaryKey: primaryKey, stored: stored.isEmpty ? nil : stored)
+            primaryKey: primaryKey,
+            stored: stored.isEmpty ? nil : EntityTable<Relation.Child>.LentChildren(children: stored))
         // Each child is lent to `persist` where the array holds it: read out
         // of the array (its subscript, unspecialized for the child type),
         // it was copied. The table is taken out of `self` first: read in
