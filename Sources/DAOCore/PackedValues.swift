@@ -441,7 +441,18 @@ extension FieldwiseRecord {
     /// specialized for it.
     @inlinable
     public static func writePacked(at record: UnsafePointer<Self>, to writer: inout PackedFieldWriter) throws {
-        try record.pointee.write(fields: &writer)
+        // Lent as `inout` (never written: `write(fields:)` does not mutate),
+        // so the record is read where it is. Read through the pointer as a
+        // value, it was copied whole before `write(fields:)`, which is not
+        // inlined here, was called (an outlined copy and destroy, about 100
+        // instructions for a message).
+        try writePacked(inPlace: &UnsafeMutablePointer(mutating: record).pointee, to: &writer)
+    }
+
+    /// `write(fields:)` of `record`, which is only read.
+    @inlinable
+    static func writePacked(inPlace record: inout Self, to writer: inout PackedFieldWriter) throws {
+        try record.write(fields: &writer)
     }
 
     /// Reads a record from `reader` (see ``FieldwiseRecord/readPacked(from:)``).
