@@ -76,6 +76,16 @@ public protocol FieldwiseRecord: Record {
     /// - Throws: the writer's ``StorageError``.
     func writePacked(to writer: inout PackedFieldWriter) throws
 
+    /// ``writePacked(to:)`` of the record `record` points to, read where it
+    /// is: code generic over the record type (an adapter's) calling the
+    /// instance method copied the record first (a value-witness copy and
+    /// destroy per record).
+    ///
+    /// Provided by the protocol (records do not implement it), for the same
+    /// reason as ``writePacked(to:)``.
+    /// - Throws: the writer's ``StorageError``.
+    static func writePacked(at record: UnsafePointer<Self>, to writer: inout PackedFieldWriter) throws
+
     /// Reads a record from `reader`, a value in the packed format.
     ///
     /// Provided by the protocol (records do not implement it), for the same

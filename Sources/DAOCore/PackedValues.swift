@@ -434,6 +434,27 @@ extension FieldwiseRecord {
         try write(fields: &writer)
     }
 
+    /// Writes the fields of the record at `record` to `writer` (see
+    /// ``FieldwiseRecord/writePacked(at:to:)``).
+    ///
+    /// Inlinable, so that the conformance of each record type uses a copy
+    /// specialized for it.
+    @inlinable
+    public static func writePacked(at record: UnsafePointer<Self>, to writer: inout PackedFieldWriter) throws {
+        // Lent as `inout` (never written: `write(fields:)` does not mutate),
+        // so the record is read where it is. Read through the pointer as a
+        // value, it was copied whole before `write(fields:)`, which is not
+        // inlined here, was called (an outlined copy and destroy, about 100
+        // instructions for a message).
+        try writePacked(inPlace: &UnsafeMutablePointer(mutating: record).pointee, to: &writer)
+    }
+
+    /// `write(fields:)` of `record`, which is only read.
+    @inlinable
+    static func writePacked(inPlace record: inout Self, to writer: inout PackedFieldWriter) throws {
+        try record.write(fields: &writer)
+    }
+
     /// Reads a record from `reader` (see ``FieldwiseRecord/readPacked(from:)``).
     ///
     /// Inlinable, so that the conformance of each record type uses a copy

@@ -19,8 +19,11 @@ final class QueryPlanCache<R: Record>: Sendable {
 
     private let entries = Mutex<[PlanKey<R>: CachedPlan<R>]>([:])
     /// The shape reader of each predicate expression type met (`nil`: the type
-    /// has no shape).
-    private let readers = Mutex<[ObjectIdentifier: RootShapeReader?]>([:])
+    /// has no shape), searched in order: an entity's queries have few
+    /// expression types. Not a dictionary: instantiating the dictionary's
+    /// type, the first time a process used it, looked up `ObjectIdentifier`'s
+    /// `Hashable` conformance by name (about 0.87M instructions, once).
+    private let readers = Mutex<[KnownReader]>([])
 
     init() {}
 
@@ -59,13 +62,17 @@ final class QueryPlanCache<R: Record>: Sendable {
         let expression = predicate.expression
         let type = ObjectIdentifier(Swift.type(of: expression))
         let reader: RootShapeReader?
-        if let known = readers.withLock({ $0[type] }) {
+        if let known = readers.withLock({ readers in readers.first { $0.type == type }.map { $0.reader } }) {
             reader = known
         } else {
             reader = RootShapeReader.make(for: expression)
             readers.withLock { readers in
                 if readers.count >= Self.capacity { readers.removeAll(keepingCapacity: true) }
-                readers[type] = reader
+                if let index = readers.firstIndex(where: { $0.type == type }) {
+                    readers[index] = KnownReader(type: type, reader: reader)
+                } else {
+                    readers.append(KnownReader(type: type, reader: reader))
+                }
             }
         }
         guard let reader else { return nil }
@@ -429,4 +436,10 @@ indirect enum ExpressionTemplate<R: Record>: Sendable {
         default: []
         }
     }
+}
+
+/// A predicate expression type and its shape reader (`nil`: the type has no shape).
+struct KnownReader: Sendable {
+    let type: ObjectIdentifier
+    let reader: RootShapeReader?
 }

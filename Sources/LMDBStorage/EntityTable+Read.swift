@@ -214,24 +214,31 @@ extension EntityTable {
             return record.map { [$0] } ?? []
         case .parentIndexRange(let name, let parent, let rest):
             guard let index = indexes.first(where: { $0.index.name == name }) else { return [] }
-            let restFields = Array(index.fields.dropFirst().prefix(rest.count))
             let records = RecordBuffer<R>()
-            try txn.scan(main, prefix: parent) { _, value in
-                guard !rest.isEmpty else {
+            guard !rest.isEmpty else {
+                try txn.scan(main, prefix: parent) { _, value in
                     try decode(value, into: records, in: txn, codecs: codecs)
                     try sortKeys?.read(decoder)
                     return true
                 }
-                // The fields the filter reads, before the checksum: a child
-                // the filter skips is not returned, as a child outside an
-                // index range was not read; one it keeps is checked whole.
-                try decoder.load(value, checkingSum: false)
-                for position in restFields.indices {
-                    guard KeyCodec.sameKey(try decoder.value(at: restFields[position]), rest[position]) else {
-                        return true
-                    }
-                }
+                return records.take()
+            }
+            let filter = RangeFilter(
+                fields: Array(index.fields.dropFirst().prefix(rest.count)), values: rest, types: schema.types,
+                optional: schema.optional)
+            let isFieldwise = fieldwiseType != nil
+            try txn.scan(main, prefix: parent) { _, value in
+                // The fields the filter reads and only those, before the
+                // checksum: a child the filter skips is not returned, as a
+                // child outside an index range was not read; one it keeps
+                // is checked whole.
+                try decoder.begin(value, checkingSum: false)
+                try filter.locate(in: decoder)
+                guard try filter.matches(decoder) else { return true }
                 try decoder.checkSum(value)
+                // A `FieldwiseRecord` is laid out as it is read; a record
+                // read through `Decodable` is laid out first.
+                if !isFieldwise { try decoder.layOut(from: 0, at: 1) }
                 try decodeLoaded(into: records, in: txn, codecs: codecs)
                 try sortKeys?.read(decoder)
                 return true

@@ -11,7 +11,15 @@ extension EntityTable {
         case unknown
         /// The parent with this primary key is being persisted, and the
         /// caller read which children it held (`nil`: none).
-        case persisting(primaryKey: StoredValue, stored: StoredChildren?)
+        case persisting(primaryKey: StoredValue, stored: LentChildren?)
+    }
+
+    /// The stored children of a parent being persisted, held without a
+    /// reference count: the codecs of the call own them, and the context
+    /// that lends them lives only during the parent's children's writes
+    /// (a strong reference was retained and released per child).
+    struct LentChildren {
+        unowned(unsafe) let children: StoredChildren
     }
 
     /// Inserts or replaces `record` with its children.
@@ -21,12 +29,17 @@ extension EntityTable {
     /// child stored under another parent, which then moves); the entries of
     /// the indexes kept in their own database, reading the old value only
     /// when there are such indexes.
-    func persist(_ record: R, in txn: borrowing Transaction, codecs: Codecs, parent: ParentContext = .unknown) throws {
+    ///
+    /// The record is lent by a pointer (valid for the call): every use of a
+    /// record's value in this code, generic over its type, copied it.
+    func persist(
+        _ record: UnsafePointer<R>, in txn: borrowing Transaction, codecs: Codecs, parent: ParentContext = .unknown
+    ) throws {
         let encoder = codecs.encoder
         if let writeFields {
             try encoder.encodeFields { try writeFields(record, &$0) }
         } else {
-            try encoder.encode(record)
+            try encoder.encode(record.pointee)
         }
         // The primary key's bytes and the storage key are built in buffers
         // the call's codecs keep, moved out and back, so no record allocates
@@ -46,11 +59,16 @@ extension EntityTable {
         var key: [UInt8] = []
         swap(&key, &codecs.storageKeyBuffer)
         defer { swap(&key, &codecs.storageKeyBuffer) }
-        // The storage key of the record this one replaces, if there is one.
+        // The storage key of the record this one replaces, if there is one
+        // and its index entries or its move need it; whether the record is
+        // stored under `key` already. (Flags and trivially copied fields of
+        // the codecs, not their link and index list, which were retained
+        // and released per record.)
         var oldKey: [UInt8]?
-        let storedIndexes = codecs.storedIndexes
-        if let link = codecs.link {
-            let foreignKey = link.foreignKeyIndex
+        var storedAtKey = false
+        let hasStoredIndexes = codecs.hasStoredIndexes
+        let foreignKey = codecs.foreignKeyIndex
+        if foreignKey >= 0 {
             // The parent's key, then the child's: the child's storage key,
             // built whole at once when both are integers and the parent is
             // known (no lookup needs the parent's key alone).
@@ -65,10 +83,10 @@ extension EntityTable {
             var storedHere = false
             switch parent {
             case .unknown:
-                guard try txn.contains(link.parentById ?? link.parentMain, key) else {
+                guard try txn.contains(codecs.parentDatabase, key) else {
                     throw StorageError(
                         .constraint, .persist, entity: entity.name, path: environment.path,
-                        message: "its parent '\(link.parent)' with key \(encoder.value(at: foreignKey)) does not exist",
+                        message: "its parent '\(codecs.link?.parent ?? "")' with key \(encoder.value(at: foreignKey)) does not exist",
                         context: "record \(encoder.value(at: 0))")
                 }
             case .persisting(let expected, let stored):
@@ -82,53 +100,62 @@ extension EntityTable {
                 guard namesParent else {
                     throw StorageError(
                         .constraint, .persist, entity: entity.name, path: environment.path,
-                        message: "a child of '\(link.parent)' \(expected) names parent \(encoder.value(at: foreignKey)) in its foreign key",
+                        message: "a child of '\(codecs.link?.parent ?? "")' \(expected) names parent \(encoder.value(at: foreignKey)) in its foreign key",
                         context: "record \(encoder.value(at: 0))")
                 }
-                storedHere = stored?.take(pk) ?? false
+                storedHere = stored?.children.take(pk) ?? false
             }
             if !keyIsWhole { key.append(contentsOf: pk) }
             if storedHere {
-                oldKey = key
+                storedAtKey = true
+                if hasStoredIndexes { oldKey = key }
             } else if let stored = try codecs.idWriter.putIfAbsent(pk, key, in: txn) {
                 // Stored already: under this parent (the same key), or under
                 // another one, from which it moves.
                 oldKey = stored
-                if stored != key { try txn.put(byId, pk, key) }
+                storedAtKey = stored == key
+                if !storedAtKey { try txn.put(byId, pk, key) }
             }
         } else {
             key.removeAll(keepingCapacity: true)
             key.append(contentsOf: pk)
             // The old value matters only for its index entries.
-            if !storedIndexes.isEmpty { oldKey = key }
+            if hasStoredIndexes {
+                oldKey = key
+                storedAtKey = true
+            }
         }
         var oldIndexKeys: [[UInt8]]?
-        if let oldKey, !storedIndexes.isEmpty {
+        if let oldKey, hasStoredIndexes {
             oldIndexKeys = try txn.withValue(main, oldKey) { try indexKeys(of: $0, codecs) }
         }
-        let moved = oldKey != nil && oldKey != key
+        let moved = oldKey != nil && !storedAtKey
         if moved, let oldKey { try txn.delete(main, oldKey) }
-        if oldKey == key {
+        if storedAtKey {
             // Stored under this key (as far as the caller knows): usually
             // the entry after the one the previous record replaced.
             try codecs.mainWriter.replace(key, encoder.encoded, in: txn)
         } else {
             try codecs.mainWriter.put(key, encoder.encoded, in: txn)
         }
-        for position in storedIndexes.indices {
-            let index = storedIndexes[position]
-            let newIndexKey = indexKey(index.fields, encoder.value(at:))
-            if let oldIndexKeys, let oldKey {
-                if !moved && oldIndexKeys[position] == newIndexKey { continue }
-                try txn.delete(index.dbi, oldIndexKeys[position], value: oldKey)
+        if hasStoredIndexes {
+            let storedIndexes = codecs.storedIndexes
+            for position in storedIndexes.indices {
+                let index = storedIndexes[position]
+                let newIndexKey = indexKey(index.fields, encoder.value(at:))
+                if let oldIndexKeys, let oldKey {
+                    if !moved && oldIndexKeys[position] == newIndexKey { continue }
+                    try txn.delete(index.dbi, oldIndexKeys[position], value: oldKey)
+                }
+                try txn.put(index.dbi, newIndexKey, key)
             }
-            try txn.put(index.dbi, newIndexKey, key)
         }
         if hasRelations {
             let primaryKey = encoder.value(at: 0)
             for position in relations.indices {
                 try relations[position].replaceChildren(
-                    of: record, primaryKey: primaryKey, parentKey: pk, in: txn, codecs: codecs.children[position])
+                    of: record.pointee, primaryKey: primaryKey, parentKey: pk, in: txn,
+                    codecs: codecs.children[position])
             }
         }
     }

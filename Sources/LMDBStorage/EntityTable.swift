@@ -25,6 +25,13 @@ final class Codecs {
     let children: [Codecs]
     /// The link to the parent, resolved once for the call.
     let link: ParentLink?
+    /// The link's foreign key position, or -1 without a link; the database
+    /// that holds the parent's keys (its `#id` when the parent is a child
+    /// too); whether any index has a database of its own. Read per record
+    /// written, where reading `link` or `storedIndexes` retained them.
+    let foreignKeyIndex: Int
+    let parentDatabase: MDB_dbi
+    let hasStoredIndexes: Bool
     /// The indexes kept in a database of their own (not served by the
     /// parent's range), each with its database.
     let storedIndexes: [(fields: [Int], dbi: MDB_dbi)]
@@ -51,6 +58,9 @@ final class Codecs {
         self.children = children
         self.link = link
         self.storedIndexes = storedIndexes
+        foreignKeyIndex = link?.foreignKeyIndex ?? -1
+        parentDatabase = link.map { $0.parentById ?? $0.parentMain } ?? 0
+        hasStoredIndexes = !storedIndexes.isEmpty
         mainWriter = WriteCursor(main)
         idWriter = WriteCursor(byId)
     }
@@ -90,8 +100,9 @@ final class EntityTable<R: Record>: Sendable {
     let hasRelations: Bool
     /// `R` as a ``FieldwiseRecord``, when it reads its fields by position.
     let fieldwiseType: (any FieldwiseRecord.Type)? = R.self as? any FieldwiseRecord.Type
-    /// Writes a record's fields by position, when `R` is a ``FieldwiseRecord``.
-    let writeFields: (@Sendable (R, inout PackedFieldWriter) throws -> Void)? =
+    /// Writes the fields of the record a pointer points to by position, when
+    /// `R` is a ``FieldwiseRecord``.
+    let writeFields: (@Sendable (UnsafePointer<R>, inout PackedFieldWriter) throws -> Void)? =
         (R.self as? any FieldwiseRecord.Type).map { fieldWriter(for: R.self, $0) }
     /// Whether every record this table writes (its own and its
     /// descendants') is a ``FieldwiseRecord``, whose reals the value
@@ -207,6 +218,38 @@ final class EntityTable<R: Record>: Sendable {
         return try body(codecs)
     }
 
+    /// Codecs kept between write calls: making them and freeing them cost
+    /// about 17k instructions per call (docs/DESIGN.md, "LMDB, seventh
+    /// round"), a twentieth of persisting one dialog of 100 messages.
+    private let keptWriteCodecs = Mutex<KeptCodecs?>(nil)
+
+    /// Calls `body` with codecs for a write call, which must close their
+    /// cursors (``Codecs/closeCursors()``) before its transaction ends: the
+    /// kept ones when they were made for the parent link in force now (the
+    /// link and the index databases they write are fixed when they are made,
+    /// and a parent storage opened since may have linked this entity), new
+    /// ones otherwise. They are kept afterwards when `body` returns, not
+    /// when it throws. A call takes them out for itself, so no two calls
+    /// share them.
+    func withWriteCodecs<T>(_ body: (Codecs) throws -> T) rethrows -> T {
+        let link = self.link
+        let kept = keptWriteCodecs.withLock { kept in
+            let taken = kept
+            kept = nil
+            return taken
+        }
+        let current: Codecs
+        if let kept, kept.codecs.link == link {
+            current = kept.codecs
+        } else {
+            current = makeCodecs()
+        }
+        let result = try body(current)
+        let keeping = KeptCodecs(codecs: current)
+        keptWriteCodecs.withLock { $0 = keeping }
+        return result
+    }
+
     func makeCodecs() -> Codecs {
         let link = self.link
         var stored: [(fields: [Int], dbi: MDB_dbi)] = []
@@ -273,13 +316,18 @@ private func openOwner<Owner: Record>(_ owner: Owner.Type, environment: LMDBEnvi
     _ = try EntityTable<Owner>(environment: environment, link: nil)
 }
 
-/// `writePacked(to:)` of `F` (its `write(fields:)` specialized in the
+/// `writePacked(at:to:)` of `F` (its `write(fields:)` specialized in the
 /// record's module), which is `R` (found by casting `R.self`), so a record
-/// converts to it without a cast per record.
+/// converts to it without a cast per record. The record is read where it
+/// is: `unsafeBitCast` of the record, like any use of a record's value in
+/// this code generic over its type, copied it (a value-witness copy and
+/// destroy per record, about 150 instructions for a message).
 private func fieldWriter<R: Record, F: FieldwiseRecord>(for record: R.Type, _ type: F.Type)
-    -> @Sendable (R, inout PackedFieldWriter) throws -> Void
+    -> @Sendable (UnsafePointer<R>, inout PackedFieldWriter) throws -> Void
 {
-    { record, writer in try unsafeBitCast(record, to: F.self).writePacked(to: &writer) }
+    { record, writer in
+        try F.writePacked(at: UnsafeRawPointer(record).assumingMemoryBound(to: F.self), to: &writer)
+    }
 }
 
 /// Codecs waiting in an ``EntityTable``'s pool for the next read call.

@@ -69,10 +69,15 @@ public struct LMDBStorage<Record: DAOCore.Record>: Storage {
             // so that its error comes first, as when it ran first.
             if !table.checksRealsWhileEncoding { try Record.entity.checkStorable(records) }
             try table.environment.write(.persist) { txn in
-                let codecs = table.makeCodecs()
-                defer { codecs.closeCursors() }
-                for record in records {
-                    try table.persist(record, in: txn, codecs: codecs)
+                try table.withWriteCodecs { codecs in
+                    defer { codecs.closeCursors() }
+                    // Each record lent where the array holds it, not copied out.
+                    try records.withUnsafeBufferPointer { records in
+                        guard let first = records.baseAddress else { return }
+                        for index in records.indices {
+                            try table.persist(first + index, in: txn, codecs: codecs)
+                        }
+                    }
                 }
             }
         } catch {
@@ -212,9 +217,10 @@ public struct LMDBStorage<Record: DAOCore.Record>: Storage {
         let erased: Int
         do {
             erased = try table.environment.write(.erase) { txn in
-                let codecs = table.makeCodecs()
-                defer { codecs.closeCursors() }
-                return try erase(keys, in: txn, codecs: codecs)
+                try table.withWriteCodecs { codecs in
+                    defer { codecs.closeCursors() }
+                    return try erase(keys, in: txn, codecs: codecs)
+                }
             }
         } catch {
             throw failing(error, .erase)

@@ -64,10 +64,18 @@ struct RelationChildren<Relation: ToManyRelation>: ChildSet {
         codecs.mainWriter.expectAppends()
         codecs.idWriter.expectAppends()
         let context = EntityTable<Relation.Child>.ParentContext.persisting(
-            primaryKey: primaryKey, stored: stored.isEmpty ? nil : stored)
-        // By index: each child is lent to `persist`, not copied out of the array.
-        for index in children.indices {
-            try table.persist(children[index], in: txn, codecs: codecs, parent: context)
+            primaryKey: primaryKey,
+            stored: stored.isEmpty ? nil : EntityTable<Relation.Child>.LentChildren(children: stored))
+        // Each child is lent to `persist` where the array holds it: read out
+        // of the array (its subscript, unspecialized for the child type),
+        // it was copied. The table is taken out of `self` first: read in
+        // the closure, it looked up this generic type's metadata per child.
+        let table = self.table
+        try children.withUnsafeBufferPointer { children in
+            guard let first = children.baseAddress else { return }
+            for index in children.indices {
+                try table.persist(first + index, in: txn, codecs: codecs, parent: context)
+            }
         }
         // The children the parent no longer holds. No child just written has
         // their keys, so they are as they were.

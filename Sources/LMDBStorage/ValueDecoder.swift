@@ -93,13 +93,35 @@ final class ValueDecoder: PackedValueAccess, @unchecked Sendable {
     ///   trailing bytes.
     @inline(__always)
     func layOut(from first: Int, at start: Int) throws {
+        let position = try walk(from: first, at: start, upTo: fieldCount)
+        let count = base.count
+        guard position == count else { throw corrupt("\(count - position) bytes follow the last field") }
+    }
+
+    /// Lays out the first `end` fields of the value ``begin(_:checkingSum:)``
+    /// made the decoder's, and not the fields after them: a range filter
+    /// reads those fields only (``RangeFilter``), and a child it skips is
+    /// read no further, as a child outside an index range is not read.
+    ///
+    /// - Throws: ``StorageError/Kind/corrupt`` for a value that ends before
+    ///   or inside one of those fields.
+    @inline(__always)
+    func layOutPrefix(fields end: Int) throws {
+        _ = try walk(from: 0, at: 1, upTo: end)
+    }
+
+    /// Records where each field from `first` up to (not including) `end`
+    /// starts, the first of them at byte `start`; returns where the last
+    /// one ends.
+    @inline(__always)
+    private func walk(from first: Int, at start: Int, upTo end: Int) throws -> Int {
         var position = start
         let value = base
         let count = value.count
         let offsets = self.offsets
         let types = self.types
         let optional = self.optional
-        for index in first..<fieldCount {
+        for index in first..<end {
             if optional[index] {
                 guard position < count else { throw corrupt("it ends before field '\(schema.names[index])'") }
                 let present = value[position]
@@ -127,7 +149,7 @@ final class ValueDecoder: PackedValueAccess, @unchecked Sendable {
             }
             guard position <= count else { throw corrupt("it ends inside field '\(schema.names[index])'") }
         }
-        guard position == count else { throw corrupt("\(count - position) bytes follow the last field") }
+        return position
     }
 
     /// Checks the CRC-32C of `value`, which ``load(_:checkingSum:)`` loaded
@@ -252,6 +274,15 @@ final class ValueDecoder: PackedValueAccess, @unchecked Sendable {
         var position = offsets[index]
         let length = Int(try readVarint(&position))
         return Data(base[position..<position + length])
+    }
+
+    /// The bytes of the text or blob field `index` of the loaded value,
+    /// which was laid out through it (they lie inside the value).
+    @inline(__always)
+    func rawBytes(at index: Int) throws -> UnsafeRawBufferPointer {
+        var position = offsets[index]
+        let length = Int(try readVarint(&position))
+        return UnsafeRawBufferPointer(rebasing: base[position..<position + length])
     }
 
     @inline(__always)

@@ -650,7 +650,7 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
 
 /// How a child entity finds its parent: the parent's databases and the child's
 /// foreign-key field.
-struct ParentLink: Sendable {
+struct ParentLink: Sendable, Equatable {
     /// The parent entity's name.
     var parent: String
     /// The position of the foreign key among the child's fields.

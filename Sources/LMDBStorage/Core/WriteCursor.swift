@@ -35,11 +35,14 @@ final class WriteCursor {
         self.dbi = dbi
     }
 
-    /// Closes the cursor; call it before the transaction ends.
+    /// Closes the cursor; call it before the transaction ends. The cursor
+    /// is then as a new one: codecs kept for the next write call
+    /// (``EntityTable/withWriteCodecs(_:)``) start as new codecs do.
     func close() {
         if let handle { mdb_cursor_close(handle) }
         handle = nil
         onLastWrite = false
+        tryAppend = true
     }
 
     /// Tries appending again for the keys that follow (a new parent's children).

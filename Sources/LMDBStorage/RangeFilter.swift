@@ -1,0 +1,213 @@
+import DAOCore
+import Foundation
+
+/// The filter of a query on an index that leads with the foreign key
+/// (``EntityTable/Plan/parentIndexRange(_:parent:rest:)``): which children of
+/// the parent's range have the same index key as the values the predicate
+/// binds after the foreign key. It answers what ``KeyCodec/sameKey(_:_:)``
+/// answers for each field's ``ValueDecoder/value(at:)`` and the bound value,
+/// but from the stored bytes: no ``StoredValue`` (nor `String`) is made per
+/// child, and only the fields up to the last one compared are laid out.
+///
+/// Made once per query. Its comparisons are plain values in memory of its
+/// own, so checking a child touches no reference count.
+final class RangeFilter {
+    /// One field compared with its bound value.
+    struct Check {
+        enum Kind {
+            /// The bound value is null: the field must be absent.
+            case null
+            /// The bound value is of another kind than the field's stored
+            /// values (or the field's type is unknown): no child matches.
+            case never
+            /// An integer field, equal to `bits` as an `Int64`.
+            case integer
+            /// A boolean field, stored as a byte and compared as 0 or 1
+            /// with `bits` as an `Int64`.
+            case bool
+            /// A real or date field whose bits, with `-0.0` as `0.0`, are `bits`.
+            case real
+            /// A text field holding the bound text's UTF-8 bytes.
+            case text
+            /// A blob field holding the bound bytes.
+            case blob
+        }
+
+        var kind: Kind
+        /// The field's position among the entity's fields.
+        var field: Int
+        var bits: UInt64
+        /// The bound text's or blob's bytes (the filter's memory).
+        var bytes: UnsafeRawBufferPointer
+        /// For text: whether the bound text holds U+FFFD, so stored bytes
+        /// that are not valid UTF-8 (which `String` repairs with U+FFFD)
+        /// may still compare equal once repaired.
+        var mayMatchRepaired: Bool
+        /// The bound value's position in ``RangeFilter/bound``.
+        var value: Int
+        /// How many bytes before the value's end (its checksum excluded)
+        /// the field starts when it and every field after it have a fixed
+        /// width (non-optional booleans, reals and dates); 0 otherwise.
+        var fromEnd: Int
+    }
+
+    private let checks: UnsafeMutableBufferPointer<Check>
+    /// The memory of the bound texts and blobs.
+    private let owned: [UnsafeMutableRawBufferPointer]
+    /// The bound values, for text that needs repairing first.
+    private let bound: [StoredValue]
+    /// How many leading fields a child is laid out through: one past the
+    /// last field compared.
+    let fieldsRead: Int
+    /// When every field compared has a fixed distance from the value's end
+    /// (``Check/fromEnd``), the greatest of them; 0 otherwise.
+    let fixedSuffix: Int
+
+    /// The filter comparing field `fields[i]` with `values[i]` (as many as
+    /// both have), for an entity whose fields have `types`.
+    init(fields: [Int], values: [StoredValue], types: [FieldType], optional: [Bool]) {
+        let count = min(fields.count, values.count)
+        // Each field's distance from the end of the value when it and every
+        // field after it have a fixed width, else 0.
+        var fromEnd = [Int](repeating: 0, count: types.count)
+        var suffix = 0
+        for field in types.indices.reversed() {
+            let width: Int
+            switch types[field] {
+            case .bool: width = 1
+            case .real, .date: width = 8
+            case .integer, .text, .blob: width = 0
+            }
+            guard width > 0, field < optional.count, !optional[field] else { break }
+            suffix += width
+            fromEnd[field] = suffix
+        }
+        bound = values
+        checks = .allocate(capacity: count)
+        var fieldsRead = 0
+        var fixedSuffix = 0
+        var allFixed = count > 0
+        var owned: [UnsafeMutableRawBufferPointer] = []
+        for position in 0..<count {
+            let field = fields[position]
+            fieldsRead = max(fieldsRead, field + 1)
+            var check = Check(
+                kind: .never, field: field, bits: 0, bytes: UnsafeRawBufferPointer(start: nil, count: 0),
+                mayMatchRepaired: false, value: position, fromEnd: field < fromEnd.count ? fromEnd[field] : 0)
+            if check.fromEnd == 0 { allFixed = false }
+            fixedSuffix = max(fixedSuffix, check.fromEnd)
+            let type: FieldType? = field < types.count ? types[field] : nil
+            switch (values[position], type) {
+            case (.null, _):
+                check.kind = .null
+            case (.integer(let integer), .integer?):
+                check.kind = .integer
+                check.bits = UInt64(bitPattern: integer)
+            case (.integer(let integer), .bool?):
+                check.kind = .bool
+                check.bits = UInt64(bitPattern: integer)
+            case (.real(let real), .real?), (.real(let real), .date?):
+                check.kind = .real
+                check.bits = (real == 0 ? 0.0 : real).bitPattern
+            case (.text(let text), .text?):
+                check.kind = .text
+                let utf8 = Array(text.utf8)
+                check.bytes = Self.copy(utf8, into: &owned)
+                check.mayMatchRepaired = text.unicodeScalars.contains("\u{FFFD}")
+            case (.blob(let blob), .blob?):
+                check.kind = .blob
+                check.bytes = Self.copy(blob, into: &owned)
+            default:
+                check.kind = .never
+            }
+            checks.initializeElement(at: position, to: check)
+        }
+        self.fieldsRead = fieldsRead
+        self.fixedSuffix = allFixed ? fixedSuffix : 0
+        self.owned = owned
+    }
+
+    deinit {
+        checks.deallocate()
+        for memory in owned { memory.deallocate() }
+    }
+
+    /// A copy of `bytes` in new memory, added to `owned`.
+    private static func copy(_ bytes: [UInt8], into owned: inout [UnsafeMutableRawBufferPointer]) -> UnsafeRawBufferPointer {
+        let memory = UnsafeMutableRawBufferPointer.allocate(byteCount: max(bytes.count, 1), alignment: 1)
+        owned.append(memory)
+        bytes.withUnsafeBytes { source in
+            if let start = source.baseAddress { memory.baseAddress?.copyMemory(from: start, byteCount: source.count) }
+        }
+        return UnsafeRawBufferPointer(rebasing: memory[0..<bytes.count])
+    }
+
+    /// Finds the fields compared in the value `decoder` holds
+    /// (``ValueDecoder/begin(_:checkingSum:)``): counted from the value's end
+    /// when they all have a fixed distance from it (a value whose fields are
+    /// as its entity declares them has them exactly there), else laid out
+    /// from the start through ``fieldsRead`` fields. Nothing after them is
+    /// checked: a child the filter keeps is checked whole when it is read,
+    /// one it skips is read no further, as a child outside an index range
+    /// is not read.
+    ///
+    /// - Throws: ``StorageError/Kind/corrupt`` for a value that ends before
+    ///   or inside one of the fields laid out.
+    @inline(__always)
+    func locate(in decoder: ValueDecoder) throws {
+        let count = decoder.loaded.count
+        // The version byte comes first.
+        if fixedSuffix > 0, count - fixedSuffix >= 1 {
+            let offsets = decoder.offsets
+            for position in checks.indices {
+                let check = checks[position]
+                offsets[check.field] = count - check.fromEnd
+            }
+            return
+        }
+        try decoder.layOutPrefix(fields: fieldsRead)
+    }
+
+    /// Whether the value `decoder` holds, its compared fields found by
+    /// ``locate(in:)``, passes every check.
+    @inline(__always)
+    func matches(_ decoder: ValueDecoder) throws -> Bool {
+        for position in checks.indices {
+            guard try matches(checks[position], decoder) else { return false }
+        }
+        return true
+    }
+
+    @inline(__always)
+    private func matches(_ check: Check, _ decoder: ValueDecoder) throws -> Bool {
+        let present = !decoder.isNull(at: check.field)
+        switch check.kind {
+        case .null:
+            return !present
+        case .never:
+            return false
+        case .integer:
+            guard present else { return false }
+            return UInt64(bitPattern: try decoder.integer(at: check.field)) == check.bits
+        case .bool:
+            return present && (decoder.bool(at: check.field) ? 1 : 0) == check.bits
+        case .real:
+            guard present else { return false }
+            let real = decoder.real(at: check.field)
+            return (real == 0 ? 0.0 : real).bitPattern == check.bits
+        case .text, .blob:
+            guard present else { return false }
+            let stored = try decoder.rawBytes(at: check.field)
+            if stored.count == check.bytes.count {
+                guard let storedStart = stored.baseAddress, let boundStart = check.bytes.baseAddress else {
+                    return true  // both empty
+                }
+                if memcmp(storedStart, boundStart, stored.count) == 0 { return true }
+            }
+            // Text that is not valid UTF-8 is compared as the `String` it
+            // reads as (each ill-formed sequence U+FFFD).
+            guard check.kind == .text, check.mayMatchRepaired else { return false }
+            return KeyCodec.sameKey(try decoder.value(at: check.field), bound[check.value])
+        }
+    }
+}
