@@ -228,25 +228,30 @@ public struct RunConfiguration: Sendable {
 
     /// Where a paired group's extra round ends, as an index into
     /// ``operations``: among the group's unsettled operations (`widths`, the
-    /// widest of the group's backends for each), the one that gives the most
-    /// width for the time, the sum of the widths of the unsettled operations
-    /// up to it divided by the seconds (`costs`, the group's backends added
-    /// up) of every operation up to it; the later one on a tie. So a round
+    /// widest of the group's backends for each), the one that takes the most
+    /// width off for the time. One more round takes about w ÷ 2n off the
+    /// width w of a figure that has n rounds (an interval narrows with the
+    /// square root of the rounds), so a round that ends at an operation is
+    /// worth the sum of w ÷ n (`rounds`, at least 1) of the unsettled
+    /// operations up to it, and costs the seconds (`costs`, the group's
+    /// backends added up) of every operation up to it; the round ends where
+    /// worth ÷ cost is the largest, at the later one on a tie. So a round
     /// pays for the slow writes at the end of the workload only when their
-    /// figures weigh as much as the reads before them: rounds go where the
-    /// intervals are widest for what they cost, and a figure that settles
-    /// stops drawing them. `nil` when nothing is unsettled.
+    /// figures weigh as much as the reads before them, a figure that has
+    /// had few rounds weighs more than one that has had many, and a figure
+    /// that settles stops drawing rounds. `nil` when nothing is unsettled.
     static func roundEnd(
-        operations: [BenchOperation], widths: [BenchOperation: Double], costs: [BenchOperation: Double]
+        operations: [BenchOperation], widths: [BenchOperation: Double], costs: [BenchOperation: Double],
+        rounds: [BenchOperation: Int] = [:]
     ) -> Int? {
         var best: (index: Int, score: Double)?
-        var width = 0.0
+        var worth = 0.0
         var cost = 0.0
         for (index, operation) in operations.enumerated() {
             cost += max(0, costs[operation] ?? 0)
             guard let open = widths[operation] else { continue }
-            width += open
-            let score = cost > 0 ? width / cost : .infinity
+            worth += open / Double(max(1, rounds[operation] ?? 1))
+            let score = cost > 0 ? worth / cost : .infinity
             if best == nil || score >= best?.score ?? 0 { best = (index, score) }
         }
         return best?.index
@@ -256,8 +261,8 @@ public struct RunConfiguration: Sendable {
     /// and `durability` (empty when every figure is settled): only the
     /// backends with an unsettled operation (``unsettledOperations(_:)``),
     /// each beside its reference in ABBA order (``round(_:of:size:durability:)``),
-    /// and only the operations up to where the round gives the most width
-    /// for its time (``roundEnd(operations:widths:costs:)``), in workload
+    /// and only the operations up to where the round takes the most width
+    /// off for its time (``roundEnd(operations:widths:costs:rounds:)``), in workload
     /// order, so that the store is in the same state at each of them as in
     /// a full iteration, and a round does not pay for the slow writes at the
     /// end of the workload while a cheaper read is much less certain.
@@ -275,11 +280,17 @@ public struct RunConfiguration: Sendable {
         for group in Self.pairedGroups(chosen) {
             var widths: [BenchOperation: Double] = [:]
             var costs: [BenchOperation: Double] = [:]
+            var rounds: [BenchOperation: Int] = [:]
             for backend in group {
                 widths.merge(unsettled[backend.name] ?? [:]) { max($0, $1) }
                 costs.merge(operationCosts(here, backend: backend.name)) { $0 + $1 }
+                let mine = here.filter { $0.job.backend == backend.name && !$0.job.countsInstructions }
+                for operation in operations {
+                    let count = mine.filter { $0.job.operations.contains(operation) }.count
+                    rounds[operation] = min(rounds[operation] ?? count, count)
+                }
             }
-            let end = Self.roundEnd(operations: operations, widths: widths, costs: costs)
+            let end = Self.roundEnd(operations: operations, widths: widths, costs: costs, rounds: rounds)
             for backend in group { last[backend.name] = end ?? operations.count - 1 }
         }
         return self.round(round, of: chosen, size: size, durability: durability).map { job in

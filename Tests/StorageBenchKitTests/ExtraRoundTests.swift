@@ -160,6 +160,24 @@ import Testing
         #expect(
             configuration.extraRound(6, after: quickQuery, size: Self.size, durability: .full)
                 .allSatisfy { $0.operations == Self.operations })
+        // After rounds that stopped at read-all, erase-all, which had none of
+        // them, draws the next one.
+        var starved = Self.twoUncertainOperations(readAllSwing: wide, eraseAllSwing: wide, querySeconds: 3)
+        #expect(configuration.extraRound(6, after: starved, size: Self.size, durability: .full).allSatisfy {
+            $0.operations == [.persist, .readAll]
+        })
+        for round in 6..<16 {
+            for backend in ["dao", "raw"] {
+                starved.append(
+                    Self.result(backend, round: round, operations: [.persist, .readAll]) { operation in
+                        backend == "raw" ? 1 : (operation == .readAll ? 2 * wide[round % 6] : 2)
+                    })
+            }
+        }
+        #expect(configuration.unsettledOperations(starved) == ["dao": [.readAll, .eraseAll]])
+        #expect(
+            configuration.extraRound(16, after: starved, size: Self.size, durability: .full)
+                .allSatisfy { $0.operations == Self.operations })
         // Once read-all has settled, erase-all draws the rounds, whatever they cost.
         let settled = Self.twoUncertainOperations(
             readAllSwing: Array(repeating: 1, count: 6), eraseAllSwing: narrow, querySeconds: 30)
@@ -169,7 +187,7 @@ import Testing
                 .allSatisfy { $0.operations == Self.operations })
     }
 
-    @Test func theRoundsEndWeighsWidthAgainstTheSecondsUpToEachOperation() {
+    @Test func theRoundsEndWeighsWidthPerRoundAgainstTheSecondsUpToEachOperation() {
         let operations: [BenchOperation] = [.persist, .readAll, .readById, .update, .eraseAll]
         let costs: [BenchOperation: Double] = [.persist: 1, .readAll: 1, .readById: 1, .update: 1, .eraseAll: 6]
         // 4 / 2 = 2 at read-all; (4 + 1) / 10 at erase-all.
@@ -183,6 +201,16 @@ import Testing
         #expect(
             RunConfiguration.roundEnd(operations: operations, widths: [.readById: 2, .eraseAll: 40], costs: costs)
                 == 4)
+        // A figure with few rounds weighs more than one with many: (4 ÷ 30) ÷ 2
+        // at read-all against (4 ÷ 30 + 1 ÷ 6) ÷ 10, then (4 ÷ 30 + 1) ÷ 10.
+        #expect(
+            RunConfiguration.roundEnd(
+                operations: operations, widths: [.readAll: 4, .eraseAll: 1], costs: costs,
+                rounds: [.readAll: 30, .eraseAll: 6]) == 1)
+        #expect(
+            RunConfiguration.roundEnd(
+                operations: operations, widths: [.readAll: 4, .eraseAll: 1], costs: costs,
+                rounds: [.readAll: 30, .eraseAll: 1]) == 4)
         // Nothing measured yet: every unsettled operation up to the last.
         #expect(RunConfiguration.roundEnd(operations: operations, widths: [.readAll: 2, .update: 1.1], costs: [:]) == 3)
         #expect(RunConfiguration.roundEnd(operations: operations, widths: [:], costs: costs) == nil)
