@@ -53,7 +53,7 @@ struct Run: ParsableCommand {
     @Option(name: .customLong("time-limit"), help: "The most seconds of extra rounds per size and durability.")
     var timeLimit: Double = 60
 
-    @Option(name: .customLong("read-runs"), help: "The most runs of each read-only operation (read-all, read-by-id, query) per iteration: it runs again in place, on the unchanged store, while its runs add up to less than --read-time; the iteration's time is the median of its runs (1: one run).")
+    @Option(name: .customLong("read-runs"), help: "The most runs of each read-only operation (read-all, read-by-id, query) per iteration: it runs again in place, on the unchanged store, while its runs are fewer than --min-read-runs or add up to less than --read-time; the iteration's time is the median of its runs (1: one run).")
     var readRuns = 1
 
     @Option(name: .customLong("read-time"), help: "The seconds the runs of a read-only operation may add up to before no further run starts (with --read-runs), once it has run --min-read-runs times.")
