@@ -44,7 +44,7 @@ struct Run: ParsableCommand {
     @Option(help: "Warm-up iterations run first and discarded.")
     var warmup = 1
 
-    @Option(name: .customLong("max-iterations"), help: "Measured iterations at most: after --iterations, backends whose ratios to their reference (without one in the run: medians) are not yet known within --precision run more rounds, up to the last uncertain operation, up to this many (default: --iterations, no extra rounds).")
+    @Option(name: .customLong("max-iterations"), help: "Measured iterations at most: after --iterations, backends whose ratios to their reference (without one in the run: medians) are not yet known within --precision run more rounds, each up to where it takes the most interval width off for its time, up to this many (default: --iterations, no extra rounds).")
     var maxIterations: Int?
 
     @Option(help: "The half-width of the 95% confidence interval of each paired ratio (or median) to reach with extra rounds, e.g. 3%.")
