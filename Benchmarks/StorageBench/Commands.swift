@@ -44,7 +44,7 @@ struct Run: ParsableCommand {
     @Option(help: "Warm-up iterations run first and discarded.")
     var warmup = 1
 
-    @Option(name: .customLong("max-iterations"), help: "Measured iterations at most: after --iterations, backends whose ratios to their reference (without one in the run: medians) are not yet known within --precision run more rounds, up to the last uncertain operation, up to this many (default: --iterations, no extra rounds).")
+    @Option(name: .customLong("max-iterations"), help: "Measured iterations at most: after --iterations, backends whose ratios to their reference (without one in the run: medians) are not yet known within --precision run more rounds, each up to where it takes the most interval width off for its time, up to this many (default: --iterations, no extra rounds).")
     var maxIterations: Int?
 
     @Option(help: "The half-width of the 95% confidence interval of each paired ratio (or median) to reach with extra rounds, e.g. 3%.")
@@ -53,11 +53,17 @@ struct Run: ParsableCommand {
     @Option(name: .customLong("time-limit"), help: "The most seconds of extra rounds per size and durability.")
     var timeLimit: Double = 60
 
-    @Option(name: .customLong("read-runs"), help: "The most runs of each read-only operation (read-all, read-by-id, query) per iteration: it runs again in place, on the unchanged store, while its runs add up to less than --read-time; the iteration's time is the median of its runs (1: one run).")
+    @Option(name: .customLong("read-runs"), help: "The most runs of each read-only operation (read-all, read-by-id, query) per iteration: it runs again in place, on the unchanged store, while its runs are fewer than --min-read-runs or add up to less than --read-time; the iteration's time is the median of its runs (1: one run).")
     var readRuns = 1
 
-    @Option(name: .customLong("read-time"), help: "The seconds the runs of a read-only operation may add up to before no further run starts (with --read-runs).")
+    @Option(name: .customLong("read-time"), help: "The seconds the runs of a read-only operation may add up to before no further run starts (with --read-runs), once it has run --min-read-runs times.")
     var readTime: Double = 0.25
+
+    @Option(name: .customLong("min-read-runs"), help: "The fewest runs of each read-only operation per iteration, whatever --read-time says (up to --read-runs). A backend and its reference, run in step, take as many runs as the first of them to stop.")
+    var minReadRuns = 1
+
+    @Flag(name: .customLong("random-hashing"), help: "Let each timed worker hash with a random seed of its own, instead of Swift's fixed seed (SWIFT_DETERMINISTIC_HASHING=1, which the callgrind workers always use): a dictionary's layout, and with it a read's time, then changes from iteration to iteration.")
+    var randomHashing = false
 
     @Flag(help: "Also run each backend under valgrind's callgrind and report the instructions and allocations of each operation's timed region.")
     var instructions = false
@@ -113,7 +119,7 @@ struct Run: ParsableCommand {
                 seed: seed, showsProgress: !noProgress, maxIterations: maxIterations,
                 precision: try parseThreshold(precision, option: "--precision"), timeLimit: timeLimit,
                 instructionIterations: instructions ? instructionIterations : 0, readRuns: readRuns,
-                readRunSeconds: readTime)
+                readRunSeconds: readTime, minReadRuns: minReadRuns)
             if instructions {
                 guard !inProcess else { throw ConfigurationError("--instructions runs workers; not with --in-process") }
                 guard Callgrind.isBuiltIn else {
@@ -173,7 +179,9 @@ struct Run: ParsableCommand {
                 scratch = directory
                 callgrind = try Callgrind.prepare(executable: executable, in: directory)
             }
-            executor = SubprocessExecutor(executable: executable, callgrind: callgrind, stepsGroups: !oneAfterAnother)
+            executor = SubprocessExecutor(
+                executable: executable, callgrind: callgrind, stepsGroups: !oneAfterAnother,
+                fixedHashSeed: !randomHashing)
         }
         let report = try BenchmarkRunner(configuration: plan.configuration, executor: executor)
             .run(provenance: provenance)
@@ -187,6 +195,16 @@ struct Run: ParsableCommand {
             var warning = "storage-bench: warning: \(noisy.count) of \(report.rows.count) rows are too noisy to compare on wall time "
             warning += "(after \(plan.configuration.maxIterations) iterations at most); compare them by ratio or instructions:\n"
             for (row, reason) in noisy {
+                warning += "  \(row.backend) \(row.operation) \(row.dialogs)x\(row.messagesPerDialog) \(row.durability): \(reason)\n"
+            }
+            FileHandle.standardError.write(Data(warning.utf8))
+        }
+        let unsettled = SummaryTable.unsettledRatioRows(report, precision: plan.configuration.precision)
+        if !unsettled.isEmpty {
+            var warning = "storage-bench: warning: \(unsettled.count) ratios to a reference are not settled within "
+            warning += "±\(String(format: "%g%%", plan.configuration.precision * 100)) (after \(plan.configuration.maxIterations) iterations or "
+            warning += "\(Int(plan.configuration.timeLimit)) s of extra rounds at most); compare them by instructions, or expect them to move between runs:\n"
+            for (row, reason) in unsettled {
                 warning += "  \(row.backend) \(row.operation) \(row.dialogs)x\(row.messagesPerDialog) \(row.durability): \(reason)\n"
             }
             FileHandle.standardError.write(Data(warning.utf8))

@@ -23,13 +23,20 @@ public struct IterationJob: Sendable, Codable, Hashable {
     public var countsInstructions: Bool = false
     /// The most runs of each read-only operation (``BenchOperation/isReadOnly``)
     /// in this iteration: after its first run, it runs again in place, on the
-    /// unchanged store, while its runs add up to less than
-    /// ``readRunSeconds`` and are fewer than this; the iteration's time for it
+    /// unchanged store, while its runs are fewer than this and either fewer
+    /// than ``minReadRuns`` or add up to less than ``readRunSeconds``; in a
+    /// stepped group (``SteppedWorkers``) every worker takes as many runs as
+    /// the first to stop. The iteration's time for it
     /// is the median of its runs. 1: one run. Under callgrind always one run.
     public var readRuns: Int = 1
     /// The time, in seconds, the runs of a read-only operation may add up to
-    /// before no further run starts (see ``readRuns``).
+    /// before no further run starts (see ``readRuns``), once it has run
+    /// ``minReadRuns`` times.
     public var readRunSeconds: Double = 0
+    /// The fewest runs of each read-only operation per iteration, whatever
+    /// their time (up to ``readRuns``), so that a slow store's median is of
+    /// several runs too. 1: the time budget alone decides.
+    public var minReadRuns: Int = 1
     /// A prefix for progress lines (`[3/24]`), or `nil` for no progress.
     public var progressLabel: String?
 

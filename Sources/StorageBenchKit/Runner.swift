@@ -45,6 +45,9 @@ public struct RunConfiguration: Sendable {
     /// The seconds the runs of a read-only operation may add up to before no
     /// further run starts (``IterationJob/readRunSeconds``).
     public var readRunSeconds: Double
+    /// The fewest runs of each read-only operation per iteration, whatever
+    /// ``readRunSeconds`` says (``IterationJob/minReadRuns``).
+    public var minReadRuns: Int
 
     /// Creates a configuration.
     /// - Throws: ``ConfigurationError`` when a list is empty or a count out of range.
@@ -53,7 +56,7 @@ public struct RunConfiguration: Sendable {
         operations: [BenchOperation] = BenchOperation.allCases, iterations: Int = 5, warmup: Int = 1,
         seed: UInt64 = 42, showsProgress: Bool = true, maxIterations: Int? = nil, precision: Double = 0.03,
         confidence: Double = 0.95, timeLimit: Double = 60, instructionIterations: Int = 0, readRuns: Int = 1,
-        readRunSeconds: Double = 0.25
+        readRunSeconds: Double = 0.25, minReadRuns: Int = 1
     ) throws {
         guard !backends.isEmpty else { throw ConfigurationError("no backend to run") }
         guard !sizes.isEmpty else { throw ConfigurationError("no size to run") }
@@ -96,8 +99,12 @@ public struct RunConfiguration: Sendable {
         guard readRunSeconds >= 0, readRunSeconds.isFinite else {
             throw ConfigurationError("--read-time must be a number of seconds, not \(readRunSeconds)")
         }
+        guard (1...readRuns).contains(minReadRuns) else {
+            throw ConfigurationError("--min-read-runs must be between 1 and --read-runs (\(readRuns)), not \(minReadRuns)")
+        }
         self.readRuns = readRuns
         self.readRunSeconds = readRunSeconds
+        self.minReadRuns = minReadRuns
         self.maxIterations = maxIterations
         self.precision = precision
         self.confidence = confidence
@@ -105,18 +112,60 @@ public struct RunConfiguration: Sendable {
         self.instructionIterations = instructionIterations
     }
 
+    /// How far the median wall time of each operation, over one backend's
+    /// measured `results` (at one size and durability), is from being known
+    /// within ``precision`` at ``confidence``: the 95% interval's relative
+    /// half-width divided by ``precision`` (above 1: unsettled), or
+    /// ``unknownWidth`` when there are too few iterations for an interval. A
+    /// failed backend has none.
+    func medianWidths(_ results: [IterationResult]) -> [BenchOperation: Double] {
+        guard !results.isEmpty, results.allSatisfy({ $0.error == nil }) else { return [:] }
+        var widths: [BenchOperation: Double] = [:]
+        for operation in operations {
+            let times = results.compactMap { $0.measurements.first { $0.operation == operation }?.seconds }
+            guard let statistics = SampleStatistics(times), let interval = MedianInterval(times, confidence: confidence)
+            else { continue }
+            widths[operation] =
+                interval.coverage < confidence
+                ? Self.unknownWidth : interval.relativeHalfWidth(around: statistics.median) / precision
+        }
+        return widths
+    }
+
+    /// How far the ratio of `backend` to its reference, taken round by round
+    /// (``PairedRatio``) over `results` (one size and durability), is from
+    /// being known within ``precision`` at ``confidence``, per operation (as
+    /// ``medianWidths(_:)``); none when the reference is not in the run or
+    /// either side failed.
+    func ratioWidths(_ results: [IterationResult], backend: Backend) -> [BenchOperation: Double] {
+        guard let reference = backend.reference, backends.contains(where: { $0.name == reference }) else { return [:] }
+        let mine = results.filter { $0.job.backend == backend.name }
+        let theirs = results.filter { $0.job.backend == reference }
+        guard !mine.isEmpty, !theirs.isEmpty,
+            (mine + theirs).allSatisfy({ $0.error == nil })
+        else { return [:] }
+        var widths: [BenchOperation: Double] = [:]
+        for operation in operations {
+            guard let paired = PairedRatio(operation, results: mine, reference: theirs, confidence: confidence) else {
+                continue
+            }
+            widths[operation] = paired.coverage < confidence ? Self.unknownWidth : paired.relativeHalfWidth / precision
+        }
+        return widths
+    }
+
+    /// The width given to a figure with too few iterations for an interval
+    /// at ``confidence``: unsettled, and weighed as an interval ten times
+    /// wider than ``precision`` when extra rounds are shared out.
+    static let unknownWidth = 10.0
+
     /// The operations whose median wall time, over one backend's measured
     /// `results` (at one size and durability), is not yet known within
     /// ``precision`` at ``confidence``: rows that more rounds could settle, in
     /// workload order. A failed backend has none.
     func unsettledMedians(_ results: [IterationResult]) -> [BenchOperation] {
-        guard !results.isEmpty, results.allSatisfy({ $0.error == nil }) else { return [] }
-        return operations.filter { operation in
-            let times = results.compactMap { $0.measurements.first { $0.operation == operation }?.seconds }
-            guard let statistics = SampleStatistics(times), let interval = MedianInterval(times, confidence: confidence)
-            else { return false }
-            return interval.coverage < confidence || interval.relativeHalfWidth(around: statistics.median) > precision
-        }
+        let widths = medianWidths(results)
+        return operations.filter { (widths[$0] ?? 0) > 1 }
     }
 
     /// The operations whose ratio of `backend` to its reference, taken round
@@ -124,56 +173,104 @@ public struct RunConfiguration: Sendable {
     /// not yet known within ``precision`` at ``confidence``, in workload order;
     /// none when the reference is not in the run or either side failed.
     func unsettledRatios(_ results: [IterationResult], backend: Backend) -> [BenchOperation] {
-        guard let reference = backend.reference, backends.contains(where: { $0.name == reference }) else { return [] }
-        let mine = results.filter { $0.job.backend == backend.name }
-        let theirs = results.filter { $0.job.backend == reference }
-        guard !mine.isEmpty, !theirs.isEmpty,
-            (mine + theirs).allSatisfy({ $0.error == nil })
-        else { return [] }
-        return operations.filter { operation in
-            guard let paired = PairedRatio(operation, results: mine, reference: theirs, confidence: confidence) else {
-                return false
-            }
-            return paired.coverage < confidence || paired.relativeHalfWidth > precision
-        }
+        let widths = ratioWidths(results, backend: backend)
+        return operations.filter { (widths[$0] ?? 0) > 1 }
     }
 
-    /// The operations each backend still needs rounds for, given the measured
-    /// `results` of one size and durability: a backend measured against a
-    /// reference in the run, those whose paired ratio is unsettled (the figure
-    /// it is compared by; its own median follows the machine); a reference,
-    /// none of its own (it runs for the backends measured against it); any
-    /// other backend, those whose median is unsettled.
-    func unsettledOperations(_ results: [IterationResult]) -> [String: [BenchOperation]] {
+    /// The widths (``medianWidths(_:)``) of the figures each backend still
+    /// needs rounds for, given the measured `results` of one size and
+    /// durability, only those above 1: a backend measured against a
+    /// reference in the run, its paired ratios (the figure it is compared
+    /// by; its own median follows the machine); a reference, none of its own
+    /// (it runs for the backends measured against it); any other backend,
+    /// its medians.
+    func unsettledWidths(_ results: [IterationResult]) -> [String: [BenchOperation: Double]] {
         let names = Set(backends.map(\.name))
-        var unsettled: [String: [BenchOperation]] = [:]
+        var unsettled: [String: [BenchOperation: Double]] = [:]
         for backend in backends {
-            let operations: [BenchOperation]
+            let widths: [BenchOperation: Double]
             if let reference = backend.reference, names.contains(reference) {
-                operations = unsettledRatios(results, backend: backend)
+                widths = ratioWidths(results, backend: backend)
             } else if backends.contains(where: { $0.reference == backend.name }) {
-                operations = []
+                widths = [:]
             } else {
-                operations = unsettledMedians(results.filter { $0.job.backend == backend.name })
+                widths = medianWidths(results.filter { $0.job.backend == backend.name })
             }
-            if !operations.isEmpty { unsettled[backend.name] = operations }
+            let open = widths.filter { $0.value > 1 }
+            if !open.isEmpty { unsettled[backend.name] = open }
         }
         return unsettled
+    }
+
+    /// The operations each backend still needs rounds for, in workload
+    /// order (``unsettledWidths(_:)``).
+    func unsettledOperations(_ results: [IterationResult]) -> [String: [BenchOperation]] {
+        unsettledWidths(results).mapValues { widths in operations.filter { widths[$0] != nil } }
+    }
+
+    /// The seconds one iteration of `backend` spends in each operation, over
+    /// its measured `results`: the median over the iterations that ran it of
+    /// all its runs (a read-only operation's in-place runs added up); 0 for
+    /// one not measured yet.
+    func operationCosts(_ results: [IterationResult], backend: String) -> [BenchOperation: Double] {
+        var costs: [BenchOperation: Double] = [:]
+        for operation in operations {
+            let seconds = results.compactMap { result -> Double? in
+                guard result.job.backend == backend, !result.job.countsInstructions,
+                    let m = result.measurements.first(where: { $0.operation == operation })
+                else { return nil }
+                return m.runSeconds?.reduce(0, +) ?? m.seconds
+            }
+            costs[operation] = SampleStatistics(seconds)?.median ?? 0
+        }
+        return costs
+    }
+
+    /// Where a paired group's extra round ends, as an index into
+    /// ``operations``: among the group's unsettled operations (`widths`, the
+    /// widest of the group's backends for each), the one that takes the most
+    /// width off for the time. One more round takes about w ÷ 2n off the
+    /// width w of a figure that has n rounds (an interval narrows with the
+    /// square root of the rounds), so a round that ends at an operation is
+    /// worth the sum of w ÷ n (`rounds`, at least 1) of the unsettled
+    /// operations up to it, and costs the seconds (`costs`, the group's
+    /// backends added up) of every operation up to it; the round ends where
+    /// worth ÷ cost is the largest, at the later one on a tie. So a round
+    /// pays for the slow writes at the end of the workload only when their
+    /// figures weigh as much as the reads before them, a figure that has
+    /// had few rounds weighs more than one that has had many, and a figure
+    /// that settles stops drawing rounds. `nil` when nothing is unsettled.
+    static func roundEnd(
+        operations: [BenchOperation], widths: [BenchOperation: Double], costs: [BenchOperation: Double],
+        rounds: [BenchOperation: Int] = [:]
+    ) -> Int? {
+        var best: (index: Int, score: Double)?
+        var worth = 0.0
+        var cost = 0.0
+        for (index, operation) in operations.enumerated() {
+            cost += max(0, costs[operation] ?? 0)
+            guard let open = widths[operation] else { continue }
+            worth += open / Double(max(1, rounds[operation] ?? 1))
+            let score = cost > 0 ? worth / cost : .infinity
+            if best == nil || score >= best?.score ?? 0 { best = (index, score) }
+        }
+        return best?.index
     }
 
     /// The jobs of extra round `round` after the measured `results` of `size`
     /// and `durability` (empty when every figure is settled): only the
     /// backends with an unsettled operation (``unsettledOperations(_:)``),
     /// each beside its reference in ABBA order (``round(_:of:size:durability:)``),
-    /// and only the operations up to the last unsettled one of its group, in
-    /// workload order, so that the store is in the same state at each of them
-    /// as in a full iteration, and a round does not pay for the slow writes at
-    /// the end of the workload when only a read is still uncertain.
+    /// and only the operations up to where the round takes the most width
+    /// off for its time (``roundEnd(operations:widths:costs:rounds:)``), in workload
+    /// order, so that the store is in the same state at each of them as in
+    /// a full iteration, and a round does not pay for the slow writes at the
+    /// end of the workload while a cheaper read is much less certain.
     func extraRound(
         _ round: Int, after results: [IterationResult], size: BenchSize, durability: Durability
     ) -> [IterationJob] {
         let here = results.filter { $0.job.size == size && $0.job.durability == durability }
-        let unsettled = unsettledOperations(here)
+        let unsettled = unsettledWidths(here)
         guard !unsettled.isEmpty else { return [] }
         let chosen = backends.filter { backend in
             unsettled[backend.name] != nil
@@ -181,7 +278,19 @@ public struct RunConfiguration: Sendable {
         }
         var last: [String: Int] = [:]
         for group in Self.pairedGroups(chosen) {
-            let end = group.flatMap { unsettled[$0.name] ?? [] }.compactMap { operations.firstIndex(of: $0) }.max()
+            var widths: [BenchOperation: Double] = [:]
+            var costs: [BenchOperation: Double] = [:]
+            var rounds: [BenchOperation: Int] = [:]
+            for backend in group {
+                widths.merge(unsettled[backend.name] ?? [:]) { max($0, $1) }
+                costs.merge(operationCosts(here, backend: backend.name)) { $0 + $1 }
+                let mine = here.filter { $0.job.backend == backend.name && !$0.job.countsInstructions }
+                for operation in operations {
+                    let count = mine.filter { $0.job.operations.contains(operation) }.count
+                    rounds[operation] = min(rounds[operation] ?? count, count)
+                }
+            }
+            let end = Self.roundEnd(operations: operations, widths: widths, costs: costs, rounds: rounds)
             for backend in group { last[backend.name] = end ?? operations.count - 1 }
         }
         return self.round(round, of: chosen, size: size, durability: durability).map { job in
@@ -259,6 +368,7 @@ public struct RunConfiguration: Sendable {
                 round: round, isWarmup: round < warmup)
             job.readRuns = readRuns
             job.readRunSeconds = readRunSeconds
+            job.minReadRuns = minReadRuns
             return job
         }
     }
@@ -780,6 +890,30 @@ public enum SummaryTable {
             }
         }
         return noisy
+    }
+
+    /// The rows whose paired ratio to their reference (``ReportRow/ratioPaired``)
+    /// is not known within `precision`: its 95% interval wider than that
+    /// around the ratio, or no interval (fewer than 6 rounds with both).
+    /// These are the figures extra rounds try to settle for a backend with a
+    /// reference, and the ones `compare` judges by default.
+    public static func unsettledRatioRows(_ report: Report, precision: Double) -> [(row: ReportRow, reason: String)] {
+        var unsettled: [(ReportRow, String)] = []
+        for row in report.rows where row.error.isEmpty {
+            guard let ratio = row.ratioPaired, ratio > 0 else { continue }
+            guard let low = row.ratioPairedLow, let high = row.ratioPairedHigh, row.iterations >= 6 else {
+                unsettled.append((row, "\(row.iterations) rounds give no 95% interval of the ratio to \(row.reference)"))
+                continue
+            }
+            let below = (low - ratio) / ratio
+            let above = (high - ratio) / ratio
+            if max(-below, above) > precision {
+                unsettled.append(
+                    (row, String(format: "95%% interval of the ratio to \(row.reference) %+.1f%% … %+.1f%%", below * 100, above * 100)
+                        + ", wider than ±\(Format.percent(precision))"))
+            }
+        }
+        return unsettled
     }
 
     /// The ratio of each backend that names a reference to that reference, by

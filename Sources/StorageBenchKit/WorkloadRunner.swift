@@ -27,11 +27,13 @@ public enum WorkloadRunner {
     ///   - gate: called outside the timed regions before each operation starts
     ///     (with run 0) and before each further run of a read-only operation
     ///     (with its run number): a worker stepped by its parent waits there
-    ///     for its turn (``SteppedWorkers``). A failure ends the iteration
-    ///     with that error.
+    ///     for its turn (``SteppedWorkers``). It returns whether to take the
+    ///     step: false before a further run ends that operation's runs (false
+    ///     before a run 0 is a failure). A failure ends the iteration with
+    ///     that error.
     public static func run(
         _ job: IterationJob, backend: Backend, data: WorkloadData, measuresMemory: Bool = false,
-        progress: (BenchOperation) -> Void = { _ in }, gate: (BenchOperation, Int) throws -> Void = { _, _ in }
+        progress: (BenchOperation) -> Void = { _ in }, gate: (BenchOperation, Int) throws -> Bool = { _, _ in true }
     ) -> IterationResult {
         var result = IterationResult(job: job)
         // Everything the workload hands the store is generated before the
@@ -69,10 +71,16 @@ public enum WorkloadRunner {
     private static func runOperations(
         _ job: IterationJob, backend: Backend, data: WorkloadData, updated: [Dialog], directory: URL,
         result: inout IterationResult, current: inout BenchOperation, probe: inout MemoryProbe?,
-        progress: (BenchOperation) -> Void, gate: (BenchOperation, Int) throws -> Void
+        progress: (BenchOperation) -> Void, gate: (BenchOperation, Int) throws -> Bool
     ) throws {
         let selected = Set(job.operations)
         let size = job.size
+        // Every operation's first run is taken: a gate that refuses it has failed.
+        func enter(_ operation: BenchOperation) throws {
+            guard try gate(operation, 0) else {
+                throw CheckFailure(description: "the worker was told not to start \(operation.rawValue)")
+            }
+        }
         let m = size.messagesPerDialog
         let subject = try backend.open(directory, job.durability)
         result.settings = subject.settingsDescription
@@ -98,23 +106,25 @@ public enum WorkloadRunner {
 
         // persist: everything after it needs the initial graph.
         current = .persist
-        try gate(.persist, 0)
+        try enter(.persist)
         progress(.persist)
         var start = begin()
         try subject.persist(data.initial)
         record(OperationMeasurement(operation: .persist, seconds: stop(start), units: size.dialogs * m))
 
         // A read-only operation runs again in place, on the unchanged store,
-        // while its runs are fewer than job.readRuns and add up to less than
-        // job.readRunSeconds (never under callgrind, whose counts are of one
-        // run); its time is the median of its runs. Memory is measured in the
+        // while its runs are fewer than job.readRuns and either fewer than
+        // job.minReadRuns or adding up to less than job.readRunSeconds, and
+        // the gate lets it (a stepped pair stops together); never under
+        // callgrind, whose counts are of one run. Its time is the median of
+        // its runs. Memory is measured in the
         // first run only; each run of read-all starts, as the first does, after
         // the allocator has given its free pages back.
         let readRuns = job.countsInstructions ? 1 : max(1, job.readRuns)
         func runsAgain(_ operation: BenchOperation, _ runs: [Double]) throws -> Bool {
-            guard runs.count < readRuns && runs.reduce(0, +) < job.readRunSeconds else { return false }
-            try gate(operation, runs.count)
-            return true
+            guard runs.count < readRuns, runs.count < job.minReadRuns || runs.reduce(0, +) < job.readRunSeconds
+            else { return false }
+            return try gate(operation, runs.count)
         }
         func readMeasurement(
             _ operation: BenchOperation, runs: [Double], units: Int, calls: [UInt64]? = nil
@@ -127,7 +137,7 @@ public enum WorkloadRunner {
 
         if selected.contains(.readAll) {
             current = .readAll
-            try gate(.readAll, 0)
+            try enter(.readAll)
             progress(.readAll)
             // The allocator's free pages go back first, so that the rise of
             // resident memory counts what reading everything touches.
@@ -164,7 +174,7 @@ public enum WorkloadRunner {
 
         if selected.contains(.readById) {
             current = .readById
-            try gate(.readById, 0)
+            try enter(.readById)
             progress(.readById)
             var calls: [UInt64] = []
             calls.reserveCapacity(data.readIds.count)
@@ -213,7 +223,7 @@ public enum WorkloadRunner {
 
         if selected.contains(.query) {
             current = .query
-            try gate(.query, 0)
+            try enter(.query)
             progress(.query)
             var calls: [UInt64] = []
             calls.reserveCapacity(data.queryIds.count)
@@ -257,7 +267,7 @@ public enum WorkloadRunner {
 
         if selected.contains(.update) {
             current = .update
-            try gate(.update, 0)
+            try enter(.update)
             progress(.update)
             start = begin()
             try subject.update(updated)
@@ -270,7 +280,7 @@ public enum WorkloadRunner {
         let erases = selected.contains(.eraseById) || selected.contains(.eraseAll)
         if selected.contains(.persistSingle) {
             current = .persistSingle
-            try gate(.persistSingle, 0)
+            try enter(.persistSingle)
             progress(.persistSingle)
             let total = data.extra.count
             let timed = min(backend.singleCallLimit ?? total, total)
@@ -297,7 +307,7 @@ public enum WorkloadRunner {
 
         if selected.contains(.eraseById) {
             current = .eraseById
-            try gate(.eraseById, 0)
+            try enter(.eraseById)
             progress(.eraseById)
             let before = try subject.messageCount()
             start = begin()
@@ -314,7 +324,7 @@ public enum WorkloadRunner {
 
         if selected.contains(.eraseAll) {
             current = .eraseAll
-            try gate(.eraseAll, 0)
+            try enter(.eraseAll)
             progress(.eraseAll)
             let before = try subject.messageCount()
             let dialogsBefore = try subject.dialogCount()

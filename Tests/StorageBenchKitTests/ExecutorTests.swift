@@ -57,6 +57,23 @@ import Testing
         #expect(try garbles.run(job).error?.hasPrefix("the worker's result could not be read") == true)
     }
 
+    /// A timed worker hashes with Swift's fixed seed when asked: the scripted
+    /// worker reports the variable it was started with as its error.
+    @Test func timedWorkersGetTheFixedHashSeedWhenAsked() throws {
+        let job = try Self.job()
+        let script = #"printf '{"job":%s,"measurements":[],"error":"%s"}' "$1" "${SWIFT_DETERMINISTIC_HASHING:-unset}""#
+        func seen(fixed: Bool, stepped: Bool = false) throws -> [String?] {
+            let executor = SubprocessExecutor(
+                executable: URL(fileURLWithPath: "/bin/sh"), arguments: ["-c", script, "sh"], stepsGroups: stepped,
+                fixedHashSeed: fixed)
+            return try executor.run(group: [job, job]).map(\.error)
+        }
+        #expect(try seen(fixed: true) == ["1", "1"])
+        #expect(try seen(fixed: true, stepped: true) == ["1", "1"])
+        let inherited = ProcessInfo.processInfo.environment["SWIFT_DETERMINISTIC_HASHING"] ?? "unset"
+        #expect(try seen(fixed: false) == [inherited, inherited])
+    }
+
     /// Two scripted workers (`sh`) stepped through real pipes: each logs the
     /// steps it is let take, in the order they happen, then prints its result.
     @Test func aGroupsWorkersRunInStepThroughTheirPipes() throws {
@@ -71,13 +88,15 @@ import Testing
                     job: job, measurements: [OperationMeasurement(operation: .persist, seconds: 0.5, units: 8)])
                 try JSONEncoder().encode(result).write(to: directory.appendingPathComponent("result-\(name)"))
             }
-            // $1 is the job's JSON, $2 --stepped. `c` dies after its first step.
+            // $1 is the job's JSON, $2 --stepped. `c` dies after its first
+            // step; a `stop` skips the step.
             let script = """
                 case "$1" in *'"backend":"a"'*) n=a ;; *'"backend":"b"'*) n=b ;; *) n=c ;; esac
                 [ "$2" = --stepped ] || exit 9
                 for step in "persist 0" "read-all 0" "read-all 1"; do
                   echo "step $step"
-                  read word; [ "$word" = go ] || exit 8
+                  read word; [ "$word" = stop ] && { echo "$n stops at $step" >> '\(log.path)'; continue; }
+                  [ "$word" = go ] || exit 8
                   echo "$n $step" >> '\(log.path)'
                   [ $n = c ] && exit 3
                 done
@@ -96,7 +115,8 @@ import Testing
                 steps == [
                     "a persist 0", "b persist 0", "c persist 0",
                     "a read-all 0", "b read-all 0",
-                    "b read-all 1", "a read-all 1",
+                    // `c` has gone: a further run is taken by all or none.
+                    "b stops at read-all 1", "a stops at read-all 1",
                 ])
             // Without stepping, the same group runs one worker after another.
             let sequential = SubprocessExecutor(

@@ -116,6 +116,118 @@ import Testing
         #expect(jobs.allSatisfy { $0.operations == [.persist, .readAll, .query] })
     }
 
+    /// Six rounds of `dao` beside `raw` in which read-all's ratio swings by
+    /// `readAllSwing` and erase-all's by `eraseAllSwing`; erase-all comes
+    /// after a query that takes `querySeconds` on each side.
+    static func twoUncertainOperations(
+        readAllSwing: [Double], eraseAllSwing: [Double], querySeconds: Double
+    ) -> [IterationResult] {
+        (0..<6).flatMap { round in
+            ["dao", "raw"].map { backend in
+                Self.result(backend, round: round) { operation in
+                    let base = backend == "raw" ? 1.0 : 2.0
+                    guard backend == "dao" else { return operation == .query ? querySeconds : base }
+                    switch operation {
+                    case .readAll: return base * readAllSwing[round]
+                    case .eraseAll: return base * eraseAllSwing[round]
+                    case .query: return querySeconds
+                    default: return base
+                    }
+                }
+            }
+        }
+    }
+
+    @Test func roundsGoWhereTheWidthIsForTheTimeTheyCost() throws {
+        let configuration = try Self.configuration([Self.dao, Self.raw])
+        let wide = [1.0, 1.5, 0.7, 1.0, 1.2, 0.8]
+        let narrow = [1.0, 1.05, 0.96, 1.0, 1.04, 0.97]
+        // read-all's ratio is far wider than erase-all's: each unsettled.
+        let uneven = Self.twoUncertainOperations(readAllSwing: wide, eraseAllSwing: narrow, querySeconds: 30)
+        let widths = try #require(configuration.unsettledWidths(uneven)["dao"])
+        #expect(Set(widths.keys) == [.readAll, .eraseAll])
+        #expect((widths[.readAll] ?? 0) > 5 * (widths[.eraseAll] ?? 0))
+        #expect(configuration.extraRound(6, after: uneven, size: Self.size, durability: .full).allSatisfy {
+            $0.operations == [.persist, .readAll]
+        })
+        // Both as wide, but erase-all needs a slow query run first: the round stops after read-all.
+        let slowQuery = Self.twoUncertainOperations(readAllSwing: wide, eraseAllSwing: wide, querySeconds: 30)
+        let jobs = configuration.extraRound(6, after: slowQuery, size: Self.size, durability: .full)
+        #expect(jobs.map(\.backend) == ["dao", "raw"])
+        #expect(jobs.allSatisfy { $0.operations == [.persist, .readAll] })
+        // Both as wide and a quick query: one round serves both for little more time.
+        let quickQuery = Self.twoUncertainOperations(readAllSwing: wide, eraseAllSwing: wide, querySeconds: 0.01)
+        #expect(
+            configuration.extraRound(6, after: quickQuery, size: Self.size, durability: .full)
+                .allSatisfy { $0.operations == Self.operations })
+        // After rounds that stopped at read-all, erase-all, which had none of
+        // them, draws the next one.
+        var starved = Self.twoUncertainOperations(readAllSwing: wide, eraseAllSwing: wide, querySeconds: 3)
+        #expect(configuration.extraRound(6, after: starved, size: Self.size, durability: .full).allSatisfy {
+            $0.operations == [.persist, .readAll]
+        })
+        for round in 6..<16 {
+            for backend in ["dao", "raw"] {
+                starved.append(
+                    Self.result(backend, round: round, operations: [.persist, .readAll]) { operation in
+                        backend == "raw" ? 1 : (operation == .readAll ? 2 * wide[round % 6] : 2)
+                    })
+            }
+        }
+        #expect(configuration.unsettledOperations(starved) == ["dao": [.readAll, .eraseAll]])
+        #expect(
+            configuration.extraRound(16, after: starved, size: Self.size, durability: .full)
+                .allSatisfy { $0.operations == Self.operations })
+        // Once read-all has settled, erase-all draws the rounds, whatever they cost.
+        let settled = Self.twoUncertainOperations(
+            readAllSwing: Array(repeating: 1, count: 6), eraseAllSwing: narrow, querySeconds: 30)
+        #expect(configuration.unsettledOperations(settled) == ["dao": [.eraseAll]])
+        #expect(
+            configuration.extraRound(6, after: settled, size: Self.size, durability: .full)
+                .allSatisfy { $0.operations == Self.operations })
+    }
+
+    @Test func theRoundsEndWeighsWidthPerRoundAgainstTheSecondsUpToEachOperation() {
+        let operations: [BenchOperation] = [.persist, .readAll, .readById, .update, .eraseAll]
+        let costs: [BenchOperation: Double] = [.persist: 1, .readAll: 1, .readById: 1, .update: 1, .eraseAll: 6]
+        // 4 / 2 = 2 at read-all; (4 + 1) / 10 at erase-all.
+        #expect(
+            RunConfiguration.roundEnd(operations: operations, widths: [.readAll: 4, .eraseAll: 1], costs: costs) == 1)
+        // 1.5 / 2 at read-all; (1.5 + 6) / 10 = 0.75 at erase-all: a tie goes to the later one.
+        #expect(
+            RunConfiguration.roundEnd(operations: operations, widths: [.readAll: 1.5, .eraseAll: 6], costs: costs)
+                == 4)
+        // A wide figure early, a wider one late.
+        #expect(
+            RunConfiguration.roundEnd(operations: operations, widths: [.readById: 2, .eraseAll: 40], costs: costs)
+                == 4)
+        // A figure with few rounds weighs more than one with many: (4 ÷ 30) ÷ 2
+        // at read-all against (4 ÷ 30 + 1 ÷ 6) ÷ 10, then (4 ÷ 30 + 1) ÷ 10.
+        #expect(
+            RunConfiguration.roundEnd(
+                operations: operations, widths: [.readAll: 4, .eraseAll: 1], costs: costs,
+                rounds: [.readAll: 30, .eraseAll: 6]) == 1)
+        #expect(
+            RunConfiguration.roundEnd(
+                operations: operations, widths: [.readAll: 4, .eraseAll: 1], costs: costs,
+                rounds: [.readAll: 30, .eraseAll: 1]) == 4)
+        // Nothing measured yet: every unsettled operation up to the last.
+        #expect(RunConfiguration.roundEnd(operations: operations, widths: [.readAll: 2, .update: 1.1], costs: [:]) == 3)
+        #expect(RunConfiguration.roundEnd(operations: operations, widths: [:], costs: costs) == nil)
+    }
+
+    @Test func anOperationsCostAddsUpItsInPlaceRuns() throws {
+        let configuration = try Self.configuration([Self.dao, Self.raw])
+        var results = (0..<3).map { round in Self.result("dao", round: round) { _ in 2 } }
+        for index in results.indices {
+            results[index].measurements[1].runSeconds = [2, 2, 3]
+        }
+        let costs = configuration.operationCosts(results, backend: "dao")
+        #expect(costs[.persist] == 2)
+        #expect(costs[.readAll] == 7)
+        #expect(configuration.operationCosts(results, backend: "raw")[.readAll] == 0)
+    }
+
     @Test func theReportTakesEachOperationFromTheIterationsThatRanIt() throws {
         let configuration = try Self.configuration([Self.dao, Self.raw])
         // Six full rounds, then four that stop after read-all: read-all's

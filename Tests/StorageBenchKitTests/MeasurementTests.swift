@@ -249,6 +249,35 @@ import Testing
     }
 }
 
+@Suite struct UnsettledRatioRowTests {
+    @Test func ratiosWithoutANarrowIntervalAreFlagged() {
+        func row(_ backend: String, iterations: Int, ratio: Double?, low: Double?, high: Double?) -> ReportRow {
+            var row = ReportRow(
+                workload: "dialog-graph-v1", provenance: CompareTests.provenance, backend: backend, durability: "full",
+                operation: "query", dialogs: 1, messagesPerDialog: 1, units: 1, unit: "queries",
+                iterations: iterations, medianSeconds: 1, throughputPerSecond: 1)
+            row.reference = "raw"
+            row.ratioPaired = ratio
+            row.ratioPairedLow = low
+            row.ratioPairedHigh = high
+            return row
+        }
+        var failed = row("failed", iterations: 6, ratio: 0.5, low: 0.1, high: 0.9)
+        failed.error = "boom"
+        let report = Report(rows: [
+            row("steady", iterations: 12, ratio: 0.5, low: 0.49, high: 0.51),
+            row("wide", iterations: 12, ratio: 0.5, low: 0.45, high: 0.505),
+            row("few", iterations: 5, ratio: 0.5, low: 0.5, high: 0.5),
+            row("unpaired", iterations: 12, ratio: nil, low: nil, high: nil),
+            failed,
+        ])
+        let unsettled = SummaryTable.unsettledRatioRows(report, precision: 0.03)
+        #expect(unsettled.map(\.row.backend) == ["wide", "few"])
+        #expect(unsettled[0].reason.contains("-10.0%") && unsettled[0].reason.contains("raw"))
+        #expect(SummaryTable.unsettledRatioRows(report, precision: 0.2).map(\.row.backend) == ["few"])
+    }
+}
+
 @Suite struct OperationDescriptionTests {
     @Test func theDescriptionsAreTheOperationsAsData() throws {
         let size = try BenchSize(dialogs: 100, messagesPerDialog: 10)

@@ -67,16 +67,18 @@ import Testing
     /// Runs one iteration of a fresh counting subject with `readRuns` and
     /// `seconds`; returns the result and the subject.
     static func run(
-        readRuns: Int, seconds: Double, countsInstructions: Bool = false, subject: CountingSubject = CountingSubject()
+        readRuns: Int, seconds: Double, minReadRuns: Int = 1, countsInstructions: Bool = false,
+        subject: CountingSubject = CountingSubject(), gate: (BenchOperation, Int) throws -> Bool = { _, _ in true }
     ) -> (IterationResult, CountingSubject) {
         let backend = Backend(name: "counting", subject: { _, _ in subject })
         var job = IterationJob(
             backend: backend.name, size: size, seed: 42, durability: .full, operations: BenchOperation.allCases)
         job.readRuns = readRuns
         job.readRunSeconds = seconds
+        job.minReadRuns = minReadRuns
         job.countsInstructions = countsInstructions
         let data = WorkloadData(dialogs: size.dialogs, messagesPerDialog: size.messagesPerDialog, seed: 42)
-        return (WorkloadRunner.run(job, backend: backend, data: data), subject)
+        return (WorkloadRunner.run(job, backend: backend, data: data, gate: gate), subject)
     }
 
     @Test func readOnlyOperationsRunAgainInPlaceAndWritesOnce() throws {
@@ -102,6 +104,37 @@ import Testing
                 #expect(measurement.runSeconds == nil, "\(measurement.operation)")
             }
         }
+    }
+
+    @Test func aSlowStoreStillRunsTheFewestRunsAsked() throws {
+        // No time at all: the time budget alone would stop after one run.
+        let (result, subject) = Self.run(readRuns: 5, seconds: 0, minReadRuns: 3)
+        #expect(result.error == nil, "\(result.error ?? "")")
+        #expect(subject.readAlls == 3)
+        #expect(subject.queries == 3 * BenchOperation.query.expectedUnits(for: Self.size))
+        for measurement in result.measurements where measurement.operation.isReadOnly {
+            #expect(measurement.runSeconds?.count == 3, "\(measurement.operation)")
+        }
+        // Still never more than --read-runs, and one run under callgrind.
+        #expect(Self.run(readRuns: 2, seconds: 0, minReadRuns: 2).1.readAlls == 2)
+        #expect(Self.run(readRuns: 5, seconds: 0, minReadRuns: 3, countsInstructions: true).1.readAlls == 1)
+    }
+
+    @Test func theGateEndsAnOperationsRunsAndMustLetEveryOperationStart() throws {
+        // Told to stop before read-by-id's third run: two runs, and the rest of the workload runs.
+        let (result, subject) = Self.run(readRuns: 5, seconds: 3600) { operation, run in
+            !(operation == .readById && run == 2)
+        }
+        #expect(result.error == nil, "\(result.error ?? "")")
+        #expect(subject.readAlls == 5)
+        #expect(result.measurements.first { $0.operation == .readById }?.runSeconds?.count == 2)
+        #expect(result.measurements.first { $0.operation == .query }?.runSeconds?.count == 5)
+        #expect(result.measurements.count == BenchOperation.allCases.count)
+        // Refusing an operation's first run is a failure, not a skipped operation.
+        let (refused, _) = Self.run(readRuns: 5, seconds: 3600) { operation, run in
+            !(operation == .update && run == 0)
+        }
+        #expect(refused.error?.hasPrefix("update:") == true, "\(refused.error ?? "")")
     }
 
     @Test func oneRunByDefaultWithoutTimeOrUnderCallgrind() throws {
@@ -135,8 +168,9 @@ import Testing
     @Test func theReportSaysHowManyRunsAnIterationTook() throws {
         let configuration = try RunConfiguration(
             backends: [TestBackends.memory], sizes: [Self.size], iterations: 3, warmup: 0, showsProgress: false,
-            readRuns: 4, readRunSeconds: 3600)
-        #expect(configuration.jobs().allSatisfy { $0.readRuns == 4 && $0.readRunSeconds == 3600 })
+            readRuns: 4, readRunSeconds: 3600, minReadRuns: 2)
+        #expect(
+            configuration.jobs().allSatisfy { $0.readRuns == 4 && $0.readRunSeconds == 3600 && $0.minReadRuns == 2 })
         let runner = BenchmarkRunner(configuration: configuration, executor: InProcessExecutor(registry: TestBackends.registry))
         let provenance = Provenance(
             runId: "r", timestamp: "t", gitCommit: "c", host: "h", os: "o", cpu: "p", swiftVersion: "s", build: "b")
@@ -155,6 +189,9 @@ import Testing
         }
         #expect(throws: ConfigurationError.self) {
             try RunConfiguration(backends: [TestBackends.memory], sizes: [Self.size], readRunSeconds: -1)
+        }
+        #expect(throws: ConfigurationError.self) {
+            try RunConfiguration(backends: [TestBackends.memory], sizes: [Self.size], readRuns: 4, minReadRuns: 5)
         }
     }
 }

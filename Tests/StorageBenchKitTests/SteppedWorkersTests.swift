@@ -38,15 +38,26 @@ import Testing
             if goes == failsAtGo { throw ConfigurationError("\(name) has gone") }
             if let current { log.steps.append("\(name) \(current.dropFirst(5))") }
         }
+
+        /// As a worker told to stop: the rest of its runs of this operation are skipped.
+        func stop() throws {
+            guard let current, case .step(let operation, _) = SteppedWorkers.State(line: current) else { return }
+            log.steps.append("\(name) stops at \(current.dropFirst(5))")
+            lines.removeAll { line in
+                if case .step(operation, _) = SteppedWorkers.State(line: line) { return true }
+                return false
+            }
+        }
     }
 
     static func steps(_ operations: [BenchOperation], runs: [BenchOperation: Int] = [:]) -> [(BenchOperation, Int)] {
         operations.flatMap { operation in (0..<(runs[operation] ?? 1)).map { (operation, $0) } }
     }
 
-    @Test func stepsAlternateAndStayAligned() {
+    @Test func stepsAlternateAndStayAlignedAndFurtherRunsStopTogether() {
         let log = ScriptedChannel.Log()
-        // The backend runs its query three times, its reference five times.
+        // The backend would run its query three times, its reference five
+        // times: both run it three times.
         let a = ScriptedChannel("a", steps: Self.steps([.persist, .query, .update], runs: [.query: 3]), log: log)
         let b = ScriptedChannel("b", steps: Self.steps([.persist, .query, .update], runs: [.query: 5]), log: log)
         let lines = SteppedWorkers.schedule([a, b])
@@ -57,9 +68,27 @@ import Testing
                 "a query 0", "b query 0",
                 "b query 1", "a query 1",
                 "a query 2", "b query 2",
-                // `a` waits at update while `b` takes the rest of its runs.
-                "b query 3", "b query 4",
+                // `a` has moved on to update: `b` takes no fourth run.
+                "b stops at query 3",
                 "a update 0", "b update 0",
+            ])
+    }
+
+    @Test func aFurtherRunStopsForEveryWorkerOnceOneOfThreeHasMovedOn() {
+        let log = ScriptedChannel.Log()
+        let operations: [BenchOperation] = [.persist, .readById, .update]
+        let a = ScriptedChannel("a", steps: Self.steps(operations, runs: [.readById: 4]), log: log)
+        let b = ScriptedChannel("b", steps: Self.steps(operations, runs: [.readById: 2]), log: log)
+        let c = ScriptedChannel("c", steps: Self.steps(operations, runs: [.readById: 4]), log: log)
+        let lines = SteppedWorkers.schedule([a, b, c])
+        #expect(lines == ["{\"result\":\"a\"}", "{\"result\":\"b\"}", "{\"result\":\"c\"}"])
+        #expect(
+            log.steps == [
+                "a persist 0", "b persist 0", "c persist 0",
+                "a read-by-id 0", "b read-by-id 0", "c read-by-id 0",
+                "c read-by-id 1", "b read-by-id 1", "a read-by-id 1",
+                "a stops at read-by-id 2", "c stops at read-by-id 2",
+                "a update 0", "b update 0", "c update 0",
             ])
     }
 
