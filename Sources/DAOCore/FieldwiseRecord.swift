@@ -82,6 +82,17 @@ public protocol FieldwiseRecord: Record {
     /// reason as ``writePacked(to:)``.
     /// - Throws: the reader's ``StorageError``.
     static func readPacked(from reader: inout PackedFieldReader) throws -> Self
+
+    /// Writes the record's fields to `scanner` (see ``FieldScanWriter``):
+    /// the first real no backend stores, and the stored values at the
+    /// positions it keeps.
+    ///
+    /// Provided by the protocol (records do not implement it), for the same
+    /// reason as ``writePacked(to:)``: the check of every record written
+    /// runs in the adapters' unspecialized code, where a pass through a
+    /// generic writer costs a witness call per field.
+    /// - Throws: what `write(fields:)` throws.
+    func scanFields(_ scanner: inout FieldScanWriter) throws
 }
 
 /// Writes the fields of one record, one after another. Each adapter has its own

@@ -69,30 +69,85 @@ extension ToManyRelation {
     }
 }
 
-/// Finds, by position, the first real a fieldwise record writes that no backend
-/// stores; ignores every other field.
-struct RealCheckWriter: FieldWriter {
-    var position = 0
-    var unstorable: Int?
+/// Scans the fields of a ``FieldwiseRecord`` in one pass: finds, by
+/// position, the first real no backend stores, and keeps the stored values
+/// (as ``StoredValueWriter`` collects them) at two positions; ignores every
+/// other field. See ``FieldwiseRecord/scanFields(_:)``.
+public struct FieldScanWriter: FieldWriter {
+    /// The position of the next field.
+    public var position = 0
+    /// The position of the first real that no backend stores, if any.
+    public var unstorable: Int?
+    /// The first position whose value is kept, or -1.
+    public let firstKept: Int
+    /// The second position whose value is kept, or -1.
+    public let secondKept: Int
+    /// The value at ``firstKept``.
+    public var first: StoredValue = .null
+    /// The value at ``secondKept``.
+    public var second: StoredValue = .null
 
-    mutating func encode(_ value: Int64) throws { position += 1 }
-    mutating func encode(_ value: Double) throws {
-        if unstorable == nil && (value.isNaN || (value == 0 && value.sign == .minus)) { unstorable = position }
+    /// A scanner that keeps the values at `firstKept` and `secondKept`
+    /// (-1 for none).
+    @inlinable
+    public init(keeping firstKept: Int = -1, and secondKept: Int = -1) {
+        self.firstKept = firstKept
+        self.secondKept = secondKept
+    }
+
+    @inlinable @inline(__always)
+    mutating func take(_ value: @autoclosure () -> StoredValue) {
+        if position == firstKept {
+            first = value()
+        } else if position == secondKept {
+            second = value()
+        }
         position += 1
     }
-    mutating func encode(_ value: String) throws { position += 1 }
-    mutating func encode(_ value: Bool) throws { position += 1 }
-    mutating func encode(_ value: Date) throws { try encode(value.timeIntervalSinceReferenceDate) }
-    mutating func encode(_ value: Data) throws { position += 1 }
-    mutating func encodeNil() throws { position += 1 }
+
+    /// Notes an integer.
+    @inlinable @inline(__always)
+    public mutating func encode(_ value: Int64) throws { take(.integer(value)) }
+    /// Notes a real, and whether it is the first that no backend stores.
+    @inlinable @inline(__always)
+    public mutating func encode(_ value: Double) throws {
+        if unstorable == nil && (value.isNaN || (value == 0 && value.sign == .minus)) { unstorable = position }
+        take(.real(value))
+    }
+    /// Notes a text.
+    @inlinable @inline(__always)
+    public mutating func encode(_ value: String) throws { take(.text(value)) }
+    /// Notes a boolean.
+    @inlinable @inline(__always)
+    public mutating func encode(_ value: Bool) throws { take(.integer(value ? 1 : 0)) }
+    /// Notes a date, stored as a real.
+    @inlinable @inline(__always)
+    public mutating func encode(_ value: Date) throws { try encode(value.timeIntervalSinceReferenceDate) }
+    /// Notes bytes.
+    @inlinable @inline(__always)
+    public mutating func encode(_ value: Data) throws { take(.blob([UInt8](value))) }
+    /// Notes a null.
+    @inlinable @inline(__always)
+    public mutating func encodeNil() throws { take(.null) }
+}
+
+extension FieldwiseRecord {
+    /// Writes the record's fields to `scanner` (see ``FieldwiseRecord/scanFields(_:)``).
+    ///
+    /// Inlinable, so that the conformance of each record type uses a copy
+    /// specialized for it.
+    @inlinable
+    public func scanFields(_ scanner: inout FieldScanWriter) throws {
+        try write(fields: &scanner)
+    }
 }
 
 /// The real check of `F`, which is `Root` (found by casting `Root.self`), so a
 /// record converts to it without a cast per record.
 func makeRealChecker<Root, F: FieldwiseRecord>(_ type: F.Type, for root: Root.Type) -> @Sendable (Root) throws -> Int? {
     { record in
-        var writer = RealCheckWriter()
-        try unsafeBitCast(record, to: F.self).write(fields: &writer)
-        return writer.unstorable
+        var scanner = FieldScanWriter()
+        try unsafeBitCast(record, to: F.self).scanFields(&scanner)
+        return scanner.unstorable
     }
 }
