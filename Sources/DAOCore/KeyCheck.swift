@@ -16,7 +16,8 @@ extension Entity {
     /// - Throws: ``StorageError`` of kind ``StorageError/Kind/schemaMismatch``.
     public func checkDeclaredKeys(_ records: [Root]) throws {
         let encoder = KeyCheckEncoder(declared: declaredKeys, order: declaredOrder)
-        for record in records { try checkDeclaredKeys(record, with: encoder) }
+        // By position: `for … in` copies each record (unspecialized).
+        for index in records.indices { try checkDeclaredKeys(records[index], with: encoder) }
     }
 
     fileprivate func checkDeclaredKeys(_ record: Root, with encoder: KeyCheckEncoder) throws {

@@ -32,7 +32,7 @@ extension Entity {
         !(value.isNaN || (value == 0 && value.sign == .minus))
     }
 
-    private func unstorable(_ record: Root, _ field: Field<Root>) -> StorageError {
+    func unstorable(_ record: Root, _ field: Field<Root>) -> StorageError {
         let value = field.value(in: record)
         return StorageError(
             .invalidArgument, .persist, entity: name,
@@ -50,6 +50,25 @@ extension Entity {
 extension ToManyRelation {
     func checkStorableChildren(of parent: Parent) throws {
         let entity = Child.entity
+        if let checkReals = entity.realsChecker {
+            // Children without relations of their own, written by position:
+            // one specialized pass over all of them, and the error of the
+            // first, as one by one.
+            // A record whose `write(fields:)` throws is checked one by one
+            // below, so that the error is the one the order gives.
+            let children = parent[keyPath: children]
+            var found: (record: Int, field: Int)?
+            var scanned = true
+            do {
+                found = try checkReals(children)
+            } catch {
+                scanned = false  // thrown again by the check one by one
+            }
+            if scanned {
+                guard let (index, position) = found else { return }
+                throw entity.unstorable(children[index], entity.fields[position])
+            }
+        }
         for child in parent[keyPath: children] {
             try entity.checkStorable(child)
         }
@@ -139,6 +158,39 @@ extension FieldwiseRecord {
     @inlinable
     public func scanFields(_ scanner: inout FieldScanWriter) throws {
         try write(fields: &scanner)
+    }
+
+    /// Scans each of `records` (see ``FieldwiseRecord/scanFields(of:keeping:and:into:_:)``).
+    ///
+    /// Inlinable, so that the conformance of each record type uses a copy
+    /// specialized for it.
+    @inlinable
+    public static func scanFields(
+        of records: [Self], keeping first: Int, and second: Int, into firsts: inout [StoredValue],
+        _ seconds: inout [StoredValue]
+    ) throws -> (record: Int, field: Int)? {
+        if first >= 0 { firsts.reserveCapacity(firsts.count + records.count) }
+        if second >= 0 { seconds.reserveCapacity(seconds.count + records.count) }
+        for index in records.indices {
+            var scanner = FieldScanWriter(keeping: first, and: second)
+            try records[index].write(fields: &scanner)
+            if let position = scanner.unstorable { return (index, position) }
+            if first >= 0 { firsts.append(scanner.first) }
+            if second >= 0 { seconds.append(scanner.second) }
+        }
+        return nil
+    }
+}
+
+/// The real check of many records of `F`, which is `Root`: the index of the
+/// first record holding a real no backend stores, and the field's position.
+func makeRealsChecker<Root, F: FieldwiseRecord>(
+    _ type: F.Type, for root: Root.Type
+) -> @Sendable ([Root]) throws -> (record: Int, field: Int)? {
+    { records in
+        var firsts: [StoredValue] = []
+        var seconds: [StoredValue] = []
+        return try F.scanFields(of: unsafeBitCast(records, to: [F].self), keeping: -1, and: -1, into: &firsts, &seconds)
     }
 }
 

@@ -32,3 +32,52 @@ private func makeKeyPairReader<Root, F: FieldwiseRecord>(
         return (scanner.first, scanner.second)
     }
 }
+
+/// Reads the primary keys and foreign keys of many records in one
+/// specialized pass (``FieldwiseRecord/scanFields(of:keeping:and:into:_:)``),
+/// in order. The records hold no real that no backend stores (checked before).
+typealias KeyPairsReader<Root> = @Sendable ([Root]) throws -> (keys: [StoredValue], foreignKeys: [StoredValue])
+
+/// The ``KeyPairsReader`` of `Root`, under the conditions of ``makeKeyPairReader(for:foreignKey:)``.
+func makeKeyPairsReader<Root: Record>(for root: Root.Type, foreignKey: String) -> KeyPairsReader<Root>? {
+    guard let position = Root.entity.position(ofField: foreignKey), position > 0,
+        let fieldwise = Root.self as? any FieldwiseRecord.Type
+    else { return nil }
+    return makeKeyPairsReader(fieldwise, for: root, foreignKeyPosition: position)
+}
+
+private func makeKeyPairsReader<Root, F: FieldwiseRecord>(
+    _ type: F.Type, for root: Root.Type, foreignKeyPosition: Int
+) -> KeyPairsReader<Root> {
+    { records in
+        var keys: [StoredValue] = []
+        var foreignKeys: [StoredValue] = []
+        _ = try F.scanFields(of: unsafeBitCast(records, to: [F].self), keeping: 0, and: foreignKeyPosition, into: &keys, &foreignKeys)
+        return (keys, foreignKeys)
+    }
+}
+
+/// Reads the values of one or two fields (by position) of many records in one
+/// specialized pass: the first field's values, then the second's (empty when
+/// there is none), in the order of the records.
+typealias FieldPairReader<Root> = @Sendable ([Root]) throws -> (firsts: [StoredValue], seconds: [StoredValue])
+
+/// The ``FieldPairReader`` of the fields at `positions` (one or two) of
+/// `Root`, when it is a ``FieldwiseRecord``; `nil` otherwise.
+func makeFieldPairReader<Root: Record>(for root: Root.Type, positions: [Int]) -> FieldPairReader<Root>? {
+    guard positions.count == 1 || positions.count == 2,
+        let fieldwise = Root.self as? any FieldwiseRecord.Type
+    else { return nil }
+    return makeFieldPairReader(fieldwise, for: root, first: positions[0], second: positions.count == 2 ? positions[1] : -1)
+}
+
+private func makeFieldPairReader<Root, F: FieldwiseRecord>(
+    _ type: F.Type, for root: Root.Type, first: Int, second: Int
+) -> FieldPairReader<Root> {
+    { records in
+        var firsts: [StoredValue] = []
+        var seconds: [StoredValue] = []
+        _ = try F.scanFields(of: unsafeBitCast(records, to: [F].self), keeping: first, and: second, into: &firsts, &seconds)
+        return (firsts, seconds)
+    }
+}

@@ -110,17 +110,26 @@ final class Table<R: Record>: AnyTable {
     /// Whether ``trackedTextFields`` is not empty, tested for every record
     /// written (`isEmpty` on the generic array is a witness call).
     private let tracksTexts: Bool
+    /// Reads the tracked texts of many records by position, when the record
+    /// is a ``FieldwiseRecord`` with one or two text fields.
+    private let trackedTextsReader: FieldPairReader<R>?
     /// The field that holds the owner's key, when the entity names its owner.
     let foreignKeyName: String?
     /// Reads a child's primary key and foreign key in one pass, when the
     /// record is a ``FieldwiseRecord`` (see ``KeyPairReader``).
     let keyPairReader: KeyPairReader<R>?
+    /// The same for many records at once (see ``KeyPairsReader``).
+    let keyPairsReader: KeyPairsReader<R>?
 
     init(records: [R], documentName: String?, foreignKey: String?, format: FileFormat = .json) {
         trackedTextFields = format == .propertyList ? R.entity.fields.filter { $0.type == .text } : []
         tracksTexts = !trackedTextFields.isEmpty
+        trackedTextsReader = tracksTexts
+            ? makeFieldPairReader(for: R.self, positions: trackedTextFields.compactMap { R.entity.position(ofField: $0.name) })
+            : nil
         foreignKeyName = foreignKey
         keyPairReader = foreignKey.flatMap { makeKeyPairReader(for: R.self, foreignKey: $0) }
+        keyPairsReader = foreignKey.flatMap { makeKeyPairsReader(for: R.self, foreignKey: $0) }
         entityName = R.entity.name
         self.documentName = documentName
         var names: [String] = []
@@ -330,10 +339,22 @@ final class Table<R: Record>: AnyTable {
         defer {
             if !pending.isEmpty { addToIndex(foreignKeyPosition, parentKey, pending) }
         }
+        // While the table holds no text that may not be in NFC, whether each
+        // record holds one, tested in one loop: ``checkSpellings(of:key:)``
+        // tests the same first, and a record that holds none is accepted
+        // then. Per call, the runtime was asked for the metadata of a field
+        // and an optional (650 instructions a record).
+        let holdsSuspects = checksSpellings && state.suspects.isEmpty ? holdSuspects(records) : []
         for position in 0..<records.count {
             let record = records[position]
             var mayHoldSuspects = true
-            if checksSpellings { mayHoldSuspects = try checkSpellings(of: record, key: keys[position]) }
+            if checksSpellings {
+                if position < holdsSuspects.count && !holdsSuspects[position] && state.suspects.isEmpty {
+                    mayHoldSuspects = false
+                } else {
+                    mayHoldSuspects = try checkSpellings(of: record, key: keys[position])
+                }
+            }
             let addsKey = insertUnchecked(
                 record, key: keys[position], mayHoldSuspects: mayHoldSuspects, knownValue: parentKey,
                 at: foreignKeyPosition, knownBefore: heldByParent, defersKnown: foreignKeyPosition >= 0)
@@ -373,7 +394,14 @@ final class Table<R: Record>: AnyTable {
         if inTransaction && !hasSaved { remember(key, old) }
         track(key)
         var addsKnown = false
-        if let old {
+        // Whether the record replaced is needed: for an index other than
+        // the one whose value before is known, or for its texts. (Binding
+        // it copies the record, through the runtime's value witnesses.)
+        let readsOld = indexCount > (knownBefore && knownPosition >= 0 ? 1 : 0)
+            || (tracksTexts && (state.texts != nil || !state.suspects.isEmpty))
+        if old != nil && !readsOld {
+            // Replaced, and nothing to update for the record it replaces.
+        } else if let old {
             // Only the indexes whose value changed are touched. (Loops over
             // `0..<count` here: this code runs unspecialized, where iterating
             // a generic array asks the runtime for its iterator's metadata.)
@@ -418,6 +446,50 @@ final class Table<R: Record>: AnyTable {
                 state.suspects[text, default: (Array(text.utf8), 0)].count += 1
             }
         }
+    }
+
+    /// Whether each of `records` holds a text that may change under NFC
+    /// (``CanonicalText/isSuspect(_:)``).
+    private func holdSuspects(_ records: [R]) -> [Bool] {
+        var holds: [Bool] = []
+        holds.reserveCapacity(records.count)
+        if let read = trackedTextsReader {
+            // By position, without key paths. (A record whose
+            // `write(fields:)` throws is read through the key paths below.)
+            var texts: (firsts: [StoredValue], seconds: [StoredValue])?
+            do {
+                texts = try read(records)
+            } catch {
+                texts = nil
+            }
+            if let texts, texts.firsts.count == records.count {
+                for index in 0..<records.count {
+                    holds.append(
+                        Self.isSuspect(texts.firsts[index])
+                            || (index < texts.seconds.count && Self.isSuspect(texts.seconds[index])))
+                }
+                return holds
+            }
+        }
+        let fieldCount = trackedTextFields.count
+        for index in 0..<records.count {
+            var any = false
+            for position in 0..<fieldCount {
+                if case .text(let text) = trackedTextFields[position].value(in: records[index]),
+                    CanonicalText.isSuspect(text)
+                {
+                    any = true
+                    break
+                }
+            }
+            holds.append(any)
+        }
+        return holds
+    }
+
+    private static func isSuspect(_ value: StoredValue) -> Bool {
+        if case .text(let text) = value { return CanonicalText.isSuspect(text) }
+        return false
     }
 
     /// Checks that no text of `record` is canonically equivalent to a stored

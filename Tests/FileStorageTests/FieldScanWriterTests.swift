@@ -77,3 +77,26 @@ extension FieldScanWriter {
         return scanner.unstorable
     }
 }
+
+extension FieldScanWriterTests {
+    @Test("scanning many records keeps the values in order and stops at the first unstorable real")
+    func manyRecords() throws {
+        func message(_ id: Int64, date: Double = 5) -> MessageRecord {
+            MessageRecord(
+                id: id, dialogId: id * 10, date: Date(timeIntervalSinceReferenceDate: date), text: "t\(id)", senderId: 1,
+                receiverId: 2, type: 0, isIncoming: true, isRead: false)
+        }
+        var firsts: [StoredValue] = []
+        var seconds: [StoredValue] = []
+        let all = try MessageRecord.scanFields(of: [message(1), message(2), message(3)], keeping: 0, and: 3, into: &firsts, &seconds)
+        #expect(all == nil)
+        #expect(firsts == [.integer(1), .integer(2), .integer(3)])
+        #expect(seconds == [.text("t1"), .text("t2"), .text("t3")])
+        firsts = []
+        seconds = []
+        let found = try MessageRecord.scanFields(
+            of: [message(1), message(2, date: .nan), message(3, date: -0.0)], keeping: 1, and: -1, into: &firsts, &seconds)
+        #expect(found?.record == 1 && found?.field == 2)
+        #expect(firsts == [.integer(10)] && seconds.isEmpty)
+    }
+}
