@@ -130,6 +130,10 @@ public final class Entity<Root: Record>: Sendable {
     /// For a ``FieldwiseRecord`` with reals: the position of the first real it
     /// writes that no backend stores, found without key paths.
     let realChecker: (@Sendable (Root) throws -> Int?)?
+    /// For a ``FieldwiseRecord`` with reals and without relations: the first
+    /// of many records (its index) holding a real no backend stores, and the
+    /// field's position, in one specialized pass.
+    let realsChecker: (@Sendable ([Root]) throws -> (record: Int, field: Int)?)?
     private let positionByName: [String: Int]
     /// The plans of this entity's queries, by shape (see ``QueryPlan/init(_:parts:)``).
     let queryPlans = QueryPlanCache<Root>()
@@ -174,8 +178,10 @@ public final class Entity<Root: Record>: Sendable {
         hasRealFieldsOrRelations = !realFields.isEmpty || !relations.isEmpty
         if !realFields.isEmpty, let fieldwise = Root.self as? any FieldwiseRecord.Type {
             realChecker = makeRealChecker(fieldwise, for: Root.self)
+            realsChecker = relations.isEmpty ? makeRealsChecker(fieldwise, for: Root.self) : nil
         } else {
             realChecker = nil
+            realsChecker = nil
         }
     }
 

@@ -92,6 +92,33 @@ public protocol FieldwiseRecord: Record {
     /// reason as ``writePacked(to:)``.
     /// - Throws: the reader's ``StorageError``.
     static func readPacked(from reader: inout PackedFieldReader) throws -> Self
+
+    /// Writes the record's fields to `scanner` (see ``FieldScanWriter``):
+    /// the first real no backend stores, and the stored values at the
+    /// positions it keeps.
+    ///
+    /// Provided by the protocol (records do not implement it), for the same
+    /// reason as ``writePacked(to:)``: the check of every record written
+    /// runs in the adapters' unspecialized code, where a pass through a
+    /// generic writer costs a witness call per field.
+    /// - Throws: what `write(fields:)` throws.
+    func scanFields(_ scanner: inout FieldScanWriter) throws
+
+    /// Scans each of `records` in turn (``scanFields(_:)``): appends the
+    /// stored value at position `first` of each to `firsts` and at `second`
+    /// to `seconds` (-1 for none), and stops at the first record that holds
+    /// a real no backend stores, returning its index and the field's
+    /// position.
+    ///
+    /// Provided by the protocol (records do not implement it), for the same
+    /// reason as ``scanFields(_:)``; for many records (a parent's children)
+    /// the loop itself is specialized too, where a call per record through a
+    /// closure copied the record and the scanner.
+    /// - Throws: what `write(fields:)` throws, stopping there.
+    static func scanFields(
+        of records: [Self], keeping first: Int, and second: Int, into firsts: inout [StoredValue],
+        _ seconds: inout [StoredValue]
+    ) throws -> (record: Int, field: Int)?
 }
 
 /// Writes the fields of one record, one after another. Each adapter has its own

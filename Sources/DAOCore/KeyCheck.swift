@@ -16,7 +16,8 @@ extension Entity {
     /// - Throws: ``StorageError`` of kind ``StorageError/Kind/schemaMismatch``.
     public func checkDeclaredKeys(_ records: [Root]) throws {
         let encoder = KeyCheckEncoder(declared: declaredKeys, order: declaredOrder)
-        for record in records { try checkDeclaredKeys(record, with: encoder) }
+        // By position: `for … in` copies each record (unspecialized).
+        for index in records.indices { try checkDeclaredKeys(records[index], with: encoder) }
     }
 
     fileprivate func checkDeclaredKeys(_ record: Root, with encoder: KeyCheckEncoder) throws {
@@ -75,16 +76,41 @@ final class KeyCheckEncoder: Encoder {
             undeclared = nil
         }
 
+        @inline(__always)
         func note(_ name: String) {
             if position < order.count, order[position] == name {
                 position += 1
-            } else if undeclared == nil, !declared.contains(name) {
-                undeclared = name
+            } else {
+                noteOutOfOrder(name)
             }
+        }
+
+        private func noteOutOfOrder(_ name: String) {
+            if undeclared == nil, !declared.contains(name) { undeclared = name }
+        }
+    }
+
+    /// The container handed out last, for records whose keys are `keyType`.
+    class CachedContainer {
+        let keyType: ObjectIdentifier
+        init(keyType: ObjectIdentifier) { self.keyType = keyType }
+    }
+
+    final class TypedContainer<Key: CodingKey>: CachedContainer {
+        let container: KeyedEncodingContainer<Key>
+        init(_ container: KeyedEncodingContainer<Key>) {
+            self.container = container
+            super.init(keyType: ObjectIdentifier(Key.self))
         }
     }
 
     let state: State
+    /// The container of the last key type asked for: a container holds
+    /// nothing but ``state``, so every record of one type is checked with
+    /// the same one. Building one per record asked the runtime for the
+    /// metadata of the container and of the standard library's box around
+    /// it, and allocated and freed the box: about 1,200 instructions.
+    @exclusivity(unchecked) private var cached: CachedContainer?
     var codingPath: [any CodingKey] { [] }
     var userInfo: [CodingUserInfoKey: Any] { [:] }
 
@@ -93,7 +119,13 @@ final class KeyCheckEncoder: Encoder {
     }
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
-        KeyedEncodingContainer(KeyCheckContainer<Key>(state: state))
+        if let cached, cached.keyType == ObjectIdentifier(Key.self) {
+            // The identifier of `Key` says the cached container's type.
+            return unsafeDowncast(cached, to: TypedContainer<Key>.self).container
+        }
+        let container = KeyedEncodingContainer(KeyCheckContainer<Key>(state: state))
+        cached = TypedContainer(container)
+        return container
     }
 
     func unkeyedContainer() -> any UnkeyedEncodingContainer {
@@ -111,6 +143,7 @@ private struct KeyCheckContainer<Key: CodingKey>: KeyedEncodingContainerProtocol
     let state: KeyCheckEncoder.State
     var codingPath: [any CodingKey] { [] }
 
+    @inline(__always)
     private func note(_ key: Key) { state.note(key.stringValue) }
 
     mutating func encodeNil(forKey key: Key) throws { note(key) }

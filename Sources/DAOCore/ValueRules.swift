@@ -32,7 +32,7 @@ extension Entity {
         !(value.isNaN || (value == 0 && value.sign == .minus))
     }
 
-    private func unstorable(_ record: Root, _ field: Field<Root>) -> StorageError {
+    func unstorable(_ record: Root, _ field: Field<Root>) -> StorageError {
         let value = field.value(in: record)
         return StorageError(
             .invalidArgument, .persist, entity: name,
@@ -50,6 +50,25 @@ extension Entity {
 extension ToManyRelation {
     func checkStorableChildren(of parent: Parent) throws {
         let entity = Child.entity
+        if let checkReals = entity.realsChecker {
+            // Children without relations of their own, written by position:
+            // one specialized pass over all of them, and the error of the
+            // first, as one by one.
+            // A record whose `write(fields:)` throws is checked one by one
+            // below, so that the error is the one the order gives.
+            let children = parent[keyPath: children]
+            var found: (record: Int, field: Int)?
+            var scanned = true
+            do {
+                found = try checkReals(children)
+            } catch {
+                scanned = false  // thrown again by the check one by one
+            }
+            if scanned {
+                guard let (index, position) = found else { return }
+                throw entity.unstorable(children[index], entity.fields[position])
+            }
+        }
         for child in parent[keyPath: children] {
             try entity.checkStorable(child)
         }
@@ -69,30 +88,118 @@ extension ToManyRelation {
     }
 }
 
-/// Finds, by position, the first real a fieldwise record writes that no backend
-/// stores; ignores every other field.
-struct RealCheckWriter: FieldWriter {
-    var position = 0
-    var unstorable: Int?
+/// Scans the fields of a ``FieldwiseRecord`` in one pass: finds, by
+/// position, the first real no backend stores, and keeps the stored values
+/// (as ``StoredValueWriter`` collects them) at two positions; ignores every
+/// other field. See ``FieldwiseRecord/scanFields(_:)``.
+public struct FieldScanWriter: FieldWriter {
+    /// The position of the next field.
+    public var position = 0
+    /// The position of the first real that no backend stores, if any.
+    public var unstorable: Int?
+    /// The first position whose value is kept, or -1.
+    public let firstKept: Int
+    /// The second position whose value is kept, or -1.
+    public let secondKept: Int
+    /// The value at ``firstKept``.
+    public var first: StoredValue = .null
+    /// The value at ``secondKept``.
+    public var second: StoredValue = .null
 
-    mutating func encode(_ value: Int64) throws { position += 1 }
-    mutating func encode(_ value: Double) throws {
-        if unstorable == nil && (value.isNaN || (value == 0 && value.sign == .minus)) { unstorable = position }
+    /// A scanner that keeps the values at `firstKept` and `secondKept`
+    /// (-1 for none).
+    @inlinable
+    public init(keeping firstKept: Int = -1, and secondKept: Int = -1) {
+        self.firstKept = firstKept
+        self.secondKept = secondKept
+    }
+
+    @inlinable @inline(__always)
+    mutating func take(_ value: @autoclosure () -> StoredValue) {
+        if position == firstKept {
+            first = value()
+        } else if position == secondKept {
+            second = value()
+        }
         position += 1
     }
-    mutating func encode(_ value: String) throws { position += 1 }
-    mutating func encode(_ value: Bool) throws { position += 1 }
-    mutating func encode(_ value: Date) throws { try encode(value.timeIntervalSinceReferenceDate) }
-    mutating func encode(_ value: Data) throws { position += 1 }
-    mutating func encodeNil() throws { position += 1 }
+
+    /// Notes an integer.
+    @inlinable @inline(__always)
+    public mutating func encode(_ value: Int64) throws { take(.integer(value)) }
+    /// Notes a real, and whether it is the first that no backend stores.
+    @inlinable @inline(__always)
+    public mutating func encode(_ value: Double) throws {
+        if unstorable == nil && (value.isNaN || (value == 0 && value.sign == .minus)) { unstorable = position }
+        take(.real(value))
+    }
+    /// Notes a text.
+    @inlinable @inline(__always)
+    public mutating func encode(_ value: String) throws { take(.text(value)) }
+    /// Notes a boolean.
+    @inlinable @inline(__always)
+    public mutating func encode(_ value: Bool) throws { take(.integer(value ? 1 : 0)) }
+    /// Notes a date, stored as a real.
+    @inlinable @inline(__always)
+    public mutating func encode(_ value: Date) throws { try encode(value.timeIntervalSinceReferenceDate) }
+    /// Notes bytes.
+    @inlinable @inline(__always)
+    public mutating func encode(_ value: Data) throws { take(.blob([UInt8](value))) }
+    /// Notes a null.
+    @inlinable @inline(__always)
+    public mutating func encodeNil() throws { take(.null) }
+}
+
+extension FieldwiseRecord {
+    /// Writes the record's fields to `scanner` (see ``FieldwiseRecord/scanFields(_:)``).
+    ///
+    /// Inlinable, so that the conformance of each record type uses a copy
+    /// specialized for it.
+    @inlinable
+    public func scanFields(_ scanner: inout FieldScanWriter) throws {
+        try write(fields: &scanner)
+    }
+
+    /// Scans each of `records` (see ``FieldwiseRecord/scanFields(of:keeping:and:into:_:)``).
+    ///
+    /// Inlinable, so that the conformance of each record type uses a copy
+    /// specialized for it.
+    @inlinable
+    public static func scanFields(
+        of records: [Self], keeping first: Int, and second: Int, into firsts: inout [StoredValue],
+        _ seconds: inout [StoredValue]
+    ) throws -> (record: Int, field: Int)? {
+        if first >= 0 { firsts.reserveCapacity(firsts.count + records.count) }
+        if second >= 0 { seconds.reserveCapacity(seconds.count + records.count) }
+        for index in records.indices {
+            var scanner = FieldScanWriter(keeping: first, and: second)
+            try records[index].write(fields: &scanner)
+            if let position = scanner.unstorable { return (index, position) }
+            if first >= 0 { firsts.append(scanner.first) }
+            if second >= 0 { seconds.append(scanner.second) }
+        }
+        return nil
+    }
+}
+
+/// The real check of many records of `F`, which is `Root`: the index of the
+/// first record holding a real no backend stores, and the field's position.
+func makeRealsChecker<Root, F: FieldwiseRecord>(
+    _ type: F.Type, for root: Root.Type
+) -> @Sendable ([Root]) throws -> (record: Int, field: Int)? {
+    { records in
+        var firsts: [StoredValue] = []
+        var seconds: [StoredValue] = []
+        return try F.scanFields(of: unsafeBitCast(records, to: [F].self), keeping: -1, and: -1, into: &firsts, &seconds)
+    }
 }
 
 /// The real check of `F`, which is `Root` (found by casting `Root.self`), so a
 /// record converts to it without a cast per record.
 func makeRealChecker<Root, F: FieldwiseRecord>(_ type: F.Type, for root: Root.Type) -> @Sendable (Root) throws -> Int? {
     { record in
-        var writer = RealCheckWriter()
-        try unsafeBitCast(record, to: F.self).write(fields: &writer)
-        return writer.unstorable
+        var scanner = FieldScanWriter()
+        try unsafeBitCast(record, to: F.self).scanFields(&scanner)
+        return scanner.unstorable
     }
 }

@@ -1,45 +1,15 @@
 import DAOCore
 import Foundation
 
-/// Reads the primary key and the foreign key of a ``FieldwiseRecord`` in one
-/// pass over `write(fields:)`, as ``Field/value(in:)`` reads them (the same
-/// stored values as ``StoredValueWriter`` collects), without key paths.
+/// Reads a record's primary key and foreign key in one pass over
+/// `write(fields:)` (``FieldwiseRecord/scanFields(_:)``, the same stored values
+/// as ``Field/value(in:)`` reads), without key paths.
 ///
 /// The table code runs unspecialized, where reading a field through its key
 /// path costs 500–600 instructions; a child's upsert read two (its primary key,
 /// and its foreign key to check the relation's rule): about 1,170 for a
-/// message, against 480 for one pass over its nine fields.
-struct KeyPairWriter: FieldWriter {
-    /// The position of the foreign key in the entity's fields (the primary
-    /// key is at 0).
-    let foreignKeyPosition: Int
-    var position = 0
-    var key: StoredValue = .null
-    var foreignKey: StoredValue = .null
-
-    init(foreignKeyPosition: Int) {
-        self.foreignKeyPosition = foreignKeyPosition
-    }
-
-    private mutating func take(_ value: @autoclosure () -> StoredValue) {
-        if position == 0 {
-            key = value()
-        } else if position == foreignKeyPosition {
-            foreignKey = value()
-        }
-        position += 1
-    }
-
-    mutating func encode(_ value: Int64) throws { take(.integer(value)) }
-    mutating func encode(_ value: Double) throws { take(.real(value)) }
-    mutating func encode(_ value: String) throws { take(.text(value)) }
-    mutating func encode(_ value: Bool) throws { take(.integer(value ? 1 : 0)) }
-    mutating func encode(_ value: Date) throws { take(.real(value.timeIntervalSinceReferenceDate)) }
-    mutating func encode(_ value: Data) throws { take(.blob([UInt8](value))) }
-    mutating func encodeNil() throws { take(.null) }
-}
-
-/// Reads a record's primary key and foreign key (see ``KeyPairWriter``).
+/// message. The scan, specialized in the record's conformance, costs a few
+/// dozen.
 typealias KeyPairReader<Root> = @Sendable (Root) throws -> (key: StoredValue, foreignKey: StoredValue)
 
 /// The ``KeyPairReader`` of `Root`, when it is a ``FieldwiseRecord`` whose
@@ -57,8 +27,57 @@ private func makeKeyPairReader<Root, F: FieldwiseRecord>(
     _ type: F.Type, for root: Root.Type, foreignKeyPosition: Int
 ) -> KeyPairReader<Root> {
     { record in
-        var writer = KeyPairWriter(foreignKeyPosition: foreignKeyPosition)
-        try unsafeBitCast(record, to: F.self).write(fields: &writer)
-        return (writer.key, writer.foreignKey)
+        var scanner = FieldScanWriter(keeping: 0, and: foreignKeyPosition)
+        try unsafeBitCast(record, to: F.self).scanFields(&scanner)
+        return (scanner.first, scanner.second)
+    }
+}
+
+/// Reads the primary keys and foreign keys of many records in one
+/// specialized pass (``FieldwiseRecord/scanFields(of:keeping:and:into:_:)``),
+/// in order. The records hold no real that no backend stores (checked before).
+typealias KeyPairsReader<Root> = @Sendable ([Root]) throws -> (keys: [StoredValue], foreignKeys: [StoredValue])
+
+/// The ``KeyPairsReader`` of `Root`, under the conditions of ``makeKeyPairReader(for:foreignKey:)``.
+func makeKeyPairsReader<Root: Record>(for root: Root.Type, foreignKey: String) -> KeyPairsReader<Root>? {
+    guard let position = Root.entity.position(ofField: foreignKey), position > 0,
+        let fieldwise = Root.self as? any FieldwiseRecord.Type
+    else { return nil }
+    return makeKeyPairsReader(fieldwise, for: root, foreignKeyPosition: position)
+}
+
+private func makeKeyPairsReader<Root, F: FieldwiseRecord>(
+    _ type: F.Type, for root: Root.Type, foreignKeyPosition: Int
+) -> KeyPairsReader<Root> {
+    { records in
+        var keys: [StoredValue] = []
+        var foreignKeys: [StoredValue] = []
+        _ = try F.scanFields(of: unsafeBitCast(records, to: [F].self), keeping: 0, and: foreignKeyPosition, into: &keys, &foreignKeys)
+        return (keys, foreignKeys)
+    }
+}
+
+/// Reads the values of one or two fields (by position) of many records in one
+/// specialized pass: the first field's values, then the second's (empty when
+/// there is none), in the order of the records.
+typealias FieldPairReader<Root> = @Sendable ([Root]) throws -> (firsts: [StoredValue], seconds: [StoredValue])
+
+/// The ``FieldPairReader`` of the fields at `positions` (one or two) of
+/// `Root`, when it is a ``FieldwiseRecord``; `nil` otherwise.
+func makeFieldPairReader<Root: Record>(for root: Root.Type, positions: [Int]) -> FieldPairReader<Root>? {
+    guard positions.count == 1 || positions.count == 2,
+        let fieldwise = Root.self as? any FieldwiseRecord.Type
+    else { return nil }
+    return makeFieldPairReader(fieldwise, for: root, first: positions[0], second: positions.count == 2 ? positions[1] : -1)
+}
+
+private func makeFieldPairReader<Root, F: FieldwiseRecord>(
+    _ type: F.Type, for root: Root.Type, first: Int, second: Int
+) -> FieldPairReader<Root> {
+    { records in
+        var firsts: [StoredValue] = []
+        var seconds: [StoredValue] = []
+        _ = try F.scanFields(of: unsafeBitCast(records, to: [F].self), keeping: first, and: second, into: &firsts, &seconds)
+        return (firsts, seconds)
     }
 }

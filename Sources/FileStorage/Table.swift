@@ -110,17 +110,26 @@ final class Table<R: Record>: AnyTable {
     /// Whether ``trackedTextFields`` is not empty, tested for every record
     /// written (`isEmpty` on the generic array is a witness call).
     private let tracksTexts: Bool
+    /// Reads the tracked texts of many records by position, when the record
+    /// is a ``FieldwiseRecord`` with one or two text fields.
+    private let trackedTextsReader: FieldPairReader<R>?
     /// The field that holds the owner's key, when the entity names its owner.
     let foreignKeyName: String?
     /// Reads a child's primary key and foreign key in one pass, when the
-    /// record is a ``FieldwiseRecord`` (see ``KeyPairWriter``).
+    /// record is a ``FieldwiseRecord`` (see ``KeyPairReader``).
     let keyPairReader: KeyPairReader<R>?
+    /// The same for many records at once (see ``KeyPairsReader``).
+    let keyPairsReader: KeyPairsReader<R>?
 
     init(records: [R], documentName: String?, foreignKey: String?, format: FileFormat = .json) {
         trackedTextFields = format == .propertyList ? R.entity.fields.filter { $0.type == .text } : []
         tracksTexts = !trackedTextFields.isEmpty
+        trackedTextsReader = tracksTexts
+            ? makeFieldPairReader(for: R.self, positions: trackedTextFields.compactMap { R.entity.position(ofField: $0.name) })
+            : nil
         foreignKeyName = foreignKey
         keyPairReader = foreignKey.flatMap { makeKeyPairReader(for: R.self, foreignKey: $0) }
+        keyPairsReader = foreignKey.flatMap { makeKeyPairsReader(for: R.self, foreignKey: $0) }
         entityName = R.entity.name
         self.documentName = documentName
         var names: [String] = []
@@ -210,6 +219,9 @@ final class Table<R: Record>: AnyTable {
     /// transaction that rewrites most of the table (an update of everything),
     /// and never paid by a small one.
     func expectWrites(_ count: Int) {
+        // Into an empty table: the dictionary is allocated once, not
+        // rehashed at every doubling.
+        if state.records.isEmpty && count > 0 { state.records.reserveCapacity(count) }
         guard inTransaction, !hasSaved, undo.isEmpty, count * 2 >= state.records.count else { return }
         saved = state
         hasSaved = true
@@ -318,14 +330,46 @@ final class Table<R: Record>: AnyTable {
     ) throws {
         let foreignKeyPosition = indexedNames.firstIndex(of: foreignKey) ?? -1
         let checksSpellings = tracksTexts
+        // The keys to add under `parentKey` in the foreign key's index, added
+        // in one access at the end (also when a record is refused: the
+        // records before it are inserted, and a rollback removes them through
+        // the index): one dictionary lookup and no rehashing as the set grows,
+        // instead of a lookup and a set insert per child.
+        var pending: [StoredValue] = []
+        defer {
+            if !pending.isEmpty { addToIndex(foreignKeyPosition, parentKey, pending) }
+        }
+        // While the table holds no text that may not be in NFC, whether each
+        // record holds one, tested in one loop: ``checkSpellings(of:key:)``
+        // tests the same first, and a record that holds none is accepted
+        // then. Per call, the runtime was asked for the metadata of a field
+        // and an optional (650 instructions a record).
+        let holdsSuspects = checksSpellings && state.suspects.isEmpty ? holdSuspects(records) : []
         for position in 0..<records.count {
             let record = records[position]
             var mayHoldSuspects = true
-            if checksSpellings { mayHoldSuspects = try checkSpellings(of: record, key: keys[position]) }
-            insertUnchecked(
+            if checksSpellings {
+                if position < holdsSuspects.count && !holdsSuspects[position] && state.suspects.isEmpty {
+                    mayHoldSuspects = false
+                } else {
+                    mayHoldSuspects = try checkSpellings(of: record, key: keys[position])
+                }
+            }
+            let addsKey = insertUnchecked(
                 record, key: keys[position], mayHoldSuspects: mayHoldSuspects, knownValue: parentKey,
-                at: foreignKeyPosition, knownBefore: heldByParent)
+                at: foreignKeyPosition, knownBefore: heldByParent, defersKnown: foreignKeyPosition >= 0)
+            if addsKey { pending.append(keys[position]) }
         }
+    }
+
+    /// Adds `keys` to the entry of `value` in the index at `position`.
+    private func addToIndex(_ position: Int, _ value: StoredValue, _ keys: [StoredValue]) {
+        Self.insert(keys, into: &state.indexes[position][value, default: []])
+    }
+
+    private static func insert(_ keys: [StoredValue], into set: inout Set<StoredValue>) {
+        set.reserveCapacity(set.count + keys.count)
+        for key in keys { set.insert(key) }
     }
 
     /// Inserts or replaces `record`, stored under `key` (its primary key's
@@ -336,17 +380,28 @@ final class Table<R: Record>: AnyTable {
     /// `knownValue` is the value of the indexed field at `knownPosition` (in
     /// ``indexedFields``) in `record`, known already (a child's foreign key);
     /// -1 when none is. `knownBefore` says that the record replaced, if any,
-    /// holds `knownValue` there too.
+    /// holds `knownValue` there too. With `defersKnown`, the key is not
+    /// added to the entry of `knownValue` in the index at `knownPosition`;
+    /// the result says whether the caller must add it.
     @inline(__always)
+    @discardableResult
     private func insertUnchecked(
         _ record: R, key: StoredValue? = nil, mayHoldSuspects: Bool = true, knownValue: StoredValue = .null,
-        at knownPosition: Int = -1, knownBefore: Bool = false
-    ) {
+        at knownPosition: Int = -1, knownBefore: Bool = false, defersKnown: Bool = false
+    ) -> Bool {
         let key = key ?? record.primaryKey.storedValue
         let old = state.records.updateValue(record, forKey: key)
         if inTransaction && !hasSaved { remember(key, old) }
         track(key)
-        if let old {
+        var addsKnown = false
+        // Whether the record replaced is needed: for an index other than
+        // the one whose value before is known, or for its texts. (Binding
+        // it copies the record, through the runtime's value witnesses.)
+        let readsOld = indexCount > (knownBefore && knownPosition >= 0 ? 1 : 0)
+            || (tracksTexts && (state.texts != nil || !state.suspects.isEmpty))
+        if old != nil && !readsOld {
+            // Replaced, and nothing to update for the record it replaces.
+        } else if let old {
             // Only the indexes whose value changed are touched. (Loops over
             // `0..<count` here: this code runs unspecialized, where iterating
             // a generic array asks the runtime for its iterator's metadata.)
@@ -356,17 +411,29 @@ final class Table<R: Record>: AnyTable {
                 let before = field.value(in: old)
                 guard value != before else { continue }
                 removeFromIndex(position, before, key)
-                state.indexes[position][value, default: []].insert(key)
+                if defersKnown && position == knownPosition {
+                    addsKnown = true
+                } else {
+                    state.indexes[position][value, default: []].insert(key)
+                }
             }
             if tracksTexts { forgetTexts(of: old) }
         } else {
             for position in 0..<indexCount {
-                let value = position == knownPosition ? knownValue : indexedFields[position].value(in: record)
-                state.indexes[position][value, default: []].insert(key)
+                if position == knownPosition {
+                    if defersKnown {
+                        addsKnown = true
+                    } else {
+                        state.indexes[position][knownValue, default: []].insert(key)
+                    }
+                } else {
+                    state.indexes[position][indexedFields[position].value(in: record), default: []].insert(key)
+                }
             }
         }
         if tracksTexts { noteTexts(of: record, mayHoldSuspects: mayHoldSuspects) }
         isDirty = true
+        return addsKnown
     }
 
     /// Counts the texts of `record` in ``TableState/texts`` and ``TableState/suspects``.
@@ -379,6 +446,50 @@ final class Table<R: Record>: AnyTable {
                 state.suspects[text, default: (Array(text.utf8), 0)].count += 1
             }
         }
+    }
+
+    /// Whether each of `records` holds a text that may change under NFC
+    /// (``CanonicalText/isSuspect(_:)``).
+    private func holdSuspects(_ records: [R]) -> [Bool] {
+        var holds: [Bool] = []
+        holds.reserveCapacity(records.count)
+        if let read = trackedTextsReader {
+            // By position, without key paths. (A record whose
+            // `write(fields:)` throws is read through the key paths below.)
+            var texts: (firsts: [StoredValue], seconds: [StoredValue])?
+            do {
+                texts = try read(records)
+            } catch {
+                texts = nil
+            }
+            if let texts, texts.firsts.count == records.count {
+                for index in 0..<records.count {
+                    holds.append(
+                        Self.isSuspect(texts.firsts[index])
+                            || (index < texts.seconds.count && Self.isSuspect(texts.seconds[index])))
+                }
+                return holds
+            }
+        }
+        let fieldCount = trackedTextFields.count
+        for index in 0..<records.count {
+            var any = false
+            for position in 0..<fieldCount {
+                if case .text(let text) = trackedTextFields[position].value(in: records[index]),
+                    CanonicalText.isSuspect(text)
+                {
+                    any = true
+                    break
+                }
+            }
+            holds.append(any)
+        }
+        return holds
+    }
+
+    private static func isSuspect(_ value: StoredValue) -> Bool {
+        if case .text(let text) = value { return CanonicalText.isSuspect(text) }
+        return false
     }
 
     /// Checks that no text of `record` is canonically equivalent to a stored
@@ -506,13 +617,42 @@ final class Table<R: Record>: AnyTable {
     func encodeDocument(with coder: DocumentCoder) throws -> Data {
         // One `encode` call for the whole document: Foundation's encoders cost
         // far more per call than per record.
+        try coder.encode(Document<R>(version: Document<R>.currentVersion, entity: entityName, records: recordsInKeyOrder()))
+    }
+
+    /// The records in primary-key order. With integer keys (the common
+    /// case) the values are taken in the dictionary's order and put in the
+    /// order of their keys by position: looking each key up again in the
+    /// generic dictionary cost 640 instructions per record.
+    private func recordsInKeyOrder() -> [R] {
+        let count = state.records.count
+        var order: [(key: Int64, position: Int)] = []
+        order.reserveCapacity(count)
+        for key in state.records.keys {
+            guard case .integer(let value) = key else { return recordsBySortedKeys() }
+            order.append((value, order.count))
+        }
+        // The keys are distinct: no ties to break.
+        order.sort { $0.key < $1.key }
+        // `keys` and `values` of one dictionary come in the same order.
+        let values = Array(state.records.values)
+        var records: [R] = []
+        records.reserveCapacity(count)
+        for index in 0..<order.count {
+            records.append(values[order[index].position])
+        }
+        return records
+    }
+
+    /// The records in primary-key order, looked up key by key.
+    private func recordsBySortedKeys() -> [R] {
         let keys = sortedKeys()
         var records: [R] = []
         records.reserveCapacity(keys.count)
         for key in keys {
             if let record = state.records[key] { records.append(record) }
         }
-        return try coder.encode(Document<R>(version: Document<R>.currentVersion, entity: entityName, records: records))
+        return records
     }
 
     /// The primary keys in order. `state.records.keys.sorted()` would run

@@ -269,3 +269,68 @@ extension RegionRecord {
         return copy
     }
 }
+
+/// A record whose `Codable` conformance uses one of two key types by its
+/// `id` (odd: `OddKeys`, even: `EvenKeys`), and writes the undeclared key
+/// `extra` from `EvenKeys` when `flagged`: the key check's encoder, which
+/// keeps the container of the last key type, must check each record with
+/// the keys it asked for.
+struct TwoKeyTypesRecord: Record, Equatable {
+    typealias PrimaryKey = Int64
+    var id: Int64
+    var name: String
+    var flagged = false
+
+    enum OddKeys: String, CodingKey { case id, name }
+    enum EvenKeys: String, CodingKey { case id, name, extra }
+
+    init(id: Int64, name: String, flagged: Bool = false) {
+        self.id = id
+        self.name = name
+        self.flagged = flagged
+    }
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: OddKeys.self)
+        id = try container.decode(Int64.self, forKey: .id)
+        name = try container.decode(String.self, forKey: .name)
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        if id % 2 != 0 {
+            var container = encoder.container(keyedBy: OddKeys.self)
+            try container.encode(id, forKey: .id)
+            try container.encode(name, forKey: .name)
+        } else {
+            var container = encoder.container(keyedBy: EvenKeys.self)
+            try container.encode(id, forKey: .id)
+            try container.encode(name, forKey: .name)
+            if flagged { try container.encode(true, forKey: .extra) }
+        }
+    }
+
+    static let entity = Entity<TwoKeyTypesRecord>("twoKeyTypes", primaryKey: "id", \.id, fields: [Field("name", \.name)])
+}
+
+extension KeyCheckTests {
+    @Test("records of one call checked with alternating key types: each by its own keys")
+    func alternatingKeyTypes() throws {
+        let scratch = try TemporaryDirectory("file-store")
+        let store = try FileStore(directory: scratch.url, format: .json)
+        let storage = try store.storage(for: TwoKeyTypesRecord.self)
+        try storage.persist((1...6).map { TwoKeyTypesRecord(id: $0, name: "n\($0)") })
+        for records in [
+            [TwoKeyTypesRecord(id: 7, name: "a"), TwoKeyTypesRecord(id: 8, name: "b", flagged: true)],
+            [TwoKeyTypesRecord(id: 8, name: "b", flagged: true), TwoKeyTypesRecord(id: 9, name: "c")],
+            [TwoKeyTypesRecord(id: 10, name: "d"), TwoKeyTypesRecord(id: 11, name: "e"), TwoKeyTypesRecord(id: 12, name: "f", flagged: true)],
+        ] {
+            #expect {
+                try storage.persist(records)
+            } throws: { error in
+                (error as? StorageError)?.kind == .schemaMismatch
+                    && (error as? StorageError)?.message == "the record encodes the key 'extra', which the entity does not declare"
+            }
+        }
+        #expect(try storage.count() == 6)
+    }
+}

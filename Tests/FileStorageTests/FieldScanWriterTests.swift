@@ -1,0 +1,102 @@
+import DAOCore
+import DialogGraph
+import Foundation
+import Testing
+
+@testable import FileStorage
+
+/// The file stores read a positional child's primary key and foreign key, and
+/// every backend finds the reals it refuses, with one ``FieldScanWriter`` pass;
+/// it must give the stored values ``StoredValueWriter`` gives for the same
+/// fields, at every position and for every field type, and the position of
+/// the first NaN or -0.0.
+@Suite struct FieldScanWriterTests {
+    /// Writes a row of fields of every stored type, optionals absent and present.
+    private func writeRow(_ writer: inout some FieldWriter, present: Bool, real: Double = -0.5) throws {
+        try writer.encode("Straße e\u{301} 🚲")  // the primary key: NFD text, emoji
+        try writer.encode(Int64(-42))
+        try writer.encode(real)
+        try writer.encode(true)
+        try writer.encode(Date(timeIntervalSinceReferenceDate: 1_234.5))
+        try writer.encode(Data([0, 1, 255]))
+        try writer.encodeIfPresent(present ? "optional text" : nil)
+        try writer.encodeIfPresent(present ? Int64.max : nil)
+        try writer.encodeIfPresent(present ? Date(timeIntervalSinceReferenceDate: -1) : nil)
+        try writer.encode("a\u{0}b")
+    }
+
+    @Test(arguments: [false, true])
+    func everyPositionGivesTheValuesOfTheStoredValueWriter(present: Bool) throws {
+        var all = StoredValueWriter()
+        try writeRow(&all, present: present)
+        #expect(all.values.count == 10)
+        for position in 1..<all.values.count {
+            var scanner = FieldScanWriter(keeping: 0, and: position)
+            try writeRow(&scanner, present: present)
+            #expect(scanner.first == all.values[0])
+            #expect(scanner.second == all.values[position], "position \(position)")
+            #expect(scanner.unstorable == nil)
+            #expect(scanner.position == all.values.count)
+        }
+        var none = FieldScanWriter()
+        try writeRow(&none, present: present)
+        #expect(none.first == .null && none.second == .null)
+    }
+
+    @Test("the first real no backend stores is found by position", arguments: [Double.nan, -0.0, -.nan])
+    func unstorableReal(real: Double) throws {
+        var scanner = FieldScanWriter(keeping: 0, and: 2)
+        try writeRow(&scanner, present: true, real: real)
+        #expect(scanner.unstorable == 2)
+        var stored = FieldScanWriter()
+        try writeRow(&stored, present: true, real: 0.0)
+        #expect(stored.unstorable == nil)
+        #expect(try FieldScanWriter.scan(Date(timeIntervalSinceReferenceDate: -0.0)) == 0)
+        #expect(try FieldScanWriter.scan(Date(timeIntervalSinceReferenceDate: .infinity)) == nil)
+    }
+
+    @Test("a record's scanFields writes what write(fields:) writes")
+    func recordScan() throws {
+        let message = MessageRecord(
+            id: 7, dialogId: 3, date: Date(timeIntervalSinceReferenceDate: -0.0), text: "e\u{301}", senderId: 1,
+            receiverId: 2, type: 0, isIncoming: true, isRead: false)
+        var all = StoredValueWriter()
+        try message.write(fields: &all)
+        var scanner = FieldScanWriter(keeping: 0, and: 3)
+        try message.scanFields(&scanner)
+        #expect(scanner.first == all.values[0] && scanner.second == all.values[3])
+        #expect(scanner.unstorable == 2)
+    }
+}
+
+extension FieldScanWriter {
+    /// The position of the unstorable real of a one-field row holding `date`.
+    fileprivate static func scan(_ date: Date) throws -> Int? {
+        var scanner = FieldScanWriter()
+        try scanner.encode(date)
+        return scanner.unstorable
+    }
+}
+
+extension FieldScanWriterTests {
+    @Test("scanning many records keeps the values in order and stops at the first unstorable real")
+    func manyRecords() throws {
+        func message(_ id: Int64, date: Double = 5) -> MessageRecord {
+            MessageRecord(
+                id: id, dialogId: id * 10, date: Date(timeIntervalSinceReferenceDate: date), text: "t\(id)", senderId: 1,
+                receiverId: 2, type: 0, isIncoming: true, isRead: false)
+        }
+        var firsts: [StoredValue] = []
+        var seconds: [StoredValue] = []
+        let all = try MessageRecord.scanFields(of: [message(1), message(2), message(3)], keeping: 0, and: 3, into: &firsts, &seconds)
+        #expect(all == nil)
+        #expect(firsts == [.integer(1), .integer(2), .integer(3)])
+        #expect(seconds == [.text("t1"), .text("t2"), .text("t3")])
+        firsts = []
+        seconds = []
+        let found = try MessageRecord.scanFields(
+            of: [message(1), message(2, date: .nan), message(3, date: -0.0)], keeping: 1, and: -1, into: &firsts, &seconds)
+        #expect(found?.record == 1 && found?.field == 2)
+        #expect(firsts == [.integer(10)] && seconds.isEmpty)
+    }
+}
