@@ -881,12 +881,8 @@ public enum SummaryTable {
                 noisy.append((row, "\(row.iterations) iterations give no 95% interval of the median (6 at least)"))
                 continue
             }
-            let below = (low - median) / median
-            let above = (high - median) / median
-            if max(-below, above) > precision {
-                noisy.append(
-                    (row, String(format: "95%% interval of the median %+.1f%% … %+.1f%%", below * 100, above * 100)
-                        + ", wider than ±\(Format.percent(precision))"))
+            if let reason = widerThan(precision, low: low, figure: median, high: high, of: "the median") {
+                noisy.append((row, reason))
             }
         }
         return noisy
@@ -905,15 +901,23 @@ public enum SummaryTable {
                 unsettled.append((row, "\(row.iterations) rounds give no 95% interval of the ratio to \(row.reference)"))
                 continue
             }
-            let below = (low - ratio) / ratio
-            let above = (high - ratio) / ratio
-            if max(-below, above) > precision {
-                unsettled.append(
-                    (row, String(format: "95%% interval of the ratio to \(row.reference) %+.1f%% … %+.1f%%", below * 100, above * 100)
-                        + ", wider than ±\(Format.percent(precision))"))
+            if let reason = widerThan(precision, low: low, figure: ratio, high: high, of: "the ratio to \(row.reference)") {
+                unsettled.append((row, reason))
             }
         }
         return unsettled
+    }
+
+    /// Why the 95% interval `low` … `high` of `figure` is too wide to compare
+    /// (one side further from it than `precision`, relative), or `nil`.
+    private static func widerThan(
+        _ precision: Double, low: Double, figure: Double, high: Double, of name: String
+    ) -> String? {
+        let below = (low - figure) / figure
+        let above = (high - figure) / figure
+        guard max(-below, above) > precision else { return nil }
+        return "95% interval of \(name) " + String(format: "%+.1f%% … %+.1f%%", below * 100, above * 100)
+            + ", wider than ±\(Format.percent(precision))"
     }
 
     /// The ratio of each backend that names a reference to that reference, by
