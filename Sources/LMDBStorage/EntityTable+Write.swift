@@ -222,17 +222,20 @@ extension EntityTable {
                 pk.removeAll(keepingCapacity: true)
                 pk.append(contentsOf: childKey)
             }
-            var indexKeys: [[UInt8]] = []
-            var storageKey: [UInt8] = []
-            if !storedIndexes.isEmpty {
-                indexKeys = try self.indexKeys(of: value, codecs)
-                storageKey = [UInt8](key)
-            }
             // The `#id` entry first: the eraser reads `childKey` before its
             // own delete, and nothing was written since the cursor lent it.
-            if let ids { _ = try ids.delete(childKey, in: txn) }
-            for position in storedIndexes.indices {
-                try txn.delete(storedIndexes[position].dbi, indexKeys[position], value: storageKey)
+            // Without stored indexes no array is made or released per child
+            // (two empty ones cost about 50 instructions per erased child).
+            if storedIndexes.isEmpty {
+                if let ids { _ = try ids.delete(childKey, in: txn) }
+            } else {
+                // Read from `value` and `key` before the first write.
+                let indexKeys = try self.indexKeys(of: value, codecs)
+                let storageKey = [UInt8](key)
+                if let ids { _ = try ids.delete(childKey, in: txn) }
+                for position in storedIndexes.indices {
+                    try txn.delete(storedIndexes[position].dbi, indexKeys[position], value: storageKey)
+                }
             }
             guard hasRelations else { return }
             for position in relations.indices {

@@ -201,6 +201,34 @@ struct WriteCursorTests {
         }
     }
 
+    @Test("erasing every other parent, and then the rest, when their children's #id entries fill many pages")
+    func erasuresAcrossIdPages() throws {
+        try withStores { dialogs, messages in
+            // 250 children per parent: each parent's `#id` entries span two
+            // or three pages, so deletes end pages, empty them and merge
+            // them, and the entry a delete leaves the cursor on belongs to
+            // the next parent, to a kept parent or (at the very end) to none.
+            var model: [Int64: DialogRecord] = [:]
+            for id in Int64(1)...12 {
+                let children = (Int64(0)..<250).map { message(id * 1000 + $0, of: id, length: Int($0 % 7)) }
+                model[id] = DialogRecord(id: id, isPinned: false, messages: children)
+            }
+            try dialogs.persist(model.keys.sorted().compactMap { model[$0] })
+            try expectStore(model, dialogs, messages)
+            // The even parents, 12 (the last keys of `#id`) among them, in
+            // descending order: the eraser's cursor is never on the next key.
+            let even = model.keys.filter { $0 % 2 == 0 }.sorted(by: >)
+            #expect(try dialogs.erase(primaryKeys: even) == even.count)
+            for id in even { model[id] = nil }
+            try expectStore(model, dialogs, messages)
+            // A parent that is gone, then the rest in ascending order.
+            let rest = [Int64(2)] + model.keys.sorted()
+            #expect(try dialogs.erase(primaryKeys: rest) == rest.count - 1)
+            try expectStore([:], dialogs, messages)
+            #expect(try messages.count() == 0)
+        }
+    }
+
     @Test("seeded calls of moves, drops, size changes, erasures and appends over several pages agree with a model")
     func seededAgainstModel() throws {
         try withStores { dialogs, messages in
