@@ -56,6 +56,16 @@ public enum BenchOperation: String, Sendable, CaseIterable, Codable, Comparable 
         }
     }
 
+    /// Whether the operation can run again in place once the store is put
+    /// back, untimed, through the subject's own API: `erase-all`, after
+    /// which what it erased is persisted again in one call, outside the
+    /// timed region (``IterationJob/eraseRuns``).
+    public var restoresInPlace: Bool { self == .eraseAll }
+
+    /// Whether an iteration may run the operation more than once in place
+    /// (``isReadOnly`` or ``restoresInPlace``), its time the median of its runs.
+    public var runsInPlace: Bool { isReadOnly || restoresInPlace }
+
     /// What the operation does, as WORKLOAD.md says it.
     public var summary: String {
         switch self {

@@ -163,6 +163,7 @@ public struct SubprocessExecutor: IterationExecutor {
             process.executableURL = callgrind.valgrind
             process.arguments = callgrind.arguments(outputBase: outputBase) + [(callgrind.program ?? executable).path] + arguments + [jobJSON]
             process.environment = Callgrind.environment()
+            process.currentDirectoryURL = Callgrind.workingDirectory
         } else {
             process.executableURL = executable
             process.arguments = arguments + [jobJSON]

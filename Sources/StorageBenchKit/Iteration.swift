@@ -37,6 +37,19 @@ public struct IterationJob: Sendable, Codable, Hashable {
     /// their time (up to ``readRuns``), so that a slow store's median is of
     /// several runs too. 1: the time budget alone decides.
     public var minReadRuns: Int = 1
+    /// The most runs of `erase-all` (``BenchOperation/restoresInPlace``) in
+    /// this iteration: after its first run, the store is put back untimed
+    /// (what it erased, persisted again in one call and checked) and it runs
+    /// again, while its runs are fewer than this and its runs and restores
+    /// add up to less than ``eraseRunSeconds``; in a stepped group every
+    /// worker takes as many runs as the first to stop. The iteration's time
+    /// for it is the median of its runs. 1: one run. Under callgrind always
+    /// one run.
+    public var eraseRuns: Int = 1
+    /// The time, in seconds, the runs of `erase-all` and the restores
+    /// before them may add up to before no further run starts (see
+    /// ``eraseRuns``).
+    public var eraseRunSeconds: Double = 0
     /// A prefix for progress lines (`[3/24]`), or `nil` for no progress.
     public var progressLabel: String?
 
@@ -60,13 +73,18 @@ public struct IterationJob: Sendable, Codable, Hashable {
 public struct OperationMeasurement: Sendable, Codable, Hashable {
     /// The operation.
     public var operation: BenchOperation
-    /// Wall time of the timed work, in seconds (monotonic clock): for a
-    /// read-only operation run several times in place, the median of its runs.
+    /// Wall time of the timed work, in seconds (monotonic clock): for an
+    /// operation run several times in place, the median of its runs.
     public var seconds: Double
-    /// For a read-only operation run more than once in place
-    /// (``IterationJob/readRuns``), each run's wall time in seconds, in order;
-    /// `nil` after one run.
+    /// For an operation run more than once in place (a read-only one,
+    /// ``IterationJob/readRuns``; `erase-all`, ``IterationJob/eraseRuns``),
+    /// each run's wall time in seconds, in order; `nil` after one run.
     public var runSeconds: [Double]?
+    /// For `erase-all` run more than once in place, the seconds spent
+    /// putting the store back (and checking it) before the further runs,
+    /// untimed and added up: part of what the iteration cost, not of the
+    /// figure.
+    public var restoreSeconds: Double?
     /// How many counted units the timed work did.
     public var units: Int
     /// For per-call operations, each timed call's latency in nanoseconds.

@@ -47,7 +47,7 @@ public struct ReportRow: Sendable, Hashable {
         "bytes_on_disk", "peak_rss_bytes", "seed", "warmup", "note", "error", "settings", "reference", "ratio_to_raw",
         "instructions", "allocations", "ci_low", "ci_high", "ratio_paired", "ratio_paired_low", "ratio_paired_high",
         "ratio_instructions", "peak_rss_workload_bytes", "op_peak_rss_bytes", "decoded_bytes",
-        "read_runs",
+        "runs_in_place",
     ]
 
     /// The workload name and version (`dialog-graph-v1`).
@@ -146,10 +146,12 @@ public struct ReportRow: Sendable, Hashable {
     /// For `read-all`: the heap bytes the decoded graph holds (the allocator's
     /// bytes in use with the result alive, less before the call; median).
     public var decodedBytes: Int64?
-    /// For a read-only operation: how many times it ran in place per
-    /// iteration (median over iterations; each iteration's time is the median
-    /// of its runs); `nil` for the other operations.
-    public var readRuns: Int?
+    /// For an operation that may run in place more than once (a read-only
+    /// one, `erase-all`; ``BenchOperation/runsInPlace``): how many times it
+    /// ran per iteration (median over iterations; each iteration's time is
+    /// the median of its runs); `nil` for the other operations. Reports
+    /// written before `erase-all` ran in place named the column `read_runs`.
+    public var runsInPlace: Int?
 
     /// Creates a row.
     public init(
@@ -204,7 +206,7 @@ public struct ReportRow: Sendable, Hashable {
             text(instructions), text(allocations), text(ciLowSeconds), text(ciHighSeconds),
             text(ratioPaired), text(ratioPairedLow), text(ratioPairedHigh), text(ratioInstructions),
             text(peakRSSWorkloadBytes), text(operationPeakRSSBytes), text(decodedBytes),
-            text(readRuns),
+            text(runsInPlace),
         ]
     }
 
@@ -280,7 +282,7 @@ public struct ReportRow: Sendable, Hashable {
         peakRSSWorkloadBytes = try optional("peak_rss_workload_bytes")
         operationPeakRSSBytes = try optional("op_peak_rss_bytes")
         decodedBytes = try optional("decoded_bytes")
-        readRuns = try optional("read_runs")
+        runsInPlace = try optional("runs_in_place") ?? optional("read_runs")
     }
 
     private func text<T: CustomStringConvertible>(_ value: T?) -> String {
@@ -317,7 +319,7 @@ public struct Report: Sendable, Hashable {
             "stddev_s", "throughput_per_s", "p50_us", "p90_us", "p99_us", "bytes_on_disk", "peak_rss_bytes", "seed",
             "warmup", "ratio_to_raw", "instructions", "allocations", "ci_low", "ci_high", "ratio_paired",
             "ratio_paired_low", "ratio_paired_high", "ratio_instructions", "peak_rss_workload_bytes", "op_peak_rss_bytes",
-            "decoded_bytes", "read_runs",
+            "decoded_bytes", "runs_in_place",
         ]
         var objects: [[String: Any]] = []
         for row in rows {

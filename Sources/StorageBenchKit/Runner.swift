@@ -48,6 +48,12 @@ public struct RunConfiguration: Sendable {
     /// The fewest runs of each read-only operation per iteration, whatever
     /// ``readRunSeconds`` says (``IterationJob/minReadRuns``).
     public var minReadRuns: Int
+    /// The most runs of `erase-all` per iteration (``IterationJob/eraseRuns``):
+    /// the store is put back untimed before each further run. 1: one run.
+    public var eraseRuns: Int
+    /// The seconds the runs of `erase-all` and the restores before them may
+    /// add up to before no further run starts (``IterationJob/eraseRunSeconds``).
+    public var eraseRunSeconds: Double
 
     /// Creates a configuration.
     /// - Throws: ``ConfigurationError`` when a list is empty or a count out of range.
@@ -56,7 +62,7 @@ public struct RunConfiguration: Sendable {
         operations: [BenchOperation] = BenchOperation.allCases, iterations: Int = 5, warmup: Int = 1,
         seed: UInt64 = 42, showsProgress: Bool = true, maxIterations: Int? = nil, precision: Double = 0.03,
         confidence: Double = 0.95, timeLimit: Double = 60, instructionIterations: Int = 0, readRuns: Int = 1,
-        readRunSeconds: Double = 0.25, minReadRuns: Int = 1
+        readRunSeconds: Double = 0.25, minReadRuns: Int = 1, eraseRuns: Int = 1, eraseRunSeconds: Double = 1
     ) throws {
         guard !backends.isEmpty else { throw ConfigurationError("no backend to run") }
         guard !sizes.isEmpty else { throw ConfigurationError("no size to run") }
@@ -102,9 +108,17 @@ public struct RunConfiguration: Sendable {
         guard (1...readRuns).contains(minReadRuns) else {
             throw ConfigurationError("--min-read-runs must be between 1 and --read-runs (\(readRuns)), not \(minReadRuns)")
         }
+        guard (1...100).contains(eraseRuns) else {
+            throw ConfigurationError("--erase-runs must be between 1 and 100, not \(eraseRuns)")
+        }
+        guard eraseRunSeconds >= 0, eraseRunSeconds.isFinite else {
+            throw ConfigurationError("--erase-time must be a number of seconds, not \(eraseRunSeconds)")
+        }
         self.readRuns = readRuns
         self.readRunSeconds = readRunSeconds
         self.minReadRuns = minReadRuns
+        self.eraseRuns = eraseRuns
+        self.eraseRunSeconds = eraseRunSeconds
         self.maxIterations = maxIterations
         self.precision = precision
         self.confidence = confidence
@@ -210,8 +224,8 @@ public struct RunConfiguration: Sendable {
 
     /// The seconds one iteration of `backend` spends in each operation, over
     /// its measured `results`: the median over the iterations that ran it of
-    /// all its runs (a read-only operation's in-place runs added up); 0 for
-    /// one not measured yet.
+    /// all its runs (an operation's in-place runs added up, with the untimed
+    /// restores before `erase-all`'s); 0 for one not measured yet.
     func operationCosts(_ results: [IterationResult], backend: String) -> [BenchOperation: Double] {
         var costs: [BenchOperation: Double] = [:]
         for operation in operations {
@@ -219,7 +233,7 @@ public struct RunConfiguration: Sendable {
                 guard result.job.backend == backend, !result.job.countsInstructions,
                     let m = result.measurements.first(where: { $0.operation == operation })
                 else { return nil }
-                return m.runSeconds?.reduce(0, +) ?? m.seconds
+                return (m.runSeconds?.reduce(0, +) ?? m.seconds) + (m.restoreSeconds ?? 0)
             }
             costs[operation] = SampleStatistics(seconds)?.median ?? 0
         }
@@ -369,6 +383,8 @@ public struct RunConfiguration: Sendable {
             job.readRuns = readRuns
             job.readRunSeconds = readRunSeconds
             job.minReadRuns = minReadRuns
+            job.eraseRuns = eraseRuns
+            job.eraseRunSeconds = eraseRunSeconds
             return job
         }
     }
@@ -679,8 +695,8 @@ public enum ReportBuilder {
         row.peakRSSWorkloadBytes = median(complete.compactMap(\.workloadPeakRSSBytes))
         row.operationPeakRSSBytes = median(measurements.compactMap(\.peakRSSRiseBytes))
         row.decodedBytes = median(measurements.compactMap(\.decodedBytes))
-        if operation.isReadOnly {
-            row.readRuns = median(measurements.map { Int64($0.runSeconds?.count ?? 1) }).map(Int.init)
+        if operation.runsInPlace {
+            row.runsInPlace = median(measurements.map { Int64($0.runSeconds?.count ?? 1) }).map(Int.init)
         }
         row.note = measurements.compactMap(\.note).first ?? ""
         row.settings = results.compactMap(\.settings).first ?? ""

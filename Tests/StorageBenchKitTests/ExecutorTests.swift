@@ -74,6 +74,47 @@ import Testing
         #expect(try seen(fixed: false) == [inherited, inherited])
     }
 
+    /// A worker under callgrind starts with the same environment and working
+    /// directory whoever starts it: the allocator's state when the workload
+    /// begins, and with it the instructions counted, follow both.
+    @Test func callgrindWorkersGetAFixedEnvironment() {
+        let short = Callgrind.environment(from: ["PATH": "/bin", "PWD": "/a", "TMPDIR": "/t"])
+        let long = Callgrind.environment(from: [
+            "PATH": "/usr/local/bin:/usr/bin:/bin", "PWD": "/a/much/longer/path", "TMPDIR": "/t", "MAKELEVEL": "1",
+        ])
+        #expect(short == ["SWIFT_DETERMINISTIC_HASHING": "1", "TMPDIR": "/t"])
+        #expect(long == short)
+        #expect(Callgrind.environment(from: ["HOME": "/root"]) == ["SWIFT_DETERMINISTIC_HASHING": "1"])
+    }
+
+    #if os(Linux)
+    /// What a worker under callgrind is started with, seen by a scripted
+    /// `valgrind` that reports its own environment and working directory as
+    /// the result's error.
+    @Test func callgrindWorkersStartWithThatEnvironmentInTheRootDirectory() throws {
+        try withTemporaryDirectory { directory in
+            let valgrind = directory.appendingPathComponent("valgrind")
+            let script = #"""
+                #!/bin/sh
+                for last; do :; done
+                printf '{"job":%s,"measurements":[],"error":"%s|%s"}' "$last" "$(tr '\0' ' ' < /proc/$$/environ)" "$(pwd)"
+                """#
+            try Data(script.utf8).write(to: valgrind)
+            try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: valgrind.path)
+            var job = try Self.job()
+            job.countsInstructions = true
+            let executor = SubprocessExecutor(
+                executable: URL(fileURLWithPath: "/bin/true"), callgrind: Callgrind(valgrind: valgrind))
+            let seen = try #require(try executor.run(job).error).split(separator: "|").map(String.init)
+            #expect(seen.count == 2)
+            let variables = seen.first?.split(separator: " ").map(String.init).sorted()
+            let expected = Callgrind.environment().map { "\($0.key)=\($0.value)" }.sorted()
+            #expect(variables == expected)
+            #expect(seen.last == "/")
+        }
+    }
+    #endif
+
     /// Two scripted workers (`sh`) stepped through real pipes: each logs the
     /// steps it is let take, in the order they happen, then prints its result.
     @Test func aGroupsWorkersRunInStepThroughTheirPipes() throws {

@@ -177,10 +177,12 @@ import Testing
         let report = try runner.run(provenance: provenance)
         for row in report.rows {
             let operation = try #require(BenchOperation(rawValue: row.operation))
-            #expect(row.readRuns == (operation.isReadOnly ? 4 : nil), "\(row.operation)")
+            // erase-all runs in place too, once by default (--erase-runs 1).
+            let expected: Int? = operation.isReadOnly ? 4 : operation.runsInPlace ? 1 : nil
+            #expect(row.runsInPlace == expected, "\(row.operation)")
         }
         let parsed = try Report(csv: report.csv())
-        #expect(parsed.rows.map(\.readRuns) == report.rows.map(\.readRuns))
+        #expect(parsed.rows.map(\.runsInPlace) == report.rows.map(\.runsInPlace))
     }
 
     @Test func theConfigurationRefusesNoRunsOrANegativeTime() {
