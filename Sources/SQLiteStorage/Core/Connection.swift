@@ -13,6 +13,12 @@ final class Connection {
     let path: String
     private var cache: [String: Statement] = [:]
     private static let cacheLimit = 256
+    /// `BEGIN`, `BEGIN IMMEDIATE` and `COMMIT`, prepared on first use and held
+    /// here rather than in ``cache``: finding them there hashed the SQL text
+    /// twice per call.
+    private var begin: Statement?
+    private var beginImmediate: Statement?
+    private var commit: Statement?
     private var isClosed = false
 
     /// Opens the database at `path` with `flags` (`SQLITE_OPEN_*`).
@@ -33,6 +39,7 @@ final class Connection {
     deinit {
         if !isClosed {
             cache.removeAll()
+            (begin, beginImmediate, commit) = (nil, nil, nil)
             sqlite3_close_v2(handle)
         }
     }
@@ -45,6 +52,7 @@ final class Connection {
         guard !isClosed else { return }
         isClosed = true
         cache.removeAll()
+        (begin, beginImmediate, commit) = (nil, nil, nil)
         let code = sqlite3_close_v2(handle)
         if code != SQLITE_OK {
             throw sqliteError(code, db: nil, sql: nil, operation: .close).with(path: path)
@@ -91,16 +99,37 @@ final class Connection {
     /// (not counting foreign-key cascades).
     var changes: Int { Int(sqlite3_changes64(handle)) }
 
+    private func beginStatement() throws -> Statement {
+        if let begin { return begin }
+        let statement = try Statement(db: handle, sql: "BEGIN", persistent: true)
+        begin = statement
+        return statement
+    }
+
+    private func beginImmediateStatement() throws -> Statement {
+        if let beginImmediate { return beginImmediate }
+        let statement = try Statement(db: handle, sql: "BEGIN IMMEDIATE", persistent: true)
+        beginImmediate = statement
+        return statement
+    }
+
+    private func commitStatement() throws -> Statement {
+        if let commit { return commit }
+        let statement = try Statement(db: handle, sql: "COMMIT", persistent: true)
+        commit = statement
+        return statement
+    }
+
     /// Runs `body` in one transaction: committed when it returns, rolled back when
     /// it (or the commit) throws.
     ///
     /// `immediate` takes the write lock at once (`BEGIN IMMEDIATE`), so a write
     /// never fails half-way for want of it.
     func transaction<T>(immediate: Bool, _ body: () throws -> T) throws -> T {
-        try statement(immediate ? "BEGIN IMMEDIATE" : "BEGIN").run()
+        try (immediate ? beginImmediateStatement() : beginStatement()).run()
         do {
             let result = try body()
-            try statement("COMMIT").run()
+            try commitStatement().run()
             return result
         } catch {
             if sqlite3_get_autocommit(handle) == 0 {
