@@ -55,7 +55,7 @@ public struct FileStorage<R: Record>: Storage {
     public func count(where predicate: Predicate<R>?) throws -> Int {
         try store.read(.count, R.entity.name) { state in
             let table = try state.table(R.self)
-            guard predicate != nil else { return table.state.records.count }
+            guard predicate != nil else { return table.recordCount }
             let plan = QueryPlan(Query(where: predicate))
             return try plan.count(state.candidates(in: table, for: plan), filtered: plan.accessIsExact && table.walksExactly(plan))
         }
@@ -280,10 +280,12 @@ extension StoreState {
     private func attach<Relation: ToManyRelation>(_ relation: Relation, to parent: inout Relation.Parent) throws {
         let childTable = try table(Relation.Child.self)
         let keys = childTable.keys(where: relation.foreignKeyField, equals: parent.primaryKey.storedValue) ?? []
-        var children: [Relation.Child] = []
-        children.reserveCapacity(keys.count)
-        for key in keys.sorted() {
-            if let child = childTable.record(key) { children.append(try attachChildren(child)) }
+        var children = childTable.records(withKeys: keys)
+        // A child that owns no relations is complete as stored: not handed
+        // to `attachChildren`, whose loop over the entity's (empty) relations
+        // asked the runtime for their existential's metadata per child.
+        if childTable.hasRelations {
+            for position in 0..<children.count { children[position] = try attachChildren(children[position]) }
         }
         parent[keyPath: relation.children] = children
     }
@@ -295,21 +297,21 @@ extension StoreState {
         var records: [T]
         switch plan.access {
         case .all:
-            records = Array(table.state.records.values)
+            records = table.allRecords
         case .primaryKey(let key):
             records = table.record(key).map { [$0] } ?? []
         case .index(let index, let values):
             guard let keys = table.keys(where: index.fields[0], equals: values[0]) else {
-                records = Array(table.state.records.values)
+                records = table.allRecords
                 break
             }
-            records = keys.compactMap(table.record)
+            records = table.records(withKeys: keys)
         case .parent(let value):
             guard let foreignKey = T.entity.foreignKeyField, let keys = table.keys(where: foreignKey, equals: value) else {
-                records = Array(table.state.records.values)
+                records = table.allRecords
                 break
             }
-            records = keys.compactMap(table.record)
+            records = table.records(withKeys: keys)
         }
         if plan.needsCompleteRecords { records = try records.map(attachChildren) }
         return records
