@@ -35,12 +35,20 @@ where S.Record == T.Record, T.PlainObject.ID == S.Record.PrimaryKey {
 
     /// Inserts or replaces `plain` (upsert), with everything it owns.
     /// - Throws: ``StorageError``; nothing is written then.
+    @inlinable
     public func persist(_ plain: PlainObject) throws {
         try storage.persist([toRecord(plain)])
     }
 
     /// Inserts or replaces all of `plains` in one transaction.
     /// - Throws: ``StorageError``; nothing is written then.
+    ///
+    /// Inlinable, so that the caller's module specializes the translation
+    /// loop for its plain, record and storage types: unspecialized, every
+    /// plain object was fetched through the sequence's witness table (a
+    /// heap-allocated frame each) and translated through the translator's
+    /// (docs/DESIGN.md, "The DAO's write path").
+    @inlinable
     public func persist(_ plains: some Sequence<PlainObject>) throws {
         var records: [Record] = []
         records.reserveCapacity(plains.underestimatedCount)
@@ -129,16 +137,24 @@ where S.Record == T.Record, T.PlainObject.ID == S.Record.PrimaryKey {
 
     // MARK: Translation
 
-    private func toRecord(_ plain: PlainObject) throws -> Record {
+    @inlinable
+    func toRecord(_ plain: PlainObject) throws -> Record {
         do {
             return try translator.record(from: plain)
         } catch let error as StorageError {
             throw error
         } catch {
-            throw StorageError(
-                .translation, .translate, entity: Record.entity.name,
-                message: "plain object \(plain.uniqueId) could not be translated to a record", underlying: error)
+            throw translationFailure(plain, error)
         }
+    }
+
+    /// The error of a translator that failed on `plain`: out of line, so
+    /// that the inlined write path carries only the call.
+    @usableFromInline
+    func translationFailure(_ plain: PlainObject, _ error: any Error) -> StorageError {
+        StorageError(
+            .translation, .translate, entity: Record.entity.name,
+            message: "plain object \(plain.uniqueId) could not be translated to a record", underlying: error)
     }
 
     func toPlain(_ record: Record) throws -> PlainObject {
