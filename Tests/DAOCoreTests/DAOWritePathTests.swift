@@ -22,15 +22,18 @@ private struct NoteRecord: Record, Equatable {
 
 private struct Refused: Error {}
 
-/// Translates notes, refusing the ones whose key is in `refusing`.
+/// Translates notes, refusing the ones whose key is in `refusing` (and,
+/// back, the records whose key is in `refusingRecords`).
 private struct NoteTranslator: Translator {
     var refusing: Set<String> = []
+    var refusingRecords: Set<String> = []
     func record(from plain: Note) throws -> NoteRecord {
         if refusing.contains(plain.uniqueId) { throw Refused() }
         return NoteRecord(key: plain.uniqueId, body: plain.body, weight: plain.weight)
     }
     func plain(from record: NoteRecord) throws -> Note {
-        Note(uniqueId: record.key, body: record.body, weight: record.weight)
+        if refusingRecords.contains(record.key) { throw Refused() }
+        return Note(uniqueId: record.key, body: record.body, weight: record.weight)
     }
 }
 
@@ -39,9 +42,13 @@ private final class BatchRecorder: Storage, Sendable {
     typealias Record = NoteRecord
     let batches = Mutex<[[NoteRecord]]>([])
     func persist(_ records: [NoteRecord]) throws { batches.withLock { $0.append(records) } }
-    func read(primaryKey key: String) throws -> NoteRecord? { nil }
-    func read(primaryKeys keys: [String]) throws -> [NoteRecord] { [] }
-    func read(_ query: Query<NoteRecord>) throws -> [NoteRecord] { [] }
+    /// The records of the last batch.
+    private var last: [NoteRecord] { batches.withLock { $0.last ?? [] } }
+    func read(primaryKey key: String) throws -> NoteRecord? { last.first { $0.key == key } }
+    func read(primaryKeys keys: [String]) throws -> [NoteRecord] {
+        keys.compactMap { key in last.first { $0.key == key } }
+    }
+    func read(_ query: Query<NoteRecord>) throws -> [NoteRecord] { last }
     func count(where predicate: Predicate<NoteRecord>?) throws -> Int { 0 }
     func erase(primaryKeys keys: [String]) throws -> Int { 0 }
     func erase(where predicate: Predicate<NoteRecord>?) throws -> Int { 0 }
@@ -53,7 +60,7 @@ private struct Countdown: Sequence, IteratorProtocol {
     mutating func next() -> Note? { notes.isEmpty ? nil : notes.removeFirst() }
 }
 
-@Suite("The DAO's write path hands the storage the translated records")
+@Suite("The DAO hands the storage translated records and translates what it reads")
 struct DAOWritePathTests {
     private let notes = [
         Note(uniqueId: "b", body: nil, weight: 0.5),
@@ -92,5 +99,26 @@ struct DAOWritePathTests {
             #expect(error?.underlying is Refused)
         }
         #expect(storage.batches.withLock { $0 }.isEmpty)
+    }
+
+    @Test("reads translate every record the storage gives back, and a refusal names the record")
+    func reads() throws {
+        let storage = BatchRecorder()
+        try DAO(storage: storage, translator: NoteTranslator()).persist(notes)
+        let dao = DAO(storage: storage, translator: NoteTranslator())
+        #expect(try dao.read() == notes)
+        #expect(try dao.read(byPrimaryKey: notes[2].uniqueId) == notes[2])
+        #expect(try dao.read(byPrimaryKey: "missing") == nil)
+        #expect(try dao.read(byPrimaryKeys: [notes[1].uniqueId, "missing", notes[1].uniqueId]) == [notes[1], notes[1]])
+        #expect(try dao.read(where: nil) == notes)
+
+        let refusing = DAO(storage: storage, translator: NoteTranslator(refusingRecords: ["b"]))
+        for read in [{ _ = try refusing.read() }, { _ = try refusing.read(byPrimaryKey: "b") },
+                     { _ = try refusing.read(byPrimaryKeys: ["b"]) }] {
+            let error = #expect(throws: StorageError.self) { try read() }
+            #expect(error?.kind == .translation)
+            #expect(error?.message.contains("record b could not be translated to a plain object") == true)
+            #expect(error?.underlying is Refused)
+        }
     }
 }
