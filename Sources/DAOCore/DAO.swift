@@ -35,12 +35,20 @@ where S.Record == T.Record, T.PlainObject.ID == S.Record.PrimaryKey {
 
     /// Inserts or replaces `plain` (upsert), with everything it owns.
     /// - Throws: ``StorageError``; nothing is written then.
+    @inlinable
     public func persist(_ plain: PlainObject) throws {
         try storage.persist([toRecord(plain)])
     }
 
     /// Inserts or replaces all of `plains` in one transaction.
     /// - Throws: ``StorageError``; nothing is written then.
+    ///
+    /// Inlinable, so that the caller's module specializes the translation
+    /// loop for its plain, record and storage types: unspecialized, every
+    /// plain object was fetched through the sequence's witness table (a
+    /// heap-allocated frame each) and translated through the translator's
+    /// (docs/DESIGN.md, "The DAO's write path").
+    @inlinable
     public func persist(_ plains: some Sequence<PlainObject>) throws {
         var records: [Record] = []
         records.reserveCapacity(plains.underestimatedCount)
@@ -54,12 +62,14 @@ where S.Record == T.Record, T.PlainObject.ID == S.Record.PrimaryKey {
 
     /// Every object, ordered by `uniqueId`.
     /// - Throws: ``StorageError``.
+    @inlinable
     public func read() throws -> [PlainObject] {
         try toPlains(storage.read(Query()))
     }
 
     /// The object with `uniqueId == key`, or `nil`.
     /// - Throws: ``StorageError``.
+    @inlinable
     public func read(byPrimaryKey key: PlainObject.ID) throws -> PlainObject? {
         try storage.read(primaryKey: key).map(toPlain)
     }
@@ -67,6 +77,7 @@ where S.Record == T.Record, T.PlainObject.ID == S.Record.PrimaryKey {
     /// The objects with these keys, in the order of `keys`; missing keys are
     /// skipped, and a key given twice gives its object twice.
     /// - Throws: ``StorageError``.
+    @inlinable
     public func read(byPrimaryKeys keys: [PlainObject.ID]) throws -> [PlainObject] {
         try toPlains(storage.read(primaryKeys: keys))
     }
@@ -80,6 +91,7 @@ where S.Record == T.Record, T.PlainObject.ID == S.Record.PrimaryKey {
     ///     sortedBy: [SortDescriptor(\.date, order: .reverse)])
     /// ```
     /// - Throws: ``StorageError``.
+    @inlinable
     public func read(
         where predicate: Predicate<Record>? = nil,
         sortedBy: [SortDescriptor<Record>] = [],
@@ -129,31 +141,50 @@ where S.Record == T.Record, T.PlainObject.ID == S.Record.PrimaryKey {
 
     // MARK: Translation
 
-    private func toRecord(_ plain: PlainObject) throws -> Record {
+    @inlinable
+    func toRecord(_ plain: PlainObject) throws -> Record {
         do {
             return try translator.record(from: plain)
         } catch let error as StorageError {
             throw error
         } catch {
-            throw StorageError(
-                .translation, .translate, entity: Record.entity.name,
-                message: "plain object \(plain.uniqueId) could not be translated to a record", underlying: error)
+            throw translationFailure(plain, error)
         }
     }
 
+    /// The error of a translator that failed on `plain`: out of line, so
+    /// that the inlined write path carries only the call.
+    @usableFromInline
+    func translationFailure(_ plain: PlainObject, _ error: any Error) -> StorageError {
+        StorageError(
+            .translation, .translate, entity: Record.entity.name,
+            message: "plain object \(plain.uniqueId) could not be translated to a record", underlying: error)
+    }
+
+    @inlinable
     func toPlain(_ record: Record) throws -> PlainObject {
         do {
             return try translator.plain(from: record)
         } catch let error as StorageError {
             throw error
         } catch {
-            throw StorageError(
-                .translation, .translate, entity: Record.entity.name,
-                message: "record \(record.primaryKey) could not be translated to a plain object", underlying: error)
+            throw translationFailure(record, error)
         }
     }
 
-    private func toPlains(_ records: consuming [Record]) throws -> [PlainObject] {
+    /// The error of a translator that failed on `record`, out of line.
+    @usableFromInline
+    func translationFailure(_ record: Record, _ error: any Error) -> StorageError {
+        StorageError(
+            .translation, .translate, entity: Record.entity.name,
+            message: "record \(record.primaryKey) could not be translated to a plain object", underlying: error)
+    }
+
+    /// Inlinable with the reads, so that the caller's module specializes the
+    /// loop: unspecialized, each record was fetched through the array's
+    /// witness table (a heap-allocated frame each).
+    @inlinable
+    func toPlains(_ records: consuming [Record]) throws -> [PlainObject] {
         var plains: [PlainObject] = []
         plains.reserveCapacity(records.count)
         guard Record.entity.hasRelations else {

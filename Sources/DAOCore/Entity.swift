@@ -124,7 +124,7 @@ public final class Entity<Root: Record>: Sendable {
     /// Whether the entity owns relations: tested before walking ``relations``,
     /// whose iteration asks the runtime for the metadata of a constrained
     /// existential (about 400 instructions) even when it is empty.
-    let hasRelations: Bool
+    @usableFromInline let hasRelations: Bool
     /// Whether `checkStorable(_:)` has anything to check.
     let hasRealFieldsOrRelations: Bool
     /// For a ``FieldwiseRecord`` with reals: the position of the first real it
