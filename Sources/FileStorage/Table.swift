@@ -24,8 +24,8 @@ struct TableState<R: Record> {
     /// A removal leaves a hole rather than moving records: moving them in
     /// the generic array, unspecialized, cost more than the whole removal
     /// did in a dictionary. The holes are closed by the next whole document
-    /// (``Table/encodeDocument(with:)``), or at a commit once they are as
-    /// many as the records.
+    /// (``Table/encodeDocument(with:)``), or at a commit or a rollback once
+    /// they are as many as the records.
     var live: [Bool] = []
     /// How many positions of ``records`` are holes.
     var holes = 0
@@ -304,6 +304,10 @@ final class Table<R: Record>: AnyTable {
             remove(key)
             if let old { insertUnchecked(old, key: key) }
         }
+        // Each record put back leaves a hole where it stood: closed here
+        // too, as at a commit, or calls that keep failing (with none
+        // committed in between) would grow the array without bound.
+        if state.holes > 64 && state.holes >= state.count { compact() }
         saved = nil
         hasSaved = false
         undo = []
