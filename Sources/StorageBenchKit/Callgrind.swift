@@ -3,11 +3,12 @@ import Foundation
 /// Runs a worker under valgrind's callgrind and reads back, for each operation,
 /// the instructions executed and the allocations made inside its timed regions.
 ///
-/// The worker switches callgrind's collection on and off at the edges of each
-/// timed region (``TimedRegion``) and writes one dump per operation, described
-/// by the operation's name. Everything outside the timed regions (generating
-/// the data, the correctness checks, the process's start and end) is not
-/// counted. The counts do not depend on the machine's load, only on the code,
+/// The worker writes a dump at both edges of each timed region
+/// (``TimedRegion``): the one at its end, described by the operation's name,
+/// holds the region's costs; the one at its start holds everything since the
+/// last region and is skipped. Everything outside the timed regions
+/// (generating the data, the correctness checks, the process's start and
+/// end) is not counted, neither its instructions nor its allocations. The counts do not depend on the machine's load, only on the code,
 /// the libraries and the processor's instruction set; hashing is made
 /// deterministic (`SWIFT_DETERMINISTIC_HASHING=1`) and the worker's
 /// environment is the same whoever starts it (``environment(from:)``), so
@@ -84,7 +85,7 @@ public struct Callgrind: Sendable {
     /// The valgrind arguments that run a program writing its dumps to `outputBase`.N.
     func arguments(outputBase: URL) -> [String] {
         [
-            "--tool=callgrind", "--collect-atstart=no", "--compress-strings=no", "--compress-pos=no",
+            "--tool=callgrind", "--collect-atstart=yes", "--compress-strings=no", "--compress-pos=no",
             "--callgrind-out-file=\(outputBase.path)",
             // valgrind's own messages would mix with the worker's progress.
             "--log-file=\(outputBase.path)-valgrind.log",
@@ -174,7 +175,9 @@ public struct Callgrind: Sendable {
     }
 
     /// Reads every dump callgrind wrote to `outputBase`.N and returns the
-    /// instructions and allocations of each operation that has one.
+    /// instructions and allocations of each operation that has one: the sum
+    /// of its dumps (one per timed region). Dumps of other names (the costs
+    /// between regions, ``TimedRegion/gapDumpName``) are skipped.
     /// - Throws: when a dump cannot be read or parsed.
     static func readDumps(outputBase: URL) throws -> [String: Dump] {
         let directory = outputBase.deletingLastPathComponent()
@@ -183,10 +186,12 @@ public struct Callgrind: Sendable {
         for file in try FileManager.default.contentsOfDirectory(atPath: directory.path) where file.hasPrefix(prefix) {
             let text = try String(contentsOf: directory.appendingPathComponent(file), encoding: .utf8)
             let dump = try parse(text)
-            if BenchOperation(rawValue: dump.name) != nil {
-                if let earlier = dumps[dump.name] {
-                    throw ConfigurationError("callgrind wrote two dumps for \(dump.name) (\(earlier.instructions) and \(dump.instructions) instructions)")
-                }
+            guard BenchOperation(rawValue: dump.name) != nil else { continue }
+            if var sum = dumps[dump.name] {
+                sum.instructions += dump.instructions
+                sum.allocations += dump.allocations
+                dumps[dump.name] = sum
+            } else {
                 dumps[dump.name] = dump
             }
         }

@@ -93,12 +93,11 @@ public enum WorkloadRunner {
             return TimedRegion.begin()
         }
         func stop(_ start: UInt64) -> Double {
-            let elapsed = TimedRegion.seconds(since: start)
+            let elapsed = TimedRegion.seconds(since: start, in: current)
             rise = probe?.endOperation()
             return elapsed
         }
         func record(_ measurement: OperationMeasurement) {
-            TimedRegion.finish(measurement.operation)
             var measurement = measurement
             measurement.peakRSSRiseBytes = rise
             rise = nil

@@ -114,11 +114,58 @@ import Testing
         }
     }
 
+    /// An operation's regions each give a dump of its name, added up; the
+    /// dumps written at each region's start (the costs between regions:
+    /// the data generated, the checks, with their allocations) are skipped.
+    @Test func anOperationsDumpsAreAddedUpAndTheGapsBetweenRegionsSkipped() throws {
+        try withTemporaryDirectory { directory in
+            let base = directory.appendingPathComponent("callgrind.out")
+            func dump(_ name: String, instructions: Int, mallocs: Int) -> String {
+                """
+                desc: Trigger: Client Request: \(name)
+                events: Ir
+                fn=work
+                cfn=malloc
+                calls=\(mallocs) 3
+                4 100
+
+                totals: \(instructions)
+
+                """
+            }
+            let files = [
+                dump(TimedRegion.gapDumpName, instructions: 900_000, mallocs: 5_000),
+                dump("persist-single", instructions: 1_000, mallocs: 7),
+                dump(TimedRegion.gapDumpName, instructions: 800_000, mallocs: 3_000),
+                dump("persist-single", instructions: 2_000, mallocs: 5),
+                dump(TimedRegion.gapDumpName, instructions: 700_000, mallocs: 2_000),
+                dump("update", instructions: 3_000, mallocs: 11),
+            ]
+            for (number, text) in files.enumerated() {
+                try Data(text.utf8).write(to: directory.appendingPathComponent("callgrind.out.\(number + 1)"))
+            }
+            let dumps = try Callgrind.readDumps(outputBase: base)
+            #expect(dumps.keys.sorted() == ["persist-single", "update"])
+            #expect(dumps["persist-single"]?.instructions == 3_000)
+            #expect(dumps["persist-single"]?.allocations == 12)
+            #expect(dumps["update"]?.instructions == 3_000)
+            #expect(dumps["update"]?.allocations == 11)
+        }
+    }
+
     @Test func outsideValgrindTheClientRequestsDoNothing() {
         #expect(!TimedRegion.isRunningOnValgrind)
         let start = TimedRegion.begin()
-        #expect(TimedRegion.seconds(since: start) >= 0)
-        TimedRegion.finish(.persist)
+        #expect(TimedRegion.seconds(since: start, in: .persist) >= 0)
+    }
+
+    /// Callgrind counts an arc's calls even while collection is off, so the
+    /// collection must run throughout and each region be bracketed by dumps.
+    @Test func callgrindCollectsThroughout() {
+        let arguments = Callgrind(valgrind: URL(fileURLWithPath: "/usr/bin/valgrind"))
+            .arguments(outputBase: URL(fileURLWithPath: "/tmp/callgrind.out"))
+        #expect(arguments.contains("--collect-atstart=yes"))
+        #expect(!arguments.contains("--collect-atstart=no"))
     }
 }
 
