@@ -286,10 +286,7 @@ final class Table<R: Record>: AnyTable {
         inTransaction = false
         saved = nil
         hasSaved = false
-        // Holes as many as the records: closed now, so that they never
-        // take more than half the array (a table written by deltas only
-        // writes no whole document that would close them).
-        if state.holes > 64 && state.holes >= state.count { compact() }
+        closeHolesIfAsManyAsRecords()
         undo = []
         remembered = []
         isDirty = false
@@ -307,7 +304,7 @@ final class Table<R: Record>: AnyTable {
         // Each record put back leaves a hole where it stood: closed here
         // too, as at a commit, or calls that keep failing (with none
         // committed in between) would grow the array without bound.
-        if state.holes > 64 && state.holes >= state.count { compact() }
+        closeHolesIfAsManyAsRecords()
         saved = nil
         hasSaved = false
         undo = []
@@ -780,6 +777,14 @@ final class Table<R: Record>: AnyTable {
             else { continue }
             if stored.count <= 1 { state.suspects[text] = nil } else { state.suspects[text]?.count -= 1 }
         }
+    }
+
+    /// Closes the holes once they are as many as the records (and more than
+    /// 64), at the end of a commit or a rollback, so that they never take
+    /// more than half the array: a table written by deltas only writes no
+    /// whole document that would close them.
+    private func closeHolesIfAsManyAsRecords() {
+        if state.holes > 64 && state.holes >= state.count { compact() }
     }
 
     func encodeDocument(with coder: DocumentCoder) throws -> Data {
