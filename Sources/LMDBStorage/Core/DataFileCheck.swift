@@ -21,7 +21,9 @@ import Darwin
 /// - a meta page that is not one (wrong page number, flags, magic, version or
 ///   page size), or two that disagree on the page size;
 /// - a data file shorter than `(last_pgno + 1) × page size` of the meta page in
-///   use (the one with the larger transaction id);
+///   use (the one with the larger transaction id), unless every page past its
+///   end is on that meta page's free list (liblmdb does not write pages a
+///   transaction allocated and freed again);
 /// - a root page number beyond `last_pgno`, or a root page that is not a
 ///   branch or leaf page of that number;
 /// - a data file that is missing or empty while the lock file exists: the
@@ -50,7 +52,13 @@ enum DataFileCheck {
     private static let metaFlag: UInt16 = 0x08
     private static let branchFlag: UInt16 = 0x01
     private static let leafFlag: UInt16 = 0x02
+    private static let overflowFlag: UInt16 = 0x04
     private static let invalidPage = UInt64.max
+    /// `PAGEHDRSZ` and the fixed part of an `MDB_node`.
+    private static let pageHeaderSize = 16
+    private static let nodeHeaderSize = 8
+    /// `F_BIGDATA`: the node's data is on overflow pages.
+    private static let bigDataFlag: UInt16 = 0x01
 
     /// One meta page, as read.
     struct Meta {
@@ -142,10 +150,20 @@ enum DataFileCheck {
         let pageSize = UInt64(meta.pageSize)
         let (pages, overflow) = meta.lastPage.addingReportingOverflow(1)
         let (needed, overflow2) = pages.multipliedReportingOverflow(by: pageSize)
-        guard meta.lastPage >= 1, !overflow, !overflow2, size >= needed else {
-            throw corrupt(
-                dataPath,
-                "the data file holds \(size) bytes but its meta page (transaction \(meta.transactionID)) names pages up to \(meta.lastPage) of \(pageSize) bytes: it was truncated")
+        guard meta.lastPage >= 1, !overflow, !overflow2 else {
+            throw corrupt(dataPath, "the meta page (transaction \(meta.transactionID)) names an impossible last page \(meta.lastPage)")
+        }
+        // liblmdb does not write the pages a transaction allocated and freed
+        // again (loose pages, overflow pages of a value put and erased): a
+        // sound file can end before `last_pgno` when every page past its end
+        // is on the free list.
+        if size < needed {
+            let firstMissing = size / pageSize
+            guard try tailIsFree(fd, meta: meta, from: firstMissing, path: dataPath) else {
+                throw corrupt(
+                    dataPath,
+                    "the data file holds \(size) bytes but its meta page (transaction \(meta.transactionID)) names pages up to \(meta.lastPage) of \(pageSize) bytes, and pages from \(firstMissing) on are not all free: it was truncated")
+            }
         }
         for (name, root) in [("main", meta.mainRoot), ("free", meta.freeRoot)] where root != invalidPage {
             guard root >= 2, root <= meta.lastPage else {
@@ -161,6 +179,97 @@ enum DataFileCheck {
                     "the \(name) database's root page \(root) is damaged (it names page \(number), flags \(flags))")
             }
         }
+    }
+
+    /// Whether every page from `firstMissing` to the meta page's last page is
+    /// on the free list of that meta page's free-list database (`FREE_DBI`),
+    /// read with `pread` from its root: `MDB_IDL` values (a count, then page
+    /// numbers) keyed by transaction id, stored in the node or on overflow
+    /// pages. A free-list page that lies past the end of the file, or that is
+    /// not a page of the kind and number its parent names, is damage.
+    ///
+    /// - Throws: ``StorageError/Kind/corrupt`` for a damaged free list.
+    private static func tailIsFree(_ fd: Int32, meta: Meta, from firstMissing: UInt64, path: String) throws -> Bool {
+        guard meta.freeRoot != invalidPage else { return false }
+        let pageSize = meta.pageSize
+        let tail = Int(meta.lastPage - firstMissing + 1)
+        var free = [Bool](repeating: false, count: tail)
+        var freeCount = 0
+        var page = [UInt8](repeating: 0, count: pageSize)
+        var pending: [(page: UInt64, depth: Int)] = [(meta.freeRoot, 0)]
+        var visited = 0
+        while let (number, depth) = pending.popLast() {
+            visited += 1
+            guard number >= 2, number < firstMissing, depth < 64, UInt64(visited) <= meta.lastPage else {
+                throw corrupt(path, "the free list names page \(number), which is not a page of the file's free list")
+            }
+            try readExactly(fd, &page, at: number * UInt64(pageSize), path: path)
+            let flags = load(UInt16.self, page, Offset.pageFlags)
+            guard load(UInt64.self, page, Offset.pageNumber) == number, flags & (branchFlag | leafFlag) != 0 else {
+                throw corrupt(path, "the free list's page \(number) is damaged (flags \(flags))")
+            }
+            let lower = Int(load(UInt16.self, page, 12))
+            guard lower >= pageHeaderSize, lower <= pageSize else {
+                throw corrupt(path, "the free list's page \(number) is damaged (lower bound \(lower))")
+            }
+            for slot in 0..<((lower - pageHeaderSize) / 2) {
+                let node = Int(load(UInt16.self, page, pageHeaderSize + 2 * slot))
+                guard node + nodeHeaderSize <= pageSize else {
+                    throw corrupt(path, "the free list's page \(number) is damaged (a node at \(node))")
+                }
+                let low = UInt64(load(UInt16.self, page, node))
+                let high = UInt64(load(UInt16.self, page, node + 2))
+                let nodeFlags = load(UInt16.self, page, node + 4)
+                let keySize = Int(load(UInt16.self, page, node + 6))
+                if flags & branchFlag != 0 {
+                    pending.append((low | high << 16 | UInt64(nodeFlags) << 32, depth + 1))
+                    continue
+                }
+                let dataSize = Int(low | high << 16)
+                let dataStart = node + nodeHeaderSize + keySize
+                let ids: [UInt8]
+                if nodeFlags & bigDataFlag != 0 {
+                    guard dataStart + 8 <= pageSize else {
+                        throw corrupt(path, "the free list's page \(number) is damaged (a node at \(node))")
+                    }
+                    let overflow = load(UInt64.self, page, dataStart)
+                    let span = UInt64((pageHeaderSize + dataSize + pageSize - 1) / pageSize)
+                    guard overflow >= 2, overflow + span <= firstMissing else {
+                        throw corrupt(path, "the free list names overflow pages \(overflow) and on, past the end of the file")
+                    }
+                    var bytes = [UInt8](repeating: 0, count: pageHeaderSize + dataSize)
+                    try readExactly(fd, &bytes, at: overflow * UInt64(pageSize), path: path)
+                    guard load(UInt64.self, bytes, Offset.pageNumber) == overflow,
+                        load(UInt16.self, bytes, Offset.pageFlags) & overflowFlag != 0
+                    else {
+                        throw corrupt(path, "the free list's overflow page \(overflow) is damaged")
+                    }
+                    ids = Array(bytes[pageHeaderSize...])
+                } else {
+                    guard dataStart + dataSize <= pageSize else {
+                        throw corrupt(path, "the free list's page \(number) is damaged (a node at \(node))")
+                    }
+                    ids = Array(page[dataStart..<(dataStart + dataSize)])
+                }
+                guard ids.count >= 8 else {
+                    throw corrupt(path, "the free list's page \(number) holds a list of \(ids.count) bytes")
+                }
+                let count = Int(load(UInt64.self, ids, 0))
+                guard count <= ids.count / 8 - 1 else {
+                    throw corrupt(path, "the free list's page \(number) holds a list that names \(count) pages in \(ids.count) bytes")
+                }
+                for index in 0..<count {
+                    let id = load(UInt64.self, ids, 8 * (index + 1))
+                    guard id >= firstMissing, id <= meta.lastPage else { continue }
+                    let position = Int(id - firstMissing)
+                    if !free[position] {
+                        free[position] = true
+                        freeCount += 1
+                    }
+                }
+            }
+        }
+        return freeCount == tail
     }
 
     private static func fileSize(_ fd: Int32, _ path: String) throws -> UInt64 {
