@@ -227,7 +227,9 @@ extension EntityTable {
                 fields: Array(index.fields.dropFirst().prefix(rest.count)), values: rest, types: schema.types,
                 optional: schema.optional)
             let isFieldwise = fieldwiseType != nil
-            try txn.scan(main, prefix: parent) { _, value in
+            // A child whose fixed-width fields at the value's end already
+            // fail is skipped by the scan itself, before the decoder sees it.
+            try txn.scan(main, prefix: parent, skipping: filter) { _, value in
                 // The fields the filter reads and only those, before the
                 // checksum: a child the filter skips is not returned, as a
                 // child outside an index range was not read; one it keeps
