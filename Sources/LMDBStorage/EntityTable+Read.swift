@@ -228,15 +228,18 @@ extension EntityTable {
                 optional: schema.optional)
             let isFieldwise = fieldwiseType != nil
             // A child whose fixed-width fields at the value's end already
-            // fail is skipped by the scan itself, before the decoder sees it.
-            try txn.scan(main, prefix: parent, skipping: filter) { _, value in
+            // fail is skipped by the scan itself, before the decoder sees
+            // it; one they show passing (`passed`) is not compared again.
+            try txn.scan(main, prefix: parent, skipping: filter) { _, value, passed in
                 // The fields the filter reads and only those, before the
                 // checksum: a child the filter skips is not returned, as a
                 // child outside an index range was not read; one it keeps
                 // is checked whole.
                 try decoder.begin(value, checkingSum: false)
-                try filter.locate(in: decoder)
-                guard try filter.matches(decoder) else { return true }
+                if !passed {
+                    try filter.locate(in: decoder)
+                    guard try filter.matches(decoder) else { return true }
+                }
                 try decoder.checkSum(value)
                 // A `FieldwiseRecord` is laid out as it is read; a record
                 // read through `Decodable` is laid out first.

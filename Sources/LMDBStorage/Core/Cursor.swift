@@ -50,13 +50,14 @@ extension Transaction {
     }
 
     /// ``scan(_:prefix:_:)`` that calls `body` only for the values `filter`
-    /// does not reject on their bytes (``RangeFilter/rejects(_:)``): the
-    /// check runs in the loop, so a child it skips costs no call of `body`
-    /// (its prologue, the set-up of a generic caller's frame, about 45
+    /// does not find failing on their bytes (``RangeFilter/verdict(_:)``),
+    /// telling it whether they were found passing (`passed`): the check
+    /// runs in the loop, so a child that fails costs no call of `body` (its
+    /// prologue, the set-up of a generic caller's frame, about 45
     /// instructions a child).
     func scan(
         _ dbi: MDB_dbi, prefix: [UInt8], skipping filter: RangeFilter,
-        _ body: (_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) throws -> Bool
+        _ body: (_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer, _ passed: Bool) throws -> Bool
     ) throws {
         let cursor = try Cursor(self, dbi)
         var k = MDB_val()
@@ -70,9 +71,10 @@ extension Transaction {
         while code == MDB_SUCCESS {
             guard k.hasPrefix(prefix) else { return }
             let value = UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size)
-            if !filter.rejects(value) {
+            let verdict = filter.verdict(value)
+            if verdict != .fails {
                 let key = UnsafeRawBufferPointer(start: k.mv_data, count: k.mv_size)
-                guard try body(key, value) else { return }
+                guard try body(key, value, verdict == .passes) else { return }
             }
             code = cursor.move(&k, &v, MDB_NEXT)
         }
