@@ -168,6 +168,60 @@ final class RangeFilter {
         try decoder.layOutPrefix(fields: fieldsRead)
     }
 
+    /// What a stored value's bytes alone say about the filter, decided
+    /// before the decoder is given the value.
+    enum Verdict {
+        /// It fails a check.
+        case fails
+        /// It passes every check.
+        case passes
+        /// The bytes alone do not tell: ``locate(in:)`` and ``matches(_:)``
+        /// decide.
+        case undecided
+    }
+
+    /// What the stored value `value` answers, from its bytes alone: decided
+    /// only for a value of the current format (checksum last) that is long
+    /// enough to hold the compared fields, when they all lie at a fixed
+    /// distance from its end (``fixedSuffix``); ``Verdict/undecided``
+    /// otherwise. A decided value gets the answer ``ValueDecoder/begin(_:checkingSum:)``,
+    /// ``locate(in:)`` and ``matches(_:)`` give (the same bytes compared the
+    /// same way, found where ``locate(in:)`` finds them, which cannot throw
+    /// for such a value); a value too short or of an unknown format is never
+    /// decided, so it reaches the decoder, which throws. Spares a child that
+    /// fails the decoder's set-up and the per-check field lookups, and one
+    /// that passes the second look.
+    @inline(__always)
+    func verdict(_ value: UnsafeRawBufferPointer) -> Verdict {
+        guard fixedSuffix > 0, let start = value.baseAddress, value.count > ValueSchema.checksumSize,
+            start.load(as: UInt8.self) == ValueSchema.formatVersion
+        else { return .undecided }
+        let end = value.count - ValueSchema.checksumSize
+        // The version byte comes first, then at least the fixed fields.
+        guard end - fixedSuffix >= 1 else { return .undecided }
+        for position in checks.indices {
+            let check = checks[position]
+            let offset = end - check.fromEnd
+            switch check.kind {
+            case .bool:
+                let stored: UInt64 = start.load(fromByteOffset: offset, as: UInt8.self) != 0 ? 1 : 0
+                if stored != check.bits { return .fails }
+            case .real:
+                let real = Double(
+                    bitPattern: UInt64(littleEndian: start.loadUnaligned(fromByteOffset: offset, as: UInt64.self)))
+                if (real == 0 ? 0.0 : real).bitPattern != check.bits { return .fails }
+            case .null, .never:
+                // A field with a fixed distance from the end is never
+                // optional, so it is present and fails a null check.
+                return .fails
+            case .integer, .text, .blob:
+                // Not fixed-width: not met with a fixed suffix.
+                return .undecided
+            }
+        }
+        return .passes
+    }
+
     /// Whether the value `decoder` holds, its compared fields found by
     /// ``locate(in:)``, passes every check.
     @inline(__always)

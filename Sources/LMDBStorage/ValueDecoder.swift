@@ -236,11 +236,20 @@ final class ValueDecoder: PackedValueAccess, @unchecked Sendable {
             throw StorageError(.decoding, .read, entity: schema.entity, message: "\(F.self) is not \(R.self)")
         }
         var reader = try packedReader()
-        let record = try F.readPacked(from: &reader)
+        // Read straight into the slot: a record read into a local and then
+        // put in the slot was copied there (a retain per reference it holds)
+        // and the local destroyed (a release each), through the record
+        // type's value witnesses, about 150 instructions a record.
+        let typed = UnsafeMutableRawPointer(slot).assumingMemoryBound(to: F.self)
+        typed.initialize(to: try F.readPacked(from: &reader))
         // The fields the record did not read (none, for a record that reads
         // every field), and the check that nothing follows them.
-        try layOut(from: reader.fieldIndex, at: reader.byteOffset)
-        UnsafeMutableRawPointer(slot).assumingMemoryBound(to: F.self).initialize(to: record)
+        do {
+            try layOut(from: reader.fieldIndex, at: reader.byteOffset)
+        } catch {
+            typed.deinitialize(count: 1)
+            throw error
+        }
     }
 
     /// The integer, double or text of field `index` of the loaded value, which

@@ -117,6 +117,32 @@ private struct Sheet: Record, FieldwiseRecord, Hashable {
         }
     }
 
+    /// A read of many records builds each one in its slot of the result
+    /// (``ValueDecoder/decodeFieldwise(_:into:)``): bytes after the last
+    /// field are found after the record was read into the slot, which is
+    /// then emptied again, and the read throws `corrupt`; the records read
+    /// before it are released with the buffer.
+    @Test("bytes after the last field are corrupt when records are built in place")
+    func trailingBytesInPlace() throws {
+        try withStoreDirectory { directory in
+            let env = try LMDBEnvironment(directory: directory.store)
+            let storage = try env.storage(for: Sheet.self)
+            try storage.persist(sheets)
+            for sheet in sheets {
+                let key = KeyCodec.encode(primaryKey: sheet.id)
+                let stored: [UInt8] = try env.read(.read) { txn in try txn.copy(storage.table.main, key) ?? [] }
+                let fields = Array(stored.dropFirst().dropLast(ValueSchema.checksumSize))
+                for extra in [[0], [1, 2, 3]] as [[UInt8]] {
+                    let damaged = [ValueSchema.uncheckedFormatVersion] + fields + extra
+                    try env.write(.persist) { txn in try txn.put(storage.table.main, key, damaged) }
+                    #expect(storageError { _ = try storage.readAll() }?.kind == .corrupt, "\(sheet.id) + \(extra)")
+                }
+                try env.write(.persist) { txn in try txn.put(storage.table.main, key, stored) }
+            }
+            #expect(try storage.readAll().sorted { $0.id < $1.id } == sheets.sorted { $0.id < $1.id })
+        }
+    }
+
     @Test("a presence byte other than 0 or 1 is corrupt")
     func presenceByte() throws {
         // The first optional field (`title`) follows the key: its length

@@ -178,6 +178,8 @@ private let stations: [Station] = {
             let bound = Self.bound + [.text("caf\u{FFFD}\u{FFFD}")]
             var kept = 0
             var compared = 0
+            var rejected = 0
+            var passed = 0
             for value in values {
                 try value.withUnsafeBytes { value in
                     for field in 1..<schema.fieldCount {
@@ -190,6 +192,19 @@ private let stations: [Station] = {
                             try decoder.load(value, checkingSum: false)
                             let expected = KeyCodec.sameKey(try decoder.value(at: field), candidate)
                             #expect(answer == expected, "field \(schema.names[field]) bound \(candidate)")
+                            // The verdict on the raw bytes is the decoder's
+                            // answer, and is given whenever the compared
+                            // field has a fixed distance from the end.
+                            switch filter.verdict(value) {
+                            case .fails:
+                                #expect(!expected, "fails: field \(schema.names[field]) bound \(candidate)")
+                                rejected += 1
+                            case .passes:
+                                #expect(expected, "passes: field \(schema.names[field]) bound \(candidate)")
+                                passed += 1
+                            case .undecided:
+                                #expect(filter.fixedSuffix == 0, "undecided: field \(schema.names[field]) bound \(candidate)")
+                            }
                             compared += 1
                             if answer { kept += 1 }
                         }
@@ -205,13 +220,23 @@ private let stations: [Station] = {
                                 optional: schema.optional)
                             try decoder.begin(value, checkingSum: false)
                             try filter.locate(in: decoder)
-                            #expect(try filter.matches(decoder) == KeyCodec.sameKey(second, other))
+                            let answer = try filter.matches(decoder)
+                            #expect(answer == KeyCodec.sameKey(second, other))
+                            switch filter.verdict(value) {
+                            case .fails: #expect(!answer)
+                            case .passes: #expect(answer)
+                            case .undecided: break
+                            }
                         }
                     }
                 }
             }
             // Both answers occur, so the comparison is not vacuous.
             #expect(kept > 0 && kept < compared)
+            // Values of the current format with the booleans, the real and
+            // the date at their fixed places are decided on their bytes,
+            // both ways.
+            #expect(rejected > 0 && passed > 0)
         }
     }
 
@@ -298,6 +323,43 @@ private let stations: [Station] = {
             #expect(storageError { _ = try readings.read(where: predicate) }?.kind == .corrupt)
             try env.write(.persist) { txn in try txn.put(readings.table.main, key, stored) }
             #expect(try readings.read(where: predicate).contains(target))
+        }
+    }
+
+    /// The check on a child's raw bytes (``RangeFilter/verdict(_:)``) decides
+    /// only values of the current format long enough to hold the compared
+    /// fields: a child the filter would skip by its booleans, but of an
+    /// unknown format or cut short, is still `corrupt`, as when the decoder
+    /// saw every child.
+    @Test("a skipped child of an unknown format or cut short is corrupt")
+    func skippedDamage() throws {
+        try withStoreDirectory { directory in
+            let env = try LMDBEnvironment(directory: directory.store)
+            try env.storage(for: Station.self).persist(stations)
+            let readings = try env.storage(for: Reading.self)
+            let station = stations[2]
+            let code = station.code
+            let predicate = #Predicate<Reading> { $0.stationCode == code && $0.active == true && $0.flagged == false }
+            let expected = station.readings.filter { $0.active && !$0.flagged }
+            #expect(try readings.read(where: predicate) == expected)
+            guard let skipped = station.readings.first(where: { !($0.active && !$0.flagged) }) else {
+                Issue.record("every reading of the station matches")
+                return
+            }
+            let key = KeyCodec.encode(primaryKey: skipped.stationCode) + KeyCodec.encode(primaryKey: skipped.id)
+            let stored: [UInt8] = try env.read(.read) { txn in try txn.copy(readings.table.main, key) ?? [] }
+            #expect(stored.first == ValueSchema.formatVersion)
+            let filter = RangeFilter(
+                fields: [8, 9], values: [.integer(1), .integer(0)], types: readings.table.schema.types,
+                optional: readings.table.schema.optional)
+            #expect(stored.withUnsafeBytes { filter.verdict($0) } == .fails)
+            for damaged in [[UInt8]([9]) + stored.dropFirst(), Array(stored.prefix(1 + ValueSchema.checksumSize))] {
+                #expect(damaged.withUnsafeBytes { filter.verdict($0) } == .undecided)
+                try env.write(.persist) { txn in try txn.put(readings.table.main, key, damaged) }
+                #expect(storageError { _ = try readings.read(where: predicate) }?.kind == .corrupt)
+            }
+            try env.write(.persist) { txn in try txn.put(readings.table.main, key, stored) }
+            #expect(try readings.read(where: predicate) == expected)
         }
     }
 }

@@ -48,6 +48,38 @@ extension Transaction {
         }
         if code != MDB_NOTFOUND { try check(code, "mdb_cursor_get") }
     }
+
+    /// ``scan(_:prefix:_:)`` that calls `body` only for the values `filter`
+    /// does not find failing on their bytes (``RangeFilter/verdict(_:)``),
+    /// telling it whether they were found passing (`passed`): the check
+    /// runs in the loop, so a child that fails costs no call of `body` (its
+    /// prologue, the set-up of a generic caller's frame, about 45
+    /// instructions a child).
+    func scan(
+        _ dbi: MDB_dbi, prefix: [UInt8], skipping filter: RangeFilter,
+        _ body: (_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer, _ passed: Bool) throws -> Bool
+    ) throws {
+        let cursor = try Cursor(self, dbi)
+        var k = MDB_val()
+        var v = MDB_val()
+        var code: Int32 = prefix.withUnsafeBytes { prefix in
+            if prefix.isEmpty { return cursor.move(&k, &v, MDB_FIRST) }
+            k.mv_size = prefix.count
+            k.mv_data = UnsafeMutableRawPointer(mutating: prefix.baseAddress)
+            return cursor.move(&k, &v, MDB_SET_RANGE)
+        }
+        while code == MDB_SUCCESS {
+            guard k.hasPrefix(prefix) else { return }
+            let value = UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size)
+            let verdict = filter.verdict(value)
+            if verdict != .fails {
+                let key = UnsafeRawBufferPointer(start: k.mv_data, count: k.mv_size)
+                guard try body(key, value, verdict == .passes) else { return }
+            }
+            code = cursor.move(&k, &v, MDB_NEXT)
+        }
+        if code != MDB_NOTFOUND { try check(code, "mdb_cursor_get") }
+    }
 }
 
 extension Transaction {
@@ -84,13 +116,19 @@ extension Transaction {
 }
 
 extension MDB_val {
-    /// Whether these bytes start with `prefix` (one `memcmp`).
+    /// Whether these bytes start with `prefix`: one `memcmp`, or, for a
+    /// prefix of 8 bytes (an integer parent key), one comparison of two
+    /// words, which a range's scan makes for every entry it reads (the call
+    /// of `memcmp` cost about 25 instructions an entry).
     @inline(__always)
     func hasPrefix(_ prefix: [UInt8]) -> Bool {
         guard mv_size >= prefix.count else { return false }
         guard !prefix.isEmpty, let data = mv_data else { return true }
         return prefix.withUnsafeBytes { prefix in
             guard let start = prefix.baseAddress else { return true }
+            if prefix.count == 8 {
+                return UnsafeRawPointer(data).loadUnaligned(as: UInt64.self) == start.loadUnaligned(as: UInt64.self)
+            }
             return memcmp(data, start, prefix.count) == 0
         }
     }
