@@ -14,7 +14,7 @@
 /// ``refusal(after:_:)`` picks the error that comes first in that order.
 ///
 /// ```swift
-/// var handoff = PersistHandoff<Record>(keepingRecords: commits.isObserved)
+/// var handoff = PersistHandoff<Record>(keepingRecords: store.commits.isObserved)
 /// do {
 ///     try transaction {
 ///         try handoff.run(produce) { record in try writer.write(record) }
@@ -23,7 +23,7 @@
 ///     if let refused = try handoff.refusal(after: error, produce) { throw refused }
 ///     throw error
 /// }
-/// if handoff.count > 0 { commits.didCommit(handoff.change) }
+/// if handoff.count > 0 { store.commits.didCommit(handoff.change) }
 /// ```
 public struct PersistHandoff<Record: DAOCore.Record> {
     /// How many records the last run was handed.
