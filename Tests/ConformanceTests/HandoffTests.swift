@@ -1,5 +1,7 @@
 import DAOCore
+import Dispatch
 import Foundation
+import Synchronization
 import Testing
 import TestSupport
 
@@ -260,6 +262,90 @@ struct HandoffTests {
             try positional.persist([library("a", shelves: [("s1", [1, 2, 9])]), b, a].map { Held($0) })
             #expect(try libraries.readAll() == [a, b])
             #expect(try store.anyStorage(for: TestSupport.BookRecord.self).readAll().map(\.id) == [1, 2, 3])
+        }
+    }
+}
+
+/// Boards as their own plain objects; the translation of `waitAt` waits
+/// until the test lets it go on, after telling it that it started.
+private struct PausingTranslator: Translator {
+    let waitAt: String
+    let started: DispatchSemaphore
+    let resume: DispatchSemaphore
+    func record(from plain: BoardRecord) -> BoardRecord {
+        if plain.id == waitAt {
+            started.signal()
+            resume.wait()
+        }
+        return plain
+    }
+    func plain(from record: BoardRecord) -> BoardRecord { record }
+}
+
+extension HandoffTests {
+    @Test("an observer that registers while a call hands its records over still gets the commit", arguments: allBackends)
+    func observerJoinsMidCall(backend: Backend) async throws {
+        try await withAsyncStore(backend) { store, _ in
+            let boards = try store.anyStorage(for: BoardRecord.self)
+            let commits = try #require(boards.commits)
+            let cards = DAO(storage: try store.anyStorage(for: CardRecord.self), translator: Same<CardRecord>())
+            func board(_ id: String, cards: [String]) -> BoardRecord {
+                BoardRecord(
+                    id: id, title: "Zoë \(id)",
+                    cards: cards.map {
+                        CardRecord(
+                            id: $0, boardId: id, title: "é🚀", rank: 1, done: false, estimate: 0.5,
+                            items: [ItemRecord(id: Int64($0.count), cardId: $0, text: "a\u{0}b", checked: true)])
+                    })
+            }
+            try boards.persist(board("b-1", cards: ["c-1"]))
+            let started = DispatchSemaphore(value: 0)
+            let resume = DispatchSemaphore(value: 0)
+            let dao = DAO(storage: boards, translator: PausingTranslator(waitAt: "b-2", started: started, resume: resume))
+            // The write runs on a thread of its own and stops in the
+            // translation of its second board: nobody observed the store
+            // when it began.
+            let written = Mutex<(any Error)??>(nil)
+            let done = DispatchSemaphore(value: 0)
+            let batch = [board("b-1", cards: ["c-1", "c-2"]), board("b-2", cards: ["c-3"])]
+            DispatchQueue.global().async {
+                do {
+                    try dao.persist(batch)
+                    written.withLock { $0 = .some(nil) }
+                } catch {
+                    written.withLock { $0 = .some(error) }
+                }
+                done.signal()
+            }
+            await withCheckedContinuation { continuation in
+                DispatchQueue.global().async {
+                    started.wait()
+                    continuation.resume()
+                }
+            }
+            // Now an observer of the children registers and reads: the
+            // store as it was before the call.
+            let iterator = cards.observe(sortedBy: [SortDescriptor(\.id)]).makeAsyncIterator()
+            let first = try #require(try await nextSnapshot(iterator))
+            #expect(first.results.map(\.id) == ["c-1"])
+            let rereads = commits.rereadCount
+            resume.signal()
+            await withCheckedContinuation { continuation in
+                DispatchQueue.global().async {
+                    done.wait()
+                    continuation.resume()
+                }
+            }
+            let outcome = written.withLock { $0 }
+            #expect(outcome.map { $0 == nil } == true, "the call failed: \(String(describing: outcome))")
+            await commits.drained()
+            // The commit is reported (without its records, which were let
+            // go) and the observer reads again.
+            #expect(commits.rereadCount > rereads)
+            guard commits.rereadCount > rereads else { return }
+            let next = try #require(try await nextSnapshot(iterator))
+            #expect(next.results.map(\.id) == ["c-1", "c-2", "c-3"])
+            #expect(next.results == (try cards.read(sortedBy: [SortDescriptor(\.id)])))
         }
     }
 }
