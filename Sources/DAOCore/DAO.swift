@@ -37,11 +37,18 @@ where S.Record == T.Record, T.PlainObject.ID == S.Record.PrimaryKey {
     /// - Throws: ``StorageError``; nothing is written then.
     @inlinable
     public func persist(_ plain: PlainObject) throws {
-        try storage.persist([toRecord(plain)])
+        try storage.persist(handingOver: { hand in try hand(toRecord(plain)) })
     }
 
     /// Inserts or replaces all of `plains` in one transaction.
     /// - Throws: ``StorageError``; nothing is written then.
+    ///
+    /// Each object is translated as the storage asks for it, inside its
+    /// transaction, and its record is written and let go before the next
+    /// one is made (``Storage/persist(handingOver:)``): the call never holds
+    /// every record at once, and each is written while it is still in the
+    /// cache (docs/DESIGN.md, "Core, tenth round"). A translation error
+    /// still leaves the store as it was.
     ///
     /// Inlinable, so that the caller's module specializes the translation
     /// loop for its plain, record and storage types: unspecialized, every
@@ -50,12 +57,15 @@ where S.Record == T.Record, T.PlainObject.ID == S.Record.PrimaryKey {
     /// (docs/DESIGN.md, "The DAO's write path").
     @inlinable
     public func persist(_ plains: some Sequence<PlainObject>) throws {
-        var records: [Record] = []
-        records.reserveCapacity(plains.underestimatedCount)
-        for plain in plains {
-            records.append(try toRecord(plain))
-        }
-        try storage.persist(records)
+        // An array, which the storage may walk more than once (a transaction
+        // started again); for an array already, the same storage, not a copy.
+        let plains = Array(plains)
+        guard !plains.isEmpty else { return try storage.persist([]) }
+        try storage.persist(handingOver: { hand in
+            for index in plains.indices {
+                try hand(toRecord(plains[index]))
+            }
+        })
     }
 
     // MARK: Read

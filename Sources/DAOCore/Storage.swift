@@ -21,6 +21,38 @@ public protocol Storage<Record>: Sendable {
     /// - Throws: ``StorageError``; the store is left as it was.
     func persist(_ records: [Record]) throws
 
+    /// Inserts or replaces the records that `produce` hands over, one at a
+    /// time, with their children, in one transaction: what ``persist(_:)``
+    /// does for an array, without the array.
+    ///
+    /// The storage calls `produce` inside its transaction; `produce` calls
+    /// the ``RecordHandoff`` it is given once per record, in order, and each
+    /// record is written (or, after a failure, only checked) and let go
+    /// before the next one is made. The ``DAO`` translates its plain objects
+    /// this way, so a call never holds every record at once.
+    ///
+    /// The answer is the one ``persist(_:)`` gives for the array of the same
+    /// records: the last of several records with one key wins; an error
+    /// `produce` throws (a translation error) is thrown as it is, and
+    /// nothing is written; a record the storage refuses is reported as
+    /// ``persist(_:)`` would report it, after `produce` has handed over the
+    /// rest (so that a later translation error, which ``persist(_:)`` would
+    /// have seen before any record, still comes first). A call that hands
+    /// over no record writes nothing and reports no commit.
+    ///
+    /// `produce` may be called more than once (a storage that must start
+    /// its transaction again, as LMDB does when its map grows, calls it
+    /// again); each call must hand over the same records. It runs inside
+    /// the storage's write transaction, so it must not write to the same
+    /// store.
+    ///
+    /// The default implementation collects the records into an array and
+    /// calls ``persist(_:)``, so an adapter that implements only that keeps
+    /// working; the SQLite and LMDB adapters write each record as it comes.
+    /// - Throws: ``StorageError``, or what `produce` throws; the store is
+    ///   left as it was.
+    func persist(handingOver produce: (_ hand: RecordHandoff<Record>) throws -> Void) throws
+
     /// The record with primary key `key`, with its children, or `nil`.
     /// - Throws: ``StorageError``.
     func read(primaryKey key: Record.PrimaryKey) throws -> Record?
@@ -58,9 +90,22 @@ public protocol Storage<Record>: Sendable {
     var commits: CommitBroadcaster? { get }
 }
 
+/// How ``Storage/persist(handingOver:)`` receives its records: called once
+/// per record, in order; the record is the storage's from then on.
+public typealias RecordHandoff<Record> = (consuming Record) throws -> Void
+
 extension Storage {
     /// No broadcaster: the storage cannot be observed.
     public var commits: CommitBroadcaster? { nil }
+
+    /// Collects the records `produce` hands over into an array and persists
+    /// them with ``persist(_:)``: nothing is written when `produce` throws.
+    /// - Throws: what `produce` or ``persist(_:)`` throws.
+    public func persist(handingOver produce: (_ hand: RecordHandoff<Record>) throws -> Void) throws {
+        var records: [Record] = []
+        try produce { records.append($0) }
+        try persist(records)
+    }
 
     /// Inserts or replaces one record with its children.
     public func persist(_ record: Record) throws {

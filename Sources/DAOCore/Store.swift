@@ -65,6 +65,9 @@ public struct AnyStorage<Record: DAOCore.Record>: Storage {
     }
 
     public func persist(_ records: [Record]) throws { try base.persist(records) }
+    public func persist(handingOver produce: (_ hand: RecordHandoff<Record>) throws -> Void) throws {
+        try base.persist(handingOver: produce)
+    }
     public func read(primaryKey key: Record.PrimaryKey) throws -> Record? { try base.read(primaryKey: key) }
     public func read(primaryKeys keys: [Record.PrimaryKey]) throws -> [Record] { try base.read(primaryKeys: keys) }
     public func read(_ query: Query<Record>) throws -> [Record] { try base.read(query) }

@@ -63,34 +63,44 @@ public struct LMDBStorage<Record: DAOCore.Record>: Storage {
     ///   stored then.
     public func persist(_ records: [Record]) throws {
         guard !records.isEmpty else { return }
+        try persist(handingOver: { hand in
+            for record in records { try hand(record) }
+        })
+    }
+
+    /// Inserts or replaces each record `produce` hands over, with its
+    /// children, as it comes, in one write transaction
+    /// (``Storage/persist(handingOver:)``); the last of several records with
+    /// one key wins. When the map fills, the transaction is aborted, the map
+    /// grown and `produce` called again.
+    ///
+    /// - Throws: as ``persist(_:)``, or what `produce` throws. Nothing is
+    ///   stored then.
+    public func persist(handingOver produce: (_ hand: RecordHandoff<Record>) throws -> Void) throws {
+        // Records written by position have their reals checked as they are
+        // encoded; the others are checked before they are written.
+        let checkFirst = !table.checksRealsWhileEncoding
+        var handoff = PersistHandoff<Record>(keepingRecords: table.environment.commits.isObserved)
         do {
-            // Records written by position have their reals checked as they
-            // are encoded; the core's pass runs only when a write failed,
-            // so that its error comes first, as when it ran first.
-            if !table.checksRealsWhileEncoding { try Record.entity.checkStorable(records) }
             try table.environment.write(.persist) { txn in
                 try table.withWriteCodecs { codecs in
                     defer { codecs.closeCursors() }
-                    // Each record lent where the array holds it, not copied out.
-                    try records.withUnsafeBufferPointer { records in
-                        guard let first = records.baseAddress else { return }
-                        for index in records.indices {
-                            try table.persist(first + index, in: txn, codecs: codecs)
-                        }
+                    try handoff.run(produce, stoppingAt: LMDBEnvironment.startsWriteAgain) { record in
+                        if checkFirst { try Record.entity.checkStorable(copy record) }
+                        // The record lent where the handoff holds it, not copied.
+                        try withUnsafePointer(to: record) { try table.persist($0, in: txn, codecs: codecs) }
                     }
                 }
             }
         } catch {
-            if table.checksRealsWhileEncoding {
-                do {
-                    try Record.entity.checkStorable(records)
-                } catch let unstorable {
-                    throw failing(unstorable, .persist)
-                }
-            }
+            // A record the core's check refuses is the error to report,
+            // whatever stopped the write, as when every record was checked
+            // first.
+            if let refused = try handoff.refusal(after: error, produce) { throw failing(refused, .persist) }
             throw failing(error, .persist)
         }
-        table.environment.commits.didCommit(.persisted(records))
+        guard handoff.count > 0 else { return }
+        table.environment.commits.didCommit(handoff.change)
     }
 
     /// Checks every stored record of this storage's entity (not its

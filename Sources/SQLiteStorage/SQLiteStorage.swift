@@ -36,47 +36,51 @@ public struct SQLiteStorage<Record: DAOCore.Record>: Storage {
     /// - Throws: ``StorageError``; nothing is written then.
     public func persist(_ records: [Record]) throws {
         guard !records.isEmpty else { return }
+        try persist(handingOver: { hand in
+            for record in records { try hand(record) }
+        })
+    }
+
+    /// Upserts each record `produce` hands over, with its children, as it
+    /// comes, in one transaction (``Storage/persist(handingOver:)``).
+    /// - Throws: ``StorageError``, or what `produce` throws; nothing is
+    ///   written then.
+    public func persist(handingOver produce: (_ hand: RecordHandoff<Record>) throws -> Void) throws {
         // When every record of the tree is bound by position, its reals are
         // checked as they are bound (the write then stops and rolls back);
-        // otherwise every record is checked before the write, as the other
-        // backends do.
+        // otherwise each record is checked before it is written, as the
+        // other backends do.
         let checkFirst = !table.checksRealsWhileBinding
-        if checkFirst {
-            do {
-                try Record.entity.checkStorable(records)
-            } catch let error as StorageError {
-                throw error.with(path: database.path)
-            }
-        }
+        var handoff = PersistHandoff<Record>(keepingRecords: database.commits.isObserved)
         do {
             try database.withConnection(.persist, entity: entityName) { connection in
                 try connection.transaction(immediate: true) {
-                    do {
-                        let writer = try TableWriter(table, connection)
-                        for record in records {
+                    let writer = try TableWriter(table, connection)
+                    try handoff.run(produce) { record in
+                        if checkFirst { try Record.entity.checkStorable(copy record) }
+                        do {
                             try writer.write(record)
+                        } catch is UnstorableReal {
+                            throw StorageError(
+                                .invalidArgument, .persist, entity: entityName,
+                                message: "a record writes a real that no backend stores as given (NaN or -0.0)")
                         }
-                    } catch is UnstorableReal {
-                        throw StorageError(
-                            .invalidArgument, .persist, entity: entityName,
-                            message: "a record writes a real that no backend stores as given (NaN or -0.0)")
                     }
                 }
             }
         } catch {
-            guard !checkFirst else { throw error }
             // Whatever stopped the write (a record, the engine, the commit),
             // a record the check before it would have refused is the error to
-            // report, so the answer is the one of checking first (and of the
-            // other backends): the same error for the same records.
-            do {
-                try Record.entity.checkStorable(records)
-            } catch let refused as StorageError {
+            // report, so the answer is the one of checking every record first
+            // (and of the other backends): the same error for the same records.
+            if let refused = try handoff.refusal(after: error, produce) {
+                guard let refused = refused as? StorageError else { throw refused }
                 throw refused.with(path: database.path)
             }
             throw error
         }
-        database.commits.didCommit(.persisted(records))
+        guard handoff.count > 0 else { return }
+        database.commits.didCommit(handoff.change)
     }
 
     /// The record with primary key `key`, with its children, or `nil`.

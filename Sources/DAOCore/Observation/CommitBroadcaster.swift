@@ -54,6 +54,11 @@ public final class CommitBroadcaster: Sendable {
         post(change())
     }
 
+    /// Whether anyone observes the store now (one atomic load). A storage
+    /// call that lets its records go as it writes them keeps them for its
+    /// ``CommitChange`` only when this holds as it begins.
+    public var isObserved: Bool { observerCount.load(ordering: .acquiring) > 0 }
+
     /// Gives the broadcaster a way to read a number that changes when another
     /// process commits (SQLite's `PRAGMA data_version`, LMDB's last transaction
     /// id). The broadcaster reads it only while an observer polls.

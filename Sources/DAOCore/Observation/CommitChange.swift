@@ -23,6 +23,13 @@ public struct CommitChange: Sendable {
         CommitChange(payload: Persisted(records: records))
     }
 
+    /// Records of `type` (with their children) were inserted or replaced;
+    /// which ones the storage call did not keep (nobody observed the store
+    /// when it began, so the records were let go as they were written).
+    public static func persisted<R: Record>(_ type: R.Type) -> CommitChange {
+        CommitChange(payload: WrittenUnknown<R>())
+    }
+
     /// The records of `type` with these keys (and their children) were erased.
     /// Keys with no record may be among them.
     public static func erased<R: Record>(_ type: R.Type, primaryKeys: [R.PrimaryKey]) -> CommitChange {
@@ -150,6 +157,18 @@ private struct ErasedKeys<R: Record>: ChangePayload {
     func childEffect<C: Record>(on type: C.Type) -> ChildEffectOnEntity<C>? {
         guard let relation = R.ownedRelation(for: C.self) else { return nil }
         return ChildEffectOnEntity(foreignKey: relation.foreignKeyField, effect: .erased(parentKeys: Set(keys.map(\.storedValue))))
+    }
+}
+
+/// Records of `R` written, which ones not known: the same effects as an
+/// erasure of unknown records (every observer of the entity or its children
+/// reads again).
+private struct WrittenUnknown<R: Record>: ChangePayload {
+    var entityName: String { R.entity.name }
+    func subtree() -> Set<String> { R.subtreeEntityNames() }
+    func effect<E: Record>(on type: E.Type) -> EntityEffect<E> { .unknown }
+    func childEffect<C: Record>(on type: C.Type) -> ChildEffectOnEntity<C>? {
+        R.ownedRelation(for: C.self).map { ChildEffectOnEntity(foreignKey: $0.foreignKeyField, effect: .unknown) }
     }
 }
 

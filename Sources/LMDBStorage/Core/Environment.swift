@@ -414,6 +414,13 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
         }
     }
 
+    /// Whether `error` is one after which ``write(_:_:)`` aborts the
+    /// transaction, grows or adopts the map and runs its body again.
+    static func startsWriteAgain(_ error: any Error) -> Bool {
+        guard let error = error as? StorageError else { return false }
+        return error.engineCode == MDB_MAP_FULL || error.engineCode == MDB_MAP_RESIZED
+    }
+
     private func attemptWrite<T>(
         _ operation: StorageError.Operation, _ body: (borrowing Transaction) throws -> T
     ) throws -> T {
