@@ -198,8 +198,8 @@ public struct RunConfiguration: Sendable {
     /// given the measured `results` of that size and durability: how many
     /// rounds in how many seconds, what ended them, and every figure still
     /// unsettled (``unsettledWidths(_:)``) with its interval's half-width
-    /// and the rounds it had, widest first, so that a log shows where the
-    /// budget went and what it left wide.
+    /// and the rounds it had, widest first (the twelve widest, then how many
+    /// more), so that a log shows where the budget went and what it left wide.
     func extraRoundsSummary(
         _ results: [IterationResult], size: BenchSize, durability: Durability, end: ExtraRoundsEnd,
         rounds: Int, seconds: Double
@@ -222,12 +222,15 @@ public struct RunConfiguration: Sendable {
         }
         guard !open.isEmpty else { return line }
         open.sort { $0.width != $1.width ? $0.width > $1.width : $0.name < $1.name }
+        // The widest first, up to twelve: a log line, not the report.
+        let shown = 12
         line += "; still unsettled: "
-        line += open.map { item in
+        line += open.prefix(shown).map { item in
             // The sentinel is set exactly; a measured width is a ratio of measured times.
             let width = item.width == Self.unknownWidth ? "no interval" : String(format: "±%.1f%%", item.width * precision * 100)
             return "\(item.name) \(width) (\(item.rounds) rounds)"
         }.joined(separator: ", ")
+        if open.count > shown { line += " and \(open.count - shown) more" }
         return line
     }
 

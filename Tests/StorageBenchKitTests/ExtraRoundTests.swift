@@ -100,6 +100,16 @@ import Testing
         let capped = configuration.extraRoundsSummary(
             results, size: Self.size, durability: .full, end: .maxIterations, rounds: 24, seconds: 100)
         #expect(capped.contains("ended at --max-iterations (30); still unsettled: other query"))
+        // A log line: the twelve widest, then how many more.
+        let many = try RunConfiguration(
+            backends: (0..<14).map { Backend(name: "b\($0)", subject: { _, _ in MemorySubject() }) }, sizes: [Self.size],
+            operations: Self.operations, iterations: 6, warmup: 0, showsProgress: false, maxIterations: 30)
+        let wide = (0..<6).flatMap { round in
+            (0..<14).map { index in Self.result("b\(index)", round: round) { _ in swing[round] * Double(index + 1) } }
+        }
+        let long = many.extraRoundsSummary(wide, size: Self.size, durability: .full, end: .timeLimit, rounds: 0, seconds: 0)
+        #expect(long.hasSuffix(" and \(14 * Self.operations.count - 12) more"))
+        #expect(long.components(separatedBy: " rounds)").count - 1 == 12)
     }
 
     @Test func aSettledRunHasNoExtraRound() throws {
