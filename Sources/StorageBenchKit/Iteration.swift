@@ -54,14 +54,15 @@ public struct IterationJob: Sendable, Codable, Hashable {
     /// the store is put back untimed to what it held before `update` (the
     /// dialogs as `persist` wrote them, upserted again in one call through
     /// the subject's own `update`, then checked) and it runs again, checked
-    /// as the first run is, while its runs are fewer than this and its runs
-    /// and restores add up to less than ``updateRunSeconds``; in a stepped
+    /// as the first run is, while its runs are fewer than this and one more
+    /// restore and run, each reckoned as long as the last run, fit in
+    /// ``updateRunSeconds`` with what was spent; in a stepped
     /// group every worker takes as many runs as the first to stop. The
     /// iteration's time for it is the median of its runs. 1: one run. Under
     /// callgrind always one run.
     public var updateRuns: Int = 1
-    /// The time, in seconds, the runs of `update` and the restores before
-    /// them may add up to before no further run starts (see ``updateRuns``).
+    /// The time, in seconds, the runs of `update` and the restores around
+    /// them may add up to (see ``updateRuns``).
     public var updateRunSeconds: Double = 0
     /// A prefix for progress lines (`[3/24]`), or `nil` for no progress.
     public var progressLabel: String?

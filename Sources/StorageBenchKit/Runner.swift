@@ -58,8 +58,8 @@ public struct RunConfiguration: Sendable {
     /// the store is put back untimed to what it held before `update` ahead
     /// of each further run. 1: one run.
     public var updateRuns: Int
-    /// The seconds the runs of `update` and the restores before them may
-    /// add up to before no further run starts (``IterationJob/updateRunSeconds``).
+    /// The seconds the runs of `update` and the restores around them may add
+    /// up to (``IterationJob/updateRunSeconds``).
     public var updateRunSeconds: Double
 
     /// Creates a configuration.

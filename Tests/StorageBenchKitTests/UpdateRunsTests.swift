@@ -148,6 +148,19 @@ import Testing
         #expect(report.rows.first { $0.operation == BenchOperation.update.rawValue }?.runsInPlace == 3)
     }
 
+    @Test func aFurtherRunStartsOnlyWhenItsRestoreAndRunFitTheBudget() {
+        // One run of 0.65 s: a restore and a run like it (1.3 s) fit in 2.5 s.
+        #expect(WorkloadRunner.updatesAgain(runs: [0.65], restoring: 0, most: 3, seconds: 2.5))
+        // Two runs and a restore (2.0 s spent): 1.3 s more does not fit 2.5 s, fits 4.
+        #expect(!WorkloadRunner.updatesAgain(runs: [0.65, 0.65], restoring: 0.7, most: 3, seconds: 2.5))
+        #expect(WorkloadRunner.updatesAgain(runs: [0.65, 0.65], restoring: 0.7, most: 3, seconds: 4))
+        // A run of 2.2 s runs once within 4 s (its restore and run would take 4.4 s more).
+        #expect(!WorkloadRunner.updatesAgain(runs: [2.2], restoring: 0, most: 3, seconds: 4))
+        // The count ends it whatever the time; no run yet, no further run.
+        #expect(!WorkloadRunner.updatesAgain(runs: [0.1, 0.1, 0.1], restoring: 0.2, most: 3, seconds: 3600))
+        #expect(!WorkloadRunner.updatesAgain(runs: [], restoring: 0, most: 3, seconds: 3600))
+    }
+
     @Test func theConfigurationRefusesNoRunsOrANegativeTime() {
         #expect(throws: ConfigurationError.self) {
             try RunConfiguration(backends: [TestBackends.memory], sizes: [Self.size], updateRuns: 0)
