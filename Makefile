@@ -14,18 +14,22 @@ SWIFT ?= swift
 # seed; each read-only operation runs in place 5 to 9 times per iteration
 # (more than 5 while its runs add up to less than 0.25 s), as many times
 # for a backend as for its raw engine, and the iteration's time is the
-# median of its runs. erase-all runs up to 9 times too: before each further
+# median of its runs. erase-all runs up to 21 times too: before each further
 # run the store is put back untimed (what it erased, persisted again in one
 # call and checked), while its runs and restores add up to less than 1 s.
-BENCH_ARGS ?= --backends all --dialogs 1000 --messages-per-dialog 100 --iterations 6 --max-iterations 30 --time-limit 240 --warmup 1 --durability full --read-runs 9 --read-time 0.25 --min-read-runs 5 --erase-runs 9 --erase-time 1
+# update runs up to 3 times: before each further run the store is put back
+# untimed to what it held before update (the dialogs as persist wrote them,
+# upserted again in one call and checked), while one more restore and run,
+# each reckoned as long as the last run, fit in 4 s with what was spent.
+BENCH_ARGS ?= --backends all --dialogs 1000 --messages-per-dialog 100 --iterations 6 --max-iterations 30 --time-limit 240 --warmup 1 --durability full --read-runs 9 --read-time 0.25 --min-read-runs 5 --erase-runs 21 --erase-time 1 --update-runs 3 --update-time 4
 # `make bench-smoke`: a tiny size, every backend, about a minute: at least 6
 # timed iterations (the fewest that give a 95% interval of the median), up to
 # 12 or 10 s more; no syncs, so that the wall times measure the code and not
 # the disk; and one iteration per backend under callgrind for the
 # instruction and allocation counts (of one run of each operation: the
-# in-place runs of the reads and of erase-all, as in make bench, are for the
-# wall times only).
-SMOKE_ARGS ?= --backends all --dialogs 100 --messages-per-dialog 10 --iterations 6 --max-iterations 12 --time-limit 10 --warmup 1 --durability none --read-runs 9 --read-time 0.25 --min-read-runs 5 --erase-runs 9 --erase-time 1 --instructions --output results/smoke.csv
+# in-place runs of the reads, of update and of erase-all, as in make bench,
+# are for the wall times only).
+SMOKE_ARGS ?= --backends all --dialogs 100 --messages-per-dialog 10 --iterations 6 --max-iterations 12 --time-limit 10 --warmup 1 --durability none --read-runs 9 --read-time 0.25 --min-read-runs 5 --erase-runs 9 --erase-time 1 --update-runs 3 --update-time 1 --instructions --output results/smoke.csv
 # `make bench-scale`: the two engines and their raw references at D=1000 and
 # D=10,000 (1M messages), M=100, durability full; the table ends with each
 # backend's throughput at 10,000 divided by its throughput at 1000.

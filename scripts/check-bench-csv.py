@@ -6,7 +6,8 @@ were bounded), and latency percentiles exactly for the per-call operations; and
 every such row whose backend names a reference (column `reference`) that is
 among the checked backends has its `ratio_to_raw`: its throughput divided by the
 reference's row of the same size, durability and operation, and its
-`ratio_paired` (the median of the ratios taken round by round) inside its interval.
+`ratio_paired` (the median of the ratios taken round by round) inside its interval
+and, where the report lists them (`ratio_paired_rounds`), the median of those rounds.
 
     storage-bench operations --format json --sizes 100x10 > operations.json
     scripts/check-bench-csv.py results/smoke.csv --backends json,plist,sqlite,grdb,sqlite-raw,lmdb,lmdb-raw \
@@ -55,6 +56,19 @@ def check_ratio(row, reference, rows, where):
         return [f"{where}: no ratio_paired (with its interval) to {reference}, which ran"]
     if not 0 < low <= paired <= high:
         return [f"{where}: ratio_paired {paired} is not inside its interval {low} … {high}"]
+    if not row.get("ratio_paired_rounds"):
+        return []  # a report made before the per-round ratios
+    try:
+        rounds = sorted(float(v) for v in row["ratio_paired_rounds"].split(";"))
+    except ValueError:
+        return [f"{where}: ratio_paired_rounds {row['ratio_paired_rounds']!r} is not a list of numbers"]
+    n = len(rounds)
+    median = rounds[n // 2] if n % 2 else (rounds[n // 2 - 1] + rounds[n // 2]) / 2
+    # The rounds are written to 6 significant digits.
+    if abs(median - paired) > 1e-5 * paired:
+        return [f"{where}: ratio_paired {paired} is not the median of its rounds ({median:.6g})"]
+    if not (rounds[0] * (1 - 1e-5) <= low and high <= rounds[-1] * (1 + 1e-5)):
+        return [f"{where}: the interval {low} … {high} is not within its rounds' range {rounds[0]} … {rounds[-1]}"]
     return []
 
 

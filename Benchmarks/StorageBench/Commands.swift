@@ -68,6 +68,12 @@ struct Run: ParsableCommand {
     @Option(name: .customLong("erase-time"), help: "The seconds the runs of erase-all and the restores before them may add up to before no further run starts (with --erase-runs).")
     var eraseTime: Double = 1
 
+    @Option(name: .customLong("update-runs"), help: "The most runs of update per iteration: after each run, the store is put back untimed to what it held before update (the dialogs as persist wrote them, upserted again in one call and checked) and update runs again, checked as the first run, while one more restore and run (each reckoned as long as the last run) fit in --update-time with what was spent; the iteration's time is the median of its runs (1: one run). A backend and its reference, run in step, take as many runs as the first of them to stop.")
+    var updateRuns = 1
+
+    @Option(name: .customLong("update-time"), help: "The seconds the runs of update and the restores around them may add up to: a further run starts only when it and its restore, each reckoned as long as the last run, fit (with --update-runs).")
+    var updateTime: Double = 1
+
     @Flag(name: .customLong("random-hashing"), help: "Let each timed worker hash with a random seed of its own, instead of Swift's fixed seed (SWIFT_DETERMINISTIC_HASHING=1, which the callgrind workers always use): a dictionary's layout, and with it a read's time, then changes from iteration to iteration.")
     var randomHashing = false
 
@@ -125,7 +131,8 @@ struct Run: ParsableCommand {
                 seed: seed, showsProgress: !noProgress, maxIterations: maxIterations,
                 precision: try parseThreshold(precision, option: "--precision"), timeLimit: timeLimit,
                 instructionIterations: instructions ? instructionIterations : 0, readRuns: readRuns,
-                readRunSeconds: readTime, minReadRuns: minReadRuns, eraseRuns: eraseRuns, eraseRunSeconds: eraseTime)
+                readRunSeconds: readTime, minReadRuns: minReadRuns, eraseRuns: eraseRuns, eraseRunSeconds: eraseTime,
+                updateRuns: updateRuns, updateRunSeconds: updateTime)
             if instructions {
                 guard !inProcess else { throw ConfigurationError("--instructions runs workers; not with --in-process") }
                 guard Callgrind.isBuiltIn else {

@@ -58,9 +58,11 @@ public enum BenchOperation: String, Sendable, CaseIterable, Codable, Comparable 
 
     /// Whether the operation can run again in place once the store is put
     /// back, untimed, through the subject's own API: `erase-all`, after
-    /// which what it erased is persisted again in one call, outside the
-    /// timed region (``IterationJob/eraseRuns``).
-    public var restoresInPlace: Bool { self == .eraseAll }
+    /// which what it erased is persisted again in one call
+    /// (``IterationJob/eraseRuns``), and `update`, after which the dialogs
+    /// as `persist` wrote them (messages not yet read) are written again in
+    /// one upsert (``IterationJob/updateRuns``), outside the timed region.
+    public var restoresInPlace: Bool { self == .eraseAll || self == .update }
 
     /// Whether an iteration may run the operation more than once in place
     /// (``isReadOnly`` or ``restoresInPlace``), its time the median of its runs.

@@ -50,6 +50,20 @@ public struct IterationJob: Sendable, Codable, Hashable {
     /// before them may add up to before no further run starts (see
     /// ``eraseRuns``).
     public var eraseRunSeconds: Double = 0
+    /// The most runs of `update` in this iteration: after its first run,
+    /// the store is put back untimed to what it held before `update` (the
+    /// dialogs as `persist` wrote them, upserted again in one call through
+    /// the subject's own `update`, then checked) and it runs again, checked
+    /// as the first run is, while its runs are fewer than this and one more
+    /// restore and run, each reckoned as long as the last run, fit in
+    /// ``updateRunSeconds`` with what was spent; in a stepped
+    /// group every worker takes as many runs as the first to stop. The
+    /// iteration's time for it is the median of its runs. 1: one run. Under
+    /// callgrind always one run.
+    public var updateRuns: Int = 1
+    /// The time, in seconds, the runs of `update` and the restores around
+    /// them may add up to (see ``updateRuns``).
+    public var updateRunSeconds: Double = 0
     /// A prefix for progress lines (`[3/24]`), or `nil` for no progress.
     public var progressLabel: String?
 
@@ -77,11 +91,11 @@ public struct OperationMeasurement: Sendable, Codable, Hashable {
     /// operation run several times in place, the median of its runs.
     public var seconds: Double
     /// For an operation run more than once in place (a read-only one,
-    /// ``IterationJob/readRuns``; `erase-all`, ``IterationJob/eraseRuns``),
-    /// each run's wall time in seconds, in order; `nil` after one run.
+    /// ``IterationJob/readRuns``; `erase-all`, ``IterationJob/eraseRuns``;
+    /// `update`, ``IterationJob/updateRuns``), each run's wall time in seconds, in order; `nil` after one run.
     public var runSeconds: [Double]?
-    /// For `erase-all` run more than once in place, the seconds spent
-    /// putting the store back (and checking it) before the further runs,
+    /// For `erase-all` or `update` run more than once in place, the seconds
+    /// spent putting the store back (and checking it) around the further runs,
     /// untimed and added up: part of what the iteration cost, not of the
     /// figure.
     public var restoreSeconds: Double?

@@ -47,7 +47,7 @@ public struct ReportRow: Sendable, Hashable {
         "bytes_on_disk", "peak_rss_bytes", "seed", "warmup", "note", "error", "settings", "reference", "ratio_to_raw",
         "instructions", "allocations", "ci_low", "ci_high", "ratio_paired", "ratio_paired_low", "ratio_paired_high",
         "ratio_instructions", "peak_rss_workload_bytes", "op_peak_rss_bytes", "decoded_bytes",
-        "runs_in_place",
+        "runs_in_place", "ratio_paired_rounds",
     ]
 
     /// The workload name and version (`dialog-graph-v1`).
@@ -131,6 +131,12 @@ public struct ReportRow: Sendable, Hashable {
     public var ratioPairedLow: Double?
     /// The upper bound of the 95% interval of ``ratioPaired``.
     public var ratioPairedHigh: Double?
+    /// The per-round ratios ``ratioPaired`` is the median of, in round order
+    /// (``PairedRatio/ratios``), so that a reader can judge the estimate and
+    /// its interval, or compute another; written as one cell, the values
+    /// separated by `;`. `nil` without a paired ratio (and in reports made
+    /// before the column).
+    public var ratioPairedRounds: [Double]?
     /// The reference's instructions per unit divided by this row's (1 = as
     /// few instructions as the reference, 0.5 = twice as many); `nil` unless
     /// both rows were counted.
@@ -207,6 +213,7 @@ public struct ReportRow: Sendable, Hashable {
             text(ratioPaired), text(ratioPairedLow), text(ratioPairedHigh), text(ratioInstructions),
             text(peakRSSWorkloadBytes), text(operationPeakRSSBytes), text(decodedBytes),
             text(runsInPlace),
+            ratioPairedRounds.map { $0.map { String(format: "%.6g", $0) }.joined(separator: ";") } ?? "",
         ]
     }
 
@@ -283,6 +290,14 @@ public struct ReportRow: Sendable, Hashable {
         operationPeakRSSBytes = try optional("op_peak_rss_bytes")
         decodedBytes = try optional("decoded_bytes")
         runsInPlace = try optional("runs_in_place") ?? optional("read_runs")
+        if let rounds = byName["ratio_paired_rounds"], !rounds.isEmpty {
+            ratioPairedRounds = try rounds.split(separator: ";").map { item in
+                guard let value = Double(item) else {
+                    throw ConfigurationError("'\(item)' in column ratio_paired_rounds is not a number")
+                }
+                return value
+            }
+        }
     }
 
     private func text<T: CustomStringConvertible>(_ value: T?) -> String {

@@ -54,6 +54,13 @@ public struct RunConfiguration: Sendable {
     /// The seconds the runs of `erase-all` and the restores before them may
     /// add up to before no further run starts (``IterationJob/eraseRunSeconds``).
     public var eraseRunSeconds: Double
+    /// The most runs of `update` per iteration (``IterationJob/updateRuns``):
+    /// the store is put back untimed to what it held before `update` ahead
+    /// of each further run. 1: one run.
+    public var updateRuns: Int
+    /// The seconds the runs of `update` and the restores around them may add
+    /// up to (``IterationJob/updateRunSeconds``).
+    public var updateRunSeconds: Double
 
     /// Creates a configuration.
     /// - Throws: ``ConfigurationError`` when a list is empty or a count out of range.
@@ -62,7 +69,8 @@ public struct RunConfiguration: Sendable {
         operations: [BenchOperation] = BenchOperation.allCases, iterations: Int = 5, warmup: Int = 1,
         seed: UInt64 = 42, showsProgress: Bool = true, maxIterations: Int? = nil, precision: Double = 0.03,
         confidence: Double = 0.95, timeLimit: Double = 60, instructionIterations: Int = 0, readRuns: Int = 1,
-        readRunSeconds: Double = 0.25, minReadRuns: Int = 1, eraseRuns: Int = 1, eraseRunSeconds: Double = 1
+        readRunSeconds: Double = 0.25, minReadRuns: Int = 1, eraseRuns: Int = 1, eraseRunSeconds: Double = 1,
+        updateRuns: Int = 1, updateRunSeconds: Double = 1
     ) throws {
         guard !backends.isEmpty else { throw ConfigurationError("no backend to run") }
         guard !sizes.isEmpty else { throw ConfigurationError("no size to run") }
@@ -114,6 +122,14 @@ public struct RunConfiguration: Sendable {
         guard eraseRunSeconds >= 0, eraseRunSeconds.isFinite else {
             throw ConfigurationError("--erase-time must be a number of seconds, not \(eraseRunSeconds)")
         }
+        guard (1...100).contains(updateRuns) else {
+            throw ConfigurationError("--update-runs must be between 1 and 100, not \(updateRuns)")
+        }
+        guard updateRunSeconds >= 0, updateRunSeconds.isFinite else {
+            throw ConfigurationError("--update-time must be a number of seconds, not \(updateRunSeconds)")
+        }
+        self.updateRuns = updateRuns
+        self.updateRunSeconds = updateRunSeconds
         self.readRuns = readRuns
         self.readRunSeconds = readRunSeconds
         self.minReadRuns = minReadRuns
@@ -166,6 +182,56 @@ public struct RunConfiguration: Sendable {
             widths[operation] = paired.coverage < confidence ? Self.unknownWidth : paired.relativeHalfWidth / precision
         }
         return widths
+    }
+
+    /// What ended the extra rounds of one size and durability.
+    enum ExtraRoundsEnd: Sendable, Equatable {
+        /// Every figure was settled (or no backend had one to settle).
+        case settled
+        /// ``maxIterations`` was reached.
+        case maxIterations
+        /// ``timeLimit`` ran out.
+        case timeLimit
+    }
+
+    /// One line on what the extra rounds of `size` and `durability` did,
+    /// given the measured `results` of that size and durability: how many
+    /// rounds in how many seconds, what ended them, and every figure still
+    /// unsettled (``unsettledWidths(_:)``) with its interval's half-width
+    /// and the rounds it had, widest first (the twelve widest, then how many
+    /// more), so that a log shows where the budget went and what it left wide.
+    func extraRoundsSummary(
+        _ results: [IterationResult], size: BenchSize, durability: Durability, end: ExtraRoundsEnd,
+        rounds: Int, seconds: Double
+    ) -> String {
+        let why =
+            switch end {
+            case .settled: "every figure within ±\(Format.percent(precision))"
+            case .maxIterations: "ended at --max-iterations (\(maxIterations))"
+            case .timeLimit: "ended by --time-limit (" + String(format: "%.0f s", timeLimit) + ")"
+            }
+        var line = "\(size) \(durability.rawValue): \(rounds) extra rounds in " + String(format: "%.0f s", seconds) + ", \(why)"
+        var open: [(name: String, width: Double, rounds: Int)] = []
+        for (backend, widths) in unsettledWidths(results) {
+            for (operation, width) in widths {
+                let count = results.filter {
+                    $0.job.backend == backend && !$0.job.countsInstructions && $0.job.operations.contains(operation)
+                }.count
+                open.append(("\(backend) \(operation.rawValue)", width, count))
+            }
+        }
+        guard !open.isEmpty else { return line }
+        open.sort { $0.width != $1.width ? $0.width > $1.width : $0.name < $1.name }
+        // The widest first, up to twelve: a log line, not the report.
+        let shown = 12
+        line += "; still unsettled: "
+        line += open.prefix(shown).map { item in
+            // The sentinel is set exactly; a measured width is a ratio of measured times.
+            let width = item.width == Self.unknownWidth ? "no interval" : String(format: "±%.1f%%", item.width * precision * 100)
+            return "\(item.name) \(width) (\(item.rounds) rounds)"
+        }.joined(separator: ", ")
+        if open.count > shown { line += " and \(open.count - shown) more" }
+        return line
     }
 
     /// The width given to a figure with too few iterations for an interval
@@ -385,6 +451,8 @@ public struct RunConfiguration: Sendable {
             job.minReadRuns = minReadRuns
             job.eraseRuns = eraseRuns
             job.eraseRunSeconds = eraseRunSeconds
+            job.updateRuns = updateRuns
+            job.updateRunSeconds = updateRunSeconds
             return job
         }
     }
@@ -472,9 +540,16 @@ public struct BenchmarkRunner: Sendable {
                 }
                 let started = DispatchTime.now().uptimeNanoseconds
                 var round = c.warmup + c.iterations
-                while round - c.warmup < c.maxIterations,
-                    Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9 < c.timeLimit
-                {
+                var end = RunConfiguration.ExtraRoundsEnd.settled
+                while true {
+                    guard round - c.warmup < c.maxIterations else {
+                        end = .maxIterations
+                        break
+                    }
+                    guard Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9 < c.timeLimit else {
+                        end = .timeLimit
+                        break
+                    }
                     let jobs = c.extraRound(round, after: results, size: size, durability: durability)
                     if jobs.isEmpty { break }
                     try run(jobs) { job in
@@ -482,6 +557,15 @@ public struct BenchmarkRunner: Sendable {
                         return "iteration \(round - c.warmup + 1) of at most \(c.maxIterations)\(which) (not yet within ±\(Format.percent(c.precision)))"
                     }
                     round += 1
+                }
+                if c.showsProgress, c.maxIterations > c.iterations {
+                    let seconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
+                    let here = results.filter { $0.job.size == size && $0.job.durability == durability }
+                    ProgressPrinter.write(
+                        c.extraRoundsSummary(
+                            here, size: size, durability: durability, end: end,
+                            rounds: round - c.warmup - c.iterations, seconds: seconds))
+                    if ProgressPrinter.isTerminal { FileHandle.standardError.write(Data("\n".utf8)) }
                 }
             }
         }
@@ -577,6 +661,7 @@ public enum ReportBuilder {
                                 row.ratioPaired = paired.median
                                 row.ratioPairedLow = paired.low
                                 row.ratioPairedHigh = paired.high
+                                row.ratioPairedRounds = paired.ratios
                             }
                         }
                         rows.append(row)

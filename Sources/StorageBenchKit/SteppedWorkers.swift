@@ -9,8 +9,8 @@ import Darwin
 /// The iterations of one paired group (a backend beside its reference) run in
 /// worker processes started together and stepped in turn: each worker
 /// generates its data, then stops before each operation, and before each
-/// further in-place run of an operation (a read; `erase-all`, whose store
-/// is put back untimed inside the step), until its parent lets it go. The parent lets one worker at a time take one step, the earliest step
+/// further in-place run of an operation (a read; `erase-all` and `update`,
+/// whose store is put back untimed inside the step), until its parent lets it go. The parent lets one worker at a time take one step, the earliest step
 /// first (in workload order, then by run), the group's order for a run 0,
 /// the reverse for a run 1, and so on. A further in-place run is taken by
 /// every worker of the group or by none: once one worker has moved on from

@@ -70,6 +70,48 @@ import Testing
         #expect(configuration.extraRound(6, after: results, size: Self.size, durability: .none).isEmpty)
     }
 
+    @Test func theSummarySaysWhatEndedTheRoundsAndWhatIsStillWide() throws {
+        let configuration = try Self.configuration([Self.dao, Self.raw, Self.other, Self.alone])
+        // dao's read-all and other's query swing, other's more, so other's
+        // comes first; one round more of other's query than of dao's read-all.
+        let swing = [1.0, 1.5, 0.7, 1.0, 1.2, 0.8, 1.0]
+        let results = (0..<7).flatMap { round in
+            ["dao", "other", "raw", "alone"].compactMap { backend -> IterationResult? in
+                if round == 6 && backend != "other" && backend != "raw" { return nil }
+                return Self.result(backend, round: round) { operation in
+                    if backend == "dao" && operation == .readAll { return 2 * swing[round] }
+                    if backend == "other" && operation == .query { return 2 * swing[round] * swing[round] }
+                    return backend == "raw" ? 1 : 2
+                }
+            }
+        }
+        let widths = configuration.unsettledWidths(results)
+        let daoWidth = try #require(widths["dao"]?[.readAll]) * 0.03 * 100
+        let otherWidth = try #require(widths["other"]?[.query]) * 0.03 * 100
+        #expect(otherWidth > daoWidth)
+        let line = configuration.extraRoundsSummary(
+            results, size: Self.size, durability: .full, end: .timeLimit, rounds: 1, seconds: 12.4)
+        #expect(
+            line == "2x1 full: 1 extra rounds in 12 s, ended by --time-limit (60 s); still unsettled: "
+                + String(format: "other query ±%.1f%% (7 rounds), dao read-all ±%.1f%% (6 rounds)", otherWidth, daoWidth))
+        let settled = configuration.extraRoundsSummary(
+            Self.sixRounds(noisy: nil), size: Self.size, durability: .full, end: .settled, rounds: 0, seconds: 0)
+        #expect(settled == "2x1 full: 0 extra rounds in 0 s, every figure within ±3%")
+        let capped = configuration.extraRoundsSummary(
+            results, size: Self.size, durability: .full, end: .maxIterations, rounds: 24, seconds: 100)
+        #expect(capped.contains("ended at --max-iterations (30); still unsettled: other query"))
+        // A log line: the twelve widest, then how many more.
+        let many = try RunConfiguration(
+            backends: (0..<14).map { Backend(name: "b\($0)", subject: { _, _ in MemorySubject() }) }, sizes: [Self.size],
+            operations: Self.operations, iterations: 6, warmup: 0, showsProgress: false, maxIterations: 30)
+        let wide = (0..<6).flatMap { round in
+            (0..<14).map { index in Self.result("b\(index)", round: round) { _ in swing[round] * Double(index + 1) } }
+        }
+        let long = many.extraRoundsSummary(wide, size: Self.size, durability: .full, end: .timeLimit, rounds: 0, seconds: 0)
+        #expect(long.hasSuffix(" and \(14 * Self.operations.count - 12) more"))
+        #expect(long.components(separatedBy: " rounds)").count - 1 == 12)
+    }
+
     @Test func aSettledRunHasNoExtraRound() throws {
         let configuration = try Self.configuration([Self.dao, Self.raw, Self.other, Self.alone])
         let results = Self.sixRounds(noisy: nil)

@@ -102,6 +102,10 @@ import Testing
             if row.backend == "dao" {
                 let paired = try #require(row.ratioPaired)
                 #expect(try #require(row.ratioPairedLow) <= paired && paired <= (try #require(row.ratioPairedHigh)))
+                // The rounds it is the median of, in round order, in the row.
+                let rounds = try #require(row.ratioPairedRounds)
+                #expect(rounds.count == row.iterations)
+                #expect(SampleStatistics(rounds)?.median == paired)
             } else {
                 #expect(row.ratioPaired == nil)
             }
@@ -139,6 +143,7 @@ import Testing
         dao.ratioPaired = 0.5
         dao.ratioPairedLow = 0.45
         dao.ratioPairedHigh = 0.56
+        dao.ratioPairedRounds = [0.5, 0.45, 0.56, 0.125, 2.5e-7]
         dao.ratioInstructions = 0.3
         dao.peakRSSWorkloadBytes = 30 << 20
         dao.operationPeakRSSBytes = 24 << 20
@@ -152,7 +157,11 @@ import Testing
         let report = Report(rows: [dao, raw])
         let back = try Report(csv: report.csv())
         #expect(back == report)
+        #expect(report.csv().contains(",0.5;0.45;0.56;0.125;2.5e-07\r\n"))
         #expect(try report.json().contains("\"ratio_paired\" : 0.5"))
+        #expect(throws: ConfigurationError.self) {
+            try Report(csv: report.csv().replacingOccurrences(of: ";0.125;", with: ";x;"))
+        }
         let table = SummaryTable.render(report)
         #expect(table.contains("0.50× (0.45–0.56×)"))
         #expect(table.contains("peak RSS above the data"))
@@ -163,6 +172,7 @@ import Testing
         let old = CSV.document(header: Array(columns.prefix(39)), rows: [Array(dao.fields.prefix(39))])
         let parsed = try #require(try Report(csv: old).rows.first)
         #expect(parsed.ratioPaired == nil && parsed.decodedBytes == nil && parsed.ciHighSeconds == nil)
+        #expect(parsed.ratioPairedRounds == nil)
     }
 
     @Test func comparisonsUseThePairedRatioAndItsInterval() throws {
