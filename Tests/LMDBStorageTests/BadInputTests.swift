@@ -42,6 +42,30 @@ struct BadInputTests {
         }
     }
 
+    @Test("an empty lock file and no data file (a first open that failed, as on a full disk) is a new environment")
+    func failedFirstOpen() throws {
+        try withStoreDirectory { directory in
+            try FileManager.default.createDirectory(at: directory.store, withIntermediateDirectories: true)
+            // What liblmdb leaves when it cannot size its lock file: the file,
+            // empty, and no data file. No environment was ever opened here.
+            let lock = directory.store.appendingPathComponent("lock.mdb")
+            try Data().write(to: lock)
+            let env = try LMDBEnvironment(directory: directory.store)
+            let storage = try env.storage(for: LooseUserRecord.self)
+            try storage.persist([LooseUserRecord(id: "u", name: "after a failed first open")])
+            #expect(try storage.readAll().map(\.name) == ["after a failed first open"])
+            env.close()
+            // Beside an empty data file too (the first open failed once it had created it).
+            try FileManager.default.removeItem(at: directory.store)
+            try FileManager.default.createDirectory(at: directory.store, withIntermediateDirectories: true)
+            try Data().write(to: lock)
+            try Data().write(to: directory.store.appendingPathComponent("data.mdb"))
+            let again = try LMDBEnvironment(directory: directory.store)
+            #expect(try again.storage(for: LooseUserRecord.self).readAll().isEmpty)
+            again.close()
+        }
+    }
+
     @Test("a changed byte in a stored value is corrupt, not a wrong value")
     func flippedValueByte() throws {
         try withStoreDirectory { directory in
