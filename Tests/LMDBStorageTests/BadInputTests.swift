@@ -26,6 +26,23 @@ struct LooseUserRecord: Record {
         indexes: [Index("users_by_email", on: ["email"])])
 }
 
+/// A record whose entity name is another entity's `#id` database name.
+struct HashNamedRecord: Record {
+    typealias PrimaryKey = String
+    var id: String
+    var value: String
+    static let entity = Entity<HashNamedRecord>("users#id", primaryKey: "id", \.id, fields: [Field("value", \.value)])
+}
+
+/// A record with an index named `id`, which would be the entity's `#id` database.
+struct IndexNamedIdRecord: Record {
+    typealias PrimaryKey = String
+    var id: String
+    var value: String
+    static let entity = Entity<IndexNamedIdRecord>(
+        "notes", primaryKey: "id", \.id, fields: [Field("value", \.value)], indexes: [Index("id", on: ["value"])])
+}
+
 @Suite("LMDB bad input: foreign files, damaged values, read-only writes")
 struct BadInputTests {
     @Test("a non-LMDB data file in the directory is corrupt")
@@ -63,6 +80,23 @@ struct BadInputTests {
             let again = try LMDBEnvironment(directory: directory.store)
             #expect(try again.storage(for: LooseUserRecord.self).readAll().isEmpty)
             again.close()
+        }
+    }
+
+    @Test("an entity or index name that would be another database's name is refused before anything is written")
+    func databaseNameClash() throws {
+        try withStoreDirectory { directory in
+            let env = try LMDBEnvironment(directory: directory.store)
+            let users = try env.storage(for: LooseUserRecord.self)
+            try users.persist(LooseUserRecord(id: "u", name: "kept"))
+            // 'users#id' is the name of the users' #id database.
+            let error = storageError { _ = try env.storage(for: HashNamedRecord.self) }
+            #expect(error?.kind == .schemaMismatch)
+            #expect(error?.entity == "users#id")
+            let index = storageError { _ = try env.storage(for: IndexNamedIdRecord.self) }
+            #expect(index?.kind == .schemaMismatch)
+            #expect(try users.readAll().map(\.name) == ["kept"])
+            env.close()
         }
     }
 

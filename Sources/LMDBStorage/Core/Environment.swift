@@ -601,6 +601,15 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
                 .schemaMismatch, .open, entity: schema.entity,
                 message: "entity names starting with '__' are reserved for the environment's own databases")
         }
+        // An entity's own databases are named `E#id` and `E#<index>`: an
+        // entity named with a '#', or an index named 'id', would share one.
+        for schema in declared where schema.entity.contains("#") || schema.indexes.contains(where: { $0.name == "id" }) {
+            throw StorageError(
+                .schemaMismatch, .open, entity: schema.entity,
+                message: schema.entity.contains("#")
+                    ? "entity names containing '#' are reserved: an entity's own databases are named '<entity>#id' and '<entity>#<index>'"
+                    : "the index name 'id' is reserved: the entity's database of child keys is named '\(schema.entity)#id'")
+        }
         guard let metadata = try database(Self.metadataDatabase) else { return }
         func stored(_ entity: String, _ txn: borrowing Transaction) throws -> EntitySchema? {
             try txn.withValue(metadata, Array(StoreMetadataKey.schema(entity).utf8)) {
