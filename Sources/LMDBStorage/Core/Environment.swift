@@ -57,8 +57,8 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
     private let writeLock = NSLock()
     private let handleLock = NSLock()
     private let resizeLock: UnsafeMutablePointer<pthread_rwlock_t>
-    private var handles: [String: MDB_dbi] = [:]
-    private var parentLinks: [String: ParentLink] = [:]
+    private var handles: [DatabaseName: MDB_dbi] = [:]
+    private var parentLinks: [DatabaseName: ParentLink] = [:]
     private var isClosed = false
     /// Set once a storage was handed out: a migration must come before.
     let handedOutStorage = Mutex(false)
@@ -469,7 +469,7 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
     /// environment.
     func database(_ name: String, duplicateSort: Bool = false) throws -> MDB_dbi? {
         handleLock.lock()
-        if let dbi = handles[name] {
+        if let dbi = handles[DatabaseName(name)] {
             handleLock.unlock()
             return dbi
         }
@@ -480,7 +480,7 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
         defer { writeLock.unlock() }
         guard !isClosed else { throw StorageError.closed(.open, path: path) }
         handleLock.lock()
-        if let dbi = handles[name] {
+        if let dbi = handles[DatabaseName(name)] {
             handleLock.unlock()
             return dbi
         }
@@ -515,7 +515,7 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
             break
         }
         handleLock.lock()
-        handles[name] = dbi
+        handles[DatabaseName(name)] = dbi
         handleLock.unlock()
         return dbi
     }
@@ -530,7 +530,7 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
     func dropStaleIndexDatabase(_ name: String) throws {
         guard !isReadOnly else { return }
         handleLock.lock()
-        let isOpen = handles[name] != nil
+        let isOpen = handles[DatabaseName(name)] != nil
         handleLock.unlock()
         guard !isOpen else { return }
         try write(.open) { txn in
@@ -544,7 +544,7 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
 
     /// Caches the handles of databases a committed transaction opened itself
     /// (a migration's), so later users find them.
-    func adopt(handles opened: [String: MDB_dbi]) {
+    func adopt(handles opened: [DatabaseName: MDB_dbi]) {
         handleLock.lock()
         for (name, dbi) in opened { handles[name] = dbi }
         handleLock.unlock()
@@ -559,7 +559,7 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
         return try read(.count) { txn in
             var counts: [String: Int] = [:]
             for (name, dbi) in known {
-                counts[name] = try txn.entryCount(dbi)
+                counts[name.text] = try txn.entryCount(dbi)
             }
             return counts
         }
@@ -645,7 +645,7 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
     /// the child used on its own keys, checks and moves children the same way.
     func register(child: String, link: ParentLink) {
         handleLock.lock()
-        parentLinks[child] = link
+        parentLinks[DatabaseName(child)] = link
         handleLock.unlock()
     }
 
@@ -653,7 +653,7 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
     func parentLink(of entity: String) -> ParentLink? {
         handleLock.lock()
         defer { handleLock.unlock() }
-        return parentLinks[entity]
+        return parentLinks[DatabaseName(entity)]
     }
 }
 
