@@ -100,5 +100,12 @@ struct WarehouseBatchTests {
         #expect(try storages.items.count() == codes.count - 2)
         #expect(try storages.aisles.erase(primaryKeys: ["aisle of a", "aisle of a"]) == 1)
         #expect(try storages.items.read(primaryKeys: ["item of a", "item of a"]).isEmpty)
+        // Empty lists, and a negative limit.
+        try storages.warehouses.persist([])
+        #expect(try storages.warehouses.erase(primaryKeys: []) == 0)
+        #expect(try storages.warehouses.read(primaryKeys: []).isEmpty)
+        #expect(try storages.items.read(Query(limit: 0)).isEmpty)
+        expectStorageError(.invalidArgument) { _ = try storages.items.read(Query(limit: -1)) }
+        #expect(try storages.warehouses.count() == codes.count - 2)
     }
 }

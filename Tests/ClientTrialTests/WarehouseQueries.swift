@@ -126,6 +126,11 @@ extension WarehouseGenerator {
                 { sign * compareOptional($0.count, $1.count, compareValues) },
             ]
             query.name += " by big, count \(order)"
+        case 7:
+            // Over a relation: Foundation's meaning, on complete records.
+            query.query.sortedBy = [SortDescriptor(\.tags.count, order: order)]
+            query.order = [{ sign * compareValues($0.tags.count, $1.tags.count) }]
+            query.name += " by tags.count \(order)"
         default:
             break
         }
