@@ -59,8 +59,10 @@ extension WarehouseGenerator {
             }
         case 11:
             let label = pick(model.tagList.map(\.label) + ["none"])
+            // Inside a relation's closure Foundation evaluates, with Swift's
+            // String == (canonical equivalence), as docs/SEMANTICS.md says.
             query = reference("a tag labelled …", #Predicate { item in item.tags.contains { tag in tag.label == label } }) {
-                $0.tags.contains { sameText($0.label, label) }
+                $0.tags.contains { $0.label == label }
             }
         case 12:
             let count = below(4)

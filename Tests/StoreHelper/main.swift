@@ -31,8 +31,9 @@
 //       past it fails with EFBIG), opens that backend's store in
 //       <directory> and makes the transactions of `TrialWrites` from <from>
 //       on, printing "done <i>" after each call returns, until one fails:
-//       then prints "error <kind>" (or "untyped <type>: <error>") and
-//       "close ok" or "close error <kind>". Exits 0 when a call failed.
+//       then prints "error <kind>" (or "untyped <type>: <error>"), reads
+//       every library ("read after <n>" or "read after error <kind>"), and
+//       prints "close ok" or "close error <kind>". Exits 0 when a call failed.
 
 import CSQLite
 import DAOCore
@@ -214,6 +215,14 @@ case ("trial-full", let rest) where rest.count == 4:
         fail("trial-full: 600 calls and the limit was not reached")
     } catch {
         say("error \(kind(error))")
+    }
+    // The store after the failure, in the same process: reads answer (or
+    // fail with a typed error).
+    do {
+        let libraries = DAO(storage: try store.anyStorage(for: LibraryRecord.self), translator: LibraryTranslator())
+        say("read after \(try libraries.read().count)")
+    } catch {
+        say("read after error \(kind(error))")
     }
     do {
         try store.close()
