@@ -66,11 +66,16 @@ test: setup
 # every failure); STORAGE_TORTURE_BACKENDS=lmdb,sqlite narrows it. Then the
 # differential test (Tests/ConformanceTests/DifferentialTests.swift) with 200
 # seeded rounds instead of 6; DAO_DIFFERENTIAL_SEED=N starts at another seed.
+# Then the client trial's four-level warehouse run against its model
+# (Tests/ClientTrialTests/WarehouseTrialTests.swift) with 40 seeded rounds
+# instead of 2; WAREHOUSE_TRIAL_SEED=N starts at another seed.
 DIFFERENTIAL_ROUNDS ?= 200
+WAREHOUSE_ROUNDS ?= 40
 torture: setup
 	@bash scripts/build-checked.sh --build-tests
 	STORAGE_TORTURE=1 $(SWIFT) test --skip-build --filter CrashTests
 	DAO_DIFFERENTIAL_ROUNDS=$(DIFFERENTIAL_ROUNDS) $(SWIFT) test --skip-build --filter DifferentialTests
+	WAREHOUSE_TRIAL_ROUNDS=$(WAREHOUSE_ROUNDS) $(SWIFT) test --skip-build --filter WarehouseTrialTests
 
 # Build output goes to standard error, so `make compare` prints only the comparison.
 bench-release: setup

@@ -16,7 +16,7 @@ extension LMDBEnvironment: MigratableStore {
                 .invalidArgument, .open, path: path,
                 message: "a migration must run before the environment hands out storages")
         }
-        var opened: [String: MDB_dbi] = [:]
+        var opened: [DatabaseName: MDB_dbi] = [:]
         let result = try write(.open) { txn in
             let migration = LMDBMigrationTransaction(txn.handle, path: path)
             let result = try body(migration)
@@ -38,7 +38,7 @@ final class LMDBMigrationTransaction: MigrationTransaction {
     let handle: OpaquePointer
     let path: String
     /// The databases this transaction opened, by name.
-    private(set) var opened: [String: MDB_dbi] = [:]
+    private(set) var opened: [DatabaseName: MDB_dbi] = [:]
 
     init(_ handle: OpaquePointer, path: String) {
         self.handle = handle
@@ -53,14 +53,14 @@ final class LMDBMigrationTransaction: MigrationTransaction {
 
     /// The database `name`, created when `create` is set; `nil` when it does not exist.
     private func database(_ name: String, duplicateSort: Bool = false, create: Bool) throws -> MDB_dbi? {
-        if let dbi = opened[name] { return dbi }
+        if let dbi = opened[DatabaseName(name)] { return dbi }
         var flags: UInt32 = duplicateSort ? UInt32(MDB_DUPSORT) : 0
         if create { flags |= UInt32(MDB_CREATE) }
         var dbi: MDB_dbi = 0
         let code = mdb_dbi_open(handle, name, flags, &dbi)
         if code == MDB_NOTFOUND && !create { return nil }
         try LMDBError.check(code, .open, path: path, call: "mdb_dbi_open", context: "database '\(name)'")
-        opened[name] = dbi
+        opened[DatabaseName(name)] = dbi
         return dbi
     }
 

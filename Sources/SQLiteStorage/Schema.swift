@@ -79,6 +79,14 @@ extension Table {
                 .schemaMismatch, .open, entity: entity.name,
                 message: "the name '\(entity.name)' is reserved for the store's metadata table")
         }
+        // SQLite compares table names ignoring ASCII case: 'Bins' would open
+        // the table of an entity 'bins' and share its records.
+        if let alike = try session.table(namedAlike: name) {
+            throw StorageError(
+                .schemaMismatch, .open, entity: entity.name,
+                message: "the entity name '\(entity.name)' differs from the stored entity '\(alike)' only in letter case, "
+                    + "and SQLite table names ignore case; give one of them another name")
+        }
         let connection = session.connection
         let declared = EntitySchema(entity)
         let stored = try session.storedSchema(of: entity.name)
@@ -248,6 +256,16 @@ final class SchemaSession {
         defer { statement.reset() }
         try statement.bind(name, at: 1)
         return try statement.step()
+    }
+
+    /// The table that SQLite takes for `table` (names ignore ASCII case)
+    /// under another spelling, if there is one.
+    func table(namedAlike table: String) throws -> String? {
+        let statement = try connection.statement(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name = ?1 COLLATE NOCASE AND name <> ?1")
+        defer { statement.reset() }
+        try statement.bind(table, at: 1)
+        return try statement.step() ? statement.text(0) : nil
     }
 
     private static func exists(table: String, _ connection: Connection) throws -> Bool {

@@ -26,6 +26,23 @@ struct LooseUserRecord: Record {
         indexes: [Index("users_by_email", on: ["email"])])
 }
 
+/// A record whose entity name is another entity's `#id` database name.
+struct HashNamedRecord: Record {
+    typealias PrimaryKey = String
+    var id: String
+    var value: String
+    static let entity = Entity<HashNamedRecord>("users#id", primaryKey: "id", \.id, fields: [Field("value", \.value)])
+}
+
+/// A record with an index named `id`, which would be the entity's `#id` database.
+struct IndexNamedIdRecord: Record {
+    typealias PrimaryKey = String
+    var id: String
+    var value: String
+    static let entity = Entity<IndexNamedIdRecord>(
+        "notes", primaryKey: "id", \.id, fields: [Field("value", \.value)], indexes: [Index("id", on: ["value"])])
+}
+
 @Suite("LMDB bad input: foreign files, damaged values, read-only writes")
 struct BadInputTests {
     @Test("a non-LMDB data file in the directory is corrupt")
@@ -39,6 +56,47 @@ struct BadInputTests {
             #expect(error?.operation == .open)
             #expect(error?.path == directory.store.standardizedFileURL.appendingPathComponent("data.mdb").path)
             #expect(error?.engineCode == MDB_INVALID)
+        }
+    }
+
+    @Test("an empty lock file and no data file (a first open that failed, as on a full disk) is a new environment")
+    func failedFirstOpen() throws {
+        try withStoreDirectory { directory in
+            try FileManager.default.createDirectory(at: directory.store, withIntermediateDirectories: true)
+            // What liblmdb leaves when it cannot size its lock file: the file,
+            // empty, and no data file. No environment was ever opened here.
+            let lock = directory.store.appendingPathComponent("lock.mdb")
+            try Data().write(to: lock)
+            let env = try LMDBEnvironment(directory: directory.store)
+            let storage = try env.storage(for: LooseUserRecord.self)
+            try storage.persist([LooseUserRecord(id: "u", name: "after a failed first open")])
+            #expect(try storage.readAll().map(\.name) == ["after a failed first open"])
+            env.close()
+            // Beside an empty data file too (the first open failed once it had created it).
+            try FileManager.default.removeItem(at: directory.store)
+            try FileManager.default.createDirectory(at: directory.store, withIntermediateDirectories: true)
+            try Data().write(to: lock)
+            try Data().write(to: directory.store.appendingPathComponent("data.mdb"))
+            let again = try LMDBEnvironment(directory: directory.store)
+            #expect(try again.storage(for: LooseUserRecord.self).readAll().isEmpty)
+            again.close()
+        }
+    }
+
+    @Test("an entity or index name that would be another database's name is refused before anything is written")
+    func databaseNameClash() throws {
+        try withStoreDirectory { directory in
+            let env = try LMDBEnvironment(directory: directory.store)
+            let users = try env.storage(for: LooseUserRecord.self)
+            try users.persist(LooseUserRecord(id: "u", name: "kept"))
+            // 'users#id' is the name of the users' #id database.
+            let error = storageError { _ = try env.storage(for: HashNamedRecord.self) }
+            #expect(error?.kind == .schemaMismatch)
+            #expect(error?.entity == "users#id")
+            let index = storageError { _ = try env.storage(for: IndexNamedIdRecord.self) }
+            #expect(index?.kind == .schemaMismatch)
+            #expect(try users.readAll().map(\.name) == ["kept"])
+            env.close()
         }
     }
 

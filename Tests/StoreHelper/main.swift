@@ -25,6 +25,15 @@
 //       <equal|different>" or "read error <kind>", "persist ok" or "persist
 //       error <kind>", "close ok" or "close error <kind>" (a step after a
 //       failed open is not taken). Exits 0 when every step ran.
+//   trial-full <json|plist|sqlite|lmdb> <directory> <from> <bytes>
+//       a full disk, as far as this process can tell: ignores SIGXFSZ and
+//       limits every file it writes to <bytes> (RLIMIT_FSIZE, so a write
+//       past it fails with EFBIG), opens that backend's store in
+//       <directory> and makes the transactions of `TrialWrites` from <from>
+//       on, printing "done <i>" after each call returns, until one fails:
+//       then prints "error <kind>" (or "untyped <type>: <error>"), reads
+//       every library ("read after <n>" or "read after error <kind>"), and
+//       prints "close ok" or "close error <kind>". Exits 0 when a call failed.
 
 import CSQLite
 import DAOCore
@@ -164,6 +173,56 @@ case ("trial-read-only", let rest) where rest.count == 2:
         say("persist ok")
     } catch {
         say("persist error \(kind(error))")
+    }
+    do {
+        try store.close()
+        say("close ok")
+    } catch {
+        say("close error \(kind(error))")
+    }
+
+case ("trial-full", let rest) where rest.count == 4:
+    guard let from = Int(rest[2]), let bytes = rlim_t(rest[3]) else { fail("trial-full: bad numbers") }
+    let directory = URL(fileURLWithPath: rest[1])
+    func kind(_ error: any Error) -> String {
+        (error as? StorageError).map { "\($0.kind.rawValue) \($0)" } ?? "untyped \(type(of: error)): \(error)"
+    }
+    signal(SIGXFSZ, SIG_IGN)
+    var limit = rlimit(rlim_cur: bytes, rlim_max: bytes)
+    guard setrlimit(Int32(RLIMIT_FSIZE.rawValue), &limit) == 0 else { fail("trial-full: setrlimit: errno \(errno)") }
+    let store: any Store
+    do {
+        switch rest[0] {
+        case "json": store = try FileStore(directory: directory, format: .json)
+        case "plist": store = try FileStore(directory: directory, format: .propertyList)
+        case "sqlite": store = try SQLiteDatabase(path: directory.appending(path: "library.sqlite"))
+        case "lmdb": store = try LMDBEnvironment(directory: directory)
+        default: fail("trial-full: unknown backend \(rest[0])")
+        }
+    } catch {
+        say("open error \(kind(error))")
+        exit(0)
+    }
+    do {
+        let libraries = DAO(storage: try store.anyStorage(for: LibraryRecord.self), translator: LibraryTranslator())
+        for index in from..<(from + 600) {
+            switch TrialWrites.step(index) {
+            case .persist(let library): try libraries.persist(library)
+            case .erase(let code): _ = try libraries.erase(byPrimaryKey: code)
+            }
+            say("done \(index)")
+        }
+        fail("trial-full: 600 calls and the limit was not reached")
+    } catch {
+        say("error \(kind(error))")
+    }
+    // The store after the failure, in the same process: reads answer (or
+    // fail with a typed error).
+    do {
+        let libraries = DAO(storage: try store.anyStorage(for: LibraryRecord.self), translator: LibraryTranslator())
+        say("read after \(try libraries.read().count)")
+    } catch {
+        say("read after error \(kind(error))")
     }
     do {
         try store.close()

@@ -26,8 +26,12 @@ import Darwin
 ///   transaction allocated and freed again);
 /// - a root page number beyond `last_pgno`, or a root page that is not a
 ///   branch or leaf page of that number;
-/// - a data file that is missing or empty while the lock file exists: the
-///   environment existed, and opening would create an empty one in its place.
+/// - a data file that is missing or empty while the lock file exists and
+///   holds liblmdb's lock table: the environment existed, and opening would
+///   create an empty one in its place. An empty lock file proves nothing:
+///   liblmdb sizes the lock file before it creates the data file, so an
+///   empty one is what a first open that failed there (a full disk, a file
+///   size limit) leaves, and such a directory opens as a new environment.
 ///
 /// Damage deeper in the file (interior pages) is not found here; see
 /// docs/LMDB.md for what the adapter guarantees then.
@@ -80,7 +84,7 @@ enum DataFileCheck {
         var status = stat()
         guard stat(dataPath, &status) == 0 else {
             let code = errno
-            if code == ENOENT && access(lockPath, F_OK) == 0 {
+            if code == ENOENT && lockTableExists(lockPath) {
                 throw corrupt(
                     dataPath,
                     "the data file is missing but the lock file is there: the environment existed and its data file was removed")
@@ -89,7 +93,7 @@ enum DataFileCheck {
         }
         let size = UInt64(status.st_size)
         if size == 0 {
-            if access(lockPath, F_OK) == 0 {
+            if lockTableExists(lockPath) {
                 throw corrupt(
                     dataPath,
                     "the data file is empty but the lock file is there: the environment existed and its data file was truncated (if it never held data, remove the directory)")
@@ -121,6 +125,15 @@ enum DataFileCheck {
             if let verdict { throw verdict }
             return
         }
+    }
+
+    /// Whether the lock file at `path` exists and is not empty: liblmdb sizes
+    /// it for its lock table when it first opens an environment, before it
+    /// creates the data file, so an empty or missing one shows that no
+    /// environment was opened here.
+    private static func lockTableExists(_ path: String) -> Bool {
+        var status = stat()
+        return stat(path, &status) == 0 && status.st_size > 0
     }
 
     /// The transaction ids of the two meta pages, or `nil` when they cannot

@@ -57,8 +57,8 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
     private let writeLock = NSLock()
     private let handleLock = NSLock()
     private let resizeLock: UnsafeMutablePointer<pthread_rwlock_t>
-    private var handles: [String: MDB_dbi] = [:]
-    private var parentLinks: [String: ParentLink] = [:]
+    private var handles: [DatabaseName: MDB_dbi] = [:]
+    private var parentLinks: [DatabaseName: ParentLink] = [:]
     private var isClosed = false
     /// Set once a storage was handed out: a migration must come before.
     let handedOutStorage = Mutex(false)
@@ -476,7 +476,7 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
     /// environment.
     func database(_ name: String, duplicateSort: Bool = false) throws -> MDB_dbi? {
         handleLock.lock()
-        if let dbi = handles[name] {
+        if let dbi = handles[DatabaseName(name)] {
             handleLock.unlock()
             return dbi
         }
@@ -487,7 +487,7 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
         defer { writeLock.unlock() }
         guard !isClosed else { throw StorageError.closed(.open, path: path) }
         handleLock.lock()
-        if let dbi = handles[name] {
+        if let dbi = handles[DatabaseName(name)] {
             handleLock.unlock()
             return dbi
         }
@@ -522,7 +522,7 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
             break
         }
         handleLock.lock()
-        handles[name] = dbi
+        handles[DatabaseName(name)] = dbi
         handleLock.unlock()
         return dbi
     }
@@ -537,7 +537,7 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
     func dropStaleIndexDatabase(_ name: String) throws {
         guard !isReadOnly else { return }
         handleLock.lock()
-        let isOpen = handles[name] != nil
+        let isOpen = handles[DatabaseName(name)] != nil
         handleLock.unlock()
         guard !isOpen else { return }
         try write(.open) { txn in
@@ -551,7 +551,7 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
 
     /// Caches the handles of databases a committed transaction opened itself
     /// (a migration's), so later users find them.
-    func adopt(handles opened: [String: MDB_dbi]) {
+    func adopt(handles opened: [DatabaseName: MDB_dbi]) {
         handleLock.lock()
         for (name, dbi) in opened { handles[name] = dbi }
         handleLock.unlock()
@@ -566,7 +566,7 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
         return try read(.count) { txn in
             var counts: [String: Int] = [:]
             for (name, dbi) in known {
-                counts[name] = try txn.entryCount(dbi)
+                counts[name.text] = try txn.entryCount(dbi)
             }
             return counts
         }
@@ -608,6 +608,15 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
                 .schemaMismatch, .open, entity: schema.entity,
                 message: "entity names starting with '__' are reserved for the environment's own databases")
         }
+        // An entity's own databases are named `E#id` and `E#<index>`: an
+        // entity named with a '#', or an index named 'id', would share one.
+        for schema in declared where schema.entity.contains("#") || schema.indexes.contains(where: { $0.name == "id" }) {
+            throw StorageError(
+                .schemaMismatch, .open, entity: schema.entity,
+                message: schema.entity.contains("#")
+                    ? "entity names containing '#' are reserved: an entity's own databases are named '<entity>#id' and '<entity>#<index>'"
+                    : "the index name 'id' is reserved: the entity's database of child keys is named '\(schema.entity)#id'")
+        }
         guard let metadata = try database(Self.metadataDatabase) else { return }
         func stored(_ entity: String, _ txn: borrowing Transaction) throws -> EntitySchema? {
             try txn.withValue(metadata, Array(StoreMetadataKey.schema(entity).utf8)) {
@@ -643,7 +652,7 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
     /// the child used on its own keys, checks and moves children the same way.
     func register(child: String, link: ParentLink) {
         handleLock.lock()
-        parentLinks[child] = link
+        parentLinks[DatabaseName(child)] = link
         handleLock.unlock()
     }
 
@@ -651,7 +660,7 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
     func parentLink(of entity: String) -> ParentLink? {
         handleLock.lock()
         defer { handleLock.unlock() }
-        return parentLinks[entity]
+        return parentLinks[DatabaseName(entity)]
     }
 }
 

@@ -1,5 +1,6 @@
 import CSQLite
 import DAOCore
+import Foundation
 
 /// One SQLite connection, the single owner of its `sqlite3*`: opened in the
 /// throwing initializer (and closed again if the rest of opening fails), closed in
@@ -11,7 +12,7 @@ final class Connection {
     let handle: OpaquePointer
     /// The database file.
     let path: String
-    private var cache: [String: Statement] = [:]
+    private var cache: [SQLText: Statement] = [:]
     private static let cacheLimit = 256
     /// `BEGIN`, `BEGIN IMMEDIATE` and `COMMIT`, prepared on first use and held
     /// here rather than in ``cache``: finding them there hashed the SQL text
@@ -62,10 +63,11 @@ final class Connection {
     /// A prepared statement for `sql`, prepared once and reused afterwards.
     /// The caller resets it after use (``Statement/run()`` does).
     func statement(_ sql: String) throws -> Statement {
-        if let cached = cache[sql] { return cached }
+        let key = SQLText(sql: sql)
+        if let cached = cache[key] { return cached }
         let statement = try Statement(db: handle, sql: sql, persistent: true)
         if cache.count >= Self.cacheLimit { cache.removeAll(keepingCapacity: true) }
-        cache[sql] = statement
+        cache[key] = statement
         return statement
     }
 
@@ -140,6 +142,34 @@ final class Connection {
                 sqlite3_exec(handle, "ROLLBACK", nil, nil, nil)
             }
             throw error
+        }
+    }
+}
+
+/// SQL text as the key of the statement cache: equal when its UTF-8 bytes are.
+/// `String`'s `==` and hash take canonically equivalent text for one value, so
+/// statements naming two entities spelled in NFC and in NFD (two tables to
+/// SQLite) would share one prepared statement, and the second entity would
+/// read and write the first one's table.
+struct SQLText: Hashable {
+    /// The statement's text.
+    let sql: String
+
+    static func == (lhs: SQLText, rhs: SQLText) -> Bool {
+        let contiguous = lhs.sql.utf8.withContiguousStorageIfAvailable { left in
+            rhs.sql.utf8.withContiguousStorageIfAvailable { right in
+                guard left.count == right.count else { return false }
+                guard let leftBytes = left.baseAddress, let rightBytes = right.baseAddress else { return true }
+                return memcmp(leftBytes, rightBytes, left.count) == 0
+            }
+        }
+        return (contiguous ?? nil) ?? lhs.sql.utf8.elementsEqual(rhs.sql.utf8)
+    }
+
+    func hash(into hasher: inout Hasher) {
+        let hashed: Void? = sql.utf8.withContiguousStorageIfAvailable { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
+        if hashed == nil {
+            for byte in sql.utf8 { hasher.combine(byte) }
         }
     }
 }
