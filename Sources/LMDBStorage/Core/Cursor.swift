@@ -20,6 +20,18 @@ struct Cursor: ~Copyable {
     func move(_ key: inout MDB_val, _ value: inout MDB_val, _ operation: MDB_cursor_op) -> Int32 {
         mdb_cursor_get(handle, &key, &value, operation)
     }
+
+    /// Moves the cursor to the first entry whose key is at or after `prefix`
+    /// (the first entry of the database for an empty prefix) and returns the
+    /// result code; the caller checks that the key found starts with `prefix`.
+    func moveToFirst(withPrefix prefix: [UInt8], _ key: inout MDB_val, _ value: inout MDB_val) -> Int32 {
+        prefix.withUnsafeBytes { prefix in
+            if prefix.isEmpty { return move(&key, &value, MDB_FIRST) }
+            key.mv_size = prefix.count
+            key.mv_data = UnsafeMutableRawPointer(mutating: prefix.baseAddress)
+            return move(&key, &value, MDB_SET_RANGE)
+        }
+    }
 }
 
 extension Transaction {
@@ -34,12 +46,7 @@ extension Transaction {
         let cursor = try Cursor(self, dbi)
         var k = MDB_val()
         var v = MDB_val()
-        var code: Int32 = prefix.withUnsafeBytes { prefix in
-            if prefix.isEmpty { return cursor.move(&k, &v, MDB_FIRST) }
-            k.mv_size = prefix.count
-            k.mv_data = UnsafeMutableRawPointer(mutating: prefix.baseAddress)
-            return cursor.move(&k, &v, MDB_SET_RANGE)
-        }
+        var code = cursor.moveToFirst(withPrefix: prefix, &k, &v)
         while code == MDB_SUCCESS {
             guard k.hasPrefix(prefix) else { return }
             let key = UnsafeRawBufferPointer(start: k.mv_data, count: k.mv_size)
@@ -62,12 +69,7 @@ extension Transaction {
         let cursor = try Cursor(self, dbi)
         var k = MDB_val()
         var v = MDB_val()
-        var code: Int32 = prefix.withUnsafeBytes { prefix in
-            if prefix.isEmpty { return cursor.move(&k, &v, MDB_FIRST) }
-            k.mv_size = prefix.count
-            k.mv_data = UnsafeMutableRawPointer(mutating: prefix.baseAddress)
-            return cursor.move(&k, &v, MDB_SET_RANGE)
-        }
+        var code = cursor.moveToFirst(withPrefix: prefix, &k, &v)
         while code == MDB_SUCCESS {
             guard k.hasPrefix(prefix) else { return }
             let value = UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size)
