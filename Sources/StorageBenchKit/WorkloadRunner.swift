@@ -305,12 +305,7 @@ public enum WorkloadRunner {
                     restoring += Self.seconds(since: checkStart)
                 }
             }
-            var measurement = OperationMeasurement(operation: .update, seconds: Self.median(runs), units: size.dialogs * m)
-            if runs.count > 1 {
-                measurement.runSeconds = runs
-                measurement.restoreSeconds = restoring
-            }
-            record(measurement)
+            record(Self.inPlaceMeasurement(.update, runs: runs, restoring: restoring, units: size.dialogs * m))
         }
 
         let erases = selected.contains(.eraseById) || selected.contains(.eraseAll)
@@ -406,12 +401,7 @@ public enum WorkloadRunner {
                     try checkErasedAll(erased, run: ", run again,")
                 }
             }
-            var measurement = OperationMeasurement(operation: .eraseAll, seconds: Self.median(runs), units: before)
-            if runs.count > 1 {
-                measurement.runSeconds = runs
-                measurement.restoreSeconds = restoring
-            }
-            record(measurement)
+            record(Self.inPlaceMeasurement(.eraseAll, runs: runs, restoring: restoring, units: before))
         }
     }
 
@@ -434,15 +424,21 @@ public enum WorkloadRunner {
                 description: "put back for erase-all to run again, the store holds \(dialogCount) dialogs and "
                     + "\(messageCount) messages (expected \(dialogs) and \(messages))")
         }
-        let sample = sampleIds(count: left.count).map { left[Int($0) - 1] }
-        let read = try subject.read(dialogIds: sample.map(\.uniqueId))
-        guard read.count == sample.count else {
-            throw CheckFailure(
-                description: "put back for erase-all to run again, \(read.count) of the \(sample.count) sampled dialogs were found")
+        try checkSample(subject, of: left, "put back for erase-all to run again")
+    }
+
+    /// The measurement of an operation that ran `runs.count` times in place
+    /// with the store put back between runs (`restoring` seconds, untimed):
+    /// the median run, and every run and the restores when it ran more than once.
+    static func inPlaceMeasurement(
+        _ operation: BenchOperation, runs: [Double], restoring: Double, units: Int
+    ) -> OperationMeasurement {
+        var measurement = OperationMeasurement(operation: operation, seconds: median(runs), units: units)
+        if runs.count > 1 {
+            measurement.runSeconds = runs
+            measurement.restoreSeconds = restoring
         }
-        for (dialog, expected) in zip(read, sample) {
-            try compare(dialog, expected, what: "dialog \(expected.uniqueId) put back for erase-all")
-        }
+        return measurement
     }
 
     /// Whether `update` runs again in place after `runs` (their seconds)
@@ -477,15 +473,7 @@ public enum WorkloadRunner {
                     + "\(messageCount) messages, \(unreadCount) unread (expected \(size.dialogs), "
                     + "\(size.dialogs * size.messagesPerDialog), \(unread))")
         }
-        let sample = sampleIds(count: size.dialogs)
-        let read = try subject.read(dialogIds: sample)
-        guard read.count == sample.count else {
-            throw CheckFailure(
-                description: "put back for update to run again, \(read.count) of the \(sample.count) sampled dialogs were found")
-        }
-        for (dialog, id) in zip(read, sample) {
-            try compare(dialog, initial[Int(id) - 1], what: "dialog \(id) put back for update")
-        }
+        try checkSample(subject, of: Array(initial.prefix(size.dialogs)), "put back for update to run again")
     }
 
     /// The check of `read-all`'s answer: every dialog with all its messages, ordered by id.
@@ -520,13 +508,21 @@ public enum WorkloadRunner {
                 description: "after update the store holds \(dialogCount) dialogs and \(messageCount) messages, "
                     + "\(unread) unread (expected \(size.dialogs), \(size.dialogs * size.messagesPerDialog), 0)")
         }
-        let sample = sampleIds(count: size.dialogs)
-        let read = try subject.read(dialogIds: sample)
+        try checkSample(subject, of: Array(expected.prefix(size.dialogs)), "after update")
+    }
+
+    /// Reads a sample of `dialogs` (``sampleIds(count:)`` as positions) back
+    /// by id and compares each with the one expected, field by field.
+    /// - Throws: ``CheckFailure`` saying `situation` when one is missing or
+    ///   differs.
+    static func checkSample(_ subject: some WorkloadSubject, of dialogs: [Dialog], _ situation: String) throws {
+        let sample = sampleIds(count: dialogs.count).map { dialogs[Int($0) - 1] }
+        let read = try subject.read(dialogIds: sample.map(\.uniqueId))
         guard read.count == sample.count else {
-            throw CheckFailure(description: "after update \(read.count) of the \(sample.count) sampled dialogs were found")
+            throw CheckFailure(description: "\(situation), \(read.count) of the \(sample.count) sampled dialogs were found")
         }
-        for (dialog, id) in zip(read, sample) {
-            try compare(dialog, expected[Int(id) - 1], what: "dialog \(id) after update")
+        for (dialog, expected) in zip(read, sample) {
+            try compare(dialog, expected, what: "dialog \(expected.uniqueId) \(situation)")
         }
     }
 
