@@ -17,9 +17,22 @@ extension EntityTable {
     /// The stored children of a parent being persisted, held without a
     /// reference count: the codecs of the call own them, and the context
     /// that lends them lives only during the parent's children's writes
-    /// (a strong reference was retained and released per child).
+    /// (a strong reference was retained and released per child). Called
+    /// through `_withUnsafeGuaranteedRef`: an `unowned(unsafe)` reference
+    /// was still retained and released around each call of `take`, two
+    /// atomic operations per child (docs/DESIGN.md, "LMDB, tenth round").
     struct LentChildren {
-        unowned(unsafe) let children: StoredChildren
+        let children: Unmanaged<StoredChildren>
+
+        init(children: StoredChildren) {
+            self.children = Unmanaged.passUnretained(children)
+        }
+
+        /// ``StoredChildren/take(_:)`` on the lent children.
+        @inline(__always)
+        func take(_ pk: [UInt8]) -> Bool {
+            children._withUnsafeGuaranteedRef { $0.take(pk) }
+        }
     }
 
     /// Inserts or replaces `record` with its children.
@@ -32,11 +45,19 @@ extension EntityTable {
     ///
     /// The record is lent by a pointer (valid for the call): every use of a
     /// record's value in this code, generic over its type, copied it.
+    ///
+    /// `writeFields` is this table's ``fieldsWriter``, read once per call
+    /// by the caller, and used when ``writesFieldwise``: read here from the
+    /// table (or bound from an optional), its closure's context was
+    /// retained and released per record, two atomic operations that cost
+    /// few instructions but about 5% of `update`'s time (docs/DESIGN.md,
+    /// "LMDB, tenth round").
     func persist(
-        _ record: UnsafePointer<R>, in txn: borrowing Transaction, codecs: Codecs, parent: ParentContext = .unknown
+        _ record: UnsafePointer<R>, in txn: borrowing Transaction, codecs: Codecs, parent: ParentContext = .unknown,
+        writeFields: FieldsWriter<R>
     ) throws {
         let encoder = codecs.encoder
-        if let writeFields {
+        if writesFieldwise {
             try encoder.encodeFields { try writeFields(record, &$0) }
         } else {
             try encoder.encode(record.pointee)
@@ -103,7 +124,7 @@ extension EntityTable {
                         message: "a child of '\(codecs.link?.parent ?? "")' \(expected) names parent \(encoder.value(at: foreignKey)) in its foreign key",
                         context: "record \(encoder.value(at: 0))")
                 }
-                storedHere = stored?.children.take(pk) ?? false
+                storedHere = stored?.take(pk) ?? false
             }
             if !keyIsWhole { key.append(contentsOf: pk) }
             if storedHere {

@@ -100,10 +100,16 @@ final class EntityTable<R: Record>: Sendable {
     let hasRelations: Bool
     /// `R` as a ``FieldwiseRecord``, when it reads its fields by position.
     let fieldwiseType: (any FieldwiseRecord.Type)? = R.self as? any FieldwiseRecord.Type
-    /// Writes the fields of the record a pointer points to by position, when
-    /// `R` is a ``FieldwiseRecord``.
-    let writeFields: (@Sendable (UnsafePointer<R>, inout PackedFieldWriter) throws -> Void)? =
-        (R.self as? any FieldwiseRecord.Type).map { fieldWriter(for: R.self, $0) }
+    /// Whether `R` is a ``FieldwiseRecord``, whose fields ``fieldsWriter``
+    /// writes by position.
+    let writesFieldwise: Bool
+    /// Writes the fields of the record a pointer points to by position when
+    /// ``writesFieldwise``; for a record that encodes through `Codable`, a
+    /// writer that is never called, so that writes take a closure that is
+    /// not optional (binding an optional one retained its context per
+    /// record). Made once: an optional unwrapped with `?? { ... }` on each
+    /// read made a reabstraction thunk, an allocation, every time.
+    let fieldsWriter: FieldsWriter<R>
     /// Whether every record this table writes (its own and its
     /// descendants') is a ``FieldwiseRecord``, whose reals the value
     /// encoder checks as it writes them (`PackedFieldWriter.encode(_: Double)`):
@@ -164,6 +170,9 @@ final class EntityTable<R: Record>: Sendable {
             try relation.makeChildSet(environment: environment, parentMain: main, parentById: parentById)
         }
         hasRelations = !entity.relations.isEmpty
+        let writeFields = (R.self as? any FieldwiseRecord.Type).map { fieldWriter(for: R.self, $0) }
+        writesFieldwise = writeFields != nil
+        fieldsWriter = writeFields ?? { _, _ in }
         checksRealsWhileEncoding = fieldwiseType != nil && relations.allSatisfy(\.checksRealsWhileEncoding)
     }
 
@@ -322,9 +331,10 @@ private func openOwner<Owner: Record>(_ owner: Owner.Type, environment: LMDBEnvi
 /// is: `unsafeBitCast` of the record, like any use of a record's value in
 /// this code generic over its type, copied it (a value-witness copy and
 /// destroy per record, about 150 instructions for a message).
-private func fieldWriter<R: Record, F: FieldwiseRecord>(for record: R.Type, _ type: F.Type)
-    -> @Sendable (UnsafePointer<R>, inout PackedFieldWriter) throws -> Void
-{
+/// Writes the fields of the record a pointer points to by position.
+typealias FieldsWriter<R> = @Sendable (UnsafePointer<R>, inout PackedFieldWriter) throws -> Void
+
+private func fieldWriter<R: Record, F: FieldwiseRecord>(for record: R.Type, _ type: F.Type) -> FieldsWriter<R> {
     { record, writer in
         try F.writePacked(at: UnsafeRawPointer(record).assumingMemoryBound(to: F.self), to: &writer)
     }

@@ -85,10 +85,14 @@ public struct LMDBStorage<Record: DAOCore.Record>: Storage {
             try table.environment.write(.persist) { txn in
                 try table.withWriteCodecs { codecs in
                     defer { codecs.closeCursors() }
+                    // Read once per call, not per record (see `EntityTable.persist`).
+                    let writeFields = table.fieldsWriter
                     try handoff.run(produce, stoppingAt: LMDBEnvironment.startsWriteAgain) { record in
                         if checkFirst { try Record.entity.checkStorable(copy record) }
                         // The record lent where the handoff holds it, not copied.
-                        try withUnsafePointer(to: record) { try table.persist($0, in: txn, codecs: codecs) }
+                        try withUnsafePointer(to: record) {
+                            try table.persist($0, in: txn, codecs: codecs, writeFields: writeFields)
+                        }
                     }
                 }
             }

@@ -71,10 +71,12 @@ struct RelationChildren<Relation: ToManyRelation>: ChildSet {
         // it was copied. The table is taken out of `self` first: read in
         // the closure, it looked up this generic type's metadata per child.
         let table = self.table
+        // Read once per parent, not per child (see `EntityTable.persist`).
+        let writeFields = table.fieldsWriter
         try children.withUnsafeBufferPointer { children in
             guard let first = children.baseAddress else { return }
             for index in children.indices {
-                try table.persist(first + index, in: txn, codecs: codecs, parent: context)
+                try table.persist(first + index, in: txn, codecs: codecs, parent: context, writeFields: writeFields)
             }
         }
         // The children the parent no longer holds. No child just written has

@@ -103,7 +103,11 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
     ///   missing or empty beside an existing lock file (see docs/LMDB.md),
     ///   ``StorageError/Kind/io`` when the directory cannot be created or opened,
     ///   ``StorageError/Kind/busy`` when this process has it open already
-    ///   (through any path).
+    ///   (through any path); ``StorageError/Kind/schemaMismatch`` when its
+    ///   layout stamp names a newer layout than this build's, and
+    ///   ``StorageError/Kind/corrupt`` when the stamp is damaged or the
+    ///   environment holds data but was not written by this store (see
+    ///   docs/LMDB.md, "Layout version").
     public init(
         directory: URL, durability: Durability = .full, mapSize: Int = LMDBEnvironment.defaultMapSize,
         readOnly: Bool = false
@@ -186,6 +190,10 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
         }
         self.handle = env
         self.resizeLock = resizeLock
+        // Before any entity's database is opened or created: a layout this
+        // build does not know, or an environment it did not write, is refused
+        // (deinit closes the handle then).
+        try checkLayout()
         commits.setVersionSource { [weak self] in
             // Observations hold their storage, and so the environment; with
             // none left, nothing polls.
