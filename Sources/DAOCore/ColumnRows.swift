@@ -29,12 +29,35 @@ public struct ColumnFunctions: @unchecked Sendable {
     public let blob: @convention(c) (OpaquePointer?, Int32) -> UnsafeRawPointer?
     /// The number of bytes of the column's text or blob last read.
     public let bytes: @convention(c) (OpaquePointer?, Int32) -> Int32
+    /// The column as the engine's value object, which the `value…` functions
+    /// read (SQLite's `sqlite3_column_value`): one call into the engine per
+    /// column, whose storage class and content are then read without the
+    /// per-call checks of the `column…` functions.
+    public let value: @convention(c) (OpaquePointer?, Int32) -> OpaquePointer?
+    /// A value's storage class (`sqlite3_value_type`).
+    public let valueType: @convention(c) (OpaquePointer?) -> Int32
+    /// A value as an integer (`sqlite3_value_int64`).
+    public let valueInt64: @convention(c) (OpaquePointer?) -> Int64
+    /// A value as a double (`sqlite3_value_double`).
+    public let valueDouble: @convention(c) (OpaquePointer?) -> Double
+    /// A value's text as UTF-8 (`sqlite3_value_text`).
+    public let valueText: @convention(c) (OpaquePointer?) -> UnsafePointer<UInt8>?
+    /// A value's bytes (`sqlite3_value_blob`).
+    public let valueBlob: @convention(c) (OpaquePointer?) -> UnsafeRawPointer?
+    /// The number of bytes of a value's text or blob last read (`sqlite3_value_bytes`).
+    public let valueBytes: @convention(c) (OpaquePointer?) -> Int32
     /// What ``step`` returns when a row is ready.
     public let rowCode: Int32
     /// The storage class ``type`` gives for NULL.
     public let nullType: Int32
     /// The storage class ``type`` gives for an integer.
     public let integerType: Int32
+    /// The storage class ``type`` gives for a real.
+    public let realType: Int32
+    /// The storage class ``type`` gives for text.
+    public let textType: Int32
+    /// The storage class ``type`` gives for bytes.
+    public let blobType: Int32
 
     /// Collects the functions and the constants of an engine.
     public init(
@@ -45,7 +68,14 @@ public struct ColumnFunctions: @unchecked Sendable {
         text: @escaping @convention(c) (OpaquePointer?, Int32) -> UnsafePointer<UInt8>?,
         blob: @escaping @convention(c) (OpaquePointer?, Int32) -> UnsafeRawPointer?,
         bytes: @escaping @convention(c) (OpaquePointer?, Int32) -> Int32,
-        rowCode: Int32, nullType: Int32, integerType: Int32
+        value: @escaping @convention(c) (OpaquePointer?, Int32) -> OpaquePointer?,
+        valueType: @escaping @convention(c) (OpaquePointer?) -> Int32,
+        valueInt64: @escaping @convention(c) (OpaquePointer?) -> Int64,
+        valueDouble: @escaping @convention(c) (OpaquePointer?) -> Double,
+        valueText: @escaping @convention(c) (OpaquePointer?) -> UnsafePointer<UInt8>?,
+        valueBlob: @escaping @convention(c) (OpaquePointer?) -> UnsafeRawPointer?,
+        valueBytes: @escaping @convention(c) (OpaquePointer?) -> Int32,
+        rowCode: Int32, nullType: Int32, integerType: Int32, realType: Int32, textType: Int32, blobType: Int32
     ) {
         self.step = step
         self.int64 = int64
@@ -54,9 +84,19 @@ public struct ColumnFunctions: @unchecked Sendable {
         self.text = text
         self.blob = blob
         self.bytes = bytes
+        self.value = value
+        self.valueType = valueType
+        self.valueInt64 = valueInt64
+        self.valueDouble = valueDouble
+        self.valueText = valueText
+        self.valueBlob = valueBlob
+        self.valueBytes = valueBytes
         self.rowCode = rowCode
         self.nullType = nullType
         self.integerType = integerType
+        self.realType = realType
+        self.textType = textType
+        self.blobType = blobType
     }
 }
 
@@ -78,6 +118,13 @@ open class ColumnAccess: @unchecked Sendable {
     /// `nil`, a NULL read for a field that is not optional.
     open func readError(column: Int32, message: String?) -> StorageError {
         StorageError(.decoding, .read, message: "column \(column): \(message ?? "NULL for a field that is not optional")")
+    }
+
+    /// The error of reading `column`, whose storage class `found` (NULL
+    /// among them) is not one a field of its type is stored as: the row was
+    /// changed outside the store.
+    open func storageClassError(column: Int32, found: Int32) -> StorageError {
+        StorageError(.corrupt, .read, message: "column \(column): storage class \(found) is not the field's")
     }
 
     /// Binds `value` to `parameter`.
@@ -112,35 +159,15 @@ public struct ColumnRowReader: FieldReader {
     /// Makes the errors; not retained (see ``init(functions:handle:count:access:)``),
     /// so that the reader is copied and dropped without reference counting.
     @usableFromInline unowned(unsafe) let access: ColumnAccess
-    /// Bit `i` set: column `i` may hold NULL. Columns from 64 on are always
-    /// taken as such.
-    @usableFromInline let nullable: UInt64
-
     /// A reader of the rows of `handle`, which have `count` columns, making
     /// its errors with `access`, which the caller keeps alive for as long as
     /// it uses the reader.
-    ///
-    /// `nullable` has bit `i` set when column `i` may hold NULL. A column
-    /// whose bit is clear is one the engine keeps from holding NULL (SQLite's
-    /// `NOT NULL`): an integer or real 0 read from it is not checked for NULL
-    /// (for the others, an engine reads NULL as 0, so a 0 costs a question
-    /// about the column's storage class).
     @inlinable
-    public init(
-        functions: ColumnFunctions, handle: OpaquePointer, count: Int32, access: ColumnAccess,
-        nullable: UInt64 = .max
-    ) {
+    public init(functions: ColumnFunctions, handle: OpaquePointer, count: Int32, access: ColumnAccess) {
         self.functions = functions
         self.handle = handle
         self.count = count
         self.access = access
-        self.nullable = nullable
-    }
-
-    /// Whether a 0 read from `column` must be checked for NULL.
-    @inlinable @inline(__always)
-    func mayBeNull(_ column: Int32) -> Bool {
-        column >= 64 || nullable & (1 &<< UInt64(column)) != 0
     }
 
     /// The integer read from column 0 (the primary key) of the current row,
@@ -167,31 +194,44 @@ public struct ColumnRowReader: FieldReader {
 
     // `mutating`, as every member the record calls: a non-mutating call on
     // the reader the record holds `inout` copied the reader first.
+    //
+    // Each read takes the column's value object once and checks its storage
+    // class before reading it: a column of a non-optional field that holds
+    // NULL, or another class (text in an integer column, which SQLite's
+    // column affinity lets an outside `UPDATE` write), read as 0 through
+    // `sqlite3_column_int64` and is `corrupt` here. SQLite calls its value
+    // object "unprotected" because its functions then skip the connection's
+    // mutex: the adapter opens its connections without one
+    // (`SQLITE_OPEN_NOMUTEX`) and uses each from one thread at a time.
+    // One `value` call and two cheap reads cost about what one
+    // `sqlite3_column_int64` did (docs/DESIGN.md).
     @inlinable @inline(__always)
     mutating func integer() throws -> Int64 {
         let column = try advance()
-        let value = functions.int64(handle, column)
-        // NULL reads as 0; only then is the storage class worth asking for.
-        if value == 0, mayBeNull(column), functions.type(handle, column) == functions.nullType {
-            throw access.readError(column: column, message: nil)
-        }
+        let value = functions.value(handle, column)
+        let type = functions.valueType(value)
+        guard type == functions.integerType else { throw access.storageClassError(column: column, found: type) }
+        let integer = functions.valueInt64(value)
         if column == 0 {
             // Kept for ``ColumnRows/inKeyOrder``: asking the engine again
             // costs more than this test on every integer.
-            key = value
+            key = integer
             readsKey = true
         }
-        return value
+        return integer
     }
 
     @inlinable @inline(__always)
     mutating func real() throws -> Double {
         let column = try advance()
-        let value = functions.double(handle, column)
-        if value == 0, mayBeNull(column), functions.type(handle, column) == functions.nullType {
-            throw access.readError(column: column, message: nil)
+        let value = functions.value(handle, column)
+        let type = functions.valueType(value)
+        // A real column reads back as a real; an integer is taken as its
+        // value (exact up to 2^53).
+        guard type == functions.realType || type == functions.integerType else {
+            throw access.storageClassError(column: column, found: type)
         }
-        return value
+        return functions.valueDouble(value)
     }
 
     /// Reads the next field as an integer; NULL is an error.
@@ -216,8 +256,12 @@ public struct ColumnRowReader: FieldReader {
     @inlinable @inline(__always)
     public mutating func decode(_ type: String.Type) throws -> String {
         let column = try advance()
-        guard let bytes = functions.text(handle, column) else { throw access.readError(column: column, message: nil) }
-        let count = Int(functions.bytes(handle, column))
+        let value = functions.value(handle, column)
+        let type = functions.valueType(value)
+        guard type == functions.textType, let bytes = functions.valueText(value) else {
+            throw access.storageClassError(column: column, found: type)
+        }
+        let count = Int(functions.valueBytes(value))
         return UTF8Text.string(UnsafeRawBufferPointer(start: bytes, count: count))
     }
 
@@ -225,14 +269,12 @@ public struct ColumnRowReader: FieldReader {
     @inlinable
     public mutating func decode(_ type: Data.Type) throws -> Data {
         let column = try advance()
-        guard let bytes = functions.blob(handle, column) else {
-            // No pointer: NULL, or a blob of no bytes.
-            guard functions.type(handle, column) != functions.nullType else {
-                throw access.readError(column: column, message: nil)
-            }
-            return Data()
-        }
-        return Data(bytes: bytes, count: Int(functions.bytes(handle, column)))
+        let value = functions.value(handle, column)
+        let type = functions.valueType(value)
+        guard type == functions.blobType else { throw access.storageClassError(column: column, found: type) }
+        // No pointer: a blob of no bytes.
+        guard let bytes = functions.valueBlob(value) else { return Data() }
+        return Data(bytes: bytes, count: Int(functions.valueBytes(value)))
     }
 
     /// Whether the next field is NULL; a NULL field is consumed.

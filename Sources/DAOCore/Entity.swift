@@ -207,12 +207,14 @@ public final class Entity<Root: Record>: Sendable {
     /// then its relations.
     public var codingKeys: [String] { fields.map(\.name) + relations.map(\.name) }
 
-    /// Checks the declaration for mistakes an adapter cannot store: duplicate
-    /// names, indexes over unknown fields, relations whose foreign key is not a
-    /// field of the child.
+    /// Checks the declaration for mistakes an adapter cannot store: an entity
+    /// name that ``EntityName`` refuses (this entity's, its owners' or its
+    /// children's), duplicate names, indexes over unknown fields, relations
+    /// whose foreign key is not a field of the child.
     ///
     /// - Throws: ``StorageError`` of kind ``StorageError/Kind/schemaMismatch``.
     public func validate() throws {
+        for schema in EntitySchema.tree(for: Root.self) { try EntityName.check(schema.entity) }
         var visited: Set<String> = []
         var path: [String] = []
         try validate(visited: &visited, path: &path)

@@ -198,6 +198,7 @@ struct MigrationRunner {
 
         case .renameEntity(let from, let to):
             let old = try schema(from)
+            try EntityName.check(to)
             guard schemas[to] == nil else { throw Self.refuse(from, "the store holds an entity '\(to)' already") }
             var new = old
             new.entity = to
@@ -240,9 +241,11 @@ struct MigrationRunner {
             try change(.dropIndex(index), from: old, to: new) { $0 }
 
         case .rewrite(let entity, let declared, let body):
+            for schema in declared { try EntityName.check(schema.entity) }
             try rewrite(entity, to: declared, body)
 
         case .lightweight(let declared):
+            for schema in declared { try EntityName.check(schema.entity) }
             try lightweight(to: declared)
         }
     }

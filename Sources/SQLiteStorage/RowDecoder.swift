@@ -90,24 +90,22 @@ final class RowDecoder: Decoder {
         return Int32(column)
     }
 
-    func nullError(_ column: Int32) -> StorageError {
-        StorageError(
-            .decoding, .read, entity: layout.entityName,
-            message: "column '\(layout.names[Int(column)])' is NULL but the record's field is not optional")
-    }
-
     func rangeError(_ column: Int32, _ type: Any.Type) -> StorageError {
         StorageError(
             .decoding, .read, entity: layout.entityName,
             message: "the value \(sqlite3_column_int64(handle, column)) of column '\(layout.names[Int(column)])' does not fit \(type)")
     }
 
+    // Each read takes the column's value object once and checks its storage
+    // class (see ``ColumnRowReader``): NULL, or text in an integer column,
+    // read as 0 through `sqlite3_column_int64`; here it is `corrupt`.
+
     @inline(__always)
     func int64(_ column: Int32) throws -> Int64 {
-        let value = sqlite3_column_int64(handle, column)
-        // NULL reads as 0; only then is the type worth asking for.
-        if value == 0, sqlite3_column_type(handle, column) == SQLITE_NULL { throw nullError(column) }
-        return value
+        let value = sqlite3_column_value(handle, column)
+        let type = sqlite3_value_type(value)
+        guard type == SQLITE_INTEGER else { throw layout.storageClassError(column, type) }
+        return sqlite3_value_int64(value)
     }
 
     @inline(__always)
@@ -118,15 +116,29 @@ final class RowDecoder: Decoder {
 
     @inline(__always)
     func double(_ column: Int32) throws -> Double {
-        let value = sqlite3_column_double(handle, column)
-        if value == 0, sqlite3_column_type(handle, column) == SQLITE_NULL { throw nullError(column) }
-        return value
+        let value = sqlite3_column_value(handle, column)
+        let type = sqlite3_value_type(value)
+        guard type == SQLITE_FLOAT || type == SQLITE_INTEGER else { throw layout.storageClassError(column, type) }
+        return sqlite3_value_double(value)
     }
 
     @inline(__always)
     func string(_ column: Int32) throws -> String {
-        guard let text = statement.text(column) else { throw nullError(column) }
-        return text
+        let value = sqlite3_column_value(handle, column)
+        let type = sqlite3_value_type(value)
+        guard type == SQLITE_TEXT, let bytes = sqlite3_value_text(value) else {
+            throw layout.storageClassError(column, type)
+        }
+        return UTF8Text.string(UnsafeRawBufferPointer(start: bytes, count: Int(sqlite3_value_bytes(value))))
+    }
+
+    @inline(__always)
+    func bytes(_ column: Int32) throws -> Data {
+        let value = sqlite3_column_value(handle, column)
+        let type = sqlite3_value_type(value)
+        guard type == SQLITE_BLOB else { throw layout.storageClassError(column, type) }
+        guard let bytes = sqlite3_value_blob(value) else { return Data() }
+        return Data(bytes: bytes, count: Int(sqlite3_value_bytes(value)))
     }
 
     func value<T: Decodable>(_ type: T.Type, at column: Int32) throws -> T {
@@ -134,8 +146,7 @@ final class RowDecoder: Decoder {
             return unsafeBitCast(Date(timeIntervalSinceReferenceDate: try double(column)), to: T.self)
         }
         if T.self == Data.self {
-            guard let bytes = statement.blob(column) else { throw nullError(column) }
-            return unsafeBitCast(Data(bytes), to: T.self)
+            return unsafeBitCast(try bytes(column), to: T.self)
         }
         return try T(from: ColumnDecoder(decoder: self, column: column))
     }
@@ -199,35 +210,38 @@ struct ColumnReader: FieldReader {
     @inline(__always)
     mutating func decode(_ type: String.Type) throws -> String {
         let column = try advance()
-        guard let bytes = sqlite3_column_text(handle, column) else { throw nullError(column) }
-        let count = Int(sqlite3_column_bytes(handle, column))
-        return UTF8Text.string(UnsafeRawBufferPointer(start: bytes, count: count))
+        let value = sqlite3_column_value(handle, column)
+        let type = sqlite3_value_type(value)
+        guard type == SQLITE_TEXT, let bytes = sqlite3_value_text(value) else { throw classError(column, type) }
+        return UTF8Text.string(UnsafeRawBufferPointer(start: bytes, count: Int(sqlite3_value_bytes(value))))
     }
 
-    /// The column as an integer; NULL (which SQLite reads as 0) is an error.
+    /// The column as an integer; any other storage class (NULL among them,
+    /// which SQLite reads as 0) is `corrupt`.
     @inline(__always)
     private func int64(_ column: Int32) throws -> Int64 {
-        let value = sqlite3_column_int64(handle, column)
-        if value == 0, sqlite3_column_type(handle, column) == SQLITE_NULL { throw nullError(column) }
-        return value
+        let value = sqlite3_column_value(handle, column)
+        let type = sqlite3_value_type(value)
+        guard type == SQLITE_INTEGER else { throw classError(column, type) }
+        return sqlite3_value_int64(value)
     }
 
-    /// The column as a double; NULL (which SQLite reads as 0) is an error.
+    /// The column as a double (a real, or an integer taken as its value);
+    /// any other storage class is `corrupt`.
     @inline(__always)
     private func double(_ column: Int32) throws -> Double {
-        let value = sqlite3_column_double(handle, column)
-        if value == 0, sqlite3_column_type(handle, column) == SQLITE_NULL { throw nullError(column) }
-        return value
+        let value = sqlite3_column_value(handle, column)
+        let type = sqlite3_value_type(value)
+        guard type == SQLITE_FLOAT || type == SQLITE_INTEGER else { throw classError(column, type) }
+        return sqlite3_value_double(value)
     }
 
-    private func nullError(_ column: Int32) -> StorageError {
-        decoder.nullError(column)
+    private func classError(_ column: Int32, _ type: Int32) -> StorageError {
+        decoder.layout.storageClassError(column, type)
     }
 
     mutating func decode(_ type: Data.Type) throws -> Data {
-        let column = try advance()
-        guard let bytes = decoder.statement.blob(column) else { throw decoder.nullError(column) }
-        return Data(bytes)
+        try decoder.bytes(advance())
     }
 
     mutating func decodeNil() throws -> Bool {

@@ -128,7 +128,7 @@ final class SQLiteMigrationTransaction: MigrationTransaction {
             try connection.execute("DROP TABLE \(quoted(new.entity))")
         }
         try connection.execute("ALTER TABLE \(quoted(temporary)) RENAME TO \(quoted(new.entity))")
-        try createIndexes(of: new, in: schemas)
+        try reconcileIndexes(of: old, new, in: schemas, legacyNames: [])
         if let old, old.entity != new.entity { try removeMetadata(StoreMetadataKey.schema(old.entity)) }
         try record(new)
     }
@@ -166,24 +166,19 @@ final class SQLiteMigrationTransaction: MigrationTransaction {
             try connection.execute("ALTER TABLE \(table) DROP COLUMN \(quoted(name))")
         case .renameField(let from, let to):
             try connection.execute("ALTER TABLE \(table) RENAME COLUMN \(quoted(from)) TO \(quoted(to))")
-            let automatic = "\(old.entity)_by_\(from)"
-            if try indexExists(automatic) {
-                try connection.execute("DROP INDEX \(quoted(automatic))")
-                try createIndexes(of: new, in: schemas)
-            }
+            // A store written before index names were derived per table
+            // named the foreign-key index after the column.
+            try reconcileIndexes(
+                of: old, new, in: schemas, legacyNames: [IndexNames.legacyForeignKey(table: old.entity, column: from)])
         case .renameEntity(let from, let to):
+            // The table's indexes move with it under names derived from `from`:
+            // replaced by names derived from `to` (and the old name is free
+            // for a new entity's indexes).
             try connection.execute("ALTER TABLE \(table) RENAME TO \(quoted(to))")
-            if let foreignKey = foreignKey(of: new, in: schemas), try indexExists("\(from)_by_\(foreignKey.column)") {
-                try connection.execute("DROP INDEX \(quoted("\(from)_by_\(foreignKey.column)"))")
-            }
-            try createIndexes(of: new, in: schemas)
+            try reconcileIndexes(of: old, new, in: schemas, legacyNames: [])
             try removeMetadata(StoreMetadataKey.schema(from))
-        case .addIndex(let index):
-            let columns = index.fields.map(quoted).joined(separator: ", ")
-            try connection.execute("CREATE INDEX \(quoted(index.name)) ON \(table) (\(columns))")
-        case .dropIndex(let index):
-            try connection.execute("DROP INDEX IF EXISTS \(quoted(index.name))")
-            try createIndexes(of: new, in: schemas)
+        case .addIndex, .dropIndex:
+            try reconcileIndexes(of: old, new, in: schemas, legacyNames: [])
         }
         try record(new)
         return true
@@ -208,28 +203,29 @@ final class SQLiteMigrationTransaction: MigrationTransaction {
         return ForeignKey(column: relation.foreignKey, parentTable: owner, parentColumn: parentKey)
     }
 
-    /// Creates `schema`'s declared indexes and the index on its foreign key,
-    /// as opening a storage would, where they are missing.
-    private func createIndexes(of schema: EntitySchema, in schemas: [String: EntitySchema]) throws {
-        let table = quoted(schema.entity)
-        for index in schema.indexes {
-            let columns = index.fields.map(quoted).joined(separator: ", ")
-            try connection.execute("CREATE INDEX IF NOT EXISTS \(quoted(index.name)) ON \(table) (\(columns))")
+    /// Brings `new`'s table to the indexes `new` declares and the one on its
+    /// foreign key, under the names derived per table (``IndexNames``): drops
+    /// what this adapter made that `new` no longer declares (or that kept the
+    /// name of the table's old name), and the indexes of a store written
+    /// before those names, whose names were the declared ones (of `old` and
+    /// `new`), `<table>_by_<column>`, and `legacyNames`.
+    private func reconcileIndexes(
+        of old: EntitySchema?, _ new: EntitySchema, in schemas: [String: EntitySchema], legacyNames: [String]
+    ) throws {
+        let foreignKey = foreignKey(of: new, in: schemas)
+        let indexes = IndexSet(
+            table: new.entity, declared: new.indexes.map { ($0.name, $0.fields) }, foreignKeyColumn: foreignKey?.column)
+        var legacy = legacyNames + new.indexes.map(\.name) + (old?.indexes.map(\.name) ?? [])
+        if let foreignKey {
+            for entity in Set([new.entity, old?.entity ?? new.entity]) {
+                legacy.append(IndexNames.legacyForeignKey(table: entity, column: foreignKey.column))
+            }
         }
-        if let foreignKey = foreignKey(of: schema, in: schemas),
-            !schema.indexes.contains(where: { $0.fields.first == foreignKey.column })
-        {
-            let name = "\(schema.entity)_by_\(foreignKey.column)"
-            try connection.execute("CREATE INDEX IF NOT EXISTS \(quoted(name)) ON \(table) (\(quoted(foreignKey.column)))")
-        }
+        _ = try indexes.reconcile(legacyNames: legacy, connection: connection, apply: true)
     }
 
     private func tableExists(_ name: String) throws -> Bool {
         try exists("table", name)
-    }
-
-    private func indexExists(_ name: String) throws -> Bool {
-        try exists("index", name)
     }
 
     private func exists(_ type: String, _ name: String) throws -> Bool {

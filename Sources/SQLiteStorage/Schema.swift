@@ -103,20 +103,15 @@ extension Table {
         if stored == nil {
             try session.record(declared)
         }
-        for index in entity.indexes where try !session.hasIndex(index.name) {
-            let columns = index.fields.map(quoted).joined(separator: ", ")
-            try session.execute("CREATE INDEX IF NOT EXISTS \(quoted(index.name)) ON \(quoted(name)) (\(columns))")
-        }
-        // SQLite looks children up by their foreign key on every parent delete
-        // (ON DELETE CASCADE) and this adapter reads them by it: make sure an
-        // index leads with it.
-        if let foreignKey, !entity.indexes.contains(where: { $0.fields.first == foreignKey.column }) {
-            let indexName = "\(name)_by_\(foreignKey.column)"
-            if try !session.hasIndex(indexName) {
-                try session.execute(
-                    "CREATE INDEX IF NOT EXISTS \(quoted(indexName)) ON \(quoted(name)) (\(quoted(foreignKey.column)))")
-            }
-        }
+        // The declared indexes and the one on the foreign key, under names
+        // derived from the table's (IndexNames); a store written before
+        // those names has its indexes under the declared names and
+        // `<table>_by_<column>`, replaced here.
+        let indexes = IndexSet(
+            table: name, declared: entity.indexes.map { ($0.name, $0.fields) }, foreignKeyColumn: foreignKey?.column)
+        var legacyNames = entity.indexes.map(\.name)
+        if let foreignKey { legacyNames.append(IndexNames.legacyForeignKey(table: name, column: foreignKey.column)) }
+        try session.reconcile(indexes, legacyNames: legacyNames)
         for link in links {
             try link.ensureSchema(session)
         }
@@ -250,12 +245,15 @@ final class SchemaSession {
         }
     }
 
-    /// Whether the index `name` exists.
-    func hasIndex(_ name: String) throws -> Bool {
-        let statement = try connection.statement("SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = ?1")
-        defer { statement.reset() }
-        try statement.bind(name, at: 1)
-        return try statement.step()
+    /// Brings `indexes`' table to its indexes in `create` mode (see
+    /// ``IndexSet/reconcile(legacyNames:connection:apply:)``); notes that a
+    /// write is needed in `check` mode when something would change.
+    func reconcile(_ indexes: IndexSet, legacyNames: [String]) throws {
+        switch mode {
+        case .create: _ = try indexes.reconcile(legacyNames: legacyNames, connection: connection, apply: true)
+        case .check:
+            if try indexes.reconcile(legacyNames: legacyNames, connection: connection, apply: false) { needsWrite = true }
+        }
     }
 
     /// The table that SQLite takes for `table` (names ignore ASCII case)

@@ -29,11 +29,6 @@ final class Table<R: Record>: Sendable {
     let rowsWriter: (any RowsWriter<R>)?
     /// Makes the errors of the ``ColumnRowReader``s over this table's rows.
     let columnAccess: ColumnAccess
-    /// Bit `i` set: column `i` may hold NULL (its field is optional). The
-    /// others are `NOT NULL` columns: the schema check (``ensureSchema(_:foreignKey:)``)
-    /// refuses a table whose columns say otherwise, so SQLite never stores a
-    /// NULL there, and a 0 read from them is not checked for NULL.
-    let nullableColumns: UInt64
     /// Whether every record written to this table and to the tables below it
     /// is bound by position (``FieldwiseRecord``), so the real values no
     /// backend stores (NaN, -0.0) are caught as they are bound
@@ -87,13 +82,10 @@ final class Table<R: Record>: Sendable {
         var placeholders: [String: any Sendable] = [:]
         for link in links { placeholders[link.name] = link.placeholder }
         let names = entity.fields.map(\.name)
-        self.layout = RowLayout(entityName: entity.name, names: names, relationPlaceholders: placeholders)
+        self.layout = RowLayout(
+            entityName: entity.name, names: names, optional: entity.fields.map(\.isOptional),
+            relationPlaceholders: placeholders)
         columnAccess = LayoutAccess(layout: layout)
-        var nullable: UInt64 = 0
-        for (index, field) in entity.fields.enumerated() where index > 0 && field.isOptional {
-            nullable |= index < 64 ? 1 << UInt64(index) : 0
-        }
-        nullableColumns = nullable
 
         let table = quoted(entity.name)
         let key = quoted(names[0])
@@ -346,6 +338,10 @@ final class LayoutAccess: ColumnAccess, @unchecked Sendable {
     override func readError(column: Int32, message: String?) -> StorageError {
         layout.columnError(column, message)
     }
+
+    override func storageClassError(column: Int32, found: Int32) -> StorageError {
+        layout.storageClassError(column, found)
+    }
 }
 
 /// Binds text and bytes to one statement (text through the statement's own
@@ -399,7 +395,11 @@ let sqliteBindFunctions = ColumnBindFunctions(
 let sqliteColumnFunctions = ColumnFunctions(
     step: sqlite3_step, int64: sqlite3_column_int64, double: sqlite3_column_double, type: sqlite3_column_type,
     text: sqlite3_column_text, blob: sqlite3_column_blob, bytes: sqlite3_column_bytes,
-    rowCode: SQLITE_ROW, nullType: SQLITE_NULL, integerType: SQLITE_INTEGER)
+    value: sqlite3_column_value, valueType: sqlite3_value_type, valueInt64: sqlite3_value_int64,
+    valueDouble: sqlite3_value_double, valueText: sqlite3_value_text, valueBlob: sqlite3_value_blob,
+    valueBytes: sqlite3_value_bytes,
+    rowCode: SQLITE_ROW, nullType: SQLITE_NULL, integerType: SQLITE_INTEGER, realType: SQLITE_FLOAT,
+    textType: SQLITE_TEXT, blobType: SQLITE_BLOB)
 
 /// Writes the children of one relation.
 protocol ChildWriter<Parent> {
@@ -423,7 +423,7 @@ struct TableReader<R: Record> {
     {
         let reader = ColumnRowReader(
             functions: sqliteColumnFunctions, handle: statement.handle, count: Int32(table.layout.names.count),
-            access: table.columnAccess, nullable: table.nullableColumns)
+            access: table.columnAccess)
         return ColumnRows(reader: reader, groupColumn: groupColumn, inKeyOrder: inKeyOrder, expected: expected)
     }
 

@@ -611,19 +611,15 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
     ///   of the first entity that differs, before any record is read or written.
     func checkSchemas<R: Record>(of type: R.Type) throws {
         let declared = EntitySchema.tree(for: type)
-        for schema in declared where schema.entity.hasPrefix("__") {
-            throw StorageError(
-                .schemaMismatch, .open, entity: schema.entity,
-                message: "entity names starting with '__' are reserved for the environment's own databases")
-        }
+        // The names every backend refuses (among them the '__' of the
+        // environment's own databases and the '#' of `E#id` and `E#<index>`).
+        for schema in declared { try EntityName.check(schema.entity) }
         // An entity's own databases are named `E#id` and `E#<index>`: an
-        // entity named with a '#', or an index named 'id', would share one.
-        for schema in declared where schema.entity.contains("#") || schema.indexes.contains(where: { $0.name == "id" }) {
+        // index named 'id' would share one.
+        for schema in declared where schema.indexes.contains(where: { $0.name == "id" }) {
             throw StorageError(
                 .schemaMismatch, .open, entity: schema.entity,
-                message: schema.entity.contains("#")
-                    ? "entity names containing '#' are reserved: an entity's own databases are named '<entity>#id' and '<entity>#<index>'"
-                    : "the index name 'id' is reserved: the entity's database of child keys is named '\(schema.entity)#id'")
+                message: "the index name 'id' is reserved: the entity's database of child keys is named '\(schema.entity)#id'")
         }
         guard let metadata = try database(Self.metadataDatabase) else { return }
         func stored(_ entity: String, _ txn: borrowing Transaction) throws -> EntitySchema? {

@@ -1,0 +1,161 @@
+import CSQLite
+import DAOCore
+import DialogGraph
+import Foundation
+@testable import SQLiteStorage
+import Testing
+import TestSupport
+
+/// A record read through `Codable` (String key, every field type, optionals).
+struct GaugeReading: Record, Equatable {
+    typealias PrimaryKey = String
+    var id: String
+    var count: Int64
+    var level: Double
+    var taken: Date
+    var label: String
+    var valid: Bool
+    var raw: Data
+    var note: String?
+    var limit: Int64?
+
+    static let entity = Entity<GaugeReading>(
+        "damaged_gauges", primaryKey: "id", \.id,
+        fields: [
+            Field("count", \.count), Field("level", \.level), Field("taken", \.taken), Field("label", \.label),
+            Field("valid", \.valid), Field("raw", \.raw), Field("note", \.note), Field("limit", \.limit),
+        ],
+        indexes: [Index("by_label_count", on: ["label", "count"])])
+}
+
+@Suite("SQLite: a column of a non-optional field damaged outside the store reads as corrupt")
+struct DamagedColumnTests {
+    let readings = [
+        GaugeReading(
+            id: "g1", count: 3, level: 0.5, taken: Date(timeIntervalSinceReferenceDate: 100), label: "caf\u{E9} \u{1F30A}",
+            valid: true, raw: Data([0, 1, 2]), note: nil, limit: 7),
+        GaugeReading(
+            id: "g2", count: 0, level: 0, taken: Date(timeIntervalSinceReferenceDate: 0), label: "", valid: false,
+            raw: Data(), note: "n\u{0}ul", limit: nil),
+    ]
+
+    /// Runs `sql` on the database at `url` over a connection of its own.
+    func damage(_ url: URL, _ sql: String) throws {
+        let connection = try Connection(path: url.path(percentEncoded: false), flags: SQLITE_OPEN_READWRITE)
+        try connection.execute(sql)
+        try connection.close()
+    }
+
+    /// Sets `column` of `table` to NULL in the row `where`, though the column
+    /// is `NOT NULL`: through an edited schema, put back afterwards.
+    func setNull(_ url: URL, table: String, column: String, type: String, where condition: String) throws {
+        let declared = "\"\(column)\" \(type) NOT NULL"
+        try damage(
+            url,
+            """
+            PRAGMA writable_schema = ON;
+            UPDATE sqlite_master SET sql = replace(sql, '\(declared)', '"\(column)" \(type)') WHERE name = '\(table)';
+            """)
+        try damage(url, "UPDATE \"\(table)\" SET \"\(column)\" = NULL WHERE \(condition)")
+        try damage(
+            url,
+            """
+            PRAGMA writable_schema = ON;
+            UPDATE sqlite_master SET sql = replace(sql, '"\(column)" \(type),', '\(declared),') WHERE name = '\(table)';
+            """)
+    }
+
+    func expectCorrupt(_ body: () throws -> Void, sourceLocation: SourceLocation = #_sourceLocation) {
+        do {
+            try body()
+            Issue.record("expected a corrupt error, the read returned", sourceLocation: sourceLocation)
+        } catch let error as StorageError {
+            #expect(error.kind == .corrupt, "\(error)", sourceLocation: sourceLocation)
+        } catch {
+            Issue.record("expected a StorageError, got \(error)", sourceLocation: sourceLocation)
+        }
+    }
+
+    static let damages: [(column: String, value: String)] = [
+        ("count", "'abc'"), ("count", "'12abc'"), ("count", "1.5"), ("count", "x'01'"),
+        ("level", "'abc'"), ("taken", "'1.5x'"), ("valid", "'yes'"),
+        ("label", "x'00ff'"), ("raw", "'text'"), ("limit", "'abc'"),
+    ]
+
+    @Test("another storage class in a column, read through Codable", arguments: Self.damages.indices)
+    func codableRecord(damageIndex: Int) throws {
+        let (column, value) = Self.damages[damageIndex]
+        try withTemporaryDirectory { directory in
+            let url = directory.appending(path: "store.sqlite")
+            do {
+                let database = try SQLiteDatabase(path: url)
+                try database.storage(for: GaugeReading.self).persist(readings)
+                try database.close()
+            }
+            try damage(url, "UPDATE damaged_gauges SET \"\(column)\" = \(value) WHERE id = 'g2'")
+            let database = try SQLiteDatabase(path: url)
+            let storage = try database.storage(for: GaugeReading.self)
+            expectCorrupt { _ = try storage.readAll() }
+            expectCorrupt { _ = try storage.read(primaryKey: "g2") }
+            // The undamaged row still reads.
+            #expect(try storage.read(primaryKey: "g1") == readings[0])
+            try database.close()
+        }
+    }
+
+    @Test("NULL in a NOT NULL column of every type, read through Codable",
+          arguments: [("count", "INTEGER"), ("level", "REAL"), ("taken", "REAL"), ("label", "TEXT"), ("valid", "INTEGER"), ("raw", "BLOB")])
+    func codableNull(column: String, type: String) throws {
+        try withTemporaryDirectory { directory in
+            let url = directory.appending(path: "store.sqlite")
+            do {
+                let database = try SQLiteDatabase(path: url)
+                try database.storage(for: GaugeReading.self).persist(readings)
+                try database.close()
+            }
+            try setNull(url, table: "damaged_gauges", column: column, type: type, where: "id = 'g1'")
+            let database = try SQLiteDatabase(path: url)
+            let storage = try database.storage(for: GaugeReading.self)
+            expectCorrupt { _ = try storage.read(primaryKey: "g1") }
+            expectCorrupt { _ = try storage.readAll() }
+            #expect(try storage.read(primaryKey: "g2") == readings[1])
+            try database.close()
+        }
+    }
+
+    @Test("text or NULL in an integer column of a record read in its own module (the workload's messages)")
+    func fieldwiseRecord() throws {
+        try withTemporaryDirectory { directory in
+            let url = directory.appending(path: "store.sqlite")
+            let dialogs = try workloadRecords(dialogs: 3, messages: 4)
+            do {
+                let database = try SQLiteDatabase(path: url)
+                try database.storage(for: DialogRecord.self).persist(dialogs)
+                try database.close()
+            }
+            let damaged = dialogs[1].messages[2].id
+            let dialogId = dialogs[1].id
+            try damage(url, "UPDATE messages SET senderId = 'abc' WHERE id = \(damaged)")
+            do {
+                let database = try SQLiteDatabase(path: url)
+                let dialogStorage = try database.storage(for: DialogRecord.self)
+                let messages = try database.storage(for: MessageRecord.self)
+                expectCorrupt { _ = try dialogStorage.readAll() }
+                expectCorrupt { _ = try messages.readAll() }
+                expectCorrupt { _ = try messages.read(primaryKey: damaged) }
+                expectCorrupt {
+                    _ = try messages.read(
+                        where: #Predicate { $0.dialogId == dialogId }, sortedBy: [SortDescriptor(\.date)])
+                }
+                #expect(try dialogStorage.read(primaryKey: dialogs[0].id) == dialogs[0])
+                try database.close()
+            }
+            try damage(url, "UPDATE messages SET senderId = 1 WHERE id = \(damaged)")
+            try setNull(url, table: "messages", column: "isRead", type: "INTEGER", where: "id = \(damaged)")
+            let database = try SQLiteDatabase(path: url)
+            expectCorrupt { _ = try database.storage(for: DialogRecord.self).readAll() }
+            expectCorrupt { _ = try database.storage(for: MessageRecord.self).read(primaryKey: damaged) }
+            try database.close()
+        }
+    }
+}
