@@ -1,0 +1,115 @@
+import DAOCore
+import Foundation
+import TestSupport
+import Testing
+
+// Edge cases of the clinic a client meets sooner or later, run as one script
+// on every backend; each step's outcome (the records, a count, or the error's
+// kind) is written to a transcript, and every backend's transcript must be
+// the same (docs/SEMANTICS.md names no difference for any of these).
+
+/// What one backend answered to the edge-case script, step by step.
+func clinicEdgeTranscript(_ backend: TrialBackend) throws -> [String] {
+    let directory = try TemporaryDirectory()
+    var lines: [String] = []
+    func note(_ step: String, _ body: () throws -> String) {
+        do {
+            lines.append("\(step): \(try body())")
+        } catch let error as StorageError {
+            lines.append("\(step): \(error.kind)")
+        } catch {
+            lines.append("\(step): untyped \(type(of: error))")
+        }
+    }
+    let patients = clinicPatients(seed: 41)
+    let visit = try #require(patients.flatMap(\.visits).first { $0.labs.count >= 2 })
+    try withClinic(backend, in: directory.url) { clinic, _ in
+        try clinic.patients.persist(patients)
+        note("limit 0") { "\(try clinic.labs.read(Query(limit: 0)).count)" }
+        note("limit -1") { "\(try clinic.labs.read(Query(limit: -1)).count)" }
+        note("keys twice and missing") {
+            let keys = [visit.labs[1].id, "missing", visit.labs[0].id, visit.labs[1].id]
+            return try clinic.labs.read(primaryKeys: keys).map(\.id).joined(separator: ",")
+        }
+        note("erase a key twice") { "\(try clinic.rx.erase(primaryKeys: [1, 1, 999_999]))" }
+        note("rx after") { "\(try clinic.rx.count())" }
+        note("an empty batch") { try clinic.labs.persist([]); return "ok" }
+        // A visit holding two labs with one key: the last wins, as in a batch.
+        note("one key twice among a parent's children") {
+            var twice = visit
+            var copy = twice.labs[0]
+            copy.code = "LAST"
+            twice.labs.append(copy)
+            try clinic.visits.persist([twice])
+            let read = try clinic.visits.read(primaryKey: visit.id)
+            return (read?.labs.map { "\($0.id)=\($0.code)" } ?? []).joined(separator: ",")
+        }
+        // Two visits holding the same lab in one batch: it ends under the last.
+        note("one child held by two parents in one batch") {
+            let others = patients.flatMap(\.visits).filter { $0.id != visit.id }
+            var first = visit
+            var second = try #require(others.first)
+            var lab = first.labs[0]
+            lab.visitId = second.id
+            lab.code = "SECOND"
+            second.labs.append(lab)
+            second.labs.sort { $0.id < $1.id }
+            first.labs[0].code = "FIRST"
+            try clinic.visits.persist([first, second])
+            let read = try clinic.labs.read(primaryKey: lab.id)
+            let firstLabs = try clinic.visits.read(primaryKey: first.id)?.labs.map(\.id) ?? []
+            let secondLabs = try clinic.visits.read(primaryKey: second.id)?.labs.map(\.id) ?? []
+            return "\(read?.visitId == second.id ? "second" : "first") \(read?.code ?? "-") "
+                + "\(firstLabs.contains(lab.id)) \(secondLabs.contains(lab.id)) \(try clinic.labs.count())"
+        }
+        note("a patient and one of its visits, changed, in one batch through two calls") {
+            var patient = try #require(try clinic.patients.read(primaryKey: visit.patientMrn))
+            patient.name = "renamed"
+            try clinic.patients.persist([patient])
+            return "\(try clinic.visits.read(primaryKey: visit.id)?.labs.count ?? -1)"
+        }
+        note("sort by a relation's count with ties, limit 3") {
+            try clinic.visits.read(Query(sortedBy: [SortDescriptor(\.labs.count, order: .reverse)], limit: 3))
+                .map { "\($0.id.suffix(4)):\($0.labs.count)" }.joined(separator: ",")
+        }
+        note("count over a relation") {
+            "\(try clinic.patients.count(where: #Predicate { $0.visits.contains { $0.urgent } }))"
+        }
+        note("erase where over a relation") {
+            "\(try clinic.visits.erase(where: #Predicate { $0.prescriptions.isEmpty && !$0.labs.isEmpty }))"
+        }
+        note("counts") { try clinic.counts().map(String.init).joined(separator: ",") }
+        note("an infinite date through the index") {
+            let mrn = visit.patientMrn
+            let far = Date(timeIntervalSinceReferenceDate: .infinity)
+            return "\(try clinic.visits.count(where: #Predicate { $0.patientMrn == mrn && $0.date < far }))"
+        }
+        note("a NaN constant") {
+            let nan = Double.nan
+            return "\(try clinic.labs.count(where: #Predicate { $0.value == nan })) "
+                + "\(try clinic.labs.count(where: #Predicate { $0.value != nan }))/\(try clinic.labs.count())"
+        }
+        note("a -0.0 constant") {
+            let zero = -0.0
+            return "\(try clinic.labs.count(where: #Predicate { $0.value == zero }))"
+                + " \(try clinic.labs.count(where: #Predicate { $0.value == 0 }))"
+        }
+    }
+    return lines
+}
+
+@Suite("Client trial: clinic edge cases answer alike on every backend")
+struct ClinicEdgeTests {
+    @Test("limits, repeated keys, children twice, relations in sorts, counts and erasures, special constants")
+    func sameEverywhere() throws {
+        let transcripts = try trialBackends.map { ($0.name, try clinicEdgeTranscript($0)) }
+        let (firstName, first) = transcripts[0]
+        for (name, transcript) in transcripts.dropFirst() {
+            for (index, line) in transcript.enumerated() where index >= first.count || line != first[index] {
+                Issue.record("\(name) differs from \(firstName): \(line) / \(index < first.count ? first[index] : "-")")
+            }
+        }
+        print(first.joined(separator: "\n"))
+        #expect(first.contains("limit -1: invalidArgument"))
+    }
+}
