@@ -95,6 +95,25 @@ func clinicEdgeTranscript(_ backend: TrialBackend) throws -> [String] {
                 + " \(try clinic.labs.count(where: #Predicate { $0.value == 0 }))"
         }
     }
+    // Migrations naming what the store does not hold: refused, typed, nothing applied.
+    do {
+        let store = try backend.open(directory.url)
+        defer {
+            do { try store.close() } catch { Issue.record("closing failed: \(error)") }
+        }
+        for (name, step) in [
+            ("a field added to an unknown entity", MigrationStep.addField("x", to: "cl_nothing", type: .integer, optional: true)),
+            ("an unknown field dropped", .dropField("nothing", from: "cl_labs")),
+            ("an entity renamed onto another", .renameEntity("cl_labs", to: "cl_rx")),
+            ("a foreign key dropped", .dropField("visitId", from: "cl_labs")),
+            ("the primary key retyped", .changeField("mrn", in: "cl_patients", to: .integer, optional: false) { $0 }),
+        ] {
+            var migrator = Migrator()
+            migrator.register(name, [step])
+            note(name) { "\(try migrator.migrate(store))" }
+        }
+        note("counts after refused migrations") { try ClinicStorages(store).counts().map(String.init).joined(separator: ",") }
+    }
     return lines
 }
 
@@ -109,7 +128,8 @@ struct ClinicEdgeTests {
                 Issue.record("\(name) differs from \(firstName): \(line) / \(index < first.count ? first[index] : "-")")
             }
         }
-        print(first.joined(separator: "\n"))
+
         #expect(first.contains("limit -1: invalidArgument"))
+        #expect(first.filter { $0.hasSuffix(": schemaMismatch") }.count == 5, "the five refused migrations")
     }
 }
