@@ -124,11 +124,11 @@ struct ClinicEdgeTests {
         let transcripts = try trialBackends.map { ($0.name, try clinicEdgeTranscript($0)) }
         let (firstName, first) = transcripts[0]
         for (name, transcript) in transcripts.dropFirst() {
+            #expect(transcript.count == first.count, "\(name) answered \(transcript.count) steps, \(firstName) \(first.count)")
             for (index, line) in transcript.enumerated() where index >= first.count || line != first[index] {
                 Issue.record("\(name) differs from \(firstName): \(line) / \(index < first.count ? first[index] : "-")")
             }
         }
-
         #expect(first.contains("limit -1: invalidArgument"))
         #expect(first.filter { $0.hasSuffix(": schemaMismatch") }.count == 5, "the five refused migrations")
     }
