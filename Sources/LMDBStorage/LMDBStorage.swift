@@ -62,7 +62,11 @@ public struct LMDBStorage<Record: DAOCore.Record>: Storage {
     ///   ``StorageError/Kind/readOnly`` in a read-only environment. Nothing is
     ///   stored then.
     public func persist(_ records: [Record]) throws {
-        guard !records.isEmpty else { return }
+        guard !records.isEmpty else {
+            // Nothing to write, but a closed environment says so.
+            do { try environment.checkOpen(.persist) } catch let error as StorageError { throw error.with(entity: table.entity.name) }
+            return
+        }
         try persist(handingOver: { hand in
             for record in records { try hand(record) }
         })

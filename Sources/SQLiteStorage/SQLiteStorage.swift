@@ -35,7 +35,11 @@ public struct SQLiteStorage<Record: DAOCore.Record>: Storage {
     /// Upserts the records with their children in one transaction.
     /// - Throws: ``StorageError``; nothing is written then.
     public func persist(_ records: [Record]) throws {
-        guard !records.isEmpty else { return }
+        guard !records.isEmpty else {
+            // Nothing to write, but a closed database says so.
+            try database.withConnection(.persist, entity: entityName) { _ in }
+            return
+        }
         try persist(handingOver: { hand in
             for record in records { try hand(record) }
         })

@@ -114,6 +114,27 @@ func clinicEdgeTranscript(_ backend: TrialBackend) throws -> [String] {
         }
         note("counts after refused migrations") { try ClinicStorages(store).counts().map(String.init).joined(separator: ",") }
     }
+    // A closed store: every call, a migration and an observation included, is refused with `closed`.
+    do {
+        let store = try backend.open(directory.url)
+        let clinic = try ClinicStorages(store)
+        try store.close()
+        note("a read after close") { "\(try clinic.labs.readAll().count)" }
+        note("a write after close") { try clinic.allergies.persist([]); return "ok" }
+        note("an erase after close") { "\(try clinic.patients.eraseAll())" }
+        note("a storage after close") { _ = try store.anyStorage(for: PatientRecord.self); return "ok" }
+        var migrator = Migrator()
+        migrator.register("after close", [.addField("x", to: "cl_labs", type: .integer, optional: true)])
+        note("a migration after close") { "\(try migrator.migrate(store))" }
+        try store.close()
+    }
+    do {
+        let store = try backend.open(directory.url)
+        defer {
+            do { try store.close() } catch { Issue.record("closing failed: \(error)") }
+        }
+        note("counts after reopening") { try ClinicStorages(store).counts().map(String.init).joined(separator: ",") }
+    }
     return lines
 }
 
@@ -130,6 +151,7 @@ struct ClinicEdgeTests {
             }
         }
         #expect(first.contains("limit -1: invalidArgument"))
+        #expect(first.filter { $0.hasSuffix("after close: closed") }.count == 5, "\(first.suffix(6))")
         #expect(first.filter { $0.hasSuffix(": schemaMismatch") }.count == 5, "the five refused migrations")
     }
 }
