@@ -227,7 +227,11 @@ public struct LMDBStorage<Record: DAOCore.Record>: Storage {
     /// - Throws: ``StorageError``; nothing is erased then.
     @discardableResult
     public func erase(primaryKeys keys: [Record.PrimaryKey]) throws -> Int {
-        guard !keys.isEmpty else { return 0 }
+        guard !keys.isEmpty else {
+            // Nothing to erase, but a closed environment says so.
+            do { try environment.checkOpen(.erase) } catch let error as StorageError { throw error.with(entity: table.entity.name) }
+            return 0
+        }
         let erased: Int
         do {
             erased = try table.environment.write(.erase) { txn in

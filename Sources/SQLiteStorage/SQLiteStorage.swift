@@ -96,7 +96,10 @@ public struct SQLiteStorage<Record: DAOCore.Record>: Storage {
     /// The records with these keys, in the order of `keys`, missing keys skipped.
     /// - Throws: ``StorageError``.
     public func read(primaryKeys keys: [Record.PrimaryKey]) throws -> [Record] {
-        guard !keys.isEmpty else { return [] }
+        guard !keys.isEmpty else {
+            try database.withConnection(.read, entity: entityName) { _ in }  // a closed database says so
+            return []
+        }
         return try database.withReader(.read, entity: entityName) { connection in
             let reader = TableReader(table: table, connection: connection)
             if hasChildren {
@@ -170,7 +173,10 @@ public struct SQLiteStorage<Record: DAOCore.Record>: Storage {
     /// - Throws: ``StorageError``; nothing is erased then.
     @discardableResult
     public func erase(primaryKeys keys: [Record.PrimaryKey]) throws -> Int {
-        guard !keys.isEmpty else { return 0 }
+        guard !keys.isEmpty else {
+            try database.withConnection(.erase, entity: entityName) { _ in }  // a closed database says so
+            return 0
+        }
         let erased = try database.withConnection(.erase, entity: entityName) { connection in
             try connection.transaction(immediate: true) {
                 try erase(keys, connection)

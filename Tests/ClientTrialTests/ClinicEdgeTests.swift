@@ -122,6 +122,8 @@ func clinicEdgeTranscript(_ backend: TrialBackend) throws -> [String] {
         note("a read after close") { "\(try clinic.labs.readAll().count)" }
         note("a write after close") { try clinic.allergies.persist([]); return "ok" }
         note("an erase after close") { "\(try clinic.patients.eraseAll())" }
+        note("an empty erase after close") { "\(try clinic.labs.erase(primaryKeys: []))" }
+        note("an empty read after close") { "\(try clinic.labs.read(primaryKeys: []).count)" }
         note("a storage after close") { _ = try store.anyStorage(for: PatientRecord.self); return "ok" }
         var migrator = Migrator()
         migrator.register("after close", [.addField("x", to: "cl_labs", type: .integer, optional: true)])
@@ -151,7 +153,7 @@ struct ClinicEdgeTests {
             }
         }
         #expect(first.contains("limit -1: invalidArgument"))
-        #expect(first.filter { $0.hasSuffix("after close: closed") }.count == 5, "\(first.suffix(6))")
+        #expect(first.filter { $0.hasSuffix("after close: closed") }.count == 7, "\(first.suffix(8))")
         #expect(first.filter { $0.hasSuffix(": schemaMismatch") }.count == 5, "the five refused migrations")
     }
 }
