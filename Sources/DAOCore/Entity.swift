@@ -246,7 +246,24 @@ public final class Entity<Root: Record>: Sendable {
                     message: "index '\(index.name)' names '\(field)', which is not a declared field")
             }
         }
+        // A child names its parent through one foreign key and is stored under
+        // it once, so it cannot tell two relations of one parent apart, nor
+        // belong to a parent other than the owner it names: each child entity
+        // belongs to one relation, of the entity it names as owner (a child
+        // that names none is owned by the one relation that holds it).
+        var relationByChild: [String: String] = [:]
         for relation in relations {
+            let child = relation.childEntityName
+            if let other = relationByChild.updateValue(relation.name, forKey: child) {
+                throw StorageError(
+                    .schemaMismatch, .open, entity: name,
+                    message: "relations '\(other)' and '\(relation.name)' both hold '\(child)'; a child entity belongs to one relation of its owner")
+            }
+            if let owner = relation.childOwnerName, owner != name {
+                throw StorageError(
+                    .schemaMismatch, .open, entity: name,
+                    message: "relation '\(relation.name)' holds '\(child)', which names '\(owner)' as its owner")
+            }
             try relation.validateForeignKey(parent: name, visited: &visited, path: &path)
         }
         if let owner, owner.ownedRelation(for: Root.self) == nil {
@@ -273,6 +290,9 @@ extension ToManyRelation {
 
     /// The child's entity declaration.
     public var childEntity: Entity<Child> { Child.entity }
+
+    /// The entity name the child declares as its owner, if any.
+    var childOwnerName: String? { Child.entity.owner?.entityName }
 
     func validateForeignKey(parent: String, visited: inout Set<String>, path: inout [String]) throws {
         guard let field = Child.entity.field(named: foreignKeyField) else {

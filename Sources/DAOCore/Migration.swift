@@ -111,10 +111,17 @@ public struct MigrationStep: Sendable {
     ///
     /// Every row must then hold a value of the declared type for every
     /// non-optional field, or the migration fails and nothing is applied.
+    ///
+    /// `type` may be owned (a child entity): its owner's records are left as
+    /// they are, and the owner's relation follows a new entity name.
     public static func rewrite<R: Record>(
         _ entity: String, to type: R.Type, _ body: @escaping @Sendable (inout MigrationRow) throws -> Void
     ) -> MigrationStep {
-        MigrationStep(kind: .rewrite(entity: entity, schemas: EntitySchema.tree(for: type), body: body))
+        // `type` and the entities it owns, `type` first: never its owners,
+        // whose records the step does not read.
+        let subtree = R.subtreeEntityNames()
+        let schemas = EntitySchema.tree(for: type).filter { subtree.contains($0.entity) }
+        return MigrationStep(kind: .rewrite(entity: entity, schemas: schemas, body: body))
     }
 
     /// Lightweight migration to `type` and the entities stored with it, for

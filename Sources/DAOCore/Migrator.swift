@@ -267,7 +267,8 @@ struct MigrationRunner {
     private mutating func rewrite(
         _ entity: String, to declared: [EntitySchema], _ body: (inout MigrationRow) throws -> Void
     ) throws {
-        guard let top = declared.first(where: { $0.owner == nil }) ?? declared.first else { return }
+        // The rewritten type comes first (its owners are not in `declared`).
+        guard let top = declared.first else { return }
         let oldTop = try schema(entity)
         // The old tree: `entity` and the entities its relations reach.
         var oldTree: [String: EntitySchema] = [:]
@@ -330,11 +331,23 @@ struct MigrationRunner {
         try flatten(migrated, as: top)
         let old = oldTree
         for schema in declared { schemas[schema.entity] = schema }
-        if top.entity != entity { schemas[entity] = nil }
+        var owner: EntitySchema?
+        if top.entity != entity {
+            schemas[entity] = nil
+            // An owned entity renamed: its owner's relation names it anew.
+            if let name = oldTop.owner, var stored = schemas[name] {
+                for index in stored.relations.indices where stored.relations[index].child == entity {
+                    stored.relations[index].child = top.entity
+                }
+                schemas[name] = stored
+                owner = stored
+            }
+        }
         for schema in declared {
             let previous = schema.entity == top.entity ? oldTop : old[schema.entity]
             try txn.rewrite(from: previous, to: schema, rows: flat[schema.entity] ?? [], in: schemas)
         }
+        if let owner { try txn.record(owner) }
     }
 
     // MARK: Lightweight

@@ -398,7 +398,7 @@ indirect enum ExpressionTemplate<R: Record>: Sendable {
                 if case .real(let real) = value, real.isNaN { continue }
                 values.append(Self.normalized(value))
             }
-            return (.isIn(field: field.name, values: values), condition ? .isIn(field, values) : nil)
+            return (.isIn(field: field.name, values: values), condition ? .isIn(field, StoredValueSet(values)) : nil)
         case .and(let lhs, let rhs):
             guard let left = lhs.instantiate(constants, condition: condition),
                 let right = rhs.instantiate(constants, condition: condition)

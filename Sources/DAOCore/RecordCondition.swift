@@ -26,7 +26,7 @@ public indirect enum RecordCondition<R: Record>: Sendable {
     /// The text field's UTF-8 bytes start with these bytes.
     case hasPrefix(Field<R>, [UInt8])
     /// The field's value is one of these.
-    case isIn(Field<R>, [StoredValue])
+    case isIn(Field<R>, StoredValueSet)
     /// Both hold.
     case and(RecordCondition, RecordCondition)
     /// Either holds.
@@ -55,8 +55,7 @@ public indirect enum RecordCondition<R: Record>: Sendable {
             guard case .text(let text) = field.value(in: record) else { return false }
             return text.utf8.starts(with: bytes)
         case .isIn(let field, let values):
-            let value = field.value(in: record)
-            return values.contains { Semantics.compare(value, .equal, $0) }
+            return values.contains(field.value(in: record))
         case .and(let lhs, let rhs):
             return try lhs.evaluate(record) && rhs.evaluate(record)
         case .or(let lhs, let rhs):
@@ -95,7 +94,7 @@ public indirect enum RecordCondition<R: Record>: Sendable {
         case .hasPrefix(let name, let prefix):
             return entity.field(named: name).map { .hasPrefix($0, Array(prefix.utf8)) }
         case .isIn(let name, let values):
-            return entity.field(named: name).map { .isIn($0, values) }
+            return entity.field(named: name).map { .isIn($0, StoredValueSet(values)) }
         case .and(let lhs, let rhs):
             guard let lhs = compile(lhs), let rhs = compile(rhs) else { return nil }
             return .and(lhs, rhs)
@@ -105,6 +104,42 @@ public indirect enum RecordCondition<R: Record>: Sendable {
         case .not(let wrapped):
             return compile(wrapped).map { .not($0) }
         }
+    }
+}
+
+/// The constants of `[constants].contains($0.field)`, looked up in constant
+/// time with the meaning of ``Semantics/equal(_:_:)``: numbers by value (an
+/// integral real is the integer it equals, `-0.0` is `0.0`, NaN equals
+/// nothing), text by Unicode scalars, bytes by bytes, `nil` equals `nil`.
+/// A record is checked against thousands of constants without comparing it
+/// with each.
+public struct StoredValueSet: Sendable {
+    /// The constants as given.
+    public let values: [StoredValue]
+    private let keys: Set<StoredValue>
+
+    /// A set of `values`.
+    public init(_ values: [StoredValue]) {
+        self.values = values
+        var keys = Set<StoredValue>(minimumCapacity: values.count)
+        for value in values { if let key = Self.key(value) { keys.insert(key) } }
+        self.keys = keys
+    }
+
+    /// Whether `value` equals one of the constants, as ``Semantics/equal(_:_:)`` says.
+    public func contains(_ value: StoredValue) -> Bool {
+        guard let key = Self.key(value) else { return false }
+        return keys.contains(key)
+    }
+
+    /// One value per class of values that ``Semantics/equal(_:_:)`` takes for
+    /// equal (`StoredValue`'s own `==` compares reals by their bits and keeps
+    /// integers and reals apart); `nil` for NaN, which equals nothing.
+    private static func key(_ value: StoredValue) -> StoredValue? {
+        guard case .real(let real) = value else { return value }
+        if real.isNaN { return nil }
+        if let integer = Int64(exactly: real) { return .integer(integer) }
+        return value
     }
 }
 

@@ -8,16 +8,18 @@ extension LMDBEnvironment: MigratableStore {
     /// any error, or a crash) not at all. A full map is grown and the whole
     /// migration run again, as for any write.
     ///
-    /// - Throws: ``StorageError/Kind/invalidArgument`` once a storage was handed
+    /// - Throws: ``StorageError/Kind/closed`` after ``close()``;
+    ///   ``StorageError/Kind/invalidArgument`` once a storage was handed
     ///   out (migrate before `storage(for:)`); what `body` and LMDB throw.
     public func withMigrationTransaction<T>(_ body: (any MigrationTransaction) throws -> T) throws -> T {
-        guard !handedOutStorage.withLock({ $0 }) else {
-            throw StorageError(
-                .invalidArgument, .open, path: path,
-                message: "a migration must run before the environment hands out storages")
-        }
         var opened: [DatabaseName: MDB_dbi] = [:]
+        // Inside the write transaction, so that a closed environment says `closed`.
         let result = try write(.open) { txn in
+            guard !handedOutStorage.withLock({ $0 }) else {
+                throw StorageError(
+                    .invalidArgument, .open, path: path,
+                    message: "a migration must run before the environment hands out storages")
+            }
             let migration = LMDBMigrationTransaction(txn.handle, path: path)
             let result = try body(migration)
             opened = migration.opened

@@ -62,7 +62,11 @@ public struct LMDBStorage<Record: DAOCore.Record>: Storage {
     ///   ``StorageError/Kind/readOnly`` in a read-only environment. Nothing is
     ///   stored then.
     public func persist(_ records: [Record]) throws {
-        guard !records.isEmpty else { return }
+        guard !records.isEmpty else {
+            // Nothing to write, but a closed environment says so.
+            do { try environment.checkOpen(.persist) } catch let error as StorageError { throw error.with(entity: table.entity.name) }
+            return
+        }
         try persist(handingOver: { hand in
             for record in records { try hand(record) }
         })
@@ -227,7 +231,11 @@ public struct LMDBStorage<Record: DAOCore.Record>: Storage {
     /// - Throws: ``StorageError``; nothing is erased then.
     @discardableResult
     public func erase(primaryKeys keys: [Record.PrimaryKey]) throws -> Int {
-        guard !keys.isEmpty else { return 0 }
+        guard !keys.isEmpty else {
+            // Nothing to erase, but a closed environment says so.
+            do { try environment.checkOpen(.erase) } catch let error as StorageError { throw error.with(entity: table.entity.name) }
+            return 0
+        }
         let erased: Int
         do {
             erased = try table.environment.write(.erase) { txn in

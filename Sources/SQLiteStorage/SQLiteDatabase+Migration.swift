@@ -8,15 +8,17 @@ extension SQLiteDatabase: MigratableStore {
     /// table does not cascade into its children) and checked with
     /// `PRAGMA foreign_key_check` before the commit.
     ///
-    /// - Throws: ``StorageError/Kind/invalidArgument`` once a storage was handed
+    /// - Throws: ``StorageError/Kind/closed`` after ``close()``;
+    ///   ``StorageError/Kind/invalidArgument`` once a storage was handed
     ///   out (migrate before `storage(for:)`); ``StorageError/Kind/constraint``
     ///   when the migrated rows break a foreign key; what `body` throws.
     public func withMigrationTransaction<T>(_ body: (any MigrationTransaction) throws -> T) throws -> T {
-        guard !handedOutStorage.withLock({ $0 }) else {
-            throw StorageError(
-                .invalidArgument, .open, path: path, message: "a migration must run before the database hands out storages")
-        }
+        // Inside the connection's lock, so that a closed database says `closed`.
         return try withConnection(.open, entity: "") { connection in
+            guard !handedOutStorage.withLock({ $0 }) else {
+                throw StorageError(
+                    .invalidArgument, .open, path: path, message: "a migration must run before the database hands out storages")
+            }
             // `PRAGMA foreign_keys` has no effect inside a transaction.
             try connection.execute("PRAGMA foreign_keys = OFF")
             let result: T

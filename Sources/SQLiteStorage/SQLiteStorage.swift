@@ -35,7 +35,11 @@ public struct SQLiteStorage<Record: DAOCore.Record>: Storage {
     /// Upserts the records with their children in one transaction.
     /// - Throws: ``StorageError``; nothing is written then.
     public func persist(_ records: [Record]) throws {
-        guard !records.isEmpty else { return }
+        guard !records.isEmpty else {
+            // Nothing to write, but a closed database says so.
+            try database.withConnection(.persist, entity: entityName) { _ in }
+            return
+        }
         try persist(handingOver: { hand in
             for record in records { try hand(record) }
         })
@@ -92,7 +96,10 @@ public struct SQLiteStorage<Record: DAOCore.Record>: Storage {
     /// The records with these keys, in the order of `keys`, missing keys skipped.
     /// - Throws: ``StorageError``.
     public func read(primaryKeys keys: [Record.PrimaryKey]) throws -> [Record] {
-        guard !keys.isEmpty else { return [] }
+        guard !keys.isEmpty else {
+            try database.withConnection(.read, entity: entityName) { _ in }  // a closed database says so
+            return []
+        }
         return try database.withReader(.read, entity: entityName) { connection in
             let reader = TableReader(table: table, connection: connection)
             if hasChildren {
@@ -166,7 +173,10 @@ public struct SQLiteStorage<Record: DAOCore.Record>: Storage {
     /// - Throws: ``StorageError``; nothing is erased then.
     @discardableResult
     public func erase(primaryKeys keys: [Record.PrimaryKey]) throws -> Int {
-        guard !keys.isEmpty else { return 0 }
+        guard !keys.isEmpty else {
+            try database.withConnection(.erase, entity: entityName) { _ in }  // a closed database says so
+            return 0
+        }
         let erased = try database.withConnection(.erase, entity: entityName) { connection in
             try connection.transaction(immediate: true) {
                 try erase(keys, connection)

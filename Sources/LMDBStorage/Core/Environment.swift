@@ -309,6 +309,14 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
         return info.me_mapsize
     }
 
+    /// Throws ``StorageError/Kind/closed`` after ``close()``: what a call that
+    /// has nothing to do (an empty batch) still answers.
+    func checkOpen(_ operation: StorageError.Operation) throws {
+        pthread_rwlock_rdlock(resizeLock)
+        defer { pthread_rwlock_unlock(resizeLock) }
+        guard !isClosed else { throw StorageError.closed(operation, path: path) }
+    }
+
     /// The id of the last committed write transaction (`mdb_env_info`), which
     /// every process's commits advance: how observers notice other processes.
     func lastTransactionId() throws -> UInt64 {
