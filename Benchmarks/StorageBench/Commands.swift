@@ -50,7 +50,7 @@ struct Run: ParsableCommand {
     @Option(help: "The half-width of the 95% confidence interval of each paired ratio (or median) to reach with extra rounds, e.g. 3%.")
     var precision = "3%"
 
-    @Option(name: .customLong("time-limit"), help: "The most seconds of extra rounds per size and durability.")
+    @Option(name: .customLong("time-limit"), help: "The most seconds of extra rounds per size and durability: a backend and its reference start an extra round only when it is expected to end within them.")
     var timeLimit: Double = 60
 
     @Option(name: .customLong("read-runs"), help: "The most runs of each read-only operation (read-all, read-by-id, query) per iteration: it runs again in place, on the unchanged store, while its runs are fewer than --min-read-runs or add up to less than --read-time; the iteration's time is the median of its runs (1: one run).")

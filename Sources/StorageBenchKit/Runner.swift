@@ -31,7 +31,11 @@ public struct RunConfiguration: Sendable {
     public var precision: Double
     /// The confidence of the interval of each median (0.95).
     public var confidence: Double
-    /// The most seconds of extra rounds per size × durability.
+    /// The most seconds of extra rounds per size × durability: a paired
+    /// group's extra round starts only when it is expected to end within
+    /// them (its operations' median seconds so far and its workers' start,
+    /// data and checks), so the limit holds to within how far one group's
+    /// round runs past its expected time.
     public var timeLimit: Double
     /// Iterations run under callgrind per backend × size × durability to count
     /// instructions and allocations (0: not counted). They run after the timed
@@ -192,6 +196,9 @@ public struct RunConfiguration: Sendable {
         case maxIterations
         /// ``timeLimit`` ran out.
         case timeLimit
+        /// No unsettled group's next round was expected to end within what
+        /// was left of ``timeLimit``.
+        case nothingFits
     }
 
     /// One line on what the extra rounds of `size` and `durability` did,
@@ -209,6 +216,9 @@ public struct RunConfiguration: Sendable {
             case .settled: "every figure within ±\(Format.percent(precision))"
             case .maxIterations: "ended at --max-iterations (\(maxIterations))"
             case .timeLimit: "ended by --time-limit (" + String(format: "%.0f s", timeLimit) + ")"
+            case .nothingFits:
+                "ended by --time-limit (" + String(format: "%.0f s", timeLimit)
+                    + "): no unsettled group's next round was expected to end within it"
             }
         var line = "\(size) \(durability.rawValue): \(rounds) extra rounds in " + String(format: "%.0f s", seconds) + ", \(why)"
         var open: [(name: String, width: Double, rounds: Int)] = []
@@ -304,6 +314,32 @@ public struct RunConfiguration: Sendable {
             costs[operation] = SampleStatistics(seconds)?.median ?? 0
         }
         return costs
+    }
+
+    /// The seconds an iteration spent in its operations, as
+    /// ``operationCosts(_:backend:)`` counts them: each operation's in-place
+    /// runs added up, with the untimed restores before `update`'s and
+    /// `erase-all`'s further runs.
+    static func operationSeconds(_ result: IterationResult) -> Double {
+        result.measurements.reduce(0) { sum, m in sum + (m.runSeconds?.reduce(0, +) ?? m.seconds) + (m.restoreSeconds ?? 0) }
+    }
+
+    /// The seconds a paired group of an extra round (`jobs`) is expected to
+    /// take, given the measured `results` of its size and durability: for
+    /// each job, what its backend's iterations spent in the job's operations
+    /// (``operationCosts(_:backend:)``), plus the median of that backend's
+    /// `overheads` (the seconds its earlier iterations took beyond their
+    /// operations: the worker's start, generating the data, the checks; none
+    /// known, 0). The runner starts a group only when this fits in what is
+    /// left of ``timeLimit``.
+    func expectedSeconds(
+        of jobs: [IterationJob], after results: [IterationResult], overheads: [String: [Double]]
+    ) -> Double {
+        jobs.reduce(0) { sum, job in
+            let costs = operationCosts(results, backend: job.backend)
+            let work = job.operations.reduce(0) { $0 + (costs[$1] ?? 0) }
+            return sum + work + (SampleStatistics(overheads[job.backend] ?? [])?.median ?? 0)
+        }
     }
 
     /// Where a paired group's extra round ends, as an index into
@@ -492,10 +528,23 @@ public struct BenchmarkRunner: Sendable {
     /// Where each iteration runs.
     public let executor: any IterationExecutor
 
+    /// Seconds on a monotonic clock: the machine's uptime, or a test's
+    /// scripted clock. The extra rounds' ``RunConfiguration/timeLimit`` is
+    /// kept by it.
+    let clock: @Sendable () -> Double
+
     /// A runner of `configuration` on `executor`.
     public init(configuration: RunConfiguration, executor: any IterationExecutor) {
+        self.init(configuration: configuration, executor: executor) {
+            Double(DispatchTime.now().uptimeNanoseconds) / 1e9
+        }
+    }
+
+    /// A runner of `configuration` on `executor` that reads the time from `clock`.
+    init(configuration: RunConfiguration, executor: any IterationExecutor, clock: @escaping @Sendable () -> Double) {
         self.configuration = configuration
         self.executor = executor
+        self.clock = clock
     }
 
     /// Runs every job and returns the measured (not warm-up) results: for each
@@ -504,7 +553,10 @@ public struct BenchmarkRunner: Sendable {
     /// of the backends whose paired ratios to their reference (without one in
     /// the run, whose medians) are not yet known within the precision, each
     /// beside its reference and up to its last uncertain operation (up to
-    /// ``RunConfiguration/maxIterations`` or ``RunConfiguration/timeLimit``),
+    /// ``RunConfiguration/maxIterations`` or ``RunConfiguration/timeLimit``;
+    /// within a round, a paired group starts only when it is expected to end
+    /// within the limit, ``RunConfiguration/expectedSeconds(of:after:overheads:)``,
+    /// and runs whole, so a backend and its reference take the same rounds),
     /// then the callgrind iterations.
     /// - Throws: when an iteration could not be run at all (not when a backend fails).
     public func measure() throws -> [IterationResult] {
@@ -512,10 +564,25 @@ public struct BenchmarkRunner: Sendable {
         var results: [IterationResult] = []
         defer { if c.showsProgress { ProgressPrinter.finish() } }
         var count = 0
+        // Per backend, the seconds each of its iterations of the current size
+        // and durability took beyond its operations (the group's wall time less what its operations took,
+        // shared among the group's jobs): what an extra round pays besides
+        // the operations it runs.
+        var overheads: [String: [Double]] = [:]
         // One paired group at a time (a backend beside its reference), in
         // the round's order; the executor may run a group's workers in step.
-        func run(_ jobs: [IterationJob], _ label: (IterationJob) -> String) throws {
+        // With a `deadline`, a group starts only when it is expected to end
+        // by then (``RunConfiguration/expectedSeconds(of:after:overheads:)``);
+        // a group runs whole or not at all, so a backend and its reference
+        // take the same rounds. Returns how many groups ran.
+        func run(_ jobs: [IterationJob], until deadline: Double? = nil, _ label: (IterationJob) -> String) throws -> Int {
+            var ran = 0
             for group in c.pairedGroups(of: jobs) {
+                if let deadline, let first = group.first {
+                    let here = results.filter { $0.job.size == first.size && $0.job.durability == first.durability }
+                    let expected = c.expectedSeconds(of: group, after: here, overheads: overheads)
+                    guard clock() + expected <= deadline else { continue }
+                }
                 let labelled = group.map { job in
                     var job = job
                     count += 1
@@ -524,21 +591,33 @@ public struct BenchmarkRunner: Sendable {
                     }
                     return job
                 }
-                for (job, result) in zip(labelled, try executor.run(group: labelled)) {
+                let began = clock()
+                let groupResults = try executor.run(group: labelled)
+                let wall = clock() - began
+                let work = groupResults.reduce(0) { $0 + RunConfiguration.operationSeconds($1) }
+                for (job, result) in zip(labelled, groupResults) {
                     report(result)
                     if !job.isWarmup { results.append(result) }
+                    if result.error == nil {
+                        overheads[job.backend, default: []].append(max(0, wall - work) / Double(labelled.count))
+                    }
                 }
+                ran += 1
             }
+            return ran
         }
         for durability in c.durabilities {
             for size in c.sizes {
+                // What a worker takes besides its operations follows the size.
+                overheads = [:]
                 for round in 0..<(c.warmup + c.iterations) {
-                    try run(c.round(round, of: c.backends, size: size, durability: durability)) { job in
+                    _ = try run(c.round(round, of: c.backends, size: size, durability: durability)) { job in
                         job.isWarmup
                             ? "warm-up \(round + 1)/\(c.warmup)" : "iteration \(round - c.warmup + 1)/\(c.iterations)"
                     }
                 }
-                let started = DispatchTime.now().uptimeNanoseconds
+                let started = clock()
+                let deadline = started + c.timeLimit
                 var round = c.warmup + c.iterations
                 var end = RunConfiguration.ExtraRoundsEnd.settled
                 while true {
@@ -546,20 +625,25 @@ public struct BenchmarkRunner: Sendable {
                         end = .maxIterations
                         break
                     }
-                    guard Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9 < c.timeLimit else {
+                    guard clock() < deadline else {
                         end = .timeLimit
                         break
                     }
                     let jobs = c.extraRound(round, after: results, size: size, durability: durability)
                     if jobs.isEmpty { break }
-                    try run(jobs) { job in
+                    let ran = try run(jobs, until: deadline) { job in
                         let which = job.operations == c.operations ? "" : ", up to \(job.operations.last?.rawValue ?? "")"
                         return "iteration \(round - c.warmup + 1) of at most \(c.maxIterations)\(which) (not yet within ±\(Format.percent(c.precision)))"
+                    }
+                    // No group fits in the time left: the limit ends the rounds.
+                    guard ran > 0 else {
+                        end = .nothingFits
+                        break
                     }
                     round += 1
                 }
                 if c.showsProgress, c.maxIterations > c.iterations {
-                    let seconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
+                    let seconds = clock() - started
                     let here = results.filter { $0.job.size == size && $0.job.durability == durability }
                     ProgressPrinter.write(
                         c.extraRoundsSummary(
