@@ -37,15 +37,7 @@ struct BatchRecord: Equatable {
 func declarationTranscript(_ backend: TrialBackend) throws -> [String] {
     let directory = try TemporaryDirectory()
     var lines: [String] = []
-    func note(_ step: String, _ body: () throws -> String) {
-        do {
-            lines.append("\(step): \(try body())")
-        } catch let error as StorageError {
-            lines.append("\(step): \(error.kind)")
-        } catch {
-            lines.append("\(step): untyped \(type(of: error))")
-        }
-    }
+    func note(_ step: String, _ body: () throws -> String) { noteStep(step, in: &lines, body) }
     let store = try backend.open(directory.url)
     defer {
         do { try store.close() } catch { Issue.record("closing failed: \(error)") }

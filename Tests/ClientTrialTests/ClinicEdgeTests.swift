@@ -12,15 +12,7 @@ import Testing
 func clinicEdgeTranscript(_ backend: TrialBackend) throws -> [String] {
     let directory = try TemporaryDirectory()
     var lines: [String] = []
-    func note(_ step: String, _ body: () throws -> String) {
-        do {
-            lines.append("\(step): \(try body())")
-        } catch let error as StorageError {
-            lines.append("\(step): \(error.kind)")
-        } catch {
-            lines.append("\(step): untyped \(type(of: error))")
-        }
-    }
+    func note(_ step: String, _ body: () throws -> String) { noteStep(step, in: &lines, body) }
     let patients = clinicPatients(seed: 41)
     let visit = try #require(patients.flatMap(\.visits).first { $0.labs.count >= 2 })
     try withClinic(backend, in: directory.url) { clinic, _ in

@@ -39,6 +39,15 @@ struct DamagedColumnTests {
             raw: Data(), note: "n\u{0}ul", limit: nil),
     ]
 
+    /// A new store in `directory` holding ``readings``, closed again; its file.
+    func storeReadings(in directory: URL) throws -> URL {
+        let url = directory.appending(path: "store.sqlite")
+        let database = try SQLiteDatabase(path: url)
+        try database.storage(for: GaugeReading.self).persist(readings)
+        try database.close()
+        return url
+    }
+
     /// Runs `sql` on the database at `url` over a connection of its own.
     func damage(_ url: URL, _ sql: String) throws {
         let connection = try Connection(path: url.path(percentEncoded: false), flags: SQLITE_OPEN_READWRITE)
@@ -86,12 +95,7 @@ struct DamagedColumnTests {
     func codableRecord(damageIndex: Int) throws {
         let (column, value) = Self.damages[damageIndex]
         try withTemporaryDirectory { directory in
-            let url = directory.appending(path: "store.sqlite")
-            do {
-                let database = try SQLiteDatabase(path: url)
-                try database.storage(for: GaugeReading.self).persist(readings)
-                try database.close()
-            }
+            let url = try storeReadings(in: directory)
             try damage(url, "UPDATE damaged_gauges SET \"\(column)\" = \(value) WHERE id = 'g2'")
             let database = try SQLiteDatabase(path: url)
             let storage = try database.storage(for: GaugeReading.self)
@@ -107,12 +111,7 @@ struct DamagedColumnTests {
           arguments: [("count", "INTEGER"), ("level", "REAL"), ("taken", "REAL"), ("label", "TEXT"), ("valid", "INTEGER"), ("raw", "BLOB")])
     func codableNull(column: String, type: String) throws {
         try withTemporaryDirectory { directory in
-            let url = directory.appending(path: "store.sqlite")
-            do {
-                let database = try SQLiteDatabase(path: url)
-                try database.storage(for: GaugeReading.self).persist(readings)
-                try database.close()
-            }
+            let url = try storeReadings(in: directory)
             try setNull(url, table: "damaged_gauges", column: column, type: type, where: "id = 'g1'")
             let database = try SQLiteDatabase(path: url)
             let storage = try database.storage(for: GaugeReading.self)
