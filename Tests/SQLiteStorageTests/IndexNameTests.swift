@@ -130,6 +130,24 @@ struct IndexNameTests {
         }
     }
 
+    @Test("opening an owned entity's storage on its own keeps the index on its foreign key")
+    func ownedEntityOpenedOnItsOwn() throws {
+        // Its parent's storage first, then its own, then the other way round.
+        try withDatabase { database in
+            try database.storage(for: IndexedPort.self).persist(ports)
+            let path = database.location.path(percentEncoded: false)
+            #expect(try columnLists(of: "ix_moorings", in: path) == [["vessel", "since"], ["since"], ["berthId"]])
+            let moorings = try database.storage(for: IndexedMooring.self)
+            #expect(try columnLists(of: "ix_moorings", in: path) == [["vessel", "since"], ["since"], ["berthId"]])
+            #expect(try moorings.read(where: #Predicate { $0.vessel == "Aurora" }).map(\.id) == [1])
+        }
+        try withDatabase { database in
+            _ = try database.storage(for: IndexedMooring.self)
+            let path = database.location.path(percentEncoded: false)
+            #expect(try columnLists(of: "ix_moorings", in: path) == [["vessel", "since"], ["since"], ["berthId"]])
+        }
+    }
+
     @Test("entities named in NFC and in NFD each get their index")
     func normalizationForms() throws {
         try withDatabase { database in
