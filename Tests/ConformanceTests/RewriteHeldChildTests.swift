@@ -98,4 +98,36 @@ struct RewriteHeldChildTests {
         #expect(try storage.erase(primaryKey: "s1"), "on \(backend.name)")
         #expect(try store.anyStorage(for: JarV1.self).count() == 0, "erase cascades on \(backend.name)")
     }
+
+    @Test("the parent's relation follows the child's new name", arguments: migratableBackends)
+    func renamedHeldChild(backend: MigratableBackend) throws {
+        let directory = try TemporaryDirectory()
+        do {
+            let store = try backend.open(directory.url)
+            try store.anyStorage(for: ShelfV1.self).persist(shelves)
+            try store.close()
+        }
+        var migrator = Migrator()
+        migrator.register("v2", [
+            .rewrite("rw_jars", to: JarV2.self) { row in
+                if case .text(let label) = row["label"] { row["label"] = .text(label.uppercased()) }
+            }
+        ])
+        do {
+            let store = try backend.open(directory.url)
+            #expect(try migrator.migrate(store) == ["v2"], "on \(backend.name)")
+            try store.close()
+        }
+        let store = try backend.open(directory.url)
+        defer {
+            do { try store.close() } catch { Issue.record("closing failed: \(error)") }
+        }
+        let expected = shelves.map { shelf in
+            ShelfV2(
+                id: shelf.id, room: shelf.room,
+                jars: shelf.jars.map { JarV2(id: $0.id, shelfId: $0.shelfId, label: $0.label.uppercased(), litres: $0.litres) })
+        }
+        #expect(try store.anyStorage(for: ShelfV2.self).readAll() == expected, "on \(backend.name)")
+        #expect(try store.anyStorage(for: JarV2.self).count() == 2, "on \(backend.name)")
+    }
 }
