@@ -259,6 +259,36 @@ struct IndexNameTests {
         }
     }
 
+    @Test("an index of the client's own whose name starts like the adapter's stays through open and migration")
+    func clientIndexUnderTheAdapterPrefix() throws {
+        try withTemporaryDirectory { directory in
+            let url = directory.appending(path: "store.sqlite")
+            let path = url.path(percentEncoded: false)
+            do {
+                let database = try SQLiteDatabase(path: url)
+                try database.storage(for: IndexedPort.self).persist(ports)
+                try database.close()
+            }
+            let connection = try Connection(path: path, flags: SQLITE_OPEN_READWRITE)
+            try connection.execute(#"CREATE INDEX "_dao_own_vessel" ON "ix_moorings" ("vessel")"#)
+            try connection.close()
+            do {
+                let database = try SQLiteDatabase(path: url)
+                #expect(try database.storage(for: IndexedPort.self).readAll() == ports)
+                try database.close()
+            }
+            #expect(try indexes(of: "ix_moorings", in: path)["_dao_own_vessel"] == ["vessel"], "after open")
+            do {
+                let database = try SQLiteDatabase(path: url)
+                var migrator = Migrator()
+                migrator.register("v2", [.addIndex("by_since", on: ["since"], to: "ix_moorings")])
+                #expect(try migrator.migrate(database) == ["v2"])
+                try database.close()
+            }
+            #expect(try indexes(of: "ix_moorings", in: path)["_dao_own_vessel"] == ["vessel"], "after a migration")
+        }
+    }
+
     @Test("a migration of a store with the former names drops only its own entity's index")
     func legacyNamesInMigration() throws {
         try withTemporaryDirectory { directory in
