@@ -112,8 +112,9 @@ public struct MigrationStep: Sendable {
     /// Every row must then hold a value of the declared type for every
     /// non-optional field, or the migration fails and nothing is applied.
     ///
-    /// `type` may be owned (a child entity): its owner's records are left as
-    /// they are, and the owner's relation follows a new entity name.
+    /// `type` may be owned (a child entity, whether or not it names its
+    /// owner): its owner's records are left as they are, and the relation
+    /// that holds it follows a new entity name.
     public static func rewrite<R: Record>(
         _ entity: String, to type: R.Type, _ body: @escaping @Sendable (inout MigrationRow) throws -> Void
     ) -> MigrationStep {

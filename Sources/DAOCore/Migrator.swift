@@ -331,23 +331,26 @@ struct MigrationRunner {
         try flatten(migrated, as: top)
         let old = oldTree
         for schema in declared { schemas[schema.entity] = schema }
-        var owner: EntitySchema?
+        var holders: [EntitySchema] = []
         if top.entity != entity {
             schemas[entity] = nil
-            // An owned entity renamed: its owner's relation names it anew.
-            if let name = oldTop.owner, var stored = schemas[name] {
-                for index in stored.relations.indices where stored.relations[index].child == entity {
-                    stored.relations[index].child = top.entity
+            // A child entity renamed: the relation that holds it names it
+            // anew, whether the child names its owner or not.
+            for var other in schemas.values where !declared.contains(where: { $0.entity == other.entity }) {
+                var changed = false
+                for index in other.relations.indices where other.relations[index].child == entity {
+                    other.relations[index].child = top.entity
+                    changed = true
                 }
-                schemas[name] = stored
-                owner = stored
+                if changed { holders.append(other) }
             }
+            for holder in holders { schemas[holder.entity] = holder }
         }
         for schema in declared {
             let previous = schema.entity == top.entity ? oldTop : old[schema.entity]
             try txn.rewrite(from: previous, to: schema, rows: flat[schema.entity] ?? [], in: schemas)
         }
-        if let owner { try txn.record(owner) }
+        for holder in holders.sorted(by: { $0.entity < $1.entity }) { try txn.record(holder) }
     }
 
     // MARK: Lightweight

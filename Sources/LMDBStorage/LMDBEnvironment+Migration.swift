@@ -271,7 +271,9 @@ final class LMDBMigrationTransaction: MigrationTransaction {
     private static func link(of schema: EntitySchema, in schemas: [String: EntitySchema]) -> (
         owner: String, foreignKey: String
     )? {
-        guard let owner = schema.owner,
+        // A child that names no owner is owned by the relation that holds it.
+        let holder = schemas.values.filter { $0.relations.contains { $0.child == schema.entity } }.map(\.entity).min()
+        guard let owner = schema.owner ?? holder,
             let relation = schemas[owner]?.relations.first(where: { $0.child == schema.entity })
         else { return nil }
         return (owner, relation.foreignKey)

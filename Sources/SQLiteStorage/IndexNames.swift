@@ -49,6 +49,13 @@ enum IndexNames {
         return name
     }
 
+    /// Whether `name` has the form of a name this adapter derives (either
+    /// prefix): an index under another name, `_dao_` prefixed or not, was
+    /// not made by this adapter.
+    static func isDerived(_ name: String) -> Bool {
+        name.utf8.starts(with: declaredPrefix.utf8) || name.utf8.starts(with: foreignKeyPrefix.utf8)
+    }
+
     /// The name the index had before names were derived per table.
     static func legacyForeignKey(table: String, column: String) -> String {
         "\(table)_by_\(column)"
@@ -100,7 +107,7 @@ struct IndexSet {
     }
 
     /// Brings the table's indexes to ``definitions``: drops the indexes of the
-    /// table under this adapter's prefix that are not among them (an index
+    /// table under this adapter's prefixes (`_dao_ix_`, `_dao_fk_`) that are not among them (an index
     /// dropped by a migration, or one that kept the name of the table's
     /// former name), drops the indexes whose name is one of `legacyNames` (the
     /// names this adapter gave before names were derived per table), and
@@ -118,8 +125,7 @@ struct IndexSet {
             let bytes = Array(name.utf8)
             if definitions.contains(where: { Array($0.name.utf8) == bytes }) {
                 present.insert(bytes)
-            } else if name.utf8.starts(with: IndexNames.prefix.utf8)
-                || legacyNames.contains(where: { Array($0.utf8) == bytes })
+            } else if IndexNames.isDerived(name) || legacyNames.contains(where: { Array($0.utf8) == bytes })
             {
                 drops.append(name)
             }

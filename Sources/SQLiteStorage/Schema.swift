@@ -107,10 +107,14 @@ extension Table {
         // derived from the table's (IndexNames); a store written before
         // those names has its indexes under the declared names and
         // `<table>_by_<column>`, replaced here.
+        // A child's table set up through its own storage is given no foreign
+        // key here, but may hold one (made through its parent's storage, or
+        // just now through its owner's): the index on it stays.
+        let foreignKeyColumn = try foreignKey?.column ?? storedForeignKeyColumn(connection)
         let indexes = IndexSet(
-            table: name, declared: entity.indexes.map { ($0.name, $0.fields) }, foreignKeyColumn: foreignKey?.column)
+            table: name, declared: entity.indexes.map { ($0.name, $0.fields) }, foreignKeyColumn: foreignKeyColumn)
         var legacyNames = entity.indexes.map(\.name)
-        if let foreignKey { legacyNames.append(IndexNames.legacyForeignKey(table: name, column: foreignKey.column)) }
+        if let foreignKeyColumn { legacyNames.append(IndexNames.legacyForeignKey(table: name, column: foreignKeyColumn)) }
         try session.reconcile(indexes, legacyNames: legacyNames)
         for link in links {
             try link.ensureSchema(session)
@@ -163,6 +167,14 @@ extension Table {
             }
         }
         return false
+    }
+
+    /// The column of the foreign key the table holds, if it holds one.
+    private func storedForeignKeyColumn(_ connection: Connection) throws -> String? {
+        let statement = try Statement(
+            db: connection.handle, sql: "PRAGMA foreign_key_list(\(quoted(name)))", persistent: false)
+        // id, seq, table, from, to, on_update, on_delete, match
+        return try statement.step() ? statement.text(3) : nil
     }
 
     private func rebuild(with foreignKey: ForeignKey, _ connection: Connection) throws {

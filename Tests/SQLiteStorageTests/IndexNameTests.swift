@@ -130,6 +130,24 @@ struct IndexNameTests {
         }
     }
 
+    @Test("opening an owned entity's storage on its own keeps the index on its foreign key")
+    func ownedEntityOpenedOnItsOwn() throws {
+        // Its parent's storage first, then its own, then the other way round.
+        try withDatabase { database in
+            try database.storage(for: IndexedPort.self).persist(ports)
+            let path = database.location.path(percentEncoded: false)
+            #expect(try columnLists(of: "ix_moorings", in: path) == [["vessel", "since"], ["since"], ["berthId"]])
+            let moorings = try database.storage(for: IndexedMooring.self)
+            #expect(try columnLists(of: "ix_moorings", in: path) == [["vessel", "since"], ["since"], ["berthId"]])
+            #expect(try moorings.read(where: #Predicate { $0.vessel == "Aurora" }).map(\.id) == [1])
+        }
+        try withDatabase { database in
+            _ = try database.storage(for: IndexedMooring.self)
+            let path = database.location.path(percentEncoded: false)
+            #expect(try columnLists(of: "ix_moorings", in: path) == [["vessel", "since"], ["since"], ["berthId"]])
+        }
+    }
+
     @Test("entities named in NFC and in NFD each get their index")
     func normalizationForms() throws {
         try withDatabase { database in
@@ -238,6 +256,36 @@ struct IndexNameTests {
             #expect(
                 try indexes(of: "ix_berths", in: path)
                     == [IndexNames.declared(table: "ix_berths", index: "by_name"): ["portCode", "label"]])
+        }
+    }
+
+    @Test("an index of the client's own whose name starts like the adapter's stays through open and migration")
+    func clientIndexUnderTheAdapterPrefix() throws {
+        try withTemporaryDirectory { directory in
+            let url = directory.appending(path: "store.sqlite")
+            let path = url.path(percentEncoded: false)
+            do {
+                let database = try SQLiteDatabase(path: url)
+                try database.storage(for: IndexedPort.self).persist(ports)
+                try database.close()
+            }
+            let connection = try Connection(path: path, flags: SQLITE_OPEN_READWRITE)
+            try connection.execute(#"CREATE INDEX "_dao_own_vessel" ON "ix_moorings" ("vessel")"#)
+            try connection.close()
+            do {
+                let database = try SQLiteDatabase(path: url)
+                #expect(try database.storage(for: IndexedPort.self).readAll() == ports)
+                try database.close()
+            }
+            #expect(try indexes(of: "ix_moorings", in: path)["_dao_own_vessel"] == ["vessel"], "after open")
+            do {
+                let database = try SQLiteDatabase(path: url)
+                var migrator = Migrator()
+                migrator.register("v2", [.addIndex("by_since", on: ["since"], to: "ix_moorings")])
+                #expect(try migrator.migrate(database) == ["v2"])
+                try database.close()
+            }
+            #expect(try indexes(of: "ix_moorings", in: path)["_dao_own_vessel"] == ["vessel"], "after a migration")
         }
     }
 
