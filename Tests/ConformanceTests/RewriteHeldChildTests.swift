@@ -66,8 +66,9 @@ struct RewriteHeldChildTests {
         ShelfV1(id: "s2", room: nil, jars: []),
     ]
 
-    @Test("the child keeps its name: its records stay children of their parents", arguments: migratableBackends)
-    func rewrittenHeldChild(backend: MigratableBackend) throws {
+    /// A store of ``shelves`` on `backend`, migrated ("v2") by a general step
+    /// that rewrites `rw_jars` as `Jar`, upper-casing every label; closed.
+    func storeShelvesAndRewriteJars<Jar: Record>(on backend: MigratableBackend, to jar: Jar.Type) throws -> TemporaryDirectory {
         let directory = try TemporaryDirectory()
         do {
             let store = try backend.open(directory.url)
@@ -76,15 +77,19 @@ struct RewriteHeldChildTests {
         }
         var migrator = Migrator()
         migrator.register("v2", [
-            .rewrite("rw_jars", to: JarV1.self) { row in
+            .rewrite("rw_jars", to: jar) { row in
                 if case .text(let label) = row["label"] { row["label"] = .text(label.uppercased()) }
             }
         ])
-        do {
-            let store = try backend.open(directory.url)
-            #expect(try migrator.migrate(store) == ["v2"], "on \(backend.name)")
-            try store.close()
-        }
+        let store = try backend.open(directory.url)
+        #expect(try migrator.migrate(store) == ["v2"], "on \(backend.name)")
+        try store.close()
+        return directory
+    }
+
+    @Test("the child keeps its name: its records stay children of their parents", arguments: migratableBackends)
+    func rewrittenHeldChild(backend: MigratableBackend) throws {
+        let directory = try storeShelvesAndRewriteJars(on: backend, to: JarV1.self)
         let store = try backend.open(directory.url)
         defer {
             do { try store.close() } catch { Issue.record("closing failed: \(error)") }
@@ -101,23 +106,7 @@ struct RewriteHeldChildTests {
 
     @Test("the parent's relation follows the child's new name", arguments: migratableBackends)
     func renamedHeldChild(backend: MigratableBackend) throws {
-        let directory = try TemporaryDirectory()
-        do {
-            let store = try backend.open(directory.url)
-            try store.anyStorage(for: ShelfV1.self).persist(shelves)
-            try store.close()
-        }
-        var migrator = Migrator()
-        migrator.register("v2", [
-            .rewrite("rw_jars", to: JarV2.self) { row in
-                if case .text(let label) = row["label"] { row["label"] = .text(label.uppercased()) }
-            }
-        ])
-        do {
-            let store = try backend.open(directory.url)
-            #expect(try migrator.migrate(store) == ["v2"], "on \(backend.name)")
-            try store.close()
-        }
+        let directory = try storeShelvesAndRewriteJars(on: backend, to: JarV2.self)
         let store = try backend.open(directory.url)
         defer {
             do { try store.close() } catch { Issue.record("closing failed: \(error)") }
