@@ -246,6 +246,21 @@ final class SchemaSession {
         return try EntitySchema.decode(bytes, entity: entity)
     }
 
+    /// Every schema the metadata table records.
+    func storedSchemas() throws -> [EntitySchema] {
+        guard hasMetadataTable else { return [] }
+        let statement = try connection.statement(
+            "SELECT key, value FROM \(quoted(Self.metadataTable)) WHERE key >= 'schema/' AND key < 'schema0'")
+        defer { statement.reset() }
+        let prefix = StoreMetadataKey.schema("")
+        var schemas: [EntitySchema] = []
+        while try statement.step() {
+            let entity = String((statement.text(0) ?? "").dropFirst(prefix.count))
+            schemas.append(try EntitySchema.decode(statement.blob(1) ?? [], entity: entity))
+        }
+        return schemas
+    }
+
     /// Records `schema` as the entity's stored schema.
     func record(_ schema: EntitySchema) throws {
         try write {
