@@ -262,7 +262,7 @@ public final class Entity<Root: Record>: Sendable {
             if let owner = relation.childOwnerName, owner != name {
                 throw StorageError(
                     .schemaMismatch, .open, entity: name,
-                    message: "relation '\(relation.name)' holds '\(child)', which names '\(owner)' as its owner")
+                    message: "relation '\(name).\(relation.name)' holds '\(child)', which names '\(owner)' as its owner; a child entity belongs to one relation of one owner")
             }
             try relation.validateForeignKey(parent: name, visited: &visited, path: &path)
         }

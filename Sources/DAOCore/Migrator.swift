@@ -346,6 +346,9 @@ struct MigrationRunner {
             }
             for holder in holders { schemas[holder.entity] = holder }
         }
+        // A child the new types hold that another entity's relation holds
+        // too: refused before anything is written (the rule of opening).
+        try ChildHolders.check(declared: declared + holders, recorded: schemas.values)
         for schema in declared {
             let previous = schema.entity == top.entity ? oldTop : old[schema.entity]
             try txn.rewrite(from: previous, to: schema, rows: flat[schema.entity] ?? [], in: schemas)
@@ -359,6 +362,8 @@ struct MigrationRunner {
         for new in declared {
             guard let old = schemas[new.entity] else {
                 schemas[new.entity] = new
+                // An added entity may not hold a child another entity holds.
+                try ChildHolders.check(declared: [new], recorded: schemas.values)
                 try txn.rewrite(from: nil, to: new, rows: [], in: schemas)
                 continue
             }

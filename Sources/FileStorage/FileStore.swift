@@ -464,6 +464,9 @@ final class StoreState: @unchecked Sendable {
     ///   what writing the manifest throws.
     func checkSchemas<R: Record>(of type: R.Type) throws {
         try EntitySchema.checkTree(for: type) { manifest.schemas?[$0] }
+        // A child entity held by another entity's relation too. The manifest
+        // in memory records the storages opened in this process as well.
+        try ChildHolders.checkOpening(type, recorded: (manifest.schemas ?? [:]).values)
         let missing = EntitySchema.tree(for: type).filter { manifest.schemas?[$0.entity] == nil }
         guard !missing.isEmpty else { return }
         for schema in missing {

@@ -24,7 +24,8 @@ import DAOCore
 /// and the foreign-key index under `<table>_by_<column>`; opening such a
 /// store (or migrating it) replaces those indexes of the tables it sets up by
 /// the derived names, in the transaction that sets them up (see
-/// ``IndexSet/reconcile(legacyNames:connection:apply:)``).
+/// ``IndexSet/reconcile(legacy:connection:apply:)``, which tells them from
+/// an index of the same name the client made).
 enum IndexNames {
     /// The prefix of every index name this adapter derives.
     static let prefix = "_dao_"
@@ -81,6 +82,14 @@ enum IndexNames {
     }
 }
 
+/// An index as this adapter made it before index names were derived per
+/// table: its name (a declared index's name, or `<table>_by_<column>` for the
+/// foreign key) and its columns.
+struct LegacyIndex {
+    let name: String
+    let columns: [String]
+}
+
 /// The indexes a table should have: its declared ones and, for a child whose
 /// declared indexes do not lead with its foreign key, one on the foreign key
 /// (SQLite looks children up by it on every parent delete, `ON DELETE
@@ -109,23 +118,36 @@ struct IndexSet {
     /// Brings the table's indexes to ``definitions``: drops the indexes of the
     /// table under this adapter's prefixes (`_dao_ix_`, `_dao_fk_`) that are not among them (an index
     /// dropped by a migration, or one that kept the name of the table's
-    /// former name), drops the indexes whose name is one of `legacyNames` (the
-    /// names this adapter gave before names were derived per table), and
-    /// creates what is missing. An index of the table under any other name
-    /// was not made by this adapter and stays. With `apply` false, nothing is
-    /// changed.
+    /// former name), drops the indexes this adapter made before names were
+    /// derived per table (`legacy`), and creates what is missing. An index of
+    /// the table under any other name was not made by this adapter and stays.
+    /// With `apply` false, nothing is changed.
+    ///
+    /// An index under a name of `legacy` counts as the former adapter's only
+    /// while the table has no index under a derived name yet (once a table's
+    /// indexes were given the derived names, a declared name or
+    /// `<table>_by_<column>` is free for the client's own index), and only
+    /// when it is exactly what the former adapter wrote under that name: a
+    /// plain `CREATE INDEX` (not unique, not partial) over the expected
+    /// columns in order, ascending, in the default collation. Any other index
+    /// of that name was made by someone else, and stays.
     ///
     /// - Returns: whether something was (or, with `apply` false, would be)
     ///   dropped or created.
-    func reconcile(legacyNames: [String], connection: Connection, apply: Bool) throws -> Bool {
+    func reconcile(legacy: [LegacyIndex], connection: Connection, apply: Bool) throws -> Bool {
         let existing = try Self.indexes(of: table, connection)
+        let isConverted = existing.contains { IndexNames.isDerived($0) }
         var drops: [String] = []
         var present: Set<[UInt8]> = []
         for name in existing {
             let bytes = Array(name.utf8)
             if definitions.contains(where: { Array($0.name.utf8) == bytes }) {
                 present.insert(bytes)
-            } else if IndexNames.isDerived(name) || legacyNames.contains(where: { Array($0.utf8) == bytes })
+            } else if IndexNames.isDerived(name) {
+                drops.append(name)
+            } else if !isConverted,
+                let former = legacy.first(where: { Array($0.name.utf8) == bytes }),
+                try Self.isPlainIndex(name, of: table, over: former.columns, connection)
             {
                 drops.append(name)
             }
@@ -146,6 +168,34 @@ struct IndexSet {
             try connection.execute("CREATE INDEX \(quoted(definition.name)) ON \(quoted(table)) (\(columns))")
         }
         return true
+    }
+
+    /// Whether index `name` of `table` is a plain `CREATE INDEX name ON
+    /// table (columns)`: not unique, not partial, over exactly `columns` in
+    /// order, each ascending in the default (`BINARY`) collation.
+    static func isPlainIndex(_ name: String, of table: String, over columns: [String], _ connection: Connection) throws
+        -> Bool
+    {
+        // https://sqlite.org/pragma.html#pragma_index_list: seq, name, unique, origin, partial
+        let list = try Statement(db: connection.handle, sql: "PRAGMA index_list(\(quoted(table)))", persistent: false)
+        var isListed = false
+        while try list.step() {
+            guard list.text(1).map({ Array($0.utf8) }) == Array(name.utf8) else { continue }
+            guard list.int64(2) == 0, list.int64(4) == 0 else { return false }
+            isListed = true
+        }
+        guard isListed else { return false }
+        // https://sqlite.org/pragma.html#pragma_index_xinfo: seqno, cid, name, desc, coll, key
+        let info = try Statement(db: connection.handle, sql: "PRAGMA index_xinfo(\(quoted(name)))", persistent: false)
+        var keys: [String] = []
+        while try info.step() {
+            guard info.int64(5) != 0 else { continue }
+            guard info.int64(1) >= 0, info.int64(3) == 0, info.text(4) == "BINARY", let column = info.text(2) else {
+                return false
+            }
+            keys.append(column)
+        }
+        return keys.map { Array($0.utf8) } == columns.map { Array($0.utf8) }
     }
 
     /// The names of the indexes made by `CREATE INDEX` on `table`.

@@ -130,7 +130,7 @@ final class SQLiteMigrationTransaction: MigrationTransaction {
             try connection.execute("DROP TABLE \(quoted(new.entity))")
         }
         try connection.execute("ALTER TABLE \(quoted(temporary)) RENAME TO \(quoted(new.entity))")
-        try reconcileIndexes(of: old, new, in: schemas, legacyNames: [])
+        try reconcileIndexes(of: old, new, in: schemas)
         if let old, old.entity != new.entity { try removeMetadata(StoreMetadataKey.schema(old.entity)) }
         try record(new)
     }
@@ -171,16 +171,17 @@ final class SQLiteMigrationTransaction: MigrationTransaction {
             // A store written before index names were derived per table
             // named the foreign-key index after the column.
             try reconcileIndexes(
-                of: old, new, in: schemas, legacyNames: [IndexNames.legacyForeignKey(table: old.entity, column: from)])
+                of: old, new, in: schemas,
+                legacy: [LegacyIndex(name: IndexNames.legacyForeignKey(table: old.entity, column: from), columns: [to])])
         case .renameEntity(let from, let to):
             // The table's indexes move with it under names derived from `from`:
             // replaced by names derived from `to` (and the old name is free
             // for a new entity's indexes).
             try connection.execute("ALTER TABLE \(table) RENAME TO \(quoted(to))")
-            try reconcileIndexes(of: old, new, in: schemas, legacyNames: [])
+            try reconcileIndexes(of: old, new, in: schemas)
             try removeMetadata(StoreMetadataKey.schema(from))
         case .addIndex, .dropIndex:
-            try reconcileIndexes(of: old, new, in: schemas, legacyNames: [])
+            try reconcileIndexes(of: old, new, in: schemas)
         }
         try record(new)
         return true
@@ -210,20 +211,28 @@ final class SQLiteMigrationTransaction: MigrationTransaction {
     /// what this adapter made that `new` no longer declares (or that kept the
     /// name of the table's old name), and the indexes of a store written
     /// before those names, whose names were the declared ones (of `old` and
-    /// `new`), `<table>_by_<column>`, and `legacyNames`.
+    /// `new`), `<table>_by_<column>`, and `given` (see
+    /// ``IndexSet/reconcile(legacy:connection:apply:)``).
     private func reconcileIndexes(
-        of old: EntitySchema?, _ new: EntitySchema, in schemas: [String: EntitySchema], legacyNames: [String]
+        of old: EntitySchema?, _ new: EntitySchema, in schemas: [String: EntitySchema], legacy given: [LegacyIndex] = []
     ) throws {
         let foreignKey = foreignKey(of: new, in: schemas)
         let indexes = IndexSet(
             table: new.entity, declared: new.indexes.map { ($0.name, $0.fields) }, foreignKeyColumn: foreignKey?.column)
-        var legacy = legacyNames + new.indexes.map(\.name) + (old?.indexes.map(\.name) ?? [])
+        // An index keeps its columns through a renamed field (SQLite renames
+        // them in the index too): `new`'s fields where it declares the index.
+        var legacy = given + new.indexes.map { LegacyIndex(name: $0.name, columns: $0.fields) }
+        for index in old?.indexes ?? [] where !new.indexes.contains(where: { $0.name == index.name }) {
+            legacy.append(LegacyIndex(name: index.name, columns: index.fields))
+        }
         if let foreignKey {
             for entity in Set([new.entity, old?.entity ?? new.entity]) {
-                legacy.append(IndexNames.legacyForeignKey(table: entity, column: foreignKey.column))
+                legacy.append(
+                    LegacyIndex(
+                        name: IndexNames.legacyForeignKey(table: entity, column: foreignKey.column), columns: [foreignKey.column]))
             }
         }
-        _ = try indexes.reconcile(legacyNames: legacy, connection: connection, apply: true)
+        _ = try indexes.reconcile(legacy: legacy, connection: connection, apply: true)
     }
 
     private func tableExists(_ name: String) throws -> Bool {

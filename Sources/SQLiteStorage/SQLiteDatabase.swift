@@ -146,6 +146,8 @@ public final class SQLiteDatabase: Store, Sendable {
                 // Every entity's recorded schema first, in the order every
                 // backend checks them, so the first difference reported is the same.
                 try EntitySchema.checkTree(for: R.self) { try session.storedSchema(of: $0) }
+                // A child entity held by another entity's relation too.
+                try ChildHolders.checkOpening(R.self, recorded: session.storedSchemas())
                 try setUpSchema(table, session)
                 return !session.needsWrite
             }
@@ -153,7 +155,11 @@ public final class SQLiteDatabase: Store, Sendable {
         if !isUpToDate {
             try withConnection(.open, entity: R.entity.name) { connection in
                 try connection.transaction(immediate: true) {
-                    try setUpSchema(table, SchemaSession(connection, mode: .create))
+                    let session = try SchemaSession(connection, mode: .create)
+                    // Again under the write lock: another process may have
+                    // recorded a holder since the check above.
+                    try ChildHolders.checkOpening(R.self, recorded: session.storedSchemas())
+                    try setUpSchema(table, session)
                 }
             }
         }

@@ -113,9 +113,12 @@ extension Table {
         let foreignKeyColumn = try foreignKey?.column ?? storedForeignKeyColumn(connection)
         let indexes = IndexSet(
             table: name, declared: entity.indexes.map { ($0.name, $0.fields) }, foreignKeyColumn: foreignKeyColumn)
-        var legacyNames = entity.indexes.map(\.name)
-        if let foreignKeyColumn { legacyNames.append(IndexNames.legacyForeignKey(table: name, column: foreignKeyColumn)) }
-        try session.reconcile(indexes, legacyNames: legacyNames)
+        var legacy = entity.indexes.map { LegacyIndex(name: $0.name, columns: $0.fields) }
+        if let foreignKeyColumn {
+            legacy.append(
+                LegacyIndex(name: IndexNames.legacyForeignKey(table: name, column: foreignKeyColumn), columns: [foreignKeyColumn]))
+        }
+        try session.reconcile(indexes, legacy: legacy)
         for link in links {
             try link.ensureSchema(session)
         }
@@ -246,6 +249,21 @@ final class SchemaSession {
         return try EntitySchema.decode(bytes, entity: entity)
     }
 
+    /// Every schema the metadata table records.
+    func storedSchemas() throws -> [EntitySchema] {
+        guard hasMetadataTable else { return [] }
+        let statement = try connection.statement(
+            "SELECT key, value FROM \(quoted(Self.metadataTable)) WHERE key >= 'schema/' AND key < 'schema0'")
+        defer { statement.reset() }
+        let prefix = StoreMetadataKey.schema("")
+        var schemas: [EntitySchema] = []
+        while try statement.step() {
+            let entity = String((statement.text(0) ?? "").dropFirst(prefix.count))
+            schemas.append(try EntitySchema.decode(statement.blob(1) ?? [], entity: entity))
+        }
+        return schemas
+    }
+
     /// Records `schema` as the entity's stored schema.
     func record(_ schema: EntitySchema) throws {
         try write {
@@ -258,13 +276,13 @@ final class SchemaSession {
     }
 
     /// Brings `indexes`' table to its indexes in `create` mode (see
-    /// ``IndexSet/reconcile(legacyNames:connection:apply:)``); notes that a
+    /// ``IndexSet/reconcile(legacy:connection:apply:)``); notes that a
     /// write is needed in `check` mode when something would change.
-    func reconcile(_ indexes: IndexSet, legacyNames: [String]) throws {
+    func reconcile(_ indexes: IndexSet, legacy: [LegacyIndex]) throws {
         switch mode {
-        case .create: _ = try indexes.reconcile(legacyNames: legacyNames, connection: connection, apply: true)
+        case .create: _ = try indexes.reconcile(legacy: legacy, connection: connection, apply: true)
         case .check:
-            if try indexes.reconcile(legacyNames: legacyNames, connection: connection, apply: false) { needsWrite = true }
+            if try indexes.reconcile(legacy: legacy, connection: connection, apply: false) { needsWrite = true }
         }
     }
 

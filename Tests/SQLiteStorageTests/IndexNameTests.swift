@@ -289,6 +289,70 @@ struct IndexNameTests {
         }
     }
 
+    @Test("an index of the client's own under a declared index's name or the former foreign-key name stays")
+    func clientIndexUnderAFormerName() throws {
+        try withTemporaryDirectory { directory in
+            let url = directory.appending(path: "store.sqlite")
+            let path = url.path(percentEncoded: false)
+            do {
+                let database = try SQLiteDatabase(path: url)
+                try database.storage(for: IndexedPort.self).persist(ports)
+                try database.close()
+            }
+            // The store's indexes have the derived names; the client adds its
+            // own under the names the adapter used before, one of them of the
+            // very shape the adapter gave it then.
+            let connection = try Connection(path: path, flags: SQLITE_OPEN_READWRITE)
+            try connection.execute(#"CREATE INDEX "by_name" ON "ix_ports" ("country")"#)
+            try connection.execute(#"CREATE INDEX "ix_moorings_by_berthId" ON "ix_moorings" ("berthId")"#)
+            try connection.close()
+            do {
+                let database = try SQLiteDatabase(path: url)
+                #expect(try database.storage(for: IndexedPort.self).readAll() == ports)
+                try database.close()
+            }
+            #expect(try indexes(of: "ix_ports", in: path)["by_name"] == ["country"], "after open")
+            #expect(try indexes(of: "ix_moorings", in: path)["ix_moorings_by_berthId"] == ["berthId"], "after open")
+            do {
+                let database = try SQLiteDatabase(path: url)
+                var migrator = Migrator()
+                migrator.register("v2", [
+                    .addIndex("by_since", on: ["since"], to: "ix_moorings"),
+                    .dropIndex("by_name", from: "ix_ports"),
+                ])
+                #expect(try migrator.migrate(database) == ["v2"])
+                try database.close()
+            }
+            #expect(try indexes(of: "ix_ports", in: path) == ["by_name": ["country"]], "after a migration")
+            #expect(try indexes(of: "ix_moorings", in: path)["ix_moorings_by_berthId"] == ["berthId"], "after a migration")
+        }
+    }
+
+    @Test("in a store with the former names, an index under a declared name that the adapter did not make stays")
+    func clientIndexInALegacyStore() throws {
+        try withTemporaryDirectory { directory in
+            let url = directory.appending(path: "store.sqlite")
+            let path = url.path(percentEncoded: false)
+            try legacyStore(url)
+            // The former adapter found the name taken and made no index: the
+            // one there is the client's (unique, over other columns).
+            let connection = try Connection(path: path, flags: SQLITE_OPEN_READWRITE)
+            try connection.execute(#"DROP INDEX "by_name""#)
+            try connection.execute(#"CREATE UNIQUE INDEX "by_name" ON "ix_ports" ("name", "country")"#)
+            try connection.close()
+            let database = try SQLiteDatabase(path: url)
+            #expect(try database.storage(for: IndexedPort.self).readAll() == ports)
+            try database.close()
+            #expect(
+                try indexes(of: "ix_ports", in: path) == [
+                    "by_name": ["name", "country"], IndexNames.declared(table: "ix_ports", index: "by_name"): ["name"],
+                ])
+            // The former foreign-key index, the adapter's, got its derived name.
+            #expect(try indexes(of: "ix_moorings", in: path)[IndexNames.foreignKey(table: "ix_moorings")] == ["berthId"])
+            #expect(try indexes(of: "ix_moorings", in: path)["ix_moorings_by_berthId"] == nil)
+        }
+    }
+
     @Test("a migration of a store with the former names drops only its own entity's index")
     func legacyNamesInMigration() throws {
         try withTemporaryDirectory { directory in

@@ -59,6 +59,9 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
     private let resizeLock: UnsafeMutablePointer<pthread_rwlock_t>
     private var handles: [DatabaseName: MDB_dbi] = [:]
     private var parentLinks: [DatabaseName: ParentLink] = [:]
+    /// The schemas of the entities of the storages handed out, by entity: what
+    /// a read-only environment, which records none, holds in this process.
+    private var openedSchemas: [String: EntitySchema] = [:]
     private var isClosed = false
     /// Set once a storage was handed out: a migration must come before.
     let handedOutStorage = Mutex(false)
@@ -247,6 +250,9 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
             throw error.with(operation: .open, entity: R.entity.name, path: path)
         }
         let storage = try LMDBStorage<R>(environment: self)
+        handleLock.lock()
+        for schema in EntitySchema.tree(for: R.self) { openedSchemas[schema.entity] = schema }
+        handleLock.unlock()
         handedOutStorage.withLock { $0 = true }
         return storage
     }
@@ -629,7 +635,13 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
                 .schemaMismatch, .open, entity: schema.entity,
                 message: "the index name 'id' is reserved: the entity's database of child keys is named '\(schema.entity)#id'")
         }
-        guard let metadata = try database(Self.metadataDatabase) else { return }
+        handleLock.lock()
+        let opened = Array(openedSchemas.values)
+        handleLock.unlock()
+        guard let metadata = try database(Self.metadataDatabase) else {
+            try ChildHolders.checkOpening(type, recorded: opened)
+            return
+        }
         func stored(_ entity: String, _ txn: borrowing Transaction) throws -> EntitySchema? {
             try txn.withValue(metadata, Array(StoreMetadataKey.schema(entity).utf8)) {
                 try EntitySchema.decode($0, entity: entity)
@@ -644,10 +656,15 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
                     missing.append(schema)
                 }
             }
+            // A child entity held by another entity's relation too.
+            try ChildHolders.checkOpening(type, recorded: try Self.recordedSchemas(metadata, txn) + opened)
             return missing
         }
         guard !missing.isEmpty, !isReadOnly else { return }
         try write(.open) { txn in
+            // Again in the write transaction: another process may have
+            // recorded a holder since.
+            try ChildHolders.checkOpening(type, recorded: try Self.recordedSchemas(metadata, txn))
             for schema in missing {
                 if let recorded = try stored(schema.entity, txn) {
                     try schema.check(against: recorded)
@@ -656,6 +673,31 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
                 }
             }
         }
+    }
+
+    /// Every schema recorded in `metadata`, in key order.
+    private static func recordedSchemas(_ metadata: MDB_dbi, _ txn: borrowing Transaction) throws -> [EntitySchema] {
+        let prefix = Array(StoreMetadataKey.schema("").utf8)
+        let cursor = try txn.openCursor(metadata)
+        defer { mdb_cursor_close(cursor) }
+        var schemas: [EntitySchema] = []
+        var code = prefix.withUnsafeBytes { bytes in
+            var k = MDB_val(mv_size: bytes.count, mv_data: UnsafeMutableRawPointer(mutating: bytes.baseAddress))
+            var v = MDB_val()
+            return mdb_cursor_get(cursor, &k, &v, MDB_SET_RANGE)
+        }
+        while code == MDB_SUCCESS {
+            var k = MDB_val()
+            var v = MDB_val()
+            try txn.check(mdb_cursor_get(cursor, &k, &v, MDB_GET_CURRENT), "mdb_cursor_get")
+            let key = UnsafeRawBufferPointer(start: k.mv_data, count: k.mv_size)
+            guard key.starts(with: prefix) else { break }
+            let entity = String(decoding: key.dropFirst(prefix.count), as: UTF8.self)
+            schemas.append(try EntitySchema.decode(UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size), entity: entity))
+            code = mdb_cursor_get(cursor, &k, &v, MDB_NEXT)
+        }
+        if code != MDB_SUCCESS, code != MDB_NOTFOUND { try txn.check(code, "mdb_cursor_get") }
+        return schemas
     }
 
     // MARK: - Parents and children

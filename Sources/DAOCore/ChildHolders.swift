@@ -1,0 +1,83 @@
+/// The one rule, for every backend, that a child entity belongs to one
+/// relation of one owner, across a whole store (docs/SEMANTICS.md,
+/// "Relations and children").
+///
+/// A child names its parent through one foreign key and is stored once under
+/// it, so a child entity held by relations of two entities (`notes` held by
+/// `patients.notes` and by `visits.notes`) could not tell its two parents
+/// apart: one parent's children would be read, moved or erased as the
+/// other's. ``Entity/validate()`` refuses the forms one declaration shows
+/// (two relations of one parent; a relation to a child that names another
+/// owner); this rule also compares the declaration with what the store
+/// holds: the schemas it has recorded and those of the storages it has
+/// opened. Adapters call ``checkOpening(_:recorded:)`` when a storage is
+/// opened, before anything is read or written; the ``Migrator`` calls
+/// ``check(declared:recorded:)`` with each step's schemas before the step
+/// writes.
+public enum ChildHolders {
+    /// Checks, for a storage of `type` about to be opened, its declaration
+    /// (``Entity/validate()``) and then that no child entity of its tree
+    /// (``EntitySchema/tree(for:)``) is held by a relation of another entity
+    /// among `recorded`: every schema the store records, and those of the
+    /// storages it has opened in this process.
+    ///
+    /// - Throws: ``StorageError`` of kind ``StorageError/Kind/schemaMismatch``
+    ///   (operation `open`) naming both holders and the child.
+    public static func checkOpening<R: Record>(_ type: R.Type, recorded: some Sequence<EntitySchema>) throws {
+        try R.entity.validate()
+        try check(declared: EntitySchema.tree(for: type), recorded: recorded)
+    }
+
+    /// Checks that each child entity the relations of `declared` hold is held
+    /// by one relation only, and by the owner it names, if it names one: among
+    /// `declared`, and against the relations of the schemas of `recorded`
+    /// whose entity `declared` does not redeclare. Two relations of `recorded`
+    /// alone that hold one child are not this check's concern (no backend
+    /// records them since this rule; a store that holds them refuses the
+    /// storages of both).
+    ///
+    /// - Throws: ``StorageError`` of kind ``StorageError/Kind/schemaMismatch``
+    ///   (operation `open`, entity the declared holder) naming both holders
+    ///   and the child.
+    public static func check(declared: [EntitySchema], recorded: some Sequence<EntitySchema>) throws {
+        var holders: [String: Holder] = [:]
+        let declaredByName = Dictionary(declared.map { ($0.entity, $0) }, uniquingKeysWith: { first, _ in first })
+        for schema in declared {
+            for relation in schema.relations {
+                let holder = Holder(entity: schema.entity, relation: relation.name)
+                if let named = declaredByName[relation.child]?.owner, named != schema.entity {
+                    throw refusal(
+                        child: relation.child, holder: holder,
+                        because: "which names '\(named)' as its owner")
+                }
+                if let other = holders.updateValue(holder, forKey: relation.child), other != holder {
+                    throw refusal(child: relation.child, holder: holder, because: "which \(other) holds")
+                }
+            }
+        }
+        // Sorted, so that a store recording several holders names the same one
+        // on every backend.
+        for schema in recorded.sorted(by: { $0.entity < $1.entity }) where declaredByName[schema.entity] == nil {
+            for relation in schema.relations {
+                guard let holder = holders[relation.child], holder.entity != schema.entity else { continue }
+                let other = Holder(entity: schema.entity, relation: relation.name)
+                throw refusal(child: relation.child, holder: holder, because: "which \(other) of the store holds")
+            }
+        }
+    }
+
+    /// One relation of one entity.
+    struct Holder: Hashable, CustomStringConvertible {
+        var entity: String
+        var relation: String
+
+        var description: String { "relation '\(entity).\(relation)'" }
+    }
+
+    private static func refusal(child: String, holder: Holder, because reason: String) -> StorageError {
+        StorageError(
+            .schemaMismatch, .open, entity: holder.entity,
+            message: "\(holder) holds '\(child)', \(reason); a child entity belongs to one relation of one owner "
+                + "(its one foreign key could not tell the two apart; see docs/SEMANTICS.md)")
+    }
+}
