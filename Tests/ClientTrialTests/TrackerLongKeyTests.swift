@@ -42,3 +42,24 @@ struct TrackerLongKeyTests {
         }
     }
 }
+
+extension TrackerLongKeyTests {
+    @Test("LMDB's refusal of a key too long says so, in the client's terms")
+    func refusalSaysWhy() throws {
+        let directory = try TemporaryDirectory("tracker-long-message")
+        let backend = try #require(trialBackends.first { $0.name == "lmdb" })
+        try withTracker(backend, in: directory.url) { daos, _ in
+            for (slug, issues) in [(String(repeating: "s", count: 600), 0), (String(repeating: "t", count: 505), 2)] {
+                var random = TrackerRandom(seed: 1)
+                let project = Tracker.project(slug, version: 1, firstIssue: 1, issues: issues, random: &random)
+                let error = expectStorageError(.invalidArgument) { try daos.projects.persist(project) }
+                let message = error?.message ?? ""
+                #expect(message.contains("511 bytes") && message.contains("nothing was written"),
+                        "\(slug.utf8.count)-byte slug with \(issues) issues: \(message)")
+                #expect(error?.entity == "tk_projects")
+                let counts = try daos.counts()
+                #expect(counts == [0, 0, 0])
+            }
+        }
+    }
+}
