@@ -45,10 +45,17 @@ public struct LMDBStorage<Record: DAOCore.Record>: Storage {
     /// storage does: ``StorageError/Kind/encoding`` when writing, else
     /// ``StorageError/Kind/decoding``, the error kept as `underlying`.
     private func failing(_ error: any Error, _ operation: StorageError.Operation) -> StorageError {
-        guard let error = error as? StorageError else {
+        guard var error = error as? StorageError else {
             return StorageError(
                 operation == .persist ? .encoding : .decoding, operation, entity: Record.entity.name,
                 path: table.environment.path, message: "\(error)", underlying: error)
+        }
+        if operation == .persist && error.engineCode == MDB_BAD_VALSIZE {
+            // liblmdb's own text ("Unsupported size of key/DB name/data")
+            // does not tell a client which limit was met.
+            error.message = "a key is longer than LMDB allows (511 bytes, with the key's framing): the record's "
+                + "primary key, the key of the parent a child is stored under, or an indexed value; "
+                + "nothing was written (\(error.message))"
         }
         return error.with(operation: operation, entity: Record.entity.name, path: table.environment.path)
     }

@@ -16,6 +16,17 @@
 //       the transactions <from>..<to> of `TrialWrites` (Tests/TestSupport)
 //       through DAOs, printing "done <i>" after each call returns: what the
 //       tests kill mid-write.
+//   tracker-write <json|plist|sqlite|lmdb> <directory> <from> <to>
+//       the same with the tracker's three levels (`TrackerWrites`): persists
+//       of whole projects, erasures of projects and of closed issues (every
+//       text in NFC on plist, which refuses two spellings in one document).
+//   tracker-check <json|plist|sqlite|lmdb> <directory> <count>
+//       opens that backend's store in <directory>, reads every project
+//       through the DAO and every level through its own storage, and prints
+//       "equal" (the state after <count> calls of `TrackerWrites`, children
+//       counted on their own agreeing), "empty", "different", or "error
+//       <kind>" (a `StorageError`) or "untyped <error>": what the damage
+//       tests run, so that a crash inside an engine is a verdict.
 //   trial-read-only <json|plist|sqlite|lmdb> <directory>
 //       when run as root, first gives up root for good (the `nobody` user and
 //       group, no supplementary groups), then checks that it cannot write
@@ -124,6 +135,62 @@ case ("trial-write", let rest) where rest.count == 4:
         try store.close()
     } catch {
         fail("trial-write: \(error)")
+    }
+
+case ("tracker-write", let rest) where rest.count == 4:
+    guard let from = Int(rest[2]), let to = Int(rest[3]) else { fail("tracker-write: bad numbers") }
+    let directory = URL(fileURLWithPath: rest[1])
+    do {
+        let store: any Store
+        switch rest[0] {
+        case "json": store = try FileStore(directory: directory, format: .json)
+        case "plist": store = try FileStore(directory: directory, format: .propertyList)
+        case "sqlite": store = try SQLiteDatabase(path: directory.appending(path: "library.sqlite"))
+        case "lmdb": store = try LMDBEnvironment(directory: directory)
+        default: fail("tracker-write: unknown backend \(rest[0])")
+        }
+        let daos = try TrackerDAOs(store)
+        for index in from..<to {
+            try TrackerWrites.apply(index, oneSpelling: rest[0] == "plist", to: daos)
+            say("done \(index)")
+        }
+        try store.close()
+    } catch {
+        fail("tracker-write: \(error)")
+    }
+
+case ("tracker-check", let rest) where rest.count == 3:
+    guard let count = Int(rest[2]) else { fail("tracker-check: bad number") }
+    let directory = URL(fileURLWithPath: rest[1])
+    do {
+        let store: any Store
+        switch rest[0] {
+        case "json": store = try FileStore(directory: directory, format: .json)
+        case "plist": store = try FileStore(directory: directory, format: .propertyList)
+        case "sqlite": store = try SQLiteDatabase(path: directory.appending(path: "library.sqlite"))
+        case "lmdb": store = try LMDBEnvironment(directory: directory)
+        default: fail("tracker-check: unknown backend \(rest[0])")
+        }
+        let daos = try TrackerDAOs(store)
+        let projects = try daos.projects.read()
+        let counts = try daos.counts()
+        try store.close()
+        let expected = TrackerWrites.state(after: count, oneSpelling: rest[0] == "plist")
+        let issues = projects.flatMap(\.issues)
+        let agree = counts == [projects.count, issues.count, issues.flatMap(\.comments).count]
+        if projects.isEmpty && counts == [0, 0, 0] {
+            say("empty")
+        } else if agree && projects == expected
+            && Array(String(reflecting: projects).utf8) == Array(String(reflecting: expected).utf8)
+        {
+            say("equal")
+        } else {
+            say("different")
+        }
+    } catch let error as StorageError {
+        say("error \(error.kind.rawValue) \(error)")
+    } catch {
+        say("untyped \(type(of: error)): \(error)")
     }
 
 case ("trial-read-only", let rest) where rest.count == 2:
