@@ -378,6 +378,37 @@ final class Table<R: Record>: AnyTable {
         return records
     }
 
+    /// ``records(withKeys:)`` in descending key order when `descending`, and
+    /// with a test only those that pass it, tested in place (a record that
+    /// fails is not copied).
+    /// - Throws: what ``QueryPlan/matches(_:)`` throws.
+    func records(withKeys keys: Set<StoredValue>, descending: Bool, matching test: CandidateTest<R>?) throws -> [R] {
+        var records: [R] = []
+        records.reserveCapacity(keys.count)
+        var pairs: [(key: Int64, position: Int)] = []
+        pairs.reserveCapacity(keys.count)
+        for key in keys {
+            guard case .integer(let value) = key else {
+                let sorted = keys.sorted()
+                for key in descending ? sorted.reversed() : sorted {
+                    guard let position = state.positions[key] else { continue }
+                    if let test, try !test.passes(state.records[position]) { continue }
+                    records.append(state.records[position])
+                }
+                return records
+            }
+            if let position = state.positions[key] { pairs.append((value, position)) }
+        }
+        // The keys are distinct: no ties to break.
+        if descending { pairs.sort { $0.key > $1.key } } else { pairs.sort { $0.key < $1.key } }
+        for index in 0..<pairs.count {
+            let position = pairs[index].position
+            if let test, try !test.passes(state.records[position]) { continue }
+            records.append(state.records[position])
+        }
+        return records
+    }
+
     /// The primary keys of the records whose `field` holds `value`, if `field` is indexed.
     func keys(where field: String, equals value: StoredValue) -> Set<StoredValue>? {
         guard let position = indexedNames.firstIndex(of: field) else { return nil }
