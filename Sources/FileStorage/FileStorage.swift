@@ -55,7 +55,14 @@ public struct FileStorage<R: Record>: Storage {
             let descending = plan.prefersDescendingCandidates
             let candidates = try state.candidates(
                 in: table, for: plan, filtering: !(plan.accessIsExact && table.walksExactly(plan)), descending: descending)
-            let matches = try plan.finish(candidates, filtered: true, descending: descending)
+            // The sort keys read by position where the record allows it,
+            // else through the fields' key paths.
+            let matches =
+                if let keys = try table.sortKeys(of: candidates, for: plan.sort) {
+                    try plan.finish(candidates, sortKeys: keys, filtered: true, descending: descending)
+                } else {
+                    try plan.finish(candidates, filtered: true, descending: descending)
+                }
             // Records without relations are complete as stored.
             return plan.needsCompleteRecords || !table.hasRelations ? matches : try matches.map(state.attachChildren)
         }
@@ -330,7 +337,7 @@ extension StoreState {
             // exactly the answer: only those fields are compared, not the
             // whole predicate (whose evaluation through `matches` copied
             // the predicate and asked for its metadata per record).
-            let test = early.map { CandidateTest.remaining(index, values, plan: $0) }
+            let test = early.map { CandidateTest.remaining(index, values, plan: $0, in: table) }
             records = try table.records(withKeys: keys, descending: descending, matching: test)
         case .parent(let value):
             guard let foreignKey = T.entity.foreignKeyField, let keys = table.keys(where: foreignKey, equals: value) else {
@@ -366,13 +373,18 @@ enum CandidateTest<R: Record> {
     /// Equalities of declared fields with stored values (coerced to the
     /// fields' types by the access path), all of which must hold.
     case equalities([(field: Field<R>, value: StoredValue)])
+    /// One such equality, the field read by position (``FieldValueReader``).
+    case equality(FieldValueReader<R>, StoredValue)
 
     /// The test of candidates found by the first field of `index`: the
     /// equalities of its other fields with `values` when the access path is
     /// exactly the predicate (``QueryPlan/accessIsExact``), else `test`.
-    static func remaining(_ index: Index, _ values: [StoredValue], plan test: CandidateTest) -> CandidateTest {
+    static func remaining(_ index: Index, _ values: [StoredValue], plan test: CandidateTest, in table: Table<R>)
+        -> CandidateTest
+    {
         guard case .plan(let plan) = test, plan.accessIsExact, values.count <= index.fields.count
         else { return test }
+        if values.count == 2, let reader = table.valueReader(of: index.fields[1]) { return .equality(reader, values[1]) }
         var equalities: [(field: Field<R>, value: StoredValue)] = []
         equalities.reserveCapacity(values.count - 1)
         for position in 1..<values.count {
@@ -393,6 +405,8 @@ enum CandidateTest<R: Record> {
                 return false
             }
             return true
+        case .equality(let read, let value):
+            return Semantics.compare(try read(record), .equal, value)
         }
     }
 }
