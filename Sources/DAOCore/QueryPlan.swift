@@ -186,6 +186,45 @@ public struct QueryPlan<R: Record>: Sendable {
     /// shape, as ``finish(_:filtered:)``.
     /// - Throws: ``StorageError`` when the predicate throws or the limit is negative.
     public func finish(_ candidates: [R], sortKeys: [StoredValue], filtered: Bool) throws -> [R] {
+        try finish(candidates, sortKeys: sortKeys, filtered: filtered, descending: nil)
+    }
+
+    /// ``finish(_:filtered:)`` for candidates the adapter read in ascending
+    /// or descending key order, as ``finish(_:sortKeys:filtered:descending:)``
+    /// (the sort keys read from the records' fields).
+    /// - Throws: ``StorageError`` when the predicate throws or the limit is negative.
+    public func finish(_ candidates: [R], filtered: Bool, descending: Bool) throws -> [R] {
+        guard let fields = sort.fields else { return try finish(candidates, filtered: filtered) }
+        try query.validate()
+        var records = candidates
+        if !filtered {
+            records = []
+            for record in candidates where try matches(record) { records.append(record) }
+        }
+        return try finish(records, sortKeys: sort.keys(of: records, fields: fields), filtered: true, descending: descending)
+    }
+
+    /// Whether the adapter should read this plan's candidates in descending
+    /// key order (a cursor walked backwards): the direction that gave the
+    /// order asked for at the last call of the plan's shape that read its
+    /// candidates in a direction of its choice (``finish(_:sortKeys:filtered:descending:)``).
+    /// `false` at first and for a plan without a template. Only a hint: the
+    /// answer is the same either way, since the order of the candidates is
+    /// checked, and they are sorted when they are in neither order.
+    public var prefersDescendingCandidates: Bool {
+        template?.descendingCandidates.load(ordering: .relaxed) ?? false
+    }
+
+    /// ``finish(_:sortKeys:filtered:)`` for candidates the adapter read in
+    /// ascending key order (`descending: false`) or in descending key order
+    /// (`true`), by ``prefersDescendingCandidates``. When they come in the
+    /// exact reverse of the order asked for, they are reversed as before and
+    /// the plan's shape is told to prefer the other direction next time, so a
+    /// range whose key order is the reverse of the asked order (messages by
+    /// date, newest first, read by their keys) is read backwards from then
+    /// on instead of being collected and reversed on every call.
+    /// - Throws: ``StorageError`` when the predicate throws or the limit is negative.
+    public func finish(_ candidates: [R], sortKeys: [StoredValue], filtered: Bool, descending: Bool?) throws -> [R] {
         guard let fields = sort.fields, sortKeys.count == (fields.count + 1) * candidates.count else {
             return try finish(candidates, filtered: filtered)
         }
@@ -201,7 +240,20 @@ public struct QueryPlan<R: Record>: Sendable {
                 keys.append(contentsOf: sortKeys[position * width..<(position + 1) * width])
             }
         }
-        records = sort.sorted(records, keys: keys) ?? sort.sorted(records)
+        if let (sorted, order) = sort.sortedReportingOrder(records, keys: keys) {
+            records = sorted
+            if let descending, let template {
+                // Reversed: the other direction yields the asked order. In
+                // order: this one does. Neither: leave the hint as it is.
+                switch order {
+                case .descending: template.descendingCandidates.store(!descending, ordering: .relaxed)
+                case .ascending: template.descendingCandidates.store(descending, ordering: .relaxed)
+                case .neither: break
+                }
+            }
+        } else {
+            records = sort.sorted(records)
+        }
         if let limit = query.limit, records.count > limit { records.removeSubrange(limit...) }
         return records
     }
@@ -354,14 +406,20 @@ public struct SortPlan<R: Record>: Sendable {
                 return lhs.key < rhs.key
             }.map(\.record)
         }
-        let width = fields.count + 1
+        return sorted(records, keys: keys(of: records, fields: fields), fields: fields).records
+    }
+
+    /// The sort keys of `records` (``sorted(_:keys:)``), read through the
+    /// fields' key paths.
+    func keys(of records: [R], fields: [(field: Field<R>, ascending: Bool)]) -> [StoredValue] {
+        let primaryKey = R.entity.primaryKeyField
         var keys: [StoredValue] = []
-        keys.reserveCapacity(records.count * width)
+        keys.reserveCapacity(records.count * (fields.count + 1))
         for record in records {
             for entry in fields { keys.append(entry.field.value(in: record)) }
             keys.append(primaryKey.value(in: record))
         }
-        return sorted(records, keys: keys, fields: fields)
+        return keys
     }
 
     /// `records` sorted by `keys`, the stored values an adapter read for them
@@ -371,12 +429,21 @@ public struct SortPlan<R: Record>: Sendable {
     /// the sort does not compare stored values (``fields`` is `nil`) or the
     /// keys do not have that count.
     public func sorted(_ records: [R], keys: [StoredValue]) -> [R]? {
+        sortedReportingOrder(records, keys: keys)?.records
+    }
+
+    /// ``sorted(_:keys:)``, and the order `records` were in: already the
+    /// order asked for (`.ascending`; also for fewer than two records), its
+    /// exact reverse (`.descending`), or neither.
+    func sortedReportingOrder(_ records: [R], keys: [StoredValue]) -> (records: [R], order: Monotony)? {
         guard let fields, keys.count == (fields.count + 1) * records.count else { return nil }
-        guard records.count > 1 else { return records }
+        guard records.count > 1 else { return (records, .ascending) }
         return sorted(records, keys: keys, fields: fields)
     }
 
-    private func sorted(_ records: [R], keys: [StoredValue], fields: [(field: Field<R>, ascending: Bool)]) -> [R] {
+    private func sorted(
+        _ records: [R], keys: [StoredValue], fields: [(field: Field<R>, ascending: Bool)]
+    ) -> (records: [R], order: Monotony) {
         let width = fields.count + 1
         // A loop, not `map(\.ascending)`: a key path is instantiated on every
         // call (about 14k instructions).
@@ -389,10 +456,11 @@ public struct SortPlan<R: Record>: Sendable {
         // pass over the keys finds out, and the sort is skipped. The keys end
         // with the primary key, so no two rows tie and the reverse of a
         // strictly descending run is the one ascending order.
-        switch SortPlan<R>.monotony(keys, width: width, ascending: ascending) {
-        case .ascending: return records
-        case .descending: return SortPlan<R>.reversed(records)
-        case .neither: return SortPlan<R>.order(keys, width: width, ascending: ascending).map { records[$0] }
+        let order = SortPlan<R>.monotony(keys, width: width, ascending: ascending)
+        switch order {
+        case .ascending: return (records, order)
+        case .descending: return (SortPlan<R>.reversed(records), order)
+        case .neither: return (SortPlan<R>.order(keys, width: width, ascending: ascending).map { records[$0] }, order)
         }
     }
 

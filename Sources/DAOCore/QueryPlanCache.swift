@@ -159,6 +159,10 @@ public final class PlanTemplate<R: Record>: Sendable {
     let accessIsExact: Bool
     let sort: SortPlan<R>
     private let memos = Mutex<[ObjectIdentifier: any Sendable]>([:])
+    /// Whether the last call that chose the direction of its candidates
+    /// found them in the order asked for when read in descending key order
+    /// (``QueryPlan/prefersDescendingCandidates``).
+    let descendingCandidates = Atomic<Bool>(false)
 
     /// The template of `fresh`, or `nil` when its predicate does not translate
     /// exactly or the template does not reproduce `fresh` for its own constants.

@@ -47,8 +47,24 @@ public struct FileStorage<R: Record>: Storage {
             try query.validate()
             let table = try state.table(R.self)
             let plan = QueryPlan(query)
-            let matches = try plan.finish(state.candidates(in: table, for: plan), filtered: plan.accessIsExact && table.walksExactly(plan))
-            return plan.needsCompleteRecords ? matches : try matches.map(state.attachChildren)
+            // The candidates are filtered as they are collected, and found in
+            // the key order (ascending or descending) that gave the asked
+            // order at the last call of this shape: a dialog's messages by
+            // date, newest first, come from their keys in descending order,
+            // and need no reversing then.
+            let descending = plan.prefersDescendingCandidates
+            let candidates = try state.candidates(
+                in: table, for: plan, filtering: !(plan.accessIsExact && table.walksExactly(plan)), descending: descending)
+            // The sort keys read by position where the record allows it,
+            // else through the fields' key paths.
+            let matches =
+                if let keys = try table.sortKeys(of: candidates, for: plan.sort) {
+                    try plan.finish(candidates, sortKeys: keys, filtered: true, descending: descending)
+                } else {
+                    try plan.finish(candidates, filtered: true, descending: descending)
+                }
+            // Records without relations are complete as stored.
+            return plan.needsCompleteRecords || !table.hasRelations ? matches : try matches.map(state.attachChildren)
         }
     }
 
@@ -292,28 +308,49 @@ extension StoreState {
 
     /// The records the plan's access path finds (a superset of the answer
     /// unless the path is exact), complete with their children when the plan
-    /// evaluates something that may read them.
-    func candidates<T: Record>(in table: Table<T>, for plan: QueryPlan<T>) throws -> [T] {
+    /// evaluates something that may read them. With `filtering`, only those
+    /// that meet the plan's predicate (``QueryPlan/matches(_:)``): tested
+    /// where they are stored, before they are copied out, unless the
+    /// predicate needs their children. In primary-key order, descending with
+    /// `descending`, where the path finds them by an index (in the table's
+    /// order otherwise).
+    func candidates<T: Record>(
+        in table: Table<T>, for plan: QueryPlan<T>, filtering: Bool = false, descending: Bool = false
+    ) throws -> [T] {
+        let early: CandidateTest<T>? = filtering && !plan.needsCompleteRecords ? .plan(plan) : nil
         var records: [T]
         switch plan.access {
         case .all:
             records = table.allRecords
+            if let early { records = try records.filter(early.passes) }
         case .primaryKey(let key):
             records = table.record(key).map { [$0] } ?? []
+            if let early { records = try records.filter(early.passes) }
         case .index(let index, let values):
             guard let keys = table.keys(where: index.fields[0], equals: values[0]) else {
                 records = table.allRecords
+                if let early { records = try records.filter(early.passes) }
                 break
             }
-            records = table.records(withKeys: keys)
+            // The index's first field is looked up; when the access path is
+            // the whole predicate, the records with its other values are
+            // exactly the answer: only those fields are compared, not the
+            // whole predicate (whose evaluation through `matches` copied
+            // the predicate and asked for its metadata per record).
+            let test = early.map { CandidateTest.remaining(index, values, plan: $0, in: table) }
+            records = try table.records(withKeys: keys, descending: descending, matching: test)
         case .parent(let value):
             guard let foreignKey = T.entity.foreignKeyField, let keys = table.keys(where: foreignKey, equals: value) else {
                 records = table.allRecords
+                if let early { records = try records.filter(early.passes) }
                 break
             }
-            records = table.records(withKeys: keys)
+            records = try table.records(withKeys: keys, descending: descending, matching: early)
         }
-        if plan.needsCompleteRecords { records = try records.map(attachChildren) }
+        if plan.needsCompleteRecords {
+            records = try records.map(attachChildren)
+            if filtering { records = try records.filter(plan.matches) }
+        }
         return records
     }
 }
@@ -325,5 +362,51 @@ extension Table {
     func walksExactly(_ plan: QueryPlan<R>) -> Bool {
         if case .index(_, let values) = plan.access { return values.count == 1 }
         return true
+    }
+}
+
+/// How ``StoreState/candidates(in:for:filtering:descending:)`` tests a
+/// candidate where it is stored.
+enum CandidateTest<R: Record> {
+    /// The plan's whole predicate (``QueryPlan/matches(_:)``).
+    case plan(QueryPlan<R>)
+    /// Equalities of declared fields with stored values (coerced to the
+    /// fields' types by the access path), all of which must hold.
+    case equalities([(field: Field<R>, value: StoredValue)])
+    /// One such equality, the field read by position (``FieldValueReader``).
+    case equality(FieldValueReader<R>, StoredValue)
+
+    /// The test of candidates found by the first field of `index`: the
+    /// equalities of its other fields with `values` when the access path is
+    /// exactly the predicate (``QueryPlan/accessIsExact``), else `test`.
+    static func remaining(_ index: Index, _ values: [StoredValue], plan test: CandidateTest, in table: Table<R>)
+        -> CandidateTest
+    {
+        guard case .plan(let plan) = test, plan.accessIsExact, values.count <= index.fields.count
+        else { return test }
+        if values.count == 2, let reader = table.valueReader(of: index.fields[1]) { return .equality(reader, values[1]) }
+        var equalities: [(field: Field<R>, value: StoredValue)] = []
+        equalities.reserveCapacity(values.count - 1)
+        for position in 1..<values.count {
+            guard let field = R.entity.field(named: index.fields[position]) else { return test }
+            equalities.append((field, values[position]))
+        }
+        return .equalities(equalities)
+    }
+
+    /// Whether `record` passes.
+    /// - Throws: what ``QueryPlan/matches(_:)`` throws.
+    func passes(_ record: R) throws -> Bool {
+        switch self {
+        case .plan(let plan):
+            return try plan.matches(record)
+        case .equalities(let equalities):
+            for equality in equalities where !Semantics.compare(equality.field.value(in: record), .equal, equality.value) {
+                return false
+            }
+            return true
+        case .equality(let read, let value):
+            return Semantics.compare(try read(record), .equal, value)
+        }
     }
 }

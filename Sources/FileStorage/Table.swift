@@ -149,6 +149,15 @@ final class Table<R: Record>: AnyTable {
     let keyPairReader: KeyPairReader<R>?
     /// The same for many records at once (see ``KeyPairsReader``).
     let keyPairsReader: KeyPairsReader<R>?
+    /// Whether the record is a ``FieldwiseRecord``; `nil` until a query asks
+    /// for a ``FieldValueReader`` (the cast is a conformance look-up).
+    private var isFieldwise: Bool?
+    /// The ``FieldValueReader`` of each field position a query read, made
+    /// the first time (a query's candidates compared on a field, its sort keys).
+    private var valueReaders: [Int: FieldValueReader<R>] = [:]
+    /// The reader of a sort's field and the primary key (``sortKeys(of:for:)``),
+    /// by the sort field's position, made the first time a query sorts by it.
+    private var sortKeyReaders: [Int: FieldPairReader<R>] = [:]
 
     init(records: [R], documentName: String?, foreignKey: String?, format: FileFormat = .json) {
         trackedTextFields = format == .propertyList ? R.entity.fields.filter { $0.type == .text } : []
@@ -376,6 +385,83 @@ final class Table<R: Record>: AnyTable {
         pairs.sort { $0.key < $1.key }
         for index in 0..<pairs.count { records.append(state.records[pairs[index].position]) }
         return records
+    }
+
+    /// ``records(withKeys:)`` in descending key order when `descending`, and
+    /// with a test only those that pass it, tested in place (a record that
+    /// fails is not copied).
+    /// - Throws: what ``QueryPlan/matches(_:)`` throws.
+    func records(withKeys keys: Set<StoredValue>, descending: Bool, matching test: CandidateTest<R>?) throws -> [R] {
+        var records: [R] = []
+        records.reserveCapacity(keys.count)
+        var pairs: [(key: Int64, position: Int)] = []
+        pairs.reserveCapacity(keys.count)
+        for key in keys {
+            guard case .integer(let value) = key else {
+                let sorted = keys.sorted()
+                for key in descending ? sorted.reversed() : sorted {
+                    guard let position = state.positions[key] else { continue }
+                    if let test, try !test.passes(state.records[position]) { continue }
+                    records.append(state.records[position])
+                }
+                return records
+            }
+            if let position = state.positions[key] { pairs.append((value, position)) }
+        }
+        // The keys are distinct: no ties to break.
+        if descending { pairs.sort { $0.key > $1.key } } else { pairs.sort { $0.key < $1.key } }
+        for index in 0..<pairs.count {
+            let position = pairs[index].position
+            if let test, try !test.passes(state.records[position]) { continue }
+            records.append(state.records[position])
+        }
+        return records
+    }
+
+    /// The reader of the field named `name` by its position, when the record
+    /// is a ``FieldwiseRecord``; made once per field.
+    func valueReader(of name: String) -> FieldValueReader<R>? {
+        guard isFieldwise != false, let position = R.entity.position(ofField: name) else { return nil }
+        if let reader = valueReaders[position] { return reader }
+        guard let reader = makeFieldValueReader(for: R.self, position: position) else {
+            isFieldwise = false
+            return nil
+        }
+        isFieldwise = true
+        valueReaders[position] = reader
+        return reader
+    }
+
+    /// The sort keys of `records` for `sort` (``SortPlan/sorted(_:keys:)``:
+    /// each record's value of the sort's field, then its primary key's),
+    /// read by position in one pass over the records specialized for the
+    /// record type (``FieldPairReader``), without key paths; `nil` unless
+    /// the sort compares the stored values of one field and the record is a
+    /// ``FieldwiseRecord``.
+    /// - Throws: what the record's `write(fields:)` throws.
+    func sortKeys(of records: [R], for sort: SortPlan<R>) throws -> [StoredValue]? {
+        guard isFieldwise != false, let fields = sort.fields, fields.count == 1,
+            let position = R.entity.position(ofField: fields[0].field.name), position > 0
+        else { return nil }
+        let read: FieldPairReader<R>
+        if let kept = sortKeyReaders[position] {
+            read = kept
+        } else {
+            guard let made = makeFieldPairReader(for: R.self, positions: [position, 0]) else {
+                isFieldwise = false
+                return nil
+            }
+            sortKeyReaders[position] = made
+            read = made
+        }
+        let (values, keys) = try read(records)
+        var sortKeys: [StoredValue] = []
+        sortKeys.reserveCapacity(values.count * 2)
+        for index in 0..<values.count {
+            sortKeys.append(values[index])
+            sortKeys.append(keys[index])
+        }
+        return sortKeys
     }
 
     /// The primary keys of the records whose `field` holds `value`, if `field` is indexed.

@@ -188,17 +188,20 @@ extension EntityTable {
         try candidates(for: plan, in: txn, codecs: codecs, sortKeys: nil)
     }
 
-    /// The records `plan` finds; when `sortKeys` is given, the stored values
-    /// of its fields are appended to it for each record, read from the bytes
-    /// the record was decoded from (``SortPlan/sorted(_:keys:)``).
-    func candidates(for plan: Plan, in txn: borrowing Transaction, codecs: Codecs, sortKeys: SortKeys?) throws -> [R] {
+    /// The records `plan` finds, in key order (descending when `backwards`);
+    /// when `sortKeys` is given, the stored values of its fields are
+    /// appended to it for each record, read from the bytes the record was
+    /// decoded from (``SortPlan/sorted(_:keys:)``).
+    func candidates(
+        for plan: Plan, in txn: borrowing Transaction, codecs: Codecs, sortKeys: SortKeys?, backwards: Bool = false
+    ) throws -> [R] {
         let decoder = codecs.decoder
         switch plan {
         case .everything, .parentRange:
             var prefix: [UInt8] = []
             if case .parentRange(let parent) = plan { prefix = parent }
             let records = RecordBuffer<R>()
-            try txn.scan(main, prefix: prefix) { _, value in
+            try txn.scan(main, prefix: prefix, backwards: backwards) { _, value in
                 try decode(value, into: records, in: txn, codecs: codecs)
                 try sortKeys?.read(decoder)
                 return true
@@ -216,7 +219,7 @@ extension EntityTable {
             guard let index = indexes.first(where: { $0.index.name == name }) else { return [] }
             let records = RecordBuffer<R>()
             guard !rest.isEmpty else {
-                try txn.scan(main, prefix: parent) { _, value in
+                try txn.scan(main, prefix: parent, backwards: backwards) { _, value in
                     try decode(value, into: records, in: txn, codecs: codecs)
                     try sortKeys?.read(decoder)
                     return true
@@ -230,7 +233,7 @@ extension EntityTable {
             // A child whose fixed-width fields at the value's end already
             // fail is skipped by the scan itself, before the decoder sees
             // it; one they show passing (`passed`) is not compared again.
-            try txn.scan(main, prefix: parent, skipping: filter) { _, value, passed in
+            try txn.scan(main, prefix: parent, backwards: backwards, skipping: filter) { _, value, passed in
                 // The fields the filter reads and only those, before the
                 // checksum: a child the filter skips is not returned, as a
                 // child outside an index range was not read; one it keeps
@@ -252,7 +255,7 @@ extension EntityTable {
         case .indexRange(let name, let prefix):
             guard let index = indexes.first(where: { $0.index.name == name }), let dbi = index.dbi else { return [] }
             var keys: [[UInt8]] = []
-            try txn.scan(dbi, prefix: prefix) { _, key in
+            try txn.scan(dbi, prefix: prefix, backwards: backwards) { _, key in
                 keys.append([UInt8](key))
                 return true
             }

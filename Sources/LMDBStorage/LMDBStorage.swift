@@ -201,12 +201,20 @@ public struct LMDBStorage<Record: DAOCore.Record>: Storage {
             // The sort keys are read from the stored bytes as each candidate
             // is decoded, not through key paths from the records afterwards.
             let sortKeys = table.sortKeyPositions(plan.sort).map(SortKeys.init)
+            // A range is read in the direction that gave the asked order at
+            // the last call of this shape (a parent's messages by date,
+            // newest first, come from their keys in the reverse order): read
+            // backwards, they need no reversing. Only with sort keys, by
+            // which `finish` checks the order and learns the direction.
+            let backwards = sortKeys != nil && plan.prefersDescendingCandidates
             let candidates = try table.environment.read(.read) { txn in
                 try table.withReadCodecs { codecs in
-                    try table.candidates(for: path, in: txn, codecs: codecs, sortKeys: sortKeys)
+                    try table.candidates(for: path, in: txn, codecs: codecs, sortKeys: sortKeys, backwards: backwards)
                 }
             }
-            if let sortKeys { return try plan.finish(candidates, sortKeys: sortKeys.keys, filtered: isExact) }
+            if let sortKeys {
+                return try plan.finish(candidates, sortKeys: sortKeys.keys, filtered: isExact, descending: backwards)
+            }
             return try plan.finish(candidates, filtered: isExact)
         } catch {
             throw failing(error, .read)

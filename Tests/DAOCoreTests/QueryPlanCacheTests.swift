@@ -281,6 +281,53 @@ struct QueryPlanCacheTests {
         }
     }
 
+    @Test("a shape learns the direction its candidates come in the asked order; the answer is the same either way")
+    func candidateDirection() throws {
+        Gauge.entity.forgetQueryPlans()
+        let station = "direction"
+        let query = Query<Gauge>(
+            where: #Predicate { $0.station == station }, sortedBy: [SortDescriptor(\.taken, order: .reverse)])
+        let sort = SortPlan(query.sortedBy)
+        // By key, as a range yields them; their dates rise with the key.
+        let byKey = (Int64(1)...6).map {
+            Gauge(
+                id: $0, station: station, level: 0, note: nil, reading: nil, active: true,
+                taken: Date(timeIntervalSinceReferenceDate: Double($0) * 60))
+        }
+        let all = gauges + byKey
+        let expected = try QueryPlan(fresh: query).finish(all, filtered: false)
+        #expect(expected == Array(byKey.reversed()))
+        let descendingKeys = Array(byKey.reversed())
+        func keys(_ records: [Gauge]) -> [StoredValue] {
+            records.flatMap { [sort.fields?.first?.field.value(in: $0) ?? .null, .integer($0.id)] }
+        }
+        func prefers() -> Bool { QueryPlan(query).prefersDescendingCandidates }
+        #expect(!prefers())
+        // Read by ascending key, they come in the reverse of the asked order:
+        // the next call prefers descending keys.
+        #expect(try QueryPlan(query).finish(byKey, sortKeys: keys(byKey), filtered: true, descending: false) == expected)
+        #expect(prefers())
+        // Read by descending key, they come in order: the hint stays.
+        #expect(
+            try QueryPlan(query).finish(descendingKeys, sortKeys: keys(descendingKeys), filtered: true, descending: true)
+                == expected)
+        #expect(prefers())
+        // In neither order: sorted, the hint unchanged.
+        var shuffled = byKey
+        shuffled.swapAt(0, 1)
+        #expect(try QueryPlan(query).finish(shuffled, sortKeys: keys(shuffled), filtered: true, descending: true) == expected)
+        #expect(prefers())
+        // Descending keys came reversed: ascending next time.
+        #expect(try QueryPlan(query).finish(byKey, sortKeys: keys(byKey), filtered: true, descending: true) == expected)
+        #expect(!prefers())
+        // The same through the fields' key paths (no sort keys given), unfiltered.
+        #expect(try QueryPlan(query).finish(all.sorted { $0.id < $1.id }, filtered: false, descending: false) == expected)
+        #expect(prefers())
+        // The plain finish teaches nothing.
+        #expect(try QueryPlan(query).finish(byKey, sortKeys: keys(byKey), filtered: true) == expected)
+        #expect(prefers())
+    }
+
     @Test("many tasks at once, each with its own constants, get their own answers")
     func concurrentUse() async throws {
         Gauge.entity.forgetQueryPlans()

@@ -32,26 +32,58 @@ struct Cursor: ~Copyable {
             return move(&key, &value, MDB_SET_RANGE)
         }
     }
+
+    /// Moves the cursor to the last entry whose key is before every key
+    /// that starts with `prefix` and comes after it, that is to the last key
+    /// starting with `prefix` when there is one (the last entry of the
+    /// database for an empty prefix), and returns the result code; the caller
+    /// checks that the key found starts with `prefix`. Finds the first key
+    /// after the prefix's range (`MDB_SET_RANGE` on the prefix's successor,
+    /// the prefix with its last byte below 0xFF raised by one and the bytes
+    /// after it dropped) and steps back (`MDB_PREV`), or goes to the last
+    /// entry when no key follows the range.
+    func moveToLast(withPrefix prefix: [UInt8], _ key: inout MDB_val, _ value: inout MDB_val) -> Int32 {
+        guard let last = prefix.lastIndex(where: { $0 != 0xFF }) else { return move(&key, &value, MDB_LAST) }
+        var successor = Array(prefix[...last])
+        successor[last] += 1
+        let code = successor.withUnsafeBytes { successor in
+            key.mv_size = successor.count
+            key.mv_data = UnsafeMutableRawPointer(mutating: successor.baseAddress)
+            return move(&key, &value, MDB_SET_RANGE)
+        }
+        if code == MDB_NOTFOUND { return move(&key, &value, MDB_LAST) }
+        guard code == MDB_SUCCESS else { return code }
+        return move(&key, &value, MDB_PREV)
+    }
+
+    /// ``moveToFirst(withPrefix:_:_:)`` or, when `backwards`,
+    /// ``moveToLast(withPrefix:_:_:)``.
+    @inline(__always)
+    func moveToEnd(withPrefix prefix: [UInt8], backwards: Bool, _ key: inout MDB_val, _ value: inout MDB_val) -> Int32 {
+        backwards ? moveToLast(withPrefix: prefix, &key, &value) : moveToFirst(withPrefix: prefix, &key, &value)
+    }
 }
 
 extension Transaction {
     /// Calls `body` with every key and value whose key starts with `prefix`, in
-    /// key order (for an `MDB_DUPSORT` database every value of every key; for an
-    /// empty prefix every entry); `body` returns `false` to stop. The buffers
-    /// point into the map and are valid only during the call.
+    /// key order, or in descending key order when `backwards` (for an
+    /// `MDB_DUPSORT` database every value of every key; for an empty prefix
+    /// every entry); `body` returns `false` to stop. The buffers point into
+    /// the map and are valid only during the call.
     func scan(
-        _ dbi: MDB_dbi, prefix: [UInt8],
+        _ dbi: MDB_dbi, prefix: [UInt8], backwards: Bool = false,
         _ body: (_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) throws -> Bool
     ) throws {
         let cursor = try Cursor(self, dbi)
         var k = MDB_val()
         var v = MDB_val()
-        var code = cursor.moveToFirst(withPrefix: prefix, &k, &v)
+        let step = backwards ? MDB_PREV : MDB_NEXT
+        var code = cursor.moveToEnd(withPrefix: prefix, backwards: backwards, &k, &v)
         while code == MDB_SUCCESS {
             guard k.hasPrefix(prefix) else { return }
             let key = UnsafeRawBufferPointer(start: k.mv_data, count: k.mv_size)
             guard try body(key, UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size)) else { return }
-            code = cursor.move(&k, &v, MDB_NEXT)
+            code = cursor.move(&k, &v, step)
         }
         if code != MDB_NOTFOUND { try check(code, "mdb_cursor_get") }
     }
@@ -63,13 +95,14 @@ extension Transaction {
     /// prologue, the set-up of a generic caller's frame, about 45
     /// instructions a child).
     func scan(
-        _ dbi: MDB_dbi, prefix: [UInt8], skipping filter: RangeFilter,
+        _ dbi: MDB_dbi, prefix: [UInt8], backwards: Bool = false, skipping filter: RangeFilter,
         _ body: (_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer, _ passed: Bool) throws -> Bool
     ) throws {
         let cursor = try Cursor(self, dbi)
         var k = MDB_val()
         var v = MDB_val()
-        var code = cursor.moveToFirst(withPrefix: prefix, &k, &v)
+        let step = backwards ? MDB_PREV : MDB_NEXT
+        var code = cursor.moveToEnd(withPrefix: prefix, backwards: backwards, &k, &v)
         while code == MDB_SUCCESS {
             guard k.hasPrefix(prefix) else { return }
             let value = UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size)
@@ -78,7 +111,7 @@ extension Transaction {
                 let key = UnsafeRawBufferPointer(start: k.mv_data, count: k.mv_size)
                 guard try body(key, value, verdict == .passes) else { return }
             }
-            code = cursor.move(&k, &v, MDB_NEXT)
+            code = cursor.move(&k, &v, step)
         }
         if code != MDB_NOTFOUND { try check(code, "mdb_cursor_get") }
     }
