@@ -83,6 +83,35 @@ struct OwnedTag: Record, Equatable {
     static let entity = Entity<OwnedTag>("tags", primaryKey: "id", \.id, fields: [Field("authorId", \.authorId)])
 }
 
+/// Authors holding a child type that does not name its owner.
+struct PlainLabelledAuthor: Record, Equatable {
+    typealias PrimaryKey = String
+    var id: String
+    var name: String
+    var country: String?
+    var books: [CatalogBook]
+    var marks: [PlainMark]
+
+    static let entity = Entity<PlainLabelledAuthor>(
+        "authors", primaryKey: "id", \.id,
+        fields: [Field("name", \.name), Field("country", \.country)],
+        relations: [
+            Relation("books", \.books, foreignKey: "authorId", \CatalogBook.authorId),
+            Relation("marks", \.marks, foreignKey: "authorId", \PlainMark.authorId),
+        ])
+}
+
+struct PlainMark: Record, Equatable {
+    typealias PrimaryKey = Int64
+    var id: Int64
+    var authorId: String
+    var score: Double
+
+    static let entity = Entity<PlainMark>(
+        "marks", primaryKey: "id", \.id, fields: [Field("authorId", \.authorId), Field("score", \.score)],
+        indexes: [Index("marks_by_score", on: ["score"])])
+}
+
 @Suite("Conformance: a relation added or removed in a migration, the same on every backend")
 struct MigrationRelationTests {
     let catalog = MigrationTests()
@@ -143,6 +172,30 @@ struct MigrationRelationTests {
             #expect(try store.anyStorage(for: LabelNote.self).count(where: #Predicate { $0.body == "second" }) == 1)
             // The old release's type is refused: the store moved on.
             #expect(expectStorageError { _ = try store.anyStorage(for: CatalogAuthor.self) }?.kind == .schemaMismatch)
+        }
+    }
+
+    @Test("lightweight: a relation to a new child type that does not name its owner", arguments: migratableBackends)
+    func relationAddedUnowned(backend: MigratableBackend) throws {
+        let directory = try catalog.seeded(backend)
+        let authors = catalog.authors
+        var migrator = Migrator()
+        migrator.register("v2", [.lightweight(to: PlainLabelledAuthor.self)])
+        func plain(_ author: CatalogAuthor, _ marks: [PlainMark]) -> PlainLabelledAuthor {
+            PlainLabelledAuthor(id: author.id, name: author.name, country: author.country, books: author.books, marks: marks)
+        }
+        let marks = [PlainMark(id: 1, authorId: authors[2].id, score: 2.5), PlainMark(id: 2, authorId: authors[2].id, score: 1)]
+        try catalog.opened(backend, directory) { (store) throws in
+            #expect(try migrator.migrate(store) == ["v2"])
+            let storage = try store.anyStorage(for: PlainLabelledAuthor.self)
+            #expect(try storage.readAll() == authors.map { plain($0, []) }, "on \(backend.name)")
+            try storage.persist([plain(authors[2], marks)])
+        }
+        try catalog.opened(backend, directory) { (store) throws in
+            let storage = try store.anyStorage(for: PlainLabelledAuthor.self)
+            #expect(try storage.readAll() == authors.enumerated().map { plain($1, $0 == 2 ? marks : []) }, "on \(backend.name)")
+            #expect(try storage.count(where: #Predicate { $0.marks.isEmpty }) == 2)
+            #expect(try store.anyStorage(for: PlainMark.self).count(where: #Predicate { $0.score > 2 }) == 1)
         }
     }
 
