@@ -30,8 +30,8 @@ public struct MigrationRow: Sendable, Hashable {
 /// Build steps with the static functions: ``addField(_:to:type:optional:default:)``,
 /// ``dropField(_:from:)``, ``renameField(_:to:in:)``,
 /// ``changeField(_:in:to:optional:_:)``, ``renameEntity(_:to:)``,
-/// ``addIndex(_:on:to:)``, ``dropIndex(_:from:)``, ``rewrite(_:to:_:)`` and
-/// ``lightweight(to:)``. docs/SCHEMA.md describes what each does on each engine.
+/// ``addIndex(_:on:to:)``, ``dropIndex(_:from:)``, ``dropRelation(_:from:)``,
+/// ``rewrite(_:to:_:)`` and ``lightweight(to:)``. docs/SCHEMA.md describes what each does on each engine.
 public struct MigrationStep: Sendable {
     enum Kind: Sendable {
         case addField(entity: String, field: EntitySchema.FieldSchema, value: StoredValue)
@@ -45,6 +45,7 @@ public struct MigrationStep: Sendable {
         case dropIndex(entity: String, index: String)
         case rewrite(entity: String, schemas: [EntitySchema], body: @Sendable (inout MigrationRow) throws -> Void)
         case lightweight(schemas: [EntitySchema])
+        case dropRelation(entity: String, relation: String)
     }
 
     let kind: Kind
@@ -125,11 +126,31 @@ public struct MigrationStep: Sendable {
         return MigrationStep(kind: .rewrite(entity: entity, schemas: schemas, body: body))
     }
 
+    /// Drops relation `name` of `entity` and erases what it holds: the child
+    /// entity and the entities its relations reach, with their records,
+    /// indexes and recorded schemas. Only entities the store records are
+    /// erased; `entity`'s own records stay.
+    ///
+    /// A store written before a child entity belonged to one relation of one
+    /// owner may record a second relation holding the same child: then only
+    /// the relation is dropped, and the child's records stay with the other
+    /// holder (refused when the child names `entity` as its owner: drop the
+    /// other relation instead). This is the step that repairs such a store.
+    public static func dropRelation(_ name: String, from entity: String) -> MigrationStep {
+        MigrationStep(kind: .dropRelation(entity: entity, relation: name))
+    }
+
     /// Lightweight migration to `type` and the entities stored with it, for
     /// the changes that need no code: an added optional field (stored as
-    /// `nil`), a dropped field, an added or dropped index, an added entity.
-    /// Any other difference from the stored schema is refused with
-    /// ``StorageError/Kind/schemaMismatch`` naming it, and nothing is applied.
+    /// `nil`), a dropped field, an added or dropped index, an added entity,
+    /// and a relation added to a stored entity whose child entity is new to
+    /// the store (the child and the entities it holds are created empty:
+    /// every stored parent reads back with no children in it). Any other
+    /// difference from the stored schema is refused with
+    /// ``StorageError/Kind/schemaMismatch`` naming it, and nothing is applied:
+    /// a removed relation (its children would be erased; write
+    /// ``dropRelation(_:from:)``), a relation to a child entity the store
+    /// holds already (under another owner, or none).
     public static func lightweight<R: Record>(to type: R.Type) -> MigrationStep {
         MigrationStep(kind: .lightweight(schemas: EntitySchema.tree(for: type)))
     }
@@ -254,6 +275,13 @@ public protocol MigrationTransaction: AnyObject {
     /// - Throws: ``StorageError``.
     func alter(_ change: NativeAlteration, from old: EntitySchema, to new: EntitySchema, in schemas: [String: EntitySchema])
         throws -> Bool
+
+    /// Erases what is stored for `schema`'s entity (its records, indexes and
+    /// links to its owner) and its recorded schema. `schemas` are the schemas
+    /// after the change (without `schema`'s entity). Called only for an
+    /// entity the store records.
+    /// - Throws: ``StorageError``.
+    func drop(_ schema: EntitySchema, in schemas: [String: EntitySchema]) throws
 }
 
 extension MigrationTransaction {
@@ -261,6 +289,14 @@ extension MigrationTransaction {
     public func alter(
         _ change: NativeAlteration, from old: EntitySchema, to new: EntitySchema, in schemas: [String: EntitySchema]
     ) throws -> Bool { false }
+
+    /// Erases nothing: a store whose transaction cannot drop an entity
+    /// refuses ``MigrationStep/dropRelation(_:from:)``.
+    public func drop(_ schema: EntitySchema, in schemas: [String: EntitySchema]) throws {
+        throw StorageError(
+            .invalidArgument, .open, entity: schema.entity,
+            message: "this store's migrations cannot erase entity '\(schema.entity)'")
+    }
 }
 
 /// A store that can be migrated: it runs a ``Migrator``'s work in one

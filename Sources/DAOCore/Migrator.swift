@@ -247,7 +247,68 @@ struct MigrationRunner {
         case .lightweight(let declared):
             for schema in declared { try EntityName.check(schema.entity) }
             try lightweight(to: declared)
+
+        case .dropRelation(let entity, let name):
+            try dropRelation(name, from: entity)
         }
+    }
+
+    // MARK: Dropping a relation
+
+    private mutating func dropRelation(_ name: String, from entity: String) throws {
+        let old = try schema(entity)
+        guard let relation = old.relations.first(where: { $0.name == name }) else {
+            throw Self.refuse(entity, "'\(entity)' has no relation '\(name)'")
+        }
+        var new = old
+        new.relations.removeAll { $0.name == name }
+        // The other relations of the store that hold `entity`'s child, as
+        // `entity.relation` (a store written before the one-holder rule).
+        func otherHolders(of child: String, except held: Set<String>) -> [String] {
+            schemas.values.sorted { $0.entity < $1.entity }.flatMap { schema in
+                schema.relations.filter { $0.child == child }.map { "\(schema.entity).\($0.name)" }
+            }.filter { !held.contains($0) }
+        }
+        if let other = otherHolders(of: relation.child, except: ["\(entity).\(name)"]).first {
+            // The child's records stay with the other holder.
+            if let child = schemas[relation.child], child.owner == entity {
+                throw Self.refuse(
+                    entity,
+                    "'\(relation.child)' names '\(entity)' as its owner and relation '\(other)' holds it too: drop that relation instead")
+            }
+            schemas[entity] = new
+            try txn.record(new)
+            // Stored again, linked to the holder that remains.
+            if let child = schemas[relation.child] {
+                let rows = try txn.rows(of: child, in: schemas)
+                try txn.rewrite(from: child, to: child, rows: rows, in: schemas)
+            }
+            return
+        }
+        // The child and what its relations reach, as the store records them.
+        var subtree: [EntitySchema] = []
+        var holds: Set<String> = ["\(entity).\(name)"]
+        func collect(_ name: String) {
+            guard let schema = schemas[name], !subtree.contains(where: { $0.entity == name }), name != entity else { return }
+            subtree.append(schema)
+            for relation in schema.relations {
+                holds.insert("\(schema.entity).\(relation.name)")
+                collect(relation.child)
+            }
+        }
+        collect(relation.child)
+        // Nothing another entity holds is erased.
+        for schema in subtree {
+            if let other = otherHolders(of: schema.entity, except: holds).first {
+                throw Self.refuse(
+                    entity,
+                    "dropping relation '\(name)' of '\(entity)' would erase '\(schema.entity)', which relation '\(other)' holds too")
+            }
+        }
+        schemas[entity] = new
+        for schema in subtree { schemas[schema.entity] = nil }
+        try txn.record(new)
+        for schema in subtree.reversed() { try txn.drop(schema, in: schemas) }
     }
 
     /// Records `new` in place of `old`: in place when the engine can, else by
@@ -359,6 +420,9 @@ struct MigrationRunner {
     // MARK: Lightweight
 
     private mutating func lightweight(to declared: [EntitySchema]) throws {
+        // A relation added to a stored entity is inferred when its child
+        // entity is new to the store: created empty below, after its holder.
+        let stored = Set(schemas.keys)
         for new in declared {
             guard let old = schemas[new.entity] else {
                 schemas[new.entity] = new
@@ -372,15 +436,29 @@ struct MigrationRunner {
                 switch $0 {
                 case .fieldAdded(let field): field.optional
                 case .fieldRemoved, .indexAdded, .indexRemoved: true
+                case .relationAdded(let relation): !stored.contains(relation.child)
                 default: false
                 }
             }
             guard inferred.count == changes.count else {
                 let refused = changes.filter { !inferred.contains($0) }
+                // A relation to a child another entity holds: the rule of
+                // opening names both holders.
+                try ChildHolders.check(declared: declared, recorded: schemas.values)
                 var error = EntitySchema.mismatch(entity: new.entity, refused)
                 error.message =
                     "lightweight migration cannot infer: "
-                    + refused.map(\.description).joined(separator: "; ") + " (write a migration step for it)"
+                    + refused.map { change in
+                        switch change {
+                        case .relationRemoved(let relation):
+                            "\(change) (dropping it erases its children: write "
+                                + ".dropRelation(\"\(relation.name)\", from: \"\(new.entity)\"))"
+                        case .relationAdded(let relation):
+                            "\(change) (the store holds '\(relation.child)' already: write the general step "
+                                + ".rewrite for it)"
+                        default: change.description
+                        }
+                    }.joined(separator: "; ") + " (write a migration step for it)"
                 throw error
             }
             for change in changes {
@@ -401,6 +479,15 @@ struct MigrationRunner {
                 if case .indexAdded(let index) = change {
                     try apply(.addIndex(index.name, on: index.fields, to: new.entity))
                 }
+            }
+            // Added relations: recorded before their children are created
+            // (which the holder's relation links to their owner).
+            if changes.contains(where: { if case .relationAdded = $0 { true } else { false } }),
+                var current = schemas[new.entity]
+            {
+                current.relations = new.relations
+                schemas[new.entity] = current
+                try txn.record(current)
             }
             // Added fields go last; the declaration must agree on the order.
             if let current = schemas[new.entity] {

@@ -126,10 +126,39 @@ final class FileMigrationTransaction: MigrationTransaction {
                 .encoding, .open, entity: new.entity,
                 message: "the migrated records could not be encoded: \(StoreState.describe(error))", underlying: error)
         }
-        try record(new)
+        setSchema(new)
+    }
+
+    func drop(_ schema: EntitySchema, in schemas: [String: EntitySchema]) throws {
+        // Its documents are no longer named; the commit removes them.
+        documents[schema.entity] = nil
+        manifest.documents[schema.entity] = nil
+        manifest.deltas?[schema.entity] = nil
+        manifest.schemas?[schema.entity] = nil
+        changed = true
     }
 
     func record(_ schema: EntitySchema) throws {
+        // Each record of a document lists its relations (as empty lists: the
+        // children live in their own document), as the record type codes it:
+        // a relation added or dropped re-encodes the entity's document.
+        if let old = manifest.schemas?[schema.entity],
+            Set(old.relations.map(\.name)) != Set(schema.relations.map(\.name)),
+            documents[schema.entity] != nil || manifest.documents[schema.entity] != nil
+        {
+            let rows = try rows(of: old, in: [:])
+            do {
+                documents[schema.entity] = try RowCoder(format: format, schema: schema).encode(rows)
+            } catch {
+                throw StorageError(
+                    .encoding, .open, entity: schema.entity,
+                    message: "the migrated records could not be encoded: \(StoreState.describe(error))", underlying: error)
+            }
+        }
+        setSchema(schema)
+    }
+
+    private func setSchema(_ schema: EntitySchema) {
         var schemas = manifest.schemas ?? [:]
         schemas[schema.entity] = schema
         manifest.schemas = schemas

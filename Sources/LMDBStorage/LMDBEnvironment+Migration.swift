@@ -219,6 +219,15 @@ final class LMDBMigrationTransaction: MigrationTransaction {
         try record(new)
     }
 
+    func drop(_ schema: EntitySchema, in schemas: [String: EntitySchema]) throws {
+        // Emptied, not deleted, as a renamed entity's databases are.
+        try empty(schema.entity)
+        try empty(schema.entity + "#id")
+        for index in schema.indexes { try empty(schema.entity + "#" + index.name, duplicateSort: true) }
+        try delete(try linksDB, Array(schema.entity.utf8))
+        try delete(try metadataDB, Array(StoreMetadataKey.schema(schema.entity).utf8))
+    }
+
     func alter(
         _ change: NativeAlteration, from old: EntitySchema, to new: EntitySchema, in schemas: [String: EntitySchema]
     ) throws -> Bool {

@@ -187,6 +187,14 @@ final class SQLiteMigrationTransaction: MigrationTransaction {
         return true
     }
 
+    func drop(_ schema: EntitySchema, in schemas: [String: EntitySchema]) throws {
+        // The table is the store's (its schema is recorded); its indexes go with it.
+        if try tableExists(schema.entity) {
+            try connection.execute("DROP TABLE \(quoted(schema.entity))")
+        }
+        try removeMetadata(StoreMetadataKey.schema(schema.entity))
+    }
+
     /// Fails when a row's foreign key names no parent.
     func checkForeignKeys() throws {
         let statement = try Statement(db: connection.handle, sql: "PRAGMA foreign_key_check", persistent: false)

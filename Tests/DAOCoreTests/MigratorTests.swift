@@ -33,6 +33,10 @@ final class MemoryMigrationStore: MigratableStore, @unchecked Sendable {
             self.schemas[new.entity] = new
         }
         func record(_ schema: EntitySchema) throws { schemas[schema.entity] = schema }
+        func drop(_ schema: EntitySchema, in schemas: [String: EntitySchema]) throws {
+            rowsByEntity[schema.entity] = nil
+            self.schemas[schema.entity] = nil
+        }
     }
 
     var schemas: [String: EntitySchema] = [:]
@@ -160,6 +164,54 @@ struct MigratorTests {
         #expect(store.schemas["children"]?.owner == "owners")
         #expect(store.rows["owners"]?.count == 2)
         #expect(try Migrator.state(of: store) == MigrationState(applied: ["v2"]))
+    }
+
+    @Test("dropping a relation erases its child entity; the parent's records stay")
+    func dropRelation() throws {
+        #expect(refusal([.dropRelation("nope", from: "parents")])?.contains("no relation 'nope'") == true)
+        let store = store()
+        var migrator = Migrator()
+        migrator.register("v2", [.dropRelation("children", from: "parents")])
+        #expect(try migrator.migrate(store) == ["v2"])
+        #expect(store.schemas["parents"]?.relations == [])
+        #expect(store.schemas["children"] == nil && store.rows["children"] == nil)
+        #expect(store.rows["parents"]?.count == 2)
+    }
+
+    /// The store with a second holder of `children`: `others.kids`, as a
+    /// store written before the one-holder rule may record.
+    func storeWithTwoHolders() -> MemoryMigrationStore {
+        let store = store()
+        store.schemas["others"] = EntitySchema(
+            entity: "others", fields: [FieldSchema(name: "id", type: .text, optional: false)],
+            relations: [EntitySchema.RelationSchema(name: "kids", child: "children", foreignKey: "parentId")])
+        store.rows["others"] = [[.text("o1")]]
+        return store
+    }
+
+    @Test("a store recording two holders of one child is repaired by dropping the other holder's relation")
+    func repairTwoHolders() throws {
+        let children = store().rows["children"]
+        // The owner the child names cannot be the one dropped.
+        let refused = storeWithTwoHolders()
+        var wrong = Migrator()
+        wrong.register("v2", [.dropRelation("children", from: "parents")])
+        let error = #expect(throws: StorageError.self) { try wrong.migrate(refused) }
+        #expect(error?.message.contains("drop that relation instead") == true)
+        #expect(refused.rows["children"] == children && refused.metadata.isEmpty)
+
+        let store = storeWithTwoHolders()
+        let parents = try #require(store.schemas["parents"])
+        #expect(throws: StorageError.self) { try ChildHolders.check(declared: [parents], recorded: store.schemas.values) }
+        var migrator = Migrator()
+        migrator.register("v2", [.dropRelation("kids", from: "others")])
+        #expect(try migrator.migrate(store) == ["v2"])
+        #expect(store.schemas["others"]?.relations == [])
+        #expect(store.rows["others"]?.count == 1)
+        // The children stay with the holder that remains, which opens again.
+        #expect(store.rows["children"] == children)
+        #expect(store.schemas["children"]?.owner == "parents")
+        try ChildHolders.check(declared: [parents], recorded: store.schemas.values)
     }
 }
 
