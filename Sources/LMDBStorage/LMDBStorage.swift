@@ -98,6 +98,7 @@ public struct LMDBStorage<Record: DAOCore.Record>: Storage {
                             try table.persist($0, in: txn, codecs: codecs, writeFields: writeFields)
                         }
                     }
+                    try codecs.flushRuns(in: txn)
                 }
             }
         } catch {
@@ -293,6 +294,9 @@ public struct LMDBStorage<Record: DAOCore.Record>: Storage {
             guard let storageKey = try table.storageKey(of: pk, in: txn) else { continue }
             if try table.erase(storageKey: storageKey, pk: pk, in: txn, codecs: codecs) { erased += 1 }
         }
+        // Erasing writes no run it keeps for later; written all the same,
+        // so that no path commits with one unwritten.
+        try codecs.flushRuns(in: txn)
         return erased
     }
 }
