@@ -37,11 +37,12 @@ extension EntityTable {
 
     /// Inserts or replaces `record` with its children.
     ///
-    /// Writes per record: its value; for a child, its `#id` entry only when it
-    /// is new under this parent (one `MDB_NOOVERWRITE` put, which also finds a
-    /// child stored under another parent, which then moves); the entries of
-    /// the indexes kept in their own database, reading the old value only
-    /// when there are such indexes.
+    /// Writes per record: its value; for a child new under this parent, a
+    /// look through the `#id` runs (which finds a child stored under another
+    /// parent, which then moves) and the run it joins or starts
+    /// (``RunWriter``; nothing per child while the children extend the last
+    /// run); the entries of the indexes kept in their own database, reading
+    /// the old value only when there are such indexes.
     ///
     /// The record is lent by a pointer (valid for the call): every use of a
     /// record's value in this code, generic over its type, copied it.
@@ -267,7 +268,7 @@ extension EntityTable {
                 pk.removeAll(keepingCapacity: true)
                 pk.append(contentsOf: childKey)
             }
-            // The `#id` entry first: the eraser reads `childKey` before its
+            // The `#id` run first: the eraser reads `childKey` before its
             // own delete, and nothing was written since the cursor lent it.
             // Without stored indexes no array is made or released per child
             // (two empty ones cost about 50 instructions per erased child).

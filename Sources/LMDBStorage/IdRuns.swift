@@ -216,7 +216,7 @@ final class RunWriter {
     /// holds `tailFirst` and, unless `tailDirty`, `tailLast`. Read and
     /// written for every new child, by one call on one thread: without the
     /// runtime's exclusivity checks (two `swift_beginAccess` a child cost
-    /// about 155 instructions each).
+    /// about 155 instructions together).
     @exclusivity(unchecked) private var hasTail = false
     @exclusivity(unchecked) private var tailDirty = false
     @exclusivity(unchecked) private var tailFirst: [UInt8] = []
@@ -440,8 +440,10 @@ final class RunWriter {
 /// children in key order (``EntityTable/eraseRange(parentKey:in:codecs:)``):
 /// a child after the end of the current run starts the next run of its
 /// parent, whose entry is deleted; the children inside a run cost nothing.
-/// The entry under the cursor after a delete is tried first, as
-/// ``KeyEraser`` does.
+/// The entry under the cursor after a delete (LMDB leaves it on the entry
+/// that followed) is read once and compared first; any other key is
+/// searched for, so where the cursor stands decides only whether a search
+/// is saved, never which entry goes.
 final class RunEraser {
     private let handle: OpaquePointer
     private var positioned = false

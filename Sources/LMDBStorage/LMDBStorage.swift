@@ -116,8 +116,9 @@ public struct LMDBStorage<Record: DAOCore.Record>: Storage {
     /// children's: verify their storages too) and returns how many there are:
     /// each value decodes and its CRC-32C holds, each key is the one its
     /// record's fields give (under the parent its foreign key names, which is
-    /// stored), each `#id` lookup and index entry matches a record, one for
-    /// one. One read transaction.
+    /// stored), each child is found through the `#id` runs under its own
+    /// key and each run starts and ends with children of its parent, and
+    /// each index entry matches a record, one for one. One read transaction.
     ///
     /// Reads answer from keys and indexes without these cross-checks, so a
     /// damaged key or index entry can hide a record from them; `verify()`
