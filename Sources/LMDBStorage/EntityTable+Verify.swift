@@ -34,13 +34,16 @@ extension EntityTable {
                 // Children are keyed under their parent's primary key; the parent
                 // is found by it directly, or through its '#id' lookup when it is
                 // a child itself.
-                let parentStorageKey = try link.parentById.map { try lookup($0, foreignKey, in: txn) } ?? foreignKey
+                let parentStorageKey =
+                    try link.parentById.map {
+                        try IdRuns.storageKey(of: foreignKey, ids: $0, main: link.parentMain, in: txn)
+                    } ?? foreignKey
                 guard storageKey.prefix(storageKey.count - pk.count).elementsEqual(foreignKey),
                     let parentStorageKey, try lookup(link.parentMain, parentStorageKey, in: txn) != nil
                 else {
                     throw inconsistent("a record is not stored under the '\(link.parent)' record its foreign key names")
                 }
-                guard try lookup(byId, pk, in: txn) == storageKey else {
+                guard try IdRuns.storageKey(of: pk, ids: byId, main: main, in: txn) == storageKey else {
                     throw inconsistent("a record's '#id' lookup does not name it")
                 }
             } else if storageKey != pk {
@@ -57,9 +60,7 @@ extension EntityTable {
             count += 1
             return true
         }
-        if link != nil, try txn.entryCount(byId) != count {
-            throw inconsistent("the '#id' lookup has \(try txn.entryCount(byId)) entries for \(count) records")
-        }
+        if link != nil { try verifyRuns(records: count, in: txn) }
         for position in storedIndexes.indices {
             let index = storedIndexes[position]
             let name = storedNames[position]
@@ -78,6 +79,43 @@ extension EntityTable {
             }
         }
         return count
+    }
+
+    /// Checks the runs of the `#id` database (``IdRun``) beyond what finding
+    /// each record through them checked: each run's first and last keys are
+    /// children of its parent, in order, and each run starts after the one
+    /// before ends, so no run is stale and none overlaps another; and there
+    /// are no more runs than records.
+    private func verifyRuns(records: Int, in txn: borrowing Transaction) throws {
+        var previousLast: [UInt8]?
+        var runs = 0
+        var malformed = false
+        var runsToCheck: [IdRun] = []
+        try txn.scan(byId, prefix: []) { key, value in
+            guard let run = IdRun(key: key, value: value) else {
+                malformed = true
+                return false
+            }
+            runsToCheck.append(run)
+            return true
+        }
+        if malformed { throw inconsistent("an '#id' entry is not a run of child keys") }
+        for run in runsToCheck {
+            runs += 1
+            guard compareKeys(run.first, run.last) <= 0 else {
+                throw inconsistent("an '#id' run ends before it starts")
+            }
+            if let previousLast, compareKeys(run.first, previousLast) <= 0 {
+                throw inconsistent("two '#id' runs overlap")
+            }
+            guard try txn.contains(main, run.parent + run.first), try txn.contains(main, run.parent + run.last) else {
+                throw inconsistent("an '#id' run does not start and end with children of its parent")
+            }
+            previousLast = run.last
+        }
+        guard runs <= records else {
+            throw inconsistent("the '#id' database has \(runs) runs for \(records) records")
+        }
     }
 
     /// A copy of the value stored under exactly `key`, or `nil`.

@@ -37,11 +37,12 @@ extension EntityTable {
 
     /// Inserts or replaces `record` with its children.
     ///
-    /// Writes per record: its value; for a child, its `#id` entry only when it
-    /// is new under this parent (one `MDB_NOOVERWRITE` put, which also finds a
-    /// child stored under another parent, which then moves); the entries of
-    /// the indexes kept in their own database, reading the old value only
-    /// when there are such indexes.
+    /// Writes per record: its value; for a child new under this parent, a
+    /// look through the `#id` runs (which finds a child stored under another
+    /// parent, which then moves) and the run it joins or starts
+    /// (``RunWriter``; nothing per child while the children extend the last
+    /// run); the entries of the indexes kept in their own database, reading
+    /// the old value only when there are such indexes.
     ///
     /// The record is lent by a pointer (valid for the call): every use of a
     /// record's value in this code, generic over its type, copied it.
@@ -104,7 +105,15 @@ extension EntityTable {
             var storedHere = false
             switch parent {
             case .unknown:
-                guard try txn.contains(codecs.parentDatabase, key) else {
+                // A parent that is a child itself is found through the runs
+                // of its own `#id` database.
+                let parentStored: Bool
+                if let link = codecs.link, let parentById = link.parentById {
+                    parentStored = try IdRuns.storageKey(of: key, ids: parentById, main: link.parentMain, in: txn) != nil
+                } else {
+                    parentStored = try txn.contains(codecs.parentDatabase, key)
+                }
+                guard parentStored else {
                     throw StorageError(
                         .constraint, .persist, entity: entity.name, path: environment.path,
                         message: "its parent '\(codecs.link?.parent ?? "")' with key \(encoder.value(at: foreignKey)) does not exist",
@@ -130,12 +139,15 @@ extension EntityTable {
             if storedHere {
                 storedAtKey = true
                 if hasStoredIndexes { oldKey = key }
-            } else if let stored = try codecs.idWriter.putIfAbsent(pk, key, in: txn) {
+            } else if let stored = try codecs.idRuns.storageKey(of: pk, in: txn) {
                 // Stored already: under this parent (the same key), or under
-                // another one, from which it moves.
+                // another one, from which it moves (below, once its old
+                // entry is read).
                 oldKey = stored
                 storedAtKey = stored == key
-                if !storedAtKey { try txn.put(byId, pk, key) }
+            } else {
+                // New: joins its parent's run in `#id`, or starts one.
+                try codecs.idRuns.insert(pk, storageKey: key, in: txn)
             }
         } else {
             key.removeAll(keepingCapacity: true)
@@ -151,7 +163,13 @@ extension EntityTable {
             oldIndexKeys = try txn.withValue(main, oldKey) { try indexKeys(of: $0, codecs) }
         }
         let moved = oldKey != nil && !storedAtKey
-        if moved, let oldKey { try txn.delete(main, oldKey) }
+        if moved, let oldKey {
+            // Out of its old parent's run (which shrinks, or is split when
+            // the child joins its new parent inside it), into the new one's.
+            try txn.delete(main, oldKey)
+            try codecs.idRuns.remove(pk, parent: Array(oldKey[..<(oldKey.count - pk.count)]), in: txn)
+            try codecs.idRuns.insert(pk, storageKey: key, in: txn)
+        }
         if storedAtKey {
             // Stored under this key (as far as the caller knows): usually
             // the entry after the one the previous record replaced.
@@ -208,7 +226,9 @@ extension EntityTable {
                 try txn.delete(storedIndexes[position].dbi, indexKeys[position], value: key)
             }
         }
-        if codecs.link != nil { try txn.delete(byId, pk) }
+        if codecs.link != nil {
+            try codecs.idRuns.remove(pk, parent: Array(key[..<(key.count - pk.count)]), in: txn)
+        }
         // `hasRelations` first: reading `relations` looks up the metadata of
         // its existential element type.
         if hasRelations {
@@ -224,8 +244,13 @@ extension EntityTable {
     /// walk over the range, removing as it goes.
     func eraseRange(parentKey: [UInt8], in txn: borrowing Transaction, codecs: Codecs) throws {
         let storedIndexes = codecs.storedIndexes
-        // The children's `#id` entries, deleted through one cursor.
-        let ids = codecs.link != nil ? try KeyEraser(txn, byId) : nil
+        // The runs of the parent's children in `#id`, deleted through one
+        // cursor: one entry per run, not per child.
+        var ids: RunEraser?
+        if codecs.link != nil {
+            try codecs.idRuns.prepareForErasure(in: txn)
+            ids = try RunEraser(txn, byId)
+        }
         let prefixCount = parentKey.count
         // Each child's primary-key bytes in one buffer, reused.
         var pk: [UInt8] = []
@@ -243,17 +268,17 @@ extension EntityTable {
                 pk.removeAll(keepingCapacity: true)
                 pk.append(contentsOf: childKey)
             }
-            // The `#id` entry first: the eraser reads `childKey` before its
+            // The `#id` run first: the eraser reads `childKey` before its
             // own delete, and nothing was written since the cursor lent it.
             // Without stored indexes no array is made or released per child
             // (two empty ones cost about 50 instructions per erased child).
             if storedIndexes.isEmpty {
-                if let ids { _ = try ids.delete(childKey, in: txn) }
+                if let ids { try ids.erase(childKey, in: txn) }
             } else {
                 // Read from `value` and `key` before the first write.
                 let indexKeys = try self.indexKeys(of: value, codecs)
                 let storageKey = [UInt8](key)
-                if let ids { _ = try ids.delete(childKey, in: txn) }
+                if let ids { try ids.erase(childKey, in: txn) }
                 for position in storedIndexes.indices {
                     try txn.delete(storedIndexes[position].dbi, indexKeys[position], value: storageKey)
                 }

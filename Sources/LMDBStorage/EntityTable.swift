@@ -43,7 +43,7 @@ final class Codecs {
     /// database, each through a cursor kept for the call (closed by
     /// ``closeCursors()`` before the transaction ends).
     let mainWriter: WriteCursor
-    let idWriter: WriteCursor
+    let idRuns: RunWriter
     /// The keys stored under the parent whose children are being replaced
     /// (``RelationChildren/replaceChildren(of:primaryKey:parentKey:in:codecs:)``),
     /// reset for each parent.
@@ -62,15 +62,39 @@ final class Codecs {
         parentDatabase = link.map { $0.parentById ?? $0.parentMain } ?? 0
         hasStoredIndexes = !storedIndexes.isEmpty
         mainWriter = WriteCursor(main)
-        idWriter = WriteCursor(byId)
+        idRuns = RunWriter(byId, main: main)
     }
 
     /// Closes the write cursors of these codecs and of their children's;
     /// every write transaction that used them calls it before it ends.
     func closeCursors() {
         mainWriter.close()
-        idWriter.close()
+        idRuns.close()
         for child in children { child.closeCursors() }
+    }
+
+    /// Writes what the `#id` writers of these codecs and of their
+    /// children's kept for the end of the call; every write transaction
+    /// that used them calls it before it commits.
+    func flushRuns(in txn: borrowing Transaction) throws {
+        try idRuns.flush(in: txn)
+        for child in children { try child.flushRuns(in: txn) }
+    }
+
+    /// Turns off the `#id` writers' tail (``RunWriter/keepsTail``) for every
+    /// database two writers of this tree share.
+    func disableSharedTails() {
+        var seen: [MDB_dbi: Int] = [:]
+        func count(_ codecs: Codecs) {
+            seen[codecs.idRuns.dbi, default: 0] += 1
+            for child in codecs.children { count(child) }
+        }
+        func disable(_ codecs: Codecs) {
+            if seen[codecs.idRuns.dbi, default: 0] > 1 { codecs.idRuns.keepsTail = false }
+            for child in codecs.children { disable(child) }
+        }
+        count(self)
+        disable(self)
     }
 }
 
@@ -80,8 +104,9 @@ final class Codecs {
 /// - `<entity>`: storage key → value. A top-level record's storage key is its
 ///   primary key; a child's is its parent's primary key followed by its own, so
 ///   a parent's children are one contiguous cursor range, in child-key order.
-/// - `<entity>#id`: for a child entity, child primary key → storage key, so a
-///   child can be found (and moved) by its own key.
+/// - `<entity>#id`: for a child entity, one entry per run of a parent's
+///   consecutive child keys (``IdRun``), so a child can be found (and
+///   moved) by its own key.
 /// - `<entity>#<index>`: one `MDB_DUPSORT` database per declared index,
 ///   except an index that leads with the child's foreign key: a parent's
 ///   children are one range already, so that range, filtered on the index's
@@ -265,9 +290,11 @@ final class EntityTable<R: Record>: Sendable {
         for index in indexes where !isServedByParent(index, link: link) {
             if let dbi = index.dbi { stored.append((index.fields, dbi)) }
         }
-        return Codecs(
+        let codecs = Codecs(
             schema: schema, children: relations.map { $0.makeCodecs() }, link: link, storedIndexes: stored,
             main: main, byId: byId)
+        if !codecs.children.isEmpty { codecs.disableSharedTails() }
+        return codecs
     }
 
     /// Whether `index` leads with the foreign key to the parent, so that the
@@ -296,7 +323,7 @@ final class EntityTable<R: Record>: Sendable {
     /// The storage key of the record with primary key bytes `pk`, if it is stored.
     func storageKey(of pk: [UInt8], in txn: borrowing Transaction) throws -> [UInt8]? {
         if link != nil {
-            return try txn.copy(byId, pk)
+            return try IdRuns.storageKey(of: pk, ids: byId, main: main, in: txn)
         }
         return try txn.contains(main, pk) ? pk : nil
     }

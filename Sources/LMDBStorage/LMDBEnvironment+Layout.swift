@@ -13,11 +13,14 @@ import Foundation
 /// version 0 is damaged (`corrupt`); a sound stamp of a version greater than
 /// ``current`` was written by a newer build (`schemaMismatch`).
 enum LayoutStamp {
-    /// The layout this build reads and writes. Version 1: the layout of
-    /// docs/LMDB.md (per entity its own database, an `#id` database with one
-    /// entry per child, an index database per index that does not lead with
-    /// a foreign key; values of format 2, format 1 still read).
-    static let current: UInt32 = 1
+    /// The layout this build reads and writes. Version 1: per entity its own
+    /// database, an `#id` database with one entry per child (its key → its
+    /// storage key), an index database per index that does not lead with a
+    /// foreign key; values of format 2, format 1 still read. Version 2: the
+    /// same, but `#id` holds one entry per run of a parent's consecutive
+    /// child keys (``IdRun``; docs/LMDB.md). A writable open upgrades a
+    /// store of version 1 in one write transaction (``upgradeFromVersion1(in:)``).
+    static let current: UInt32 = 2
     /// The stamp's key in the `__metadata` database. The other keys there
     /// (`schema/<entity>`, `migrations`) never take this form.
     static let key = Array("lmdb/layout".utf8)
@@ -51,13 +54,14 @@ extension LMDBEnvironment {
     enum LayoutState {
         /// A stamp of this build's layout.
         case stamped
+        /// A stamp of layout version 1, or no stamp but the `__metadata`
+        /// database every store has kept since it recorded schemas (a store
+        /// written before the stamp existed, in layout version 1): upgraded
+        /// now, when writable, and refused read-only.
+        case version1
         /// No stamp, and nothing in the environment (a new one): stamped
         /// now, when writable.
         case empty
-        /// No stamp, but the `__metadata` database every store of this
-        /// layout keeps: a store written before the stamp existed, stamped
-        /// now, when writable.
-        case unstamped
     }
 
     /// Checks the layout stamp at open, before any database of an entity is
@@ -75,17 +79,72 @@ extension LMDBEnvironment {
     ///   one this store wrote: it is left as it is).
     func checkLayout() throws {
         let state = try read(.open) { txn in try layoutState(in: txn) }
-        guard state != .stamped, !isReadOnly else { return }
-        var opened: MDB_dbi?
+        if state == .stamped { return }
+        if isReadOnly {
+            guard state == .version1 else { return }
+            throw StorageError(
+                .schemaMismatch, .open, path: path,
+                message: "the environment has layout version 1, which this version of the library reads only after upgrading it to layout version \(LayoutStamp.current); open it once without readOnly to upgrade it")
+        }
+        var opened: [DatabaseName: MDB_dbi] = [:]
         try write(.open) { txn in
-            guard try layoutState(in: txn) != .stamped else { return }
+            let state = try layoutState(in: txn)
+            guard state != .stamped else { return }
             var dbi = MDB_dbi()
             try txn.check(
                 mdb_dbi_open(txn.handle, LMDBEnvironment.metadataDatabase, UInt32(MDB_CREATE), &dbi), "mdb_dbi_open")
+            if state == .version1 { opened = try upgradeFromVersion1(in: txn) }
             try txn.put(dbi, LayoutStamp.key, LayoutStamp.encoded())
-            opened = dbi
+            opened[DatabaseName(LMDBEnvironment.metadataDatabase)] = dbi
         }
-        if let opened { adopt(handles: [DatabaseName(LMDBEnvironment.metadataDatabase): opened]) }
+        if !opened.isEmpty { adopt(handles: opened) }
+    }
+
+    /// Rewrites every `#id` database of a store of layout version 1 (an
+    /// entry per child: its key → its storage key, the parent's key then
+    /// its own) as runs (``IdRun``), inside the write transaction that
+    /// stamps the new version: a store is either upgraded whole or, should
+    /// the process die or any step fail, left as it was. Returns the
+    /// databases it opened.
+    ///
+    /// - Throws: ``StorageError/Kind/corrupt`` for an entry whose storage
+    ///   key does not end with its key (nothing is written then).
+    private func upgradeFromVersion1(in txn: borrowing Transaction) throws -> [DatabaseName: MDB_dbi] {
+        // The named databases are the keys of the unnamed one.
+        var unnamed = MDB_dbi()
+        try txn.check(mdb_dbi_open(txn.handle, nil, 0, &unnamed), "mdb_dbi_open")
+        var names: [String] = []
+        try txn.scan(unnamed, prefix: []) { key, _ in
+            let name = String(decoding: key, as: UTF8.self)
+            if name.hasSuffix("#id") { names.append(name) }
+            return true
+        }
+        var opened: [DatabaseName: MDB_dbi] = [:]
+        for name in names {
+            var dbi = MDB_dbi()
+            let code = mdb_dbi_open(txn.handle, name, 0, &dbi)
+            if code == MDB_INCOMPATIBLE { continue }  // a plain entry, not a database: not the store's
+            try txn.check(code, "mdb_dbi_open")
+            opened[DatabaseName(name)] = dbi
+            var children: [(child: [UInt8], parent: [UInt8])] = []
+            var damaged = false
+            try txn.scan(dbi, prefix: []) { key, value in
+                guard value.count > key.count, value.suffix(key.count).elementsEqual(key) else {
+                    damaged = true
+                    return false
+                }
+                children.append(([UInt8](key), [UInt8](value.prefix(value.count - key.count))))
+                return true
+            }
+            if damaged {
+                throw StorageError(
+                    .corrupt, .open, path: path,
+                    message: "an entry of '\(name)' does not name a storage key that ends with its key: the store cannot be upgraded to layout version \(LayoutStamp.current) and is left as it was")
+            }
+            try txn.empty(dbi)
+            for run in IdRun.runs(of: children) { try txn.put(dbi, run.first, run.value) }
+        }
+        return opened
     }
 
     /// What `txn` sees of the layout (see ``checkLayout()``).
@@ -117,7 +176,8 @@ extension LMDBEnvironment {
             }
             return version
         }
-        guard let version else { return .unstamped }
+        guard let version else { return .version1 }
+        if version == 1 { return .version1 }
         guard version <= LayoutStamp.current else {
             throw StorageError(
                 .schemaMismatch, .open, path: path,

@@ -199,6 +199,9 @@ final class LMDBMigrationTransaction: MigrationTransaction {
                 fields: index.fields.compactMap { name in new.fields.firstIndex { $0.name == name } }
             )
         }
+        // Each child's key and its parent's, made into runs for `#id` once
+        // every row is written (docs/LMDB.md, "Layout").
+        var children: [(child: [UInt8], parent: [UInt8])] = []
         for row in rows {
             var pk: [UInt8] = []
             KeyCodec.append(untagged: row[0], to: &pk)
@@ -208,7 +211,7 @@ final class LMDBMigrationTransaction: MigrationTransaction {
             }
             key += pk
             try put(main, key, try Self.encode(row, new))
-            if foreignKey != nil { try put(byId, pk, key) }
+            if foreignKey != nil { children.append((pk, Array(key[..<(key.count - pk.count)]))) }
             for index in indexes {
                 guard let dbi = index.dbi else { continue }
                 var indexKey: [UInt8] = []
@@ -216,6 +219,7 @@ final class LMDBMigrationTransaction: MigrationTransaction {
                 try put(dbi, indexKey, key)
             }
         }
+        for run in IdRun.runs(of: children) { try put(byId, run.first, run.value) }
         try record(new)
     }
 

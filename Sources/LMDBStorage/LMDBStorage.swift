@@ -105,6 +105,7 @@ public struct LMDBStorage<Record: DAOCore.Record>: Storage {
                             try table.persist($0, in: txn, codecs: codecs, writeFields: writeFields)
                         }
                     }
+                    try codecs.flushRuns(in: txn)
                 }
             }
         } catch {
@@ -122,8 +123,9 @@ public struct LMDBStorage<Record: DAOCore.Record>: Storage {
     /// children's: verify their storages too) and returns how many there are:
     /// each value decodes and its CRC-32C holds, each key is the one its
     /// record's fields give (under the parent its foreign key names, which is
-    /// stored), each `#id` lookup and index entry matches a record, one for
-    /// one. One read transaction.
+    /// stored), each child is found through the `#id` runs under its own
+    /// key and each run starts and ends with children of its parent, and
+    /// each index entry matches a record, one for one. One read transaction.
     ///
     /// Reads answer from keys and indexes without these cross-checks, so a
     /// damaged key or index entry can hide a record from them; `verify()`
@@ -308,6 +310,9 @@ public struct LMDBStorage<Record: DAOCore.Record>: Storage {
             guard let storageKey = try table.storageKey(of: pk, in: txn) else { continue }
             if try table.erase(storageKey: storageKey, pk: pk, in: txn, codecs: codecs) { erased += 1 }
         }
+        // Erasing writes no run it keeps for later; written all the same,
+        // so that no path commits with one unwritten.
+        try codecs.flushRuns(in: txn)
         return erased
     }
 }

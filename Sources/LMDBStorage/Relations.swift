@@ -62,7 +62,6 @@ struct RelationChildren<Relation: ToManyRelation>: ChildSet {
         // A new parent's children usually come in key order after every
         // stored key: appended (docs/LMDB.md).
         codecs.mainWriter.expectAppends()
-        codecs.idWriter.expectAppends()
         let context = EntityTable<Relation.Child>.ParentContext.persisting(
             primaryKey: primaryKey,
             stored: stored.isEmpty ? nil : EntityTable<Relation.Child>.LentChildren(children: stored))

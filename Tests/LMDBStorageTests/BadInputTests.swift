@@ -174,9 +174,12 @@ struct BadInputTests {
             try env.write(.persist) { txn in try txn.put(indexDatabase, indexKey, indexValue) }
             #expect(try users.verify() == sampleUsers.count)
 
-            // A '#id' lookup that names no record.
+            // A '#id' run that names no record.
             try env.write(.persist) { txn in
-                try txn.put(messages.table.byId, KeyCodec.encode(primaryKey: Int64(999)), movedKey)
+                let missing = KeyCodec.encode(primaryKey: Int64(999))
+                try txn.put(
+                    messages.table.byId, missing,
+                    IdRun.value(last: missing, parent: KeyCodec.encode(primaryKey: records[1].id)))
             }
             #expect(storageError { _ = try messages.verify() }?.kind == .corrupt)
         }

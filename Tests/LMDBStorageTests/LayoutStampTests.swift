@@ -127,19 +127,24 @@ struct LayoutStampTests {
         }
     }
 
-    @Test("a store written before the stamp: read-only it reads everything and stays byte-identical; writable it is stamped")
+    @Test("a store written before the stamp (layout version 1): refused read-only and left byte-identical; writable it is upgraded and stamped")
     func storeWithoutStamp() throws {
         try withStoreDirectory { directory in
             let records = try writeStore(directory.store)
             // The store as the versions before the stamp left it: `__metadata`
-            // with the schemas, no stamp.
+            // with the schemas, an `#id` entry per child, no stamp.
+            let written = try LMDBEnvironment(directory: directory.store, durability: .none)
+            // Its storages opened, so that every database is known.
+            _ = try written.storage(for: DialogRecord.self)
+            _ = try written.storage(for: UserRecord.self)
+            try writeLayoutVersion1(written)
+            written.close()
             try setStamp(directory.store, nil)
             let before = try dataFile(directory.store)
 
-            let readOnly = try LMDBEnvironment(directory: directory.store, readOnly: true)
-            try expectReadsEverything(readOnly, records)
-            #expect(try storedStamp(readOnly) == nil)
-            readOnly.close()
+            let error = storageError { _ = try LMDBEnvironment(directory: directory.store, readOnly: true) }
+            #expect(error?.kind == .schemaMismatch)
+            #expect(error?.message.contains("layout version 1") == true, "\(String(describing: error))")
             #expect(try dataFile(directory.store) == before)
 
             let env = try LMDBEnvironment(directory: directory.store, durability: .none)

@@ -47,3 +47,39 @@ let sampleUsers: [UserRecord] = [
     UserRecord(id: "zoë\u{0}x", name: "Zoë 🚀", bio: "naïve façade", email: "ada@example.com",
                birthDate: Date(timeIntervalSinceReferenceDate: 0.1), gender: .nonBinary),
 ]
+
+/// Rewrites every `#id` database of `env` as layout version 1 kept it (one
+/// entry per child: its key → its storage key) and stamps it version 1, as
+/// a store written before the runs of layout version 2. Only the databases
+/// `env` has opened are known to it: open the storages first.
+func writeLayoutVersion1(_ env: LMDBEnvironment) throws {
+    // Handles are opened before the write transaction (opening one takes
+    // the write lock).
+    let names = try env.entryCounts().keys.filter { $0.hasSuffix("#id") }
+    let databases = try names.map { name in
+        (try #require(try env.database(name)), try #require(try env.database(String(name.dropLast(3)))))
+    }
+    let metadata = try #require(try env.database(LMDBEnvironment.metadataDatabase))
+    try env.write(.persist) { txn in
+        for (byId, main) in databases {
+            var runs: [IdRun] = []
+            try txn.scan(byId, prefix: []) { key, value in
+                runs.append(try #require(IdRun(key: key, value: value)))
+                return true
+            }
+            var entries: [([UInt8], [UInt8])] = []
+            for run in runs {
+                try txn.scan(main, prefix: run.parent) { key, _ in
+                    let child = [UInt8](key.dropFirst(run.parent.count))
+                    if compareKeys(child, run.first) >= 0, compareKeys(child, run.last) <= 0 {
+                        entries.append((child, [UInt8](key)))
+                    }
+                    return true
+                }
+            }
+            try txn.empty(byId)
+            for (key, value) in entries { try txn.put(byId, key, value) }
+        }
+        try txn.put(metadata, LayoutStamp.key, LayoutStamp.encoded(version: 1))
+    }
+}
