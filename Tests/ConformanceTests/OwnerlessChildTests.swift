@@ -23,6 +23,12 @@ struct OwnerlessChildTests {
             let notes = try store.anyStorage(for: TxNote.self)
             lines.append("same process, unknown shelf: " + attempt { try notes.persist(TxNote(id: 2, shelfId: "nowhere", text: "x")); return "ok" })
             lines.append("same process, known shelf: " + attempt { try notes.persist(TxNote(id: 3, shelfId: "s1", text: "y")); return "ok" })
+            // Small commits (the file stores write them as deltas): s2 added
+            // then erased, s3 added.
+            let shelves = try store.anyStorage(for: TxShelf.self)
+            try shelves.persist(TxShelf(id: "s2", label: "two", boxes: [], notes: []))
+            try shelves.persist(TxShelf(id: "s3", label: "three", boxes: [], notes: []))
+            lines.append("erased s2: " + attempt { "\(try shelves.erase(primaryKey: "s2"))" })
             try store.close()
         }
         // Reopened: only the note's storage is opened.
@@ -30,6 +36,8 @@ struct OwnerlessChildTests {
             let store = try backend.open(directory.url, .full)
             let notes = try store.anyStorage(for: TxNote.self)
             lines.append("reopened, unknown shelf: " + attempt { try notes.persist(TxNote(id: 4, shelfId: "nowhere", text: "z")); return "ok" })
+            lines.append("reopened, erased shelf: " + attempt { try notes.persist(TxNote(id: 6, shelfId: "s2", text: "e")); return "ok" })
+            lines.append("reopened, shelf of a later commit: " + attempt { try notes.persist(TxNote(id: 7, shelfId: "s3", text: "f")); return "ok" })
             lines.append("reopened, notes: " + attempt { describe(try notes.readAll()) })
             try store.close()
         }
