@@ -66,6 +66,23 @@ public enum ChildHolders {
         }
     }
 
+    /// The relation among `recorded` that holds `child`, as its holder's
+    /// entity name and the child's foreign-key field: how a store finds the
+    /// owner a child type that names none (no `ownedBy:`) must name when it
+    /// is written through its own storage (docs/SEMANTICS.md, "Relations and
+    /// children"), whether or not the holder's storage was opened since the
+    /// store was. The first in entity-name order, should a store record two.
+    public static func holder(
+        of child: String, recorded: some Sequence<EntitySchema>
+    ) -> (entity: String, foreignKey: String)? {
+        for schema in recorded.sorted(by: { $0.entity < $1.entity }) {
+            if let relation = schema.relations.first(where: { $0.child == child }) {
+                return (schema.entity, relation.foreignKey)
+            }
+        }
+        return nil
+    }
+
     /// One relation of one entity.
     struct Holder: Hashable, CustomStringConvertible {
         var entity: String

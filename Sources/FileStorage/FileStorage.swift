@@ -119,6 +119,10 @@ extension StoreState {
         try T.entity.checkDeclaredKeys(records)
         if checkOwner, let owner = T.entity.owner {
             try checkOwnersExist(records, owner: owner)
+        } else if checkOwner, let holder = ChildHolders.holder(of: T.entity.name, recorded: (manifest.schemas ?? [:]).values) {
+            // A child type that names no owner: the store's recorded holder,
+            // whose storage may not have been opened since the store was.
+            try checkHolderExists(records, holder: holder)
         }
         table.expectWrites(records.count)
         if table.hasRelations {
@@ -152,6 +156,19 @@ extension StoreState {
                 throw StorageError(
                     .constraint, .persist, entity: T.entity.name,
                     message: "record \(record.primaryKey) names \(O.entity.name) \(value) in '\(foreignKey.name)', which does not exist")
+            }
+        }
+    }
+
+    private func checkHolderExists<T: Record>(_ records: [T], holder: (entity: String, foreignKey: String)) throws {
+        guard let foreignKey = T.entity.field(named: holder.foreignKey) else { return }
+        let holds = try keyTest(of: holder.entity)
+        for record in records {
+            let value = foreignKey.value(in: record)
+            guard holds(value) else {
+                throw StorageError(
+                    .constraint, .persist, entity: T.entity.name,
+                    message: "record \(record.primaryKey) names \(holder.entity) \(value) in '\(foreignKey.name)', which does not exist")
             }
         }
     }

@@ -552,6 +552,38 @@ final class StoreState: @unchecked Sendable {
         return table
     }
 
+    /// Whether a record of the entity `name` is stored under a primary key:
+    /// its loaded table's answer, or, for an entity whose record type this
+    /// store has not loaded (the holder of a child type that names no owner,
+    /// whose storage was not opened since the store was), its document's and
+    /// deltas' primary keys, decoded alone.
+    func keyTest(of name: String) throws -> (StoredValue) -> Bool {
+        if let table = tables[name] { return table.holdsKey }
+        guard let keyField = manifest.schemas?[name]?.fields.first?.name else { return { _ in false } }
+        var keys = Set<StoredValue>()
+        if let documentName = manifest.documents[name] {
+            let document = try decodeKeys(named: documentName, entity: name)
+            keys.formUnion(document.records.compactMap { $0[keyField]?.storedValue })
+        }
+        for deltaName in manifest.deltas?[name] ?? [] {
+            let delta = try decodeKeys(named: deltaName, entity: name)
+            keys.subtract((delta.erased ?? []).compactMap(\.storedValue))
+            keys.formUnion(delta.records.compactMap { $0[keyField]?.storedValue })
+        }
+        return { keys.contains($0) }
+    }
+
+    private func decodeKeys(named file: String, entity: String) throws -> StoredKeys {
+        let data = try documentData(named: file, entity: entity)
+        do {
+            return try coder.decode(StoredKeys.self, from: data)
+        } catch {
+            throw StorageError(
+                .corrupt, .persist, entity: entity, path: directory.appendingPathComponent(file).path,
+                message: "the primary keys of '\(entity)' do not decode: \(Self.describe(error))", underlying: error)
+        }
+    }
+
     private func loadOwner<O: Record>(_ owner: O.Type) throws {
         _ = try table(owner)
     }
@@ -774,6 +806,33 @@ final class StoreState: @unchecked Sendable {
 
     private static func codingPath(_ path: [any CodingKey]) -> String {
         path.isEmpty ? "the top level" : path.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.joined(separator: ".")
+    }
+}
+
+/// The records of a document or delta with only their integer and text
+/// values decoded (a primary key is one or the other): what a store reads
+/// of an entity whose record type it has not loaded.
+struct StoredKeys: Decodable {
+    var records: [[String: KeyValue]]
+    var erased: [KeyValue]?
+
+    /// An integer or text value; anything else is not a key.
+    struct KeyValue: Decodable {
+        var storedValue: StoredValue?
+
+        init(from decoder: any Decoder) throws {
+            // A value of another type is told by the decoder's refusal.
+            let container = try decoder.singleValueContainer()
+            do {
+                storedValue = .integer(try container.decode(Int64.self))
+                return
+            } catch is DecodingError {}
+            do {
+                storedValue = .text(try container.decode(String.self))
+            } catch is DecodingError {
+                storedValue = nil
+            }
+        }
     }
 }
 

@@ -89,6 +89,8 @@ protocol AnyTable: AnyObject {
     func commit()
     /// Restores the remembered state: the transaction failed.
     func rollback()
+    /// Whether a record is stored under the primary key `key`.
+    func holdsKey(_ key: StoredValue) -> Bool
 }
 
 final class Table<R: Record>: AnyTable {
@@ -356,6 +358,8 @@ final class Table<R: Record>: AnyTable {
     }
 
     // MARK: Reads
+
+    func holdsKey(_ key: StoredValue) -> Bool { state.positions[key] != nil }
 
     func record(_ key: StoredValue) -> R? {
         guard let position = state.positions[key] else { return nil }
