@@ -13,6 +13,8 @@
 //   crash-helper write  <backend> <dir> <seed> <count> [<start>]  transactions start..<count, "done <i>" after each
 //   crash-helper verify <backend> <dir> <seed> <n> [<n2>]         the state after n (or n2) transactions; "ok <n>"
 //   crash-helper open   <backend> <dir> <seed> <count>            opens the store <count> times, reading a count each
+//
+// and the migration commands of Migration.swift and RelationMigration.swift.
 
 import DAOCore
 import DialogGraph
@@ -277,6 +279,19 @@ func main() -> Int32 {
             return try migrateCommand(try openStore(backend, directory))
         case "verify-migrated":
             return try verifyMigratedCommand(try openStore(backend, directory), seed: seed, count: count)
+        case "migrate-labels":
+            return try runMigrator(RelationMigrations.adding, try openStore(backend, directory))
+        case "verify-labels":
+            return try verifyLabelsCommand(
+                try openStore(backend, directory), seed: seed, count: count, labelled: arguments.dropFirst(5).first == "labelled")
+        case "write-labels":
+            return try writeLabelsCommand(try openStore(backend, directory), seed: seed, count: count)
+        case "migrate-drop":
+            return try runMigrator(RelationMigrations.dropping, try openStore(backend, directory))
+        case "verify-drop":
+            return try verifyDropCommand(try openStore(backend, directory), seed: seed, count: count)
+        case "readd-labels":
+            return try readdLabelsCommand(try openStore(backend, directory), seed: seed, count: count)
         default:
             say("unknown command \(arguments[0])")
             return 64
