@@ -146,7 +146,8 @@ extension EntityTable {
                 oldKey = stored
                 storedAtKey = stored == key
             } else {
-                // New: joins its parent's run in `#id`, or starts one.
+                // New: joins its parent's run in `#id`, or starts one, next
+                // to the runs the lookup read.
                 try codecs.idRuns.insert(pk, storageKey: key, in: txn)
             }
         } else {
