@@ -253,6 +253,27 @@ extension EntityTable {
             ids = try RunEraser(txn, byId)
         }
         let prefixCount = parentKey.count
+        // Children with no stored index and no children of their own (the
+        // common leaf): a cursor walk with nothing but the run check per
+        // child. The general walk's closure and its thunk, called per
+        // child, cost about 200 instructions a child.
+        if storedIndexes.isEmpty && !hasRelations {
+            let cursor = try Cursor(txn, main)
+            var k = MDB_val()
+            var v = MDB_val()
+            var code = cursor.moveToFirst(withPrefix: parentKey, &k, &v)
+            while code == MDB_SUCCESS, k.hasPrefix(parentKey), let start = k.mv_data {
+                // The run first: the eraser reads the key before the delete.
+                if let ids {
+                    try ids.erase(UnsafeRawBufferPointer(start: start + prefixCount, count: k.mv_size - prefixCount), in: txn)
+                }
+                try txn.check(mdb_cursor_del(cursor.handle, 0), "mdb_cursor_del")
+                // After a delete, MDB_NEXT yields the entry that followed it.
+                code = cursor.move(&k, &v, MDB_NEXT)
+            }
+            if code != MDB_SUCCESS && code != MDB_NOTFOUND { try txn.check(code, "mdb_cursor_get") }
+            return
+        }
         // Each child's primary-key bytes in one buffer, reused.
         var pk: [UInt8] = []
         swap(&pk, &codecs.primaryKeyBuffer)
