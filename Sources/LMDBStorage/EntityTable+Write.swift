@@ -261,11 +261,17 @@ extension EntityTable {
             let cursor = try Cursor(txn, main)
             var k = MDB_val()
             var v = MDB_val()
+            // The eraser is held by `ids` until the walk ends; called
+            // through an unretained reference, it is not retained and
+            // released per child.
+            let eraser = ids.map { Unmanaged.passUnretained($0) }
+            defer { withExtendedLifetime(ids) {} }
             var code = cursor.moveToFirst(withPrefix: parentKey, &k, &v)
             while code == MDB_SUCCESS, k.hasPrefix(parentKey), let start = k.mv_data {
                 // The run first: the eraser reads the key before the delete.
-                if let ids {
-                    try ids.erase(UnsafeRawBufferPointer(start: start + prefixCount, count: k.mv_size - prefixCount), in: txn)
+                if let eraser {
+                    let key = UnsafeRawBufferPointer(start: start + prefixCount, count: k.mv_size - prefixCount)
+                    try eraser._withUnsafeGuaranteedRef { try $0.erase(key, in: txn) }
                 }
                 try txn.check(mdb_cursor_del(cursor.handle, 0), "mdb_cursor_del")
                 // After a delete, MDB_NEXT yields the entry that followed it.
