@@ -541,8 +541,17 @@ final class RunEraser {
 
     /// Notes the erased child `key` (bytes valid during the call): deletes
     /// the run it starts, unless it lies in the run already deleted.
+    /// The check for a child inside the run is inlined into the caller's
+    /// walk (a call per child cost about 25 instructions a child more).
+    @inline(__always)
     func erase(_ key: UnsafeRawBufferPointer, in transaction: borrowing Transaction) throws {
         if inRun, runLast.withUnsafeBytes({ compareKeys(key, $0) }) <= 0 { return }
+        try eraseRun(startingAt: key, in: transaction)
+    }
+
+    /// Deletes the run `key` starts, if there is one (``erase(_:in:)``).
+    @inline(never)
+    private func eraseRun(startingAt key: UnsafeRawBufferPointer, in transaction: borrowing Transaction) throws {
         inRun = false
         var k = MDB_val()
         var v = MDB_val()
