@@ -146,7 +146,8 @@ extension EntityTable {
                 oldKey = stored
                 storedAtKey = stored == key
             } else {
-                // New: joins its parent's run in `#id`, or starts one.
+                // New: joins its parent's run in `#id`, or starts one, next
+                // to the runs the lookup read.
                 try codecs.idRuns.insert(pk, storageKey: key, in: txn)
             }
         } else {
@@ -252,6 +253,33 @@ extension EntityTable {
             ids = try RunEraser(txn, byId)
         }
         let prefixCount = parentKey.count
+        // Children with no stored index and no children of their own (the
+        // common leaf): a cursor walk with nothing but the run check per
+        // child. The general walk's closure and its thunk, called per
+        // child, cost about 200 instructions a child.
+        if storedIndexes.isEmpty && !hasRelations {
+            let cursor = try Cursor(txn, main)
+            var k = MDB_val()
+            var v = MDB_val()
+            // The eraser is held by `ids` until the walk ends; called
+            // through an unretained reference, it is not retained and
+            // released per child.
+            let eraser = ids.map { Unmanaged.passUnretained($0) }
+            defer { withExtendedLifetime(ids) {} }
+            var code = cursor.moveToFirst(withPrefix: parentKey, &k, &v)
+            while code == MDB_SUCCESS, k.hasPrefix(parentKey), let start = k.mv_data {
+                // The run first: the eraser reads the key before the delete.
+                if let eraser {
+                    let key = UnsafeRawBufferPointer(start: start + prefixCount, count: k.mv_size - prefixCount)
+                    try eraser._withUnsafeGuaranteedRef { try $0.erase(key, in: txn) }
+                }
+                try txn.check(mdb_cursor_del(cursor.handle, 0), "mdb_cursor_del")
+                // After a delete, MDB_NEXT yields the entry that followed it.
+                code = cursor.move(&k, &v, MDB_NEXT)
+            }
+            if code != MDB_SUCCESS && code != MDB_NOTFOUND { try txn.check(code, "mdb_cursor_get") }
+            return
+        }
         // Each child's primary-key bytes in one buffer, reused.
         var pk: [UInt8] = []
         swap(&pk, &codecs.primaryKeyBuffer)

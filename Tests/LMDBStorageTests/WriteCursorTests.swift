@@ -201,22 +201,29 @@ struct WriteCursorTests {
         }
     }
 
-    @Test("erasing every other parent, and then the rest, when their children's #id entries fill many pages")
+    @Test("erasing every other parent, and then the rest, when their children's #id runs fill many pages")
     func erasuresAcrossIdPages() throws {
         try withStores { dialogs, messages in
-            // 250 children per parent: each parent's `#id` entries span two
-            // or three pages, so deletes end pages, empty them and merge
-            // them, and the entry a delete leaves the cursor on belongs to
-            // the next parent, to a kept parent or (at the very end) to none.
+            // 250 children per parent, their ids in runs of two interleaved
+            // with the other parents' (1, 2 for parent 1, 3, 4 for parent 2,
+            // …, 23, 24 for parent 12, then 25, 26 for parent 1 again): 125
+            // `#id` runs per parent, 1,500 in all over many pages, each
+            // parent's spread over every page. Deletes end pages, empty them
+            // and merge them, and the entry a delete leaves the cursor on
+            // belongs to another parent, erased or kept, or (at the very
+            // end) to none.
             var model: [Int64: DialogRecord] = [:]
             for id in Int64(1)...12 {
-                let children = (Int64(0)..<250).map { message(id * 1000 + $0, of: id, length: Int($0 % 7)) }
+                let children = (Int64(0)..<250).map { k in
+                    message((k / 2) * 24 + (id - 1) * 2 + k % 2 + 1, of: id, length: Int(k % 7))
+                }
                 model[id] = DialogRecord(id: id, isPinned: false, messages: children)
             }
             try dialogs.persist(model.keys.sorted().compactMap { model[$0] })
             try expectStore(model, dialogs, messages)
-            // The even parents, 12 (the last keys of `#id`) among them, in
-            // descending order: the eraser's cursor is never on the next key.
+            // The even parents, 12 (whose run ends `#id`) among them, in
+            // descending order: the entry a delete leaves the cursor on is
+            // always another parent's run, never the next one to go.
             let even = model.keys.filter { $0 % 2 == 0 }.sorted(by: >)
             #expect(try dialogs.erase(primaryKeys: even) == even.count)
             for id in even { model[id] = nil }

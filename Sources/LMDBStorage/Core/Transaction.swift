@@ -100,28 +100,6 @@ struct Transaction: ~Copyable {
         try check(code, "mdb_put")
     }
 
-    /// Stores `value` under `key` unless the key is stored already
-    /// (`MDB_NOOVERWRITE`): one search that both looks and writes. Returns a
-    /// copy of the value already stored, or `nil` when `value` was stored.
-    func putIfAbsent(_ dbi: MDB_dbi, _ key: [UInt8], _ value: [UInt8]) throws -> [UInt8]? {
-        var existing: [UInt8]?
-        let code = key.withUnsafeBytes { key in
-            value.withUnsafeBytes { value in
-                var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
-                var v = MDB_val(mv_size: value.count, mv_data: UnsafeMutableRawPointer(mutating: value.baseAddress))
-                let code = mdb_put(handle, dbi, &k, &v, UInt32(MDB_NOOVERWRITE))
-                // On MDB_KEYEXIST, `v` points at the value stored under the key.
-                if code == MDB_KEYEXIST {
-                    existing = [UInt8](UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size))
-                }
-                return code
-            }
-        }
-        if code == MDB_KEYEXIST { return existing }
-        try check(code, "mdb_put")
-        return nil
-    }
-
     /// Removes `key` (with `value`: only that value of a `MDB_DUPSORT` key).
     /// Returns whether there was something to remove.
     @discardableResult

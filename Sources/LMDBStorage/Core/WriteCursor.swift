@@ -64,47 +64,23 @@ final class WriteCursor {
         let code = key.withUnsafeBytes { key in
             var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
             var v = MDB_val(mv_size: value.count, mv_data: UnsafeMutableRawPointer(mutating: value.baseAddress))
-            return put(cursor, &k, &v, flags: 0)
+            return put(cursor, &k, &v)
         }
         onLastWrite = code == MDB_SUCCESS
         try txn.check(code, "mdb_cursor_put")
     }
 
-    /// Stores `value` under `key` unless the key is stored already; returns
-    /// a copy of the value stored, or `nil` when `value` was stored. One
-    /// search at most (none for an append), which both looks and writes.
-    func putIfAbsent(_ key: [UInt8], _ value: [UInt8], in txn: borrowing Transaction) throws -> [UInt8]? {
-        let cursor = try cursor(txn)
-        var existing: [UInt8]?
-        let code = key.withUnsafeBytes { key in
-            value.withUnsafeBytes { value in
-                var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
-                var v = MDB_val(mv_size: value.count, mv_data: UnsafeMutableRawPointer(mutating: value.baseAddress))
-                let code = put(cursor, &k, &v, flags: UInt32(MDB_NOOVERWRITE))
-                // On MDB_KEYEXIST, `v` points at the value stored under the key.
-                if code == MDB_KEYEXIST {
-                    existing = [UInt8](UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size))
-                }
-                return code
-            }
-        }
-        onLastWrite = false
-        if code == MDB_KEYEXIST { return existing }
-        try txn.check(code, "mdb_cursor_put")
-        return nil
-    }
-
-    /// Puts `k` and `v` through `cursor` with `flags`, as an append first
-    /// while appends are expected. LMDB refuses an append whose key is not
+    /// Puts `k` and `v` through `cursor`, as an append first while appends
+    /// are expected. LMDB refuses an append whose key is not
     /// greater than the last one with `MDB_KEYEXIST` before writing
     /// anything; appends are then no longer tried until ``expectAppends()``.
-    private func put(_ cursor: OpaquePointer, _ k: inout MDB_val, _ v: inout MDB_val, flags: UInt32) -> Int32 {
+    private func put(_ cursor: OpaquePointer, _ k: inout MDB_val, _ v: inout MDB_val) -> Int32 {
         if tryAppend {
             let code = mdb_cursor_put(cursor, &k, &v, UInt32(MDB_APPEND))
             guard code == MDB_KEYEXIST else { return code }
             tryAppend = false
         }
-        return mdb_cursor_put(cursor, &k, &v, flags)
+        return mdb_cursor_put(cursor, &k, &v, 0)
     }
 
     /// Replaces the value of `key`, which the caller knows to be stored:
