@@ -69,7 +69,10 @@ test: setup
 # seeded rounds instead of 6; DAO_DIFFERENTIAL_SEED=N starts at another seed.
 # Then the client trial's four-level warehouse run against its model
 # (Tests/ClientTrialTests/WarehouseTrialTests.swift) with 40 seeded rounds
-# instead of 2; WAREHOUSE_TRIAL_SEED=N starts at another seed.
+# instead of 2; WAREHOUSE_TRIAL_SEED=N starts at another seed. Then the
+# fifth domain's (logistics) run against its model with 20 seeded rounds
+# instead of 1 and its writer killed 40 times per backend instead of 4
+# (Tests/ClientTrialTests/Logistics*.swift; LOGISTICS_TRIAL_SEED=N).
 DIFFERENTIAL_ROUNDS ?= 200
 WAREHOUSE_ROUNDS ?= 40
 torture: setup
@@ -77,6 +80,7 @@ torture: setup
 	STORAGE_TORTURE=1 $(SWIFT) test --skip-build --filter CrashTests
 	DAO_DIFFERENTIAL_ROUNDS=$(DIFFERENTIAL_ROUNDS) $(SWIFT) test --skip-build --filter DifferentialTests
 	WAREHOUSE_TRIAL_ROUNDS=$(WAREHOUSE_ROUNDS) $(SWIFT) test --skip-build --filter WarehouseTrialTests
+	STORAGE_TORTURE=1 $(SWIFT) test --skip-build --filter 'LogisticsTrialTests|LogisticsKillTests'
 
 # Build output goes to standard error, so `make compare` prints only the comparison.
 bench-release: setup

@@ -267,9 +267,13 @@ public final class Entity<Root: Record>: Sendable {
             try relation.validateForeignKey(parent: name, visited: &visited, path: &path)
         }
         if let owner, owner.ownedRelation(for: Root.self) == nil {
+            // The owner may hold this entity as another record type: say so,
+            // rather than that it holds nothing.
             throw StorageError(
                 .schemaMismatch, .open, entity: name,
-                message: "the entity names '\(owner.entityName)' as its owner, which has no relation to it")
+                message: owner.relation(holding: name).map {
+                    "the entity names '\(owner.entityName)' as its owner, whose relation '\($0.name)' holds '\(name)' as \($0.childType), not as \(Root.self); a child's record type must be the one its owner's relation holds"
+                } ?? "the entity names '\(owner.entityName)' as its owner, which has no relation to it")
         }
     }
 }
@@ -281,6 +285,12 @@ extension Record {
     /// The relation of this record type whose children are of type `child`, if any.
     public static func ownedRelation<C: Record>(for child: C.Type) -> (any ToManyRelation<Self>)? {
         entity.relations.first { $0.childType == child }
+    }
+
+    /// The name and child type of this record type's relation that holds the
+    /// entity `childEntity`, if any (for error messages).
+    static func relation(holding childEntity: String) -> (name: String, childType: any Record.Type)? {
+        entity.relations.first { $0.childEntityName == childEntity }.map { ($0.name, $0.childType) }
     }
 }
 

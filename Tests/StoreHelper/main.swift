@@ -20,6 +20,11 @@
 //       the same with the tracker's three levels (`TrackerWrites`): persists
 //       of whole projects, erasures of projects and of closed issues (every
 //       text in NFC on plist, which refuses two spellings in one document).
+//   logistics-write <json|plist|sqlite|lmdb> <directory> <from> <to>
+//       the same with the logistics domain's three levels
+//       (`LogisticsWrites`): persists of whole shipments, parcels moved by
+//       their own storage, erasures of shipments and of parcels by a
+//       predicate over their scans (every text in NFC on plist).
 //   tracker-check <json|plist|sqlite|lmdb> <directory> <count>
 //       opens that backend's store in <directory>, reads every project
 //       through the DAO and every level through its own storage, and prints
@@ -157,6 +162,28 @@ case ("tracker-write", let rest) where rest.count == 4:
         try store.close()
     } catch {
         fail("tracker-write: \(error)")
+    }
+
+case ("logistics-write", let rest) where rest.count == 4:
+    guard let from = Int(rest[2]), let to = Int(rest[3]) else { fail("logistics-write: bad numbers") }
+    let directory = URL(fileURLWithPath: rest[1])
+    do {
+        let store: any Store
+        switch rest[0] {
+        case "json": store = try FileStore(directory: directory, format: .json)
+        case "plist": store = try FileStore(directory: directory, format: .propertyList)
+        case "sqlite": store = try SQLiteDatabase(path: directory.appending(path: "library.sqlite"))
+        case "lmdb": store = try LMDBEnvironment(directory: directory)
+        default: fail("logistics-write: unknown backend \(rest[0])")
+        }
+        let daos = try LogisticsDAOs(store)
+        for index in from..<to {
+            try LogisticsWrites.apply(index, oneSpelling: rest[0] == "plist", to: daos)
+            say("done \(index)")
+        }
+        try store.close()
+    } catch {
+        fail("logistics-write: \(error)")
     }
 
 case ("tracker-check", let rest) where rest.count == 3:
