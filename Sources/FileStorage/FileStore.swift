@@ -432,6 +432,18 @@ final class StoreState: @unchecked Sendable {
     private var inTransaction = false
     /// Set by ``close()``.
     private(set) var isClosed = false
+    /// The keys ``storedKeys(of:)`` decoded, by entity.
+    private var keptKeys: [String: KeptKeys] = [:]
+    /// How many documents and deltas ``storedKeys(of:)`` has decoded (for tests).
+    private(set) var keyDecodes = 0
+
+    /// The primary keys of an entity decoded from `files`, its document and
+    /// deltas, with the field they were read from.
+    private struct KeptKeys {
+        var files: [String]
+        var keyField: String
+        var keys: Set<StoredValue>
+    }
 
     init(directory: URL, format: FileFormat, durability: Durability, manifest: Manifest) {
         self.directory = directory
@@ -446,12 +458,14 @@ final class StoreState: @unchecked Sendable {
     /// Takes `next` as the manifest a migration committed.
     func adopt(migrated next: Manifest) {
         manifest = next
+        keptKeys.removeAll()
     }
 
     /// Forgets the loaded tables; the store is closed.
     func close() {
         isClosed = true
         tables.removeAll()
+        keptKeys.removeAll()
     }
 
     // MARK: Schemas
@@ -555,13 +569,29 @@ final class StoreState: @unchecked Sendable {
     /// Whether a record of the entity `name` is stored under a primary key:
     /// its loaded table's answer, or, for an entity whose record type this
     /// store has not loaded (the holder of a child type that names no owner,
-    /// whose storage was not opened since the store was), its document's and
-    /// deltas' primary keys, decoded alone.
+    /// whose storage was not opened since the store was), its stored keys
+    /// (``storedKeys(of:)``).
     func keyTest(of name: String) throws -> (StoredValue) -> Bool {
         if let table = tables[name] { return table.holdsKey }
-        guard let keyField = manifest.schemas?[name]?.fields.first?.name else { return { _ in false } }
+        let keys = try storedKeys(of: name)
+        return { keys.contains($0) }
+    }
+
+    /// The primary keys of the entity `name` in its document and deltas,
+    /// decoded alone, for an entity whose record type this store has not
+    /// loaded. Kept with the names of the files they were decoded from and
+    /// decoded again only when the manifest names other files for the entity:
+    /// every commit that writes the entity names new ones (their names carry
+    /// the commit's generation), and so does a migration. So a child type
+    /// that names no owner, persisted through its own storage, decodes its
+    /// holder's files once, not at each call.
+    func storedKeys(of name: String) throws -> Set<StoredValue> {
+        guard let keyField = manifest.schemas?[name]?.fields.first?.name else { return [] }
+        let documentName = manifest.documents[name]
+        let files = (documentName.map { [$0] } ?? []) + (manifest.deltas?[name] ?? [])
+        if let kept = keptKeys[name], kept.files == files, kept.keyField == keyField { return kept.keys }
         var keys = Set<StoredValue>()
-        if let documentName = manifest.documents[name] {
+        if let documentName {
             let document = try decodeKeys(named: documentName, entity: name)
             keys.formUnion(document.records.compactMap { $0[keyField]?.storedValue })
         }
@@ -570,10 +600,12 @@ final class StoreState: @unchecked Sendable {
             keys.subtract((delta.erased ?? []).compactMap(\.storedValue))
             keys.formUnion(delta.records.compactMap { $0[keyField]?.storedValue })
         }
-        return { keys.contains($0) }
+        keptKeys[name] = KeptKeys(files: files, keyField: keyField, keys: keys)
+        return keys
     }
 
     private func decodeKeys(named file: String, entity: String) throws -> StoredKeys {
+        keyDecodes += 1
         let data = try documentData(named: file, entity: entity)
         do {
             return try coder.decode(StoredKeys.self, from: data)
