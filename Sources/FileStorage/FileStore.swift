@@ -480,7 +480,11 @@ final class StoreState: @unchecked Sendable {
         try EntitySchema.checkTree(for: type) { manifest.schemas?[$0] }
         // A child entity held by another entity's relation too. The manifest
         // in memory records the storages opened in this process as well.
-        try ChildHolders.checkOpening(type, recorded: (manifest.schemas ?? [:]).values)
+        let recorded = (manifest.schemas ?? [:]).values
+        try ChildHolders.checkOpening(type, recorded: recorded)
+        // A child entity holding records written on their own before its holder.
+        try ChildHolders.checkStoredOnTheirOwn(
+            type, recorded: recorded, holdsRecordsOnTheirOwn: self.holdsRecordsOnTheirOwn)
         let missing = EntitySchema.tree(for: type).filter { manifest.schemas?[$0.entity] == nil }
         guard !missing.isEmpty else { return }
         for schema in missing {
@@ -491,6 +495,19 @@ final class StoreState: @unchecked Sendable {
         for schema in missing { schemas[schema.entity] = schema }
         next.schemas = schemas
         manifest = try FileStore.write(next, in: directory, durability: durability, operation: .open)
+    }
+
+    /// Whether the entity `child` holds records while `holder` holds none:
+    /// records written through the child's own storage, not as children of
+    /// `holder`
+    /// (``ChildHolders/checkStoredOnTheirOwn(_:recorded:holdsRecordsOnTheirOwn:)``).
+    /// A holder with a document or deltas of its own was written before
+    /// schemas were recorded (its schema is not, or the child would have a
+    /// recorded holder): its children are its own.
+    private func holdsRecordsOnTheirOwn(_ child: String, holder: String) throws -> Bool {
+        guard manifest.documents[holder] == nil, manifest.deltas?[holder] == nil else { return false }
+        if let table = tables[child] { return table.recordCount > 0 }
+        return try !storedKeys(of: child).isEmpty
     }
 
     /// For a store written before schemas were recorded: refuses a document

@@ -123,10 +123,12 @@ extension ToManyRelation {
         }
         if recorded == nil, let links, !environment.isReadOnly {
             try environment.write(.open) { txn in
+                // Refused before the schemas were recorded
+                // (`LMDBEnvironment.checkSchemas`); checked again here, under
+                // the write lock, in case another process wrote since.
                 guard try txn.entryCount(childMain) == 0 else {
-                    throw StorageError(
-                        .schemaMismatch, .open, entity: Parent.entity.name, path: environment.path,
-                        message: "'\(childEntity.name)' already holds records stored on their own, not as children of '\(Parent.entity.name)'")
+                    throw ChildHolders.storedOnTheirOwn(child: childEntity.name, holder: Parent.entity.name, relation: name)
+                        .with(path: environment.path)
                 }
                 try txn.put(links, Array(childEntity.name.utf8), Array(stored.utf8))
             }

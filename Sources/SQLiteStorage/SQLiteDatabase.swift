@@ -146,8 +146,12 @@ public final class SQLiteDatabase: Store, Sendable {
                 // Every entity's recorded schema first, in the order every
                 // backend checks them, so the first difference reported is the same.
                 try EntitySchema.checkTree(for: R.self) { try session.storedSchema(of: $0) }
-                // A child entity held by another entity's relation too.
-                try ChildHolders.checkOpening(R.self, recorded: session.storedSchemas())
+                // A child entity held by another entity's relation too, or
+                // holding rows written on their own before its holder.
+                let recorded = try session.storedSchemas()
+                try ChildHolders.checkOpening(R.self, recorded: recorded)
+                try ChildHolders.checkStoredOnTheirOwn(
+                    R.self, recorded: recorded, holdsRecordsOnTheirOwn: session.holdsRowsOnTheirOwn)
                 try setUpSchema(table, session)
                 return !session.needsWrite
             }
@@ -158,7 +162,10 @@ public final class SQLiteDatabase: Store, Sendable {
                     let session = try SchemaSession(connection, mode: .create)
                     // Again under the write lock: another process may have
                     // recorded a holder since the check above.
-                    try ChildHolders.checkOpening(R.self, recorded: session.storedSchemas())
+                    let recorded = try session.storedSchemas()
+                    try ChildHolders.checkOpening(R.self, recorded: recorded)
+                    try ChildHolders.checkStoredOnTheirOwn(
+                        R.self, recorded: recorded, holdsRecordsOnTheirOwn: session.holdsRowsOnTheirOwn)
                     try setUpSchema(table, session)
                 }
             }
