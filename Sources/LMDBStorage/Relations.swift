@@ -75,7 +75,12 @@ struct RelationChildren<Relation: ToManyRelation>: ChildSet {
         try children.withUnsafeBufferPointer { children in
             guard let first = children.baseAddress else { return }
             for index in children.indices {
-                try table.persist(first + index, in: txn, codecs: codecs, parent: context, writeFields: writeFields)
+                do {
+                    try table.persist(first + index, in: txn, codecs: codecs, parent: context, writeFields: writeFields)
+                } catch let error as StorageError where error.engineCode == MDB_BAD_VALSIZE {
+                    // The child whose key is too long, named (see `LMDBStorage.failing`).
+                    throw error.namingRecord(first[index].primaryKey.storedValue, of: Relation.Child.entity.name)
+                }
             }
         }
         // The children the parent no longer holds. No child just written has
