@@ -307,7 +307,7 @@ public final class FileStore: Store {
         let referenced = manifest.referencedFiles
         for name in try contents(of: directory) where !referenced.contains(name) {
             if StoreFiles.isOwnedDocument(name, storeId: storeId) || StoreFiles.isManifestTemporary(name) {
-                try FileIO.removeIfPresent(directory.appendingPathComponent(name))
+                try FileIO.removeIfPresent(directory.appendingPathComponent(name), operation: .open)
             }
         }
     }

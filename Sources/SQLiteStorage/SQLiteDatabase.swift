@@ -69,7 +69,8 @@ public final class SQLiteDatabase: Store, Sendable {
     /// - Throws: ``StorageError`` of kind ``StorageError/Kind/corrupt`` when the
     ///   file is not an SQLite database or is shorter than its header says
     ///   (truncated), ``StorageError/Kind/io`` when it cannot
-    ///   be opened or created.
+    ///   be opened or created, or a directory stands where its `-wal` or
+    ///   `-shm` file goes.
     public init(path: URL, durability: Durability = .full) throws {
         let filePath = path.path(percentEncoded: false)
         self.location = path
@@ -84,6 +85,7 @@ public final class SQLiteDatabase: Store, Sendable {
         }
         // SQLite opens a truncated file without a word: check its header first.
         try FileCheck.check(path: filePath)
+        try FileCheck.checkSideFiles(path: filePath)
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
         let connection = try Connection(path: filePath, flags: flags)
         do {
