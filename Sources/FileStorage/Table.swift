@@ -367,11 +367,27 @@ final class Table<R: Record>: AnyTable {
     }
 
     /// The records stored under `keys`, in primary-key order (a key not
-    /// stored is skipped).
+    /// stored is skipped). Integer keys (the common case) are sorted as
+    /// `Int64` pairs with their positions: sorting the `StoredValue`s, which
+    /// switches on both cases and copies them at every comparison, was half
+    /// of a `readAll`.
     func records(withKeys keys: Set<StoredValue>) -> [R] {
         var records: [R] = []
         records.reserveCapacity(keys.count)
-        forEachPosition(ofKeys: keys, descending: false) { records.append(state.records[$0]) }
+        var pairs: [(key: Int64, position: Int)] = []
+        pairs.reserveCapacity(keys.count)
+        for key in keys {
+            guard case .integer(let value) = key else {
+                for key in keys.sorted() {
+                    if let position = state.positions[key] { records.append(state.records[position]) }
+                }
+                return records
+            }
+            if let position = state.positions[key] { pairs.append((value, position)) }
+        }
+        // The keys are distinct: no ties to break.
+        pairs.sort { $0.key < $1.key }
+        for index in 0..<pairs.count { records.append(state.records[pairs[index].position]) }
         return records
     }
 
@@ -382,39 +398,28 @@ final class Table<R: Record>: AnyTable {
     func records(withKeys keys: Set<StoredValue>, descending: Bool, matching test: CandidateTest<R>?) throws -> [R] {
         var records: [R] = []
         records.reserveCapacity(keys.count)
-        try forEachPosition(ofKeys: keys, descending: descending) { position in
-            if let test, try !test.passes(state.records[position]) { return }
-            records.append(state.records[position])
-        }
-        return records
-    }
-
-    /// Calls `body` with the position of each record stored under `keys`, in
-    /// ascending (or `descending`) primary-key order; a key not stored is
-    /// skipped. Integer keys (the common case) are sorted as `Int64` pairs
-    /// with their positions: sorting the `StoredValue`s, which switches on
-    /// both cases and copies them at every comparison, was half of a
-    /// `readAll`. The one walk of both `records(withKeys:)`, inlined into
-    /// each so that `body` is no closure called through a context.
-    @inline(__always)
-    private func forEachPosition(
-        ofKeys keys: Set<StoredValue>, descending: Bool, _ body: (Int) throws -> Void
-    ) rethrows {
         var pairs: [(key: Int64, position: Int)] = []
         pairs.reserveCapacity(keys.count)
         for key in keys {
             guard case .integer(let value) = key else {
                 let sorted = keys.sorted()
                 for key in descending ? sorted.reversed() : sorted {
-                    if let position = state.positions[key] { try body(position) }
+                    guard let position = state.positions[key] else { continue }
+                    if let test, try !test.passes(state.records[position]) { continue }
+                    records.append(state.records[position])
                 }
-                return
+                return records
             }
             if let position = state.positions[key] { pairs.append((value, position)) }
         }
         // The keys are distinct: no ties to break.
         if descending { pairs.sort { $0.key > $1.key } } else { pairs.sort { $0.key < $1.key } }
-        for index in 0..<pairs.count { try body(pairs[index].position) }
+        for index in 0..<pairs.count {
+            let position = pairs[index].position
+            if let test, try !test.passes(state.records[position]) { continue }
+            records.append(state.records[position])
+        }
+        return records
     }
 
     /// The reader of the field named `name` by its position, when the record
