@@ -290,19 +290,29 @@ final class SchemaSession {
         }
     }
 
-    /// Whether the table of the entity `child` holds rows and no foreign key
-    /// to the table of `holder`: rows written through the child's own
-    /// storage, not as `holder`'s children
+    /// Whether the table of the entity `child` holds rows, no foreign key to
+    /// the table of `holder`, and `holder`'s table no row: rows written
+    /// through the child's own storage, not as `holder`'s children
     /// (``ChildHolders/checkStoredOnTheirOwn(_:recorded:holdsRecordsOnTheirOwn:)``).
+    /// A holder's table with rows was made before its schema was recorded
+    /// (or outside the store): the rebuild with the foreign key keeps the
+    /// children whose parent it holds, as the file stores keep a holder's
+    /// document.
     func holdsRowsOnTheirOwn(_ child: String, holder: String) throws -> Bool {
-        guard try Self.exists(table: child, connection) else { return false }
+        guard try holdsRows(child) else { return false }
         let foreignKeys = try Statement(
             db: connection.handle, sql: "PRAGMA foreign_key_list(\(quoted(child)))", persistent: false)
         // id, seq, table, from, to, on_update, on_delete, match
         while try foreignKeys.step() {
             if foreignKeys.text(2) == holder { return false }
         }
-        let rows = try Statement(db: connection.handle, sql: "SELECT 1 FROM \(quoted(child)) LIMIT 1", persistent: false)
+        return try !holdsRows(holder)
+    }
+
+    /// Whether `table` exists and holds a row.
+    private func holdsRows(_ table: String) throws -> Bool {
+        guard try Self.exists(table: table, connection) else { return false }
+        let rows = try Statement(db: connection.handle, sql: "SELECT 1 FROM \(quoted(table)) LIMIT 1", persistent: false)
         return try rows.step()
     }
 
