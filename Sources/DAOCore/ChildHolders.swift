@@ -66,6 +66,55 @@ public enum ChildHolders {
         }
     }
 
+    /// Checks, for a storage of `type` about to be opened, that no relation
+    /// of its tree takes as its children records that were stored on their
+    /// own: those of a child type that names no owner (no `ownedBy:`),
+    /// written through its own storage before any storage of its holder was
+    /// opened in the store (docs/SEMANTICS.md, "Relations and children").
+    /// No holder was known when they were written, so none was checked for
+    /// them; taken as children they would be orphans. Adapters call it
+    /// where they call ``checkOpening(_:recorded:)``, before anything is
+    /// recorded or written.
+    ///
+    /// - Parameters:
+    ///   - recorded: as for ``checkOpening(_:recorded:)``.
+    ///   - holdsRecordsOnTheirOwn: the adapter's answer, whether the entity
+    ///     `child` holds records stored on their own, not as children of
+    ///     the entity `holder`. Asked only of a child whose schema is among
+    ///     `recorded` (its storage was opened) and that no relation among
+    ///     `recorded` holds.
+    /// - Throws: ``StorageError`` of kind ``StorageError/Kind/schemaMismatch``
+    ///   (operation `open`, entity the holder) naming the holder, the child
+    ///   and what to do (``storedOnTheirOwn(child:holder:relation:)``).
+    public static func checkStoredOnTheirOwn<R: Record>(
+        _ type: R.Type, recorded: some Sequence<EntitySchema>,
+        holdsRecordsOnTheirOwn: (_ child: String, _ holder: String) throws -> Bool
+    ) throws {
+        let recorded = Array(recorded)
+        let names = Set(recorded.map(\.entity))
+        for schema in EntitySchema.tree(for: type) {
+            for relation in schema.relations where names.contains(relation.child) {
+                guard holder(of: relation.child, recorded: recorded) == nil,
+                    try holdsRecordsOnTheirOwn(relation.child, schema.entity)
+                else { continue }
+                throw storedOnTheirOwn(child: relation.child, holder: schema.entity, relation: relation.name)
+            }
+        }
+    }
+
+    /// The refusal of ``checkStoredOnTheirOwn(_:recorded:holdsRecordsOnTheirOwn:)``:
+    /// the relation `holder.relation` would take as its children the records
+    /// of `child` stored on their own.
+    public static func storedOnTheirOwn(child: String, holder: String, relation: String) -> StorageError {
+        StorageError(
+            .schemaMismatch, .open, entity: holder,
+            message: "'\(child)' holds records written through its own storage before any storage of '\(holder)' "
+                + "was opened in this store, so no '\(holder)' record was checked for them, and relation "
+                + "'\(holder).\(relation)' cannot take them as its children; open the storage of '\(holder)' "
+                + "before writing '\(child)' through its own storage, or erase the records of '\(child)' first "
+                + "(see docs/SEMANTICS.md)")
+    }
+
     /// The relation among `recorded` that holds `child`, as its holder's
     /// entity name and the child's foreign-key field: how a store finds the
     /// owner a child type that names none (no `ownedBy:`) must name when it

@@ -446,19 +446,30 @@ struct MigrationRunner {
                 // opening names both holders.
                 try ChildHolders.check(declared: declared, recorded: schemas.values)
                 var error = EntitySchema.mismatch(entity: new.entity, refused)
+                // One sentence: each change, with the step to write when
+                // one is known, then the step the others need.
+                var steps = 0
+                let described = refused.map { change in
+                    switch change {
+                    case .relationRemoved(let relation):
+                        steps += 1
+                        return "\(change), which would erase its children: write "
+                            + ".dropRelation(\"\(relation.name)\", from: \"\(new.entity)\") for it"
+                    case .relationAdded(let relation):
+                        steps += 1
+                        return "\(change), but the store holds '\(relation.child)' already: write the general step "
+                            + ".rewrite for it"
+                    default:
+                        return change.description
+                    }
+                }
+                let others = refused.count - steps
                 error.message =
-                    "lightweight migration cannot infer: "
-                    + refused.map { change in
-                        switch change {
-                        case .relationRemoved(let relation):
-                            "\(change) (dropping it erases its children: write "
-                                + ".dropRelation(\"\(relation.name)\", from: \"\(new.entity)\"))"
-                        case .relationAdded(let relation):
-                            "\(change) (the store holds '\(relation.child)' already: write the general step "
-                                + ".rewrite for it)"
-                        default: change.description
-                        }
-                    }.joined(separator: "; ") + " (write a migration step for it)"
+                    "lightweight migration cannot infer "
+                    + (refused.count == 1 ? "this change: " : "these changes: ") + described.joined(separator: "; ")
+                    + (others == 0
+                        ? ""
+                        : "; write a migration step for " + (steps > 0 ? "the others" : others == 1 ? "it" : "them"))
                 throw error
             }
             for change in changes {

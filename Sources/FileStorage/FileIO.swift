@@ -56,7 +56,7 @@ enum FileIO {
     ) throws {
         let temporary = url.deletingLastPathComponent()
             .appendingPathComponent(".\(url.lastPathComponent).\(getpid()).tmp")
-        try removeIfPresent(temporary)  // a leftover of a crashed writer
+        try removeIfPresent(temporary, operation: operation)  // a leftover of a crashed writer
         try create(temporary, data: data, sync: false, operation: operation)
         if sync {
             do {
@@ -129,10 +129,21 @@ enum FileIO {
     }
 
     /// Removes the file at `url` if there is one.
-    static func removeIfPresent(_ url: URL) throws {
-        if unlink(url.path) != 0 && errno != ENOENT {
-            throw posixError(.persist, url, "the file could not be removed")
+    ///
+    /// - Throws: ``StorageError``; ``StorageError/Kind/io`` naming the path and
+    ///   what to do when a directory stands there (named like a file the store
+    ///   writes and removes, but not one it wrote: it stays).
+    static func removeIfPresent(_ url: URL, operation: StorageError.Operation) throws {
+        guard unlink(url.path) != 0 && errno != ENOENT else { return }
+        let error = posixError(operation, url, "the file could not be removed")
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory), isDirectory.boolValue else {
+            throw error
         }
+        throw StorageError(
+            .io, operation, path: url.path, engineCode: error.engineCode,
+            message: "'\(url.lastPathComponent)' is a directory, named like a file the store writes and removes; the store "
+                + "does not remove what it did not write: move or remove the directory, then try again")
     }
 
     private static func fullSync(_ fd: Int32, _ url: URL, _ operation: StorageError.Operation) throws {

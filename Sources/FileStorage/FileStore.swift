@@ -307,7 +307,7 @@ public final class FileStore: Store {
         let referenced = manifest.referencedFiles
         for name in try contents(of: directory) where !referenced.contains(name) {
             if StoreFiles.isOwnedDocument(name, storeId: storeId) || StoreFiles.isManifestTemporary(name) {
-                try FileIO.removeIfPresent(directory.appendingPathComponent(name))
+                try FileIO.removeIfPresent(directory.appendingPathComponent(name), operation: .open)
             }
         }
     }
@@ -432,6 +432,18 @@ final class StoreState: @unchecked Sendable {
     private var inTransaction = false
     /// Set by ``close()``.
     private(set) var isClosed = false
+    /// The keys ``storedKeys(of:)`` decoded, by entity.
+    private var keptKeys: [String: KeptKeys] = [:]
+    /// How many documents and deltas ``storedKeys(of:)`` has decoded (for tests).
+    private(set) var keyDecodes = 0
+
+    /// The primary keys of an entity decoded from `files`, its document and
+    /// deltas, with the field they were read from.
+    private struct KeptKeys {
+        var files: [String]
+        var keyField: String
+        var keys: Set<StoredValue>
+    }
 
     init(directory: URL, format: FileFormat, durability: Durability, manifest: Manifest) {
         self.directory = directory
@@ -446,12 +458,14 @@ final class StoreState: @unchecked Sendable {
     /// Takes `next` as the manifest a migration committed.
     func adopt(migrated next: Manifest) {
         manifest = next
+        keptKeys.removeAll()
     }
 
     /// Forgets the loaded tables; the store is closed.
     func close() {
         isClosed = true
         tables.removeAll()
+        keptKeys.removeAll()
     }
 
     // MARK: Schemas
@@ -466,7 +480,11 @@ final class StoreState: @unchecked Sendable {
         try EntitySchema.checkTree(for: type) { manifest.schemas?[$0] }
         // A child entity held by another entity's relation too. The manifest
         // in memory records the storages opened in this process as well.
-        try ChildHolders.checkOpening(type, recorded: (manifest.schemas ?? [:]).values)
+        let recorded = (manifest.schemas ?? [:]).values
+        try ChildHolders.checkOpening(type, recorded: recorded)
+        // A child entity holding records written on their own before its holder.
+        try ChildHolders.checkStoredOnTheirOwn(
+            type, recorded: recorded, holdsRecordsOnTheirOwn: self.holdsRecordsOnTheirOwn)
         let missing = EntitySchema.tree(for: type).filter { manifest.schemas?[$0.entity] == nil }
         guard !missing.isEmpty else { return }
         for schema in missing {
@@ -477,6 +495,19 @@ final class StoreState: @unchecked Sendable {
         for schema in missing { schemas[schema.entity] = schema }
         next.schemas = schemas
         manifest = try FileStore.write(next, in: directory, durability: durability, operation: .open)
+    }
+
+    /// Whether the entity `child` holds records while `holder` holds none:
+    /// records written through the child's own storage, not as children of
+    /// `holder`
+    /// (``ChildHolders/checkStoredOnTheirOwn(_:recorded:holdsRecordsOnTheirOwn:)``).
+    /// A holder with a document or deltas of its own was written before
+    /// schemas were recorded (its schema is not, or the child would have a
+    /// recorded holder): its children are its own.
+    private func holdsRecordsOnTheirOwn(_ child: String, holder: String) throws -> Bool {
+        guard manifest.documents[holder] == nil, manifest.deltas?[holder] == nil else { return false }
+        if let table = tables[child] { return table.recordCount > 0 }
+        return try !storedKeys(of: child).isEmpty
     }
 
     /// For a store written before schemas were recorded: refuses a document
@@ -555,13 +586,29 @@ final class StoreState: @unchecked Sendable {
     /// Whether a record of the entity `name` is stored under a primary key:
     /// its loaded table's answer, or, for an entity whose record type this
     /// store has not loaded (the holder of a child type that names no owner,
-    /// whose storage was not opened since the store was), its document's and
-    /// deltas' primary keys, decoded alone.
+    /// whose storage was not opened since the store was), its stored keys
+    /// (``storedKeys(of:)``).
     func keyTest(of name: String) throws -> (StoredValue) -> Bool {
         if let table = tables[name] { return table.holdsKey }
-        guard let keyField = manifest.schemas?[name]?.fields.first?.name else { return { _ in false } }
+        let keys = try storedKeys(of: name)
+        return { keys.contains($0) }
+    }
+
+    /// The primary keys of the entity `name` in its document and deltas,
+    /// decoded alone, for an entity whose record type this store has not
+    /// loaded. Kept with the names of the files they were decoded from and
+    /// decoded again only when the manifest names other files for the entity:
+    /// every commit that writes the entity names new ones (their names carry
+    /// the commit's generation), and so does a migration. So a child type
+    /// that names no owner, persisted through its own storage, decodes its
+    /// holder's files once, not at each call.
+    func storedKeys(of name: String) throws -> Set<StoredValue> {
+        guard let keyField = manifest.schemas?[name]?.fields.first?.name else { return [] }
+        let documentName = manifest.documents[name]
+        let files = (documentName.map { [$0] } ?? []) + (manifest.deltas?[name] ?? [])
+        if let kept = keptKeys[name], kept.files == files, kept.keyField == keyField { return kept.keys }
         var keys = Set<StoredValue>()
-        if let documentName = manifest.documents[name] {
+        if let documentName {
             let document = try decodeKeys(named: documentName, entity: name)
             keys.formUnion(document.records.compactMap { $0[keyField]?.storedValue })
         }
@@ -570,10 +617,12 @@ final class StoreState: @unchecked Sendable {
             keys.subtract((delta.erased ?? []).compactMap(\.storedValue))
             keys.formUnion(delta.records.compactMap { $0[keyField]?.storedValue })
         }
-        return { keys.contains($0) }
+        keptKeys[name] = KeptKeys(files: files, keyField: keyField, keys: keys)
+        return keys
     }
 
     private func decodeKeys(named file: String, entity: String) throws -> StoredKeys {
+        keyDecodes += 1
         let data = try documentData(named: file, entity: entity)
         do {
             return try coder.decode(StoredKeys.self, from: data)

@@ -52,10 +52,12 @@ public struct LMDBStorage<Record: DAOCore.Record>: Storage {
         }
         if operation == .persist && error.engineCode == MDB_BAD_VALSIZE {
             // liblmdb's own text ("Unsupported size of key/DB name/data")
-            // does not tell a client which limit was met.
-            error.message = "a key is longer than LMDB allows (511 bytes, with the key's framing): the record's "
-                + "primary key, the key of the parent a child is stored under, or an indexed value; "
-                + "nothing was written (\(error.message))"
+            // does not tell a client which limit was met, nor which record
+            // (a child's, a grandchild's) met it: the record is named where
+            // it was written (`StorageError.namingRecord(_:of:)`).
+            error.message = "\(error.context ?? "a record") has a key longer than LMDB allows (511 bytes, with the "
+                + "key's framing): its primary key with the keys of the parents it is stored under, or one of its "
+                + "indexed values; nothing was written (liblmdb: \(error.message))"
         }
         return error.with(operation: operation, entity: Record.entity.name, path: table.environment.path)
     }
@@ -101,8 +103,12 @@ public struct LMDBStorage<Record: DAOCore.Record>: Storage {
                     try handoff.run(produce, stoppingAt: LMDBEnvironment.startsWriteAgain) { record in
                         if checkFirst { try Record.entity.checkStorable(copy record) }
                         // The record lent where the handoff holds it, not copied.
-                        try withUnsafePointer(to: record) {
-                            try table.persist($0, in: txn, codecs: codecs, writeFields: writeFields)
+                        do {
+                            try withUnsafePointer(to: record) {
+                                try table.persist($0, in: txn, codecs: codecs, writeFields: writeFields)
+                            }
+                        } catch let error as StorageError where error.engineCode == MDB_BAD_VALSIZE {
+                            throw error.namingRecord(record.primaryKey.storedValue, of: Record.entity.name)
                         }
                     }
                     try codecs.flushRuns(in: txn)
@@ -314,5 +320,28 @@ public struct LMDBStorage<Record: DAOCore.Record>: Storage {
         // so that no path commits with one unwritten.
         try codecs.flushRuns(in: txn)
         return erased
+    }
+}
+
+extension StorageError {
+    /// For a key too long for LMDB (`MDB_BAD_VALSIZE`) met while writing the
+    /// record with primary key `key` of `entity`: the error with that record
+    /// named in its ``StorageError/context`` (its key shortened), unless a
+    /// record written below it (a child, a grandchild) is named already.
+    func namingRecord(_ key: StoredValue, of entity: String) -> StorageError {
+        guard context == nil else { return self }
+        var error = self
+        let shown: String
+        switch key {
+        case .text(let text):
+            let scalars = text.unicodeScalars
+            let head = String(String.UnicodeScalarView(scalars.prefix(24))).debugDescription
+            shown = scalars.count > 24
+                ? "\(head.dropLast())…\" (\(text.utf8.count) bytes in UTF-8)" : head
+        default:
+            shown = "\(key)"
+        }
+        error.context = "record \(shown) of '\(entity)'"
+        return error
     }
 }

@@ -75,7 +75,12 @@ struct RelationChildren<Relation: ToManyRelation>: ChildSet {
         try children.withUnsafeBufferPointer { children in
             guard let first = children.baseAddress else { return }
             for index in children.indices {
-                try table.persist(first + index, in: txn, codecs: codecs, parent: context, writeFields: writeFields)
+                do {
+                    try table.persist(first + index, in: txn, codecs: codecs, parent: context, writeFields: writeFields)
+                } catch let error as StorageError where error.engineCode == MDB_BAD_VALSIZE {
+                    // The child whose key is too long, named (see `LMDBStorage.failing`).
+                    throw error.namingRecord(first[index].primaryKey.storedValue, of: Relation.Child.entity.name)
+                }
             }
         }
         // The children the parent no longer holds. No child just written has
@@ -123,10 +128,12 @@ extension ToManyRelation {
         }
         if recorded == nil, let links, !environment.isReadOnly {
             try environment.write(.open) { txn in
+                // Refused before the schemas were recorded
+                // (`LMDBEnvironment.checkSchemas`); checked again here, under
+                // the write lock, in case another process wrote since.
                 guard try txn.entryCount(childMain) == 0 else {
-                    throw StorageError(
-                        .schemaMismatch, .open, entity: Parent.entity.name, path: environment.path,
-                        message: "'\(childEntity.name)' already holds records stored on their own, not as children of '\(Parent.entity.name)'")
+                    throw ChildHolders.storedOnTheirOwn(child: childEntity.name, holder: Parent.entity.name, relation: name)
+                        .with(path: environment.path)
                 }
                 try txn.put(links, Array(childEntity.name.utf8), Array(stored.utf8))
             }

@@ -69,7 +69,8 @@ public final class SQLiteDatabase: Store, Sendable {
     /// - Throws: ``StorageError`` of kind ``StorageError/Kind/corrupt`` when the
     ///   file is not an SQLite database or is shorter than its header says
     ///   (truncated), ``StorageError/Kind/io`` when it cannot
-    ///   be opened or created.
+    ///   be opened or created, or a directory stands where its `-wal` or
+    ///   `-shm` file goes.
     public init(path: URL, durability: Durability = .full) throws {
         let filePath = path.path(percentEncoded: false)
         self.location = path
@@ -84,6 +85,7 @@ public final class SQLiteDatabase: Store, Sendable {
         }
         // SQLite opens a truncated file without a word: check its header first.
         try FileCheck.check(path: filePath)
+        try FileCheck.checkSideFiles(path: filePath)
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
         let connection = try Connection(path: filePath, flags: flags)
         do {
@@ -146,8 +148,12 @@ public final class SQLiteDatabase: Store, Sendable {
                 // Every entity's recorded schema first, in the order every
                 // backend checks them, so the first difference reported is the same.
                 try EntitySchema.checkTree(for: R.self) { try session.storedSchema(of: $0) }
-                // A child entity held by another entity's relation too.
-                try ChildHolders.checkOpening(R.self, recorded: session.storedSchemas())
+                // A child entity held by another entity's relation too, or
+                // holding rows written on their own before its holder.
+                let recorded = try session.storedSchemas()
+                try ChildHolders.checkOpening(R.self, recorded: recorded)
+                try ChildHolders.checkStoredOnTheirOwn(
+                    R.self, recorded: recorded, holdsRecordsOnTheirOwn: session.holdsRowsOnTheirOwn)
                 try setUpSchema(table, session)
                 return !session.needsWrite
             }
@@ -158,7 +164,10 @@ public final class SQLiteDatabase: Store, Sendable {
                     let session = try SchemaSession(connection, mode: .create)
                     // Again under the write lock: another process may have
                     // recorded a holder since the check above.
-                    try ChildHolders.checkOpening(R.self, recorded: session.storedSchemas())
+                    let recorded = try session.storedSchemas()
+                    try ChildHolders.checkOpening(R.self, recorded: recorded)
+                    try ChildHolders.checkStoredOnTheirOwn(
+                        R.self, recorded: recorded, holdsRecordsOnTheirOwn: session.holdsRowsOnTheirOwn)
                     try setUpSchema(table, session)
                 }
             }

@@ -59,8 +59,12 @@ extension Table {
     ///
     /// A child table first created through its own storage has no foreign key
     /// yet; when its parent's storage is opened, the table is rebuilt with it
-    /// (SQLite cannot add a foreign key in place), which fails with
-    /// ``StorageError/Kind/constraint`` if a stored child has no parent.
+    /// (SQLite cannot add a foreign key in place). A table that holds rows
+    /// then was written through the child's own storage before its parent's
+    /// was opened, and ``SQLiteDatabase/storage(for:)`` refuses the parent
+    /// first (``ChildHolders/checkStoredOnTheirOwn(_:recorded:holdsRecordsOnTheirOwn:)``);
+    /// should the rebuild still meet a child without a parent, it fails with
+    /// ``StorageError/Kind/constraint``.
     ///
     /// - Throws: ``StorageError/Kind/schemaMismatch`` when the stored schema or
     ///   an existing table's columns differ from the entity's declaration, or
@@ -284,6 +288,32 @@ final class SchemaSession {
         case .check:
             if try indexes.reconcile(legacy: legacy, connection: connection, apply: false) { needsWrite = true }
         }
+    }
+
+    /// Whether the table of the entity `child` holds rows, no foreign key to
+    /// the table of `holder`, and `holder`'s table no row: rows written
+    /// through the child's own storage, not as `holder`'s children
+    /// (``ChildHolders/checkStoredOnTheirOwn(_:recorded:holdsRecordsOnTheirOwn:)``).
+    /// A holder's table with rows was made before its schema was recorded
+    /// (or outside the store): the rebuild with the foreign key keeps the
+    /// children whose parent it holds, as the file stores keep a holder's
+    /// document.
+    func holdsRowsOnTheirOwn(_ child: String, holder: String) throws -> Bool {
+        guard try holdsRows(child) else { return false }
+        let foreignKeys = try Statement(
+            db: connection.handle, sql: "PRAGMA foreign_key_list(\(quoted(child)))", persistent: false)
+        // id, seq, table, from, to, on_update, on_delete, match
+        while try foreignKeys.step() {
+            if foreignKeys.text(2) == holder { return false }
+        }
+        return try !holdsRows(holder)
+    }
+
+    /// Whether `table` exists and holds a row.
+    private func holdsRows(_ table: String) throws -> Bool {
+        guard try Self.exists(table: table, connection) else { return false }
+        let rows = try Statement(db: connection.handle, sql: "SELECT 1 FROM \(quoted(table)) LIMIT 1", persistent: false)
+        return try rows.step()
     }
 
     /// The table that SQLite takes for `table` (names ignore ASCII case)

@@ -34,9 +34,43 @@ struct LongChildKeyTests {
                     #expect(outcome == "error(invalidArgument, persist, tx_shelves)", "\(backend.name)")
                     #expect(stored.isEmpty, "\(backend.name)")
                     #expect(message.contains("longer than LMDB allows"), "\(backend.name): \(message)")
+                    // The record whose key is too long is named: the item,
+                    // not the shelf persisted nor the box between them.
+                    let named = "record \"\(String(repeating: "i", count: 24))…\" (300 bytes in UTF-8) of 'tx_items'"
+                    #expect(message.hasPrefix(named), "\(backend.name): \(message)")
                 } else {
                     #expect(outcome == "ok", "\(backend.name)")
                     #expect(stored == [shelf], "\(backend.name)")
+                }
+                try store.close()
+            }
+        }
+    }
+
+    @Test("a key too long at the top level: LMDB names the record persisted; the others store it")
+    func topLevel() throws {
+        let shelf = TxShelf(id: "é" + String(repeating: "s", count: 600), label: "l", boxes: [], notes: [])
+        for backend in allBackends {
+            try withStore(backend) { store, _ in
+                let shelves = try store.anyStorage(for: TxShelf.self)
+                var message = ""
+                let outcome = attempt {
+                    do {
+                        try shelves.persist(shelf)
+                    } catch let error as StorageError {
+                        message = error.message
+                        throw error
+                    }
+                    return "ok"
+                }
+                if backend.name == "lmdb" {
+                    #expect(outcome == "error(invalidArgument, persist, tx_shelves)", "\(backend.name)")
+                    let named = "record \"é\(String(repeating: "s", count: 23))…\" (602 bytes in UTF-8) of 'tx_shelves'"
+                    #expect(message.hasPrefix(named), "\(backend.name): \(message)")
+                    #expect(try shelves.readAll().isEmpty, "\(backend.name)")
+                } else {
+                    #expect(outcome == "ok", "\(backend.name)")
+                    #expect(try shelves.readAll() == [shelf], "\(backend.name)")
                 }
                 try store.close()
             }

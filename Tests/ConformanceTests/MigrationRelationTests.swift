@@ -241,6 +241,11 @@ struct MigrationRelationTests {
             #expect(error?.kind == .schemaMismatch)
             #expect(error?.schemaChanges == [.relationRemoved(.init(name: "labels", child: "author_labels", foreignKey: "authorId"))])
             #expect(error?.message.contains(#".dropRelation("labels", from: "authors")"#) == true, "\(String(describing: error))")
+            // One sentence, not two parenthetical notes in a row.
+            #expect(
+                error?.message == "migration 'v3: no labels': lightweight migration cannot infer this change: relation "
+                    + "'labels' (author_labels by "
+                    + #"authorId) was removed, which would erase its children: write .dropRelation("labels", from: "authors") for it"#)
         }
         try catalog.opened(backend, directory) { (store) throws in
             #expect(try Migrator.state(of: store).version == 1)
@@ -275,6 +280,7 @@ struct MigrationRelationTests {
             let error = expectStorageError { try migrator.migrate(store) }
             #expect(error?.kind == .schemaMismatch)
             #expect(error?.message.contains("the store holds 'tags' already") == true, "\(String(describing: error))")
+            #expect(error?.message.contains(") (") == false, "\(String(describing: error))")
         }
         try catalog.expectUnchanged(backend, directory)
     }

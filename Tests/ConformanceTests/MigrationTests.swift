@@ -253,6 +253,9 @@ struct MigrationTests {
             let error = expectStorageError { try migrator.migrate(store) }
             #expect(error?.kind == .schemaMismatch)
             #expect(error?.schemaChanges == [.fieldsReordered(from: ["id", "label", "weight"], to: ["id", "weight", "label"])])
+            #expect(
+                error?.message == "migration 'v2': lightweight migration cannot infer this change: the fields were reordered from "
+                    + "(id, label, weight) to (id, weight, label); write a migration step for it")
         }
         try expectUnchanged(backend, directory)
     }

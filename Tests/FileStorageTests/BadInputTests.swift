@@ -262,3 +262,33 @@ struct BadInputTests {
         #expect(document.hasSuffix("-6-users.plist"))
     }
 }
+
+@Suite("File store: a directory named like the manifest's temporary file")
+struct ManifestTemporaryDirectoryTests {
+    /// The store writes and removes `.manifest.json.<pid>.tmp`; a directory of
+    /// that name is not what it wrote, so it stays, and opening (an existing
+    /// store, which removes leftover temporary files, or a new one, which
+    /// writes its first manifest) is refused with an error that names the
+    /// directory and says what to do.
+    @Test("refused with a message naming the directory and what to do, the directory kept", arguments: [true, false])
+    func directory(existing: Bool) throws {
+        let scratch = try TemporaryDirectory("file-store")
+        if existing { try seed(scratch.url, format: .json) }
+        let name = ".manifest.json.\(getpid()).tmp"
+        let blocker = scratch.file(name)
+        try FileManager.default.createDirectory(at: blocker, withIntermediateDirectories: false)
+        try Data("mine".utf8).write(to: blocker.appendingPathComponent("inside.txt"))
+        let error = #expect(throws: StorageError.self) { try FileStore(directory: scratch.url, format: .json) }
+        #expect(error?.kind == .io)
+        #expect(error?.operation == .open)
+        #expect(error?.path == blocker.path)
+        let message = error?.message ?? ""
+        #expect(message.contains("'\(name)' is a directory"), "\(message)")
+        #expect(message.contains("move or remove the directory"), "\(message)")
+        #expect(try Data(contentsOf: blocker.appendingPathComponent("inside.txt")) == Data("mine".utf8))
+        try FileManager.default.removeItem(at: blocker)
+        let store = try FileStore(directory: scratch.url, format: .json)
+        #expect(try store.storage(for: DialogRecord.self).readAll().map(\.id) == (existing ? [1] : []))
+        store.close()
+    }
+}

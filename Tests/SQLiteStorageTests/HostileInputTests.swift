@@ -111,3 +111,37 @@ struct HostileInputTests {
         }
     }
 }
+
+@Suite("A directory where SQLite's side files go")
+struct SideFileDirectoryTests {
+    /// A directory in place of the `-wal` or the `-shm` file: one typed
+    /// error for both, naming the directory and what to do, and the
+    /// directory and the records left as they were.
+    @Test("refused alike for the -wal and the -shm file", arguments: ["-wal", "-shm"])
+    func directory(suffix: String) throws {
+        try withTemporaryDirectory { directory in
+            let file = directory.appending(path: "store.sqlite")
+            do {
+                let database = try SQLiteDatabase(path: file)
+                try database.storage(for: UserRecord.self).persist(sampleUsers())
+                try database.close()
+            }
+            let blocker = URL(fileURLWithPath: file.path(percentEncoded: false) + suffix)
+            try FileManager.default.createDirectory(at: blocker, withIntermediateDirectories: false)
+            try Data("mine".utf8).write(to: blocker.appending(path: "inside.txt"))
+            let error = #expect(throws: StorageError.self) { try SQLiteDatabase(path: file) }
+            #expect(error?.kind == .io)
+            #expect(error?.operation == .open)
+            #expect(error?.path == blocker.path(percentEncoded: false))
+            let message = error?.message ?? ""
+            #expect(message.contains(blocker.path(percentEncoded: false)), "\(message)")
+            #expect(message.contains("is a directory"), "\(message)")
+            #expect(message.contains("move or remove the directory"), "\(message)")
+            #expect(try Data(contentsOf: blocker.appending(path: "inside.txt")) == Data("mine".utf8))
+            try FileManager.default.removeItem(at: blocker)
+            let database = try SQLiteDatabase(path: file)
+            #expect(try database.storage(for: UserRecord.self).count() == sampleUsers().count)
+            try database.close()
+        }
+    }
+}

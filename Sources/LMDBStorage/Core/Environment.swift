@@ -647,7 +647,7 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
                 try EntitySchema.decode($0, entity: entity)
             }
         }
-        let missing: [EntitySchema] = try read(.open) { txn in
+        let (missing, recorded): ([EntitySchema], [EntitySchema]) = try read(.open) { txn in
             var missing: [EntitySchema] = []
             for schema in declared {
                 if let recorded = try stored(schema.entity, txn) {
@@ -657,8 +657,15 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
                 }
             }
             // A child entity held by another entity's relation too.
-            try ChildHolders.checkOpening(type, recorded: try Self.recordedSchemas(metadata, txn) + opened)
-            return missing
+            let schemas = try Self.recordedSchemas(metadata, txn) + opened
+            try ChildHolders.checkOpening(type, recorded: schemas)
+            return (missing, schemas)
+        }
+        // A child entity holding records written on their own before its
+        // holder (the databases are looked up outside the read transaction:
+        // a handle is opened in a transaction of its own).
+        try ChildHolders.checkStoredOnTheirOwn(type, recorded: recorded) { child, _ in
+            try holdsRecordsOnTheirOwn(child, links: EntityTable<R>.linksDatabase)
         }
         guard !missing.isEmpty, !isReadOnly else { return }
         try write(.open) { txn in
@@ -672,6 +679,18 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
                     try txn.put(metadata, Array(StoreMetadataKey.schema(schema.entity).utf8), schema.encoded())
                 }
             }
+        }
+    }
+
+    /// Whether the entity `child` holds records and the links database
+    /// (`links`) records no parent for it: records written through the
+    /// child's own storage, not as children
+    /// (``ChildHolders/checkStoredOnTheirOwn(_:recorded:holdsRecordsOnTheirOwn:)``).
+    private func holdsRecordsOnTheirOwn(_ child: String, links: String) throws -> Bool {
+        guard let links = try database(links), let main = try database(child) else { return false }
+        return try read(.open) { txn in
+            let linked = try txn.withValue(links, Array(child.utf8)) { _ in true } ?? false
+            return try !linked && txn.entryCount(main) > 0
         }
     }
 

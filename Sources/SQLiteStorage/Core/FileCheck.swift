@@ -69,6 +69,25 @@ enum FileCheck {
         }
     }
 
+    /// Refuses a directory in place of the database's write-ahead log
+    /// (`-wal`) or of its shared-memory index (`-shm`), which SQLite would
+    /// report as an I/O error for the one and as a read-only database for the
+    /// other, naming neither. The store removes nothing it did not write, so
+    /// the directory stays; the error names it and says what to do.
+    ///
+    /// - Throws: ``StorageError/Kind/io`` naming the directory.
+    static func checkSideFiles(path: String) throws {
+        for (suffix, what) in [("-wal", "write-ahead log"), ("-shm", "shared-memory index of its write-ahead log")] {
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: path + suffix, isDirectory: &isDirectory), isDirectory.boolValue
+            else { continue }
+            throw StorageError(
+                .io, .open, path: path + suffix, engineCode: EISDIR,
+                message: "'\(path + suffix)' is a directory, where SQLite keeps the database's \(what); the store "
+                    + "does not remove what it did not write: move or remove the directory, then open the database again")
+        }
+    }
+
     private static func corrupt(_ path: String, _ message: String) -> StorageError {
         StorageError(.corrupt, .open, path: path, engineCode: 26, message: message)  // SQLITE_NOTADB
     }
