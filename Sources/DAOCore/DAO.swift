@@ -116,6 +116,47 @@ where S.Record == T.Record, T.PlainObject.ID == S.Record.PrimaryKey {
         try storage.count(where: predicate)
     }
 
+    /// Prepares a query with a parameter, to answer many times with its
+    /// values: the predicate is translated and planned once, not on each
+    /// call (``PreparedQuery``; two and three parameters below).
+    ///
+    /// ```swift
+    /// let unread = try messages.prepare(
+    ///     where: #Predicate<MessageRecord, Int64> { message, dialog in
+    ///         message.dialogId == dialog && !message.isRead
+    ///     },
+    ///     sortedBy: [SortDescriptor(\.date, order: .reverse)])
+    /// let inDialog7 = try unread.read(7)
+    /// ```
+    ///
+    /// A call answers what ``read(where:sortedBy:limit:)`` answers for the
+    /// same predicate with the values written in as constants.
+    /// - Throws: ``StorageError`` of kind ``StorageError/Kind/invalidArgument``
+    ///   for a negative limit; no predicate is refused for its form.
+    public func prepare<A: FieldValue>(
+        where predicate: Predicate<Record, A>, sortedBy: [SortDescriptor<Record>] = [], limit: Int? = nil
+    ) throws -> PreparedObjectQuery<S, T, A> {
+        PreparedObjectQuery(dao: self, prepared: try PreparedQuery(where: predicate, sortedBy: sortedBy, limit: limit))
+    }
+
+    /// Prepares a query with two parameters (``prepare(where:sortedBy:limit:)``).
+    /// - Throws: ``StorageError`` of kind ``StorageError/Kind/invalidArgument``
+    ///   for a negative limit.
+    public func prepare<A: FieldValue, B: FieldValue>(
+        where predicate: Predicate<Record, A, B>, sortedBy: [SortDescriptor<Record>] = [], limit: Int? = nil
+    ) throws -> PreparedObjectQuery<S, T, (A, B)> {
+        PreparedObjectQuery(dao: self, prepared: try PreparedQuery(where: predicate, sortedBy: sortedBy, limit: limit))
+    }
+
+    /// Prepares a query with three parameters.
+    /// - Throws: ``StorageError`` of kind ``StorageError/Kind/invalidArgument``
+    ///   for a negative limit.
+    public func prepare<A: FieldValue, B: FieldValue, C: FieldValue>(
+        where predicate: Predicate<Record, A, B, C>, sortedBy: [SortDescriptor<Record>] = [], limit: Int? = nil
+    ) throws -> PreparedObjectQuery<S, T, (A, B, C)> {
+        PreparedObjectQuery(dao: self, prepared: try PreparedQuery(where: predicate, sortedBy: sortedBy, limit: limit))
+    }
+
     // MARK: Erase
 
     /// Erases every object of this type; returns how many there were.
@@ -214,5 +255,94 @@ where S.Record == T.Record, T.PlainObject.ID == S.Record.PrimaryKey {
             plains.append(try toPlain(record))
         }
         return plains
+    }
+}
+
+/// A query of a ``DAO`` prepared with parameters
+/// (``DAO/prepare(where:sortedBy:limit:)``): each call binds its values.
+/// `Parameters` is the parameter's type, or the tuple of their types.
+/// `Sendable`; safe from any number of tasks at once.
+public struct PreparedObjectQuery<S: Storage, T: Translator, Parameters: Sendable>: Sendable
+where S.Record == T.Record, T.PlainObject.ID == S.Record.PrimaryKey {
+    /// The DAO the query reads through.
+    public let dao: DAO<S, T>
+    /// The prepared query over records.
+    public let prepared: PreparedQuery<S.Record, Parameters>
+
+    /// Creates the query of `dao` for `prepared`.
+    public init(dao: DAO<S, T>, prepared: PreparedQuery<S.Record, Parameters>) {
+        self.dao = dao
+        self.prepared = prepared
+    }
+
+    /// The objects whose records meet the predicate with these values (a
+    /// tuple for more than one parameter), sorted and limited as prepared.
+    /// - Throws: ``StorageError``.
+    @inlinable
+    public func read(values: Parameters) throws -> [T.PlainObject] {
+        try dao.toPlains(dao.storage.read(prepared.query(values: values)))
+    }
+
+    /// How many objects have records that meet the predicate with these
+    /// values (the sort and the limit do not apply).
+    /// - Throws: ``StorageError``.
+    public func count(values: Parameters) throws -> Int {
+        try dao.storage.count(where: prepared.predicate(values: values))
+    }
+
+    /// Erases the objects whose records meet the predicate with these values,
+    /// in one transaction (the sort and the limit do not apply); returns how
+    /// many were erased.
+    /// - Throws: ``StorageError``; nothing is erased then.
+    @discardableResult
+    public func erase(values: Parameters) throws -> Int {
+        try dao.storage.erase(where: prepared.predicate(values: values))
+    }
+}
+
+extension PreparedObjectQuery where Parameters: FieldValue {
+    /// ``read(values:)`` with this value of the parameter.
+    /// - Throws: ``StorageError``.
+    @inlinable
+    public func read(_ a: Parameters) throws -> [T.PlainObject] { try read(values: a) }
+    /// ``count(values:)`` with this value of the parameter.
+    /// - Throws: ``StorageError``.
+    public func count(_ a: Parameters) throws -> Int { try count(values: a) }
+    /// ``erase(values:)`` with this value of the parameter.
+    /// - Throws: ``StorageError``; nothing is erased then.
+    @discardableResult
+    public func erase(_ a: Parameters) throws -> Int { try erase(values: a) }
+}
+
+extension PreparedObjectQuery {
+    /// ``read(values:)`` with these values of the parameters.
+    /// - Throws: ``StorageError``.
+    @inlinable
+    public func read<A, B>(_ a: A, _ b: B) throws -> [T.PlainObject] where Parameters == (A, B) {
+        try read(values: (a, b))
+    }
+    /// ``count(values:)`` with these values of the parameters.
+    /// - Throws: ``StorageError``.
+    public func count<A, B>(_ a: A, _ b: B) throws -> Int where Parameters == (A, B) { try count(values: (a, b)) }
+    /// ``erase(values:)`` with these values of the parameters.
+    /// - Throws: ``StorageError``; nothing is erased then.
+    @discardableResult
+    public func erase<A, B>(_ a: A, _ b: B) throws -> Int where Parameters == (A, B) { try erase(values: (a, b)) }
+    /// ``read(values:)`` with these values of the parameters.
+    /// - Throws: ``StorageError``.
+    @inlinable
+    public func read<A, B, C>(_ a: A, _ b: B, _ c: C) throws -> [T.PlainObject] where Parameters == (A, B, C) {
+        try read(values: (a, b, c))
+    }
+    /// ``count(values:)`` with these values of the parameters.
+    /// - Throws: ``StorageError``.
+    public func count<A, B, C>(_ a: A, _ b: B, _ c: C) throws -> Int where Parameters == (A, B, C) {
+        try count(values: (a, b, c))
+    }
+    /// ``erase(values:)`` with these values of the parameters.
+    /// - Throws: ``StorageError``; nothing is erased then.
+    @discardableResult
+    public func erase<A, B, C>(_ a: A, _ b: B, _ c: C) throws -> Int where Parameters == (A, B, C) {
+        try erase(values: (a, b, c))
     }
 }

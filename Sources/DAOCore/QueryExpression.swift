@@ -85,6 +85,15 @@ public indirect enum QueryExpression: Sendable, Hashable {
 
     /// ``translate(_:)`` and ``condition(_:)`` in one walk of the predicate.
     public static func analyze<R: Record>(_ predicate: Predicate<R>) -> (translation: Translation, condition: RecordCondition<R>) {
+        if let call = PreparedCondition<R>.call(of: predicate) {
+            // A prepared predicate: its own expression, with the call's values.
+            let context = call.context(record: predicate.variable)
+            let expression = call.prepared.expression
+            let analysis = context.analyze(expression)
+            let condition = analysis.condition
+                ?? .opaque(OpaqueCondition(expression: expression, variable: predicate.variable, call: call))
+            return (Translation(analysis.translation), condition)
+        }
         let context = TranslationContext<R>(predicate.variable)
         let analysis = context.analyze(predicate.expression)
         let condition = analysis.condition
@@ -99,7 +108,10 @@ public indirect enum QueryExpression: Sendable, Hashable {
     /// narrows the candidates; under `||` or `!` the whole branch is dropped. A
     /// predicate with nothing translatable gives `.constant(true)`, inexact.
     public static func translate<R: Record>(_ predicate: Predicate<R>) -> Translation {
-        Translation(TranslationContext<R>(predicate.variable).translate(predicate.expression))
+        if let call = PreparedCondition<R>.call(of: predicate) {
+            return Translation(call.context(record: predicate.variable).translate(call.prepared.expression))
+        }
+        return Translation(TranslationContext<R>(predicate.variable).translate(predicate.expression))
     }
 
     /// The `field == value` conditions that must all hold for the expression to
@@ -146,10 +158,23 @@ enum PartialTranslation {
 struct TranslationContext<R: Record> {
     let variable: PredicateExpressions.VariableID
     let input: PredicateExpressions.Variable<R>
+    /// The call of a prepared predicate being translated: the values of its
+    /// parameter variables, which stand where constants may.
+    let call: PreparedCall<R>?
 
     init(_ input: PredicateExpressions.Variable<R>) {
         self.input = input
         self.variable = input.key
+        call = nil
+    }
+
+    /// The context of a prepared predicate, whose record variable is `key`
+    /// (`input` only names the record for Foundation's evaluation of opaque
+    /// parts, which the call binds itself).
+    init(_ input: PredicateExpressions.Variable<R>, key: PredicateExpressions.VariableID, call: PreparedCall<R>) {
+        self.input = input
+        variable = key
+        self.call = call
     }
 
     func translate<E>(_ expression: E) -> PartialTranslation {
@@ -171,7 +196,9 @@ struct TranslationContext<R: Record> {
 
     /// The constant a value operand holds, in stored form.
     func value<E>(_ operand: E) -> StoredValue? {
-        (operand as? any ValueOperand)?.storedValue
+        if let constant = operand as? any ValueOperand { return constant.storedValue }
+        guard let call, let variable = operand as? any VariableOperand else { return nil }
+        return call.value(of: variable.key)
     }
 
     func comparison<Left, Right>(_ lhs: Left, _ rhs: Right, _ op: QueryExpression.Comparison) -> PartialTranslation {
@@ -212,7 +239,8 @@ struct TranslationContext<R: Record> {
         guard let standard = expression as? any StandardPredicateExpression<Bool> else {
             return Analysis(translation: translation, condition: nil)
         }
-        return Analysis(translation: translation, condition: .opaque(OpaqueCondition(expression: standard, variable: input)))
+        return Analysis(
+            translation: translation, condition: .opaque(OpaqueCondition(expression: standard, variable: input, call: call)))
     }
 
     /// `lhs <op> rhs` for two declared fields of one type, else `nil`.
@@ -306,7 +334,7 @@ protocol KeyPathOperand {
 protocol ValueOperand {
     var storedValue: StoredValue? { get }
     /// ``storedValue`` for operands of this type, conformances looked up once.
-    static func constantReader() -> ConstantReader<Self>
+    static func constantReader() -> (Self) -> StoredValue?
 }
 
 private protocol OptionalValue {
@@ -353,7 +381,7 @@ extension PredicateExpressions.Variable: VariableOperand {}
 extension PredicateExpressions.Value: ValueOperand {
     var storedValue: StoredValue? { DAOCore.storedValue(of: value) }
 
-    static func constantReader() -> ConstantReader<Self> {
+    static func constantReader() -> (Self) -> StoredValue? {
         let stored = ShapeReaders.storedValue(of: Output.self)
         return { operand in stored(operand.value) }
     }
@@ -362,13 +390,22 @@ extension PredicateExpressions.Value: ValueOperand {
 extension PredicateExpressions.NilLiteral: ValueOperand {
     var storedValue: StoredValue? { .null }
 
-    static func constantReader() -> ConstantReader<Self> { { _ in .null } }
+    static func constantReader() -> (Self) -> StoredValue? { { _ in .null } }
 }
 
 extension PredicateExpressions.Value: TranslatableExpression {
     func translate<R>(in context: TranslationContext<R>) -> PartialTranslation {
         guard let constant = value as? Bool else { return .none }
         return .exact(.constant(constant))
+    }
+}
+
+extension PredicateExpressions.Variable: TranslatableExpression {
+    /// A `Bool` parameter of a prepared predicate used as a condition: the
+    /// constant it holds in this call.
+    func translate<R>(in context: TranslationContext<R>) -> PartialTranslation {
+        guard Output.self == Bool.self, case .integer(let value)? = context.call?.value(of: key) else { return .none }
+        return .exact(.constant(value != 0))
     }
 }
 

@@ -33,6 +33,10 @@ final class QueryPlanCache<R: Record>: Sendable {
         var shape: PredicateShape?
         var constants: [StoredValue] = []
         if let predicate = query.predicate {
+            // A prepared query's call: planned from the templates it keeps.
+            if let call = PreparedCondition<R>.call(of: predicate) {
+                return call.prepared.plan(query, call: call, parts: parts)
+            }
             guard let walked = walk(predicate) else { return QueryPlan(fresh: query, parts: parts) }
             shape = walked.shape
             constants = walked.constants
@@ -84,9 +88,15 @@ final class QueryPlanCache<R: Record>: Sendable {
     /// How many shapes are kept (for tests).
     var count: Int { entries.withLock { $0.count } }
 
-    /// Forgets every kept shape.
+    /// How many times the kept shapes were forgotten: prepared queries
+    /// (``PreparedQuery``) drop the templates they made in an earlier
+    /// generation.
+    let generation = Atomic<Int>(0)
+
+    /// Forgets every kept shape, and the templates prepared queries keep.
     func removeAll() {
         entries.withLock { $0.removeAll() }
+        generation.add(1, ordering: .relaxed)
     }
 }
 

@@ -64,17 +64,42 @@ enum ConstantClass: Hashable, Sendable {
 
 /// One walk of a predicate's expression tree: its shape and its constants, in
 /// the order the shape's nodes hold them (depth first, left operand first).
+///
+/// A prepared query's predicate is walked with its parameters bound
+/// (``parameters``): a parameter stands where a constant may, and the walk
+/// notes which slots its values fill (``parameterSlots``), so that a later
+/// call puts its own values there without walking again.
 struct ShapeWalk {
     let variable: PredicateExpressions.VariableID
     var constants: [StoredValue] = []
+    /// The parameter variables of a prepared query and their values now.
+    let parameters: ParameterValues?
+    /// For each slot a parameter fills, in slot order: the slot and the
+    /// parameter's position.
+    var parameterSlots: [(slot: Int, parameter: Int)] = []
+    /// The parameter the constant read last came from, until it is appended.
+    private var pendingParameter: Int?
 
-    init(variable: PredicateExpressions.VariableID) {
+    init(variable: PredicateExpressions.VariableID, parameters: ParameterValues? = nil) {
         self.variable = variable
+        self.parameters = parameters
     }
 
     mutating func append(_ value: StoredValue) -> ConstantClass {
+        if let parameter = pendingParameter {
+            parameterSlots.append((constants.count, parameter))
+            pendingParameter = nil
+        }
         constants.append(value)
         return ConstantClass(value)
+    }
+
+    /// The value of the parameter variable `key`, noted for the next
+    /// ``append(_:)``; `nil` when `key` is no parameter.
+    mutating func parameter(_ key: PredicateExpressions.VariableID) -> StoredValue? {
+        guard let parameters, let position = parameters.keys.firstIndex(of: key) else { return nil }
+        pendingParameter = position
+        return parameters.values[position]
     }
 }
 
@@ -88,8 +113,9 @@ typealias ShapeReader<E> = (E, inout ShapeWalk) -> PredicateShape?
 /// The key path an operand of type `E` reads, when its root is the variable given.
 typealias KeyPathReader<E> = (E, PredicateExpressions.VariableID) -> KeyPathKey?
 
-/// The constant an operand of type `E` holds, in stored form (`nil`: none).
-typealias ConstantReader<E> = (E) -> StoredValue?
+/// The constant an operand of type `E` holds, in stored form (`nil`: none);
+/// for a parameter of a prepared query, its value in the walk.
+typealias ConstantReader<E> = (E, inout ShapeWalk) -> StoredValue?
 
 /// The readers of a predicate's expression types, found by casting metatypes.
 enum ShapeReaders {
@@ -116,13 +142,22 @@ enum ShapeReaders {
     }
 
     static func constant<E>(for type: E.Type) -> ConstantReader<E>? {
-        guard let operand = type as? any ValueOperand.Type else { return nil }
-        return opened(operand, as: type)
+        // The common case first: a conformance looked up in vain scans
+        // every conformance record (once per type).
+        if let operand = type as? any ValueOperand.Type { return opened(operand, as: type) }
+        guard let parameter = type as? any VariableOperand.Type else { return nil }
+        return openedParameter(parameter, as: type)
     }
 
     private static func opened<V: ValueOperand, E>(_ operand: V.Type, as type: E.Type) -> ConstantReader<E>? {
         let reader = V.constantReader()
-        return { operand in reader(unsafeBitCast(operand, to: V.self)) }
+        return { operand, _ in reader(unsafeBitCast(operand, to: V.self)) }
+    }
+
+    /// A variable operand: a constant only when it is a parameter of the
+    /// prepared query walked (never the record's own variable).
+    private static func openedParameter<V: VariableOperand, E>(_ operand: V.Type, as type: E.Type) -> ConstantReader<E>? {
+        { operand, walk in walk.parameter(unsafeBitCast(operand, to: V.self).key) }
     }
 
     static func constants<E>(for type: E.Type) -> ((E) -> [StoredValue]?)? {
@@ -157,8 +192,9 @@ enum ShapeReaders {
         _ op: @escaping (E) -> QueryExpression.Comparison
     ) -> ShapeReader<E>? {
         // An operand type is a key path or a constant, never both (only
-        // `PredicateExpressions.KeyPath` is a `KeyPathOperand`, only `Value`
-        // and `NilLiteral` are `ValueOperand`s): a left key path rules the
+        // `PredicateExpressions.KeyPath` is a `KeyPathOperand`, only `Value`,
+        // `NilLiteral` and a prepared query's parameter `Variable` read as
+        // constants): a left key path rules the
         // constant-first order out, and its absence the key-path-first
         // order. The lookups of the order ruled out are not made: the first
         // lookup of a type's conformance scans every conformance record
@@ -172,11 +208,11 @@ enum ShapeReaders {
         guard keyPathFirst || constantFirst else { return nil }
         return { expression, walk in
             if let leftKeyPath, let rightConstant, let keyPath = leftKeyPath(lhs(expression), walk.variable),
-                let value = rightConstant(rhs(expression))
+                let value = rightConstant(rhs(expression), &walk)
             {
                 return .compare(keyPath, op(expression), walk.append(value))
             }
-            if let leftConstant, let rightKeyPath, let value = leftConstant(lhs(expression)),
+            if let leftConstant, let rightKeyPath, let value = leftConstant(lhs(expression), &walk),
                 let keyPath = rightKeyPath(rhs(expression), walk.variable)
             {
                 return .compare(keyPath, op(expression).flipped, walk.append(value))
@@ -263,7 +299,7 @@ extension PredicateExpressions.CollectionContainsCollection: ShapedExpression {
         guard let keyPath = ShapeReaders.keyPath(for: Base.self), let constant = ShapeReaders.constant(for: Other.self)
         else { return nil }
         return { expression, walk in
-            guard let field = keyPath(expression.base, walk.variable), let value = constant(expression.other) else {
+            guard let field = keyPath(expression.base, walk.variable), let value = constant(expression.other, &walk) else {
                 return nil
             }
             return .contains(field, walk.append(value))
@@ -276,7 +312,7 @@ extension PredicateExpressions.SequenceStartsWith: ShapedExpression {
         guard let keyPath = ShapeReaders.keyPath(for: Base.self), let constant = ShapeReaders.constant(for: Prefix.self)
         else { return nil }
         return { expression, walk in
-            guard let field = keyPath(expression.base, walk.variable), let value = constant(expression.prefix) else {
+            guard let field = keyPath(expression.base, walk.variable), let value = constant(expression.prefix, &walk) else {
                 return nil
             }
             return .hasPrefix(field, walk.append(value))

@@ -148,11 +148,24 @@ public struct StoredValueSet: Sendable {
 public struct OpaqueCondition<R: Record>: Sendable {
     let expression: any StandardPredicateExpression<Bool>
     let variable: PredicateExpressions.Variable<R>
+    /// The call of a prepared predicate the part belongs to, which binds the
+    /// record and the parameters' values (`nil`: only `variable` is bound).
+    let call: PreparedCall<R>?
+
+    init(
+        expression: any StandardPredicateExpression<Bool>, variable: PredicateExpressions.Variable<R>,
+        call: PreparedCall<R>? = nil
+    ) {
+        self.expression = expression
+        self.variable = variable
+        self.call = call
+    }
 
     /// Evaluates the part on `record`.
     /// - Throws: what the expression throws.
     public func evaluate(_ record: R) throws -> Bool {
-        try expression.evaluate(PredicateBindings((variable, record)))
+        if let call { return try expression.evaluate(call.bindings(record)) }
+        return try expression.evaluate(PredicateBindings((variable, record)))
     }
 }
 

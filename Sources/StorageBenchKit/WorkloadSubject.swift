@@ -80,7 +80,9 @@ public struct DAOSubject: WorkloadSubject {
     /// The DAO of messages, for the query and the counts.
     public let messages: DAO<AnyStorage<MessageRecord>, MessageTranslator>
 
-    private let newestFirst = [SortDescriptor(\MessageRecord.date, order: .reverse)]
+    /// The `query` operation, prepared once with the dialog's id as its
+    /// parameter (README, "Prepared queries"): each call binds the id.
+    private let unread: PreparedObjectQuery<AnyStorage<MessageRecord>, MessageTranslator, Int64>
 
     /// A subject over `store`.
     /// - Throws: when the store cannot hand out a storage for dialogs or messages.
@@ -88,6 +90,9 @@ public struct DAOSubject: WorkloadSubject {
         self.store = store
         dialogs = DAO(storage: try store.anyStorage(for: DialogRecord.self), translator: DialogTranslator())
         messages = DAO(storage: try store.anyStorage(for: MessageRecord.self), translator: MessageTranslator())
+        unread = try messages.prepare(
+            where: #Predicate<MessageRecord, Int64> { message, dialog in message.dialogId == dialog && !message.isRead },
+            sortedBy: [SortDescriptor(\MessageRecord.date, order: .reverse)])
     }
 
     public var settingsDescription: String { store.settingsDescription }
@@ -103,8 +108,7 @@ public struct DAOSubject: WorkloadSubject {
     public func read(dialogId id: Int64) throws -> Dialog? { try dialogs.read(byPrimaryKey: id) }
 
     public func unreadMessages(dialogId id: Int64) throws -> [Message] {
-        try messages.read(
-            where: #Predicate<MessageRecord> { $0.dialogId == id && !$0.isRead }, sortedBy: newestFirst)
+        try unread.read(id)
     }
 
     public func erase(dialogIds ids: [Int64]) throws -> Int { try dialogs.erase(byPrimaryKeys: ids) }

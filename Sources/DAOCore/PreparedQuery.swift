@@ -1,0 +1,387 @@
+import Foundation
+import Synchronization
+
+/// A query written once with parameters and answered many times with their
+/// values: Foundation's variadic `Predicate<Record, P…>`, sort descriptors and
+/// an optional limit, translated and planned once per kind of values instead
+/// of on every call. One, two or three parameters (`Parameters` is the
+/// parameter's type, or the tuple of their types), each of a field type
+/// (``FieldValue``: integers, `String`, `Double`, `Bool`, `Date`, `UUID`,
+/// `Data` and their optionals).
+///
+/// ```swift
+/// let unread = try PreparedQuery(
+///     where: #Predicate<MessageRecord, Int64> { message, dialog in
+///         message.dialogId == dialog && !message.isRead
+///     },
+///     sortedBy: [SortDescriptor(\.date, order: .reverse)])
+/// let records = try storage.read(unread.query(7))
+/// ```
+///
+/// Through a ``DAO``, ``DAO/prepare(where:sortedBy:limit:)`` gives the same
+/// query over plain objects.
+///
+/// **Semantics.** A call answers exactly what the same predicate answers with
+/// the call's values written in as constants (docs/SEMANTICS.md): a value is
+/// compared by its stored form, as a constant is; a parameter inside a part
+/// only Foundation evaluates (a method call, a relation) is evaluated by
+/// Foundation with the value bound, as the constant would be. No predicate
+/// is refused for its form: one the planner cannot keep a template for is
+/// translated and planned again on each call, with its values bound.
+///
+/// **Cost.** The predicate's shape (its tree with the parameters and
+/// constants as slots) is read the first time values of a new kind are
+/// bound (a text value that is empty or not, a real that is NaN, whole or
+/// fractional, `nil` or not: what decides how a constant translates); later
+/// calls with values of a kind met put them into the kept plan template, with
+/// no walk of the predicate and no lookup in the entity's plan cache.
+///
+/// A prepared query is a value: `Sendable`, and safe to call from any number
+/// of tasks at once. It stays valid across reopening a store and migrating
+/// its schema (it keeps nothing of a store), and after
+/// ``Entity/forgetQueryPlans()``, after which its next call plans afresh.
+public struct PreparedQuery<Record: DAOCore.Record, Parameters: Sendable>: Sendable {
+    /// The order of the results, before the primary-key tie-break.
+    public let sortedBy: [SortDescriptor<Record>]
+    /// The maximum number of results, or `nil` for all of them.
+    public let limit: Int?
+    let prepared: PreparedPredicate<Record>
+    /// The Foundation bindings of a record and the parameters' values.
+    let bindings: @Sendable (Record, Parameters) -> PredicateBindings
+    /// The parameters' values in stored form, in the predicate's order.
+    let storedValues: @Sendable (Parameters) -> [StoredValue]
+
+    private init(
+        expression: any StandardPredicateExpression<Bool>, keys: [PredicateExpressions.VariableID],
+        sortedBy: [SortDescriptor<Record>], limit: Int?,
+        bindings: @escaping @Sendable (Record, Parameters) -> PredicateBindings,
+        storedValues: @escaping @Sendable (Parameters) -> [StoredValue]
+    ) throws {
+        try Query<Record>(sortedBy: sortedBy, limit: limit).validate()
+        self.sortedBy = sortedBy
+        self.limit = limit
+        self.bindings = bindings
+        self.storedValues = storedValues
+        prepared = PreparedPredicate(expression: expression, record: keys[0], parameters: Array(keys.dropFirst()))
+        prepared.warm()
+    }
+
+    /// Prepares a query with one parameter.
+    ///
+    /// - Throws: ``StorageError`` of kind ``StorageError/Kind/invalidArgument``
+    ///   for a negative limit.
+    public init(
+        where predicate: Predicate<Record, Parameters>, sortedBy: [SortDescriptor<Record>] = [], limit: Int? = nil
+    ) throws where Parameters: FieldValue {
+        let (record, a) = predicate.variable
+        try self.init(
+            expression: predicate.expression, keys: [record.key, a.key], sortedBy: sortedBy, limit: limit,
+            bindings: { value, parameter in PredicateBindings((record, value), (a, parameter)) },
+            storedValues: { [$0.storedValue] })
+    }
+
+    /// Prepares a query with two parameters.
+    ///
+    /// - Throws: ``StorageError`` of kind ``StorageError/Kind/invalidArgument``
+    ///   for a negative limit.
+    public init<A: FieldValue, B: FieldValue>(
+        where predicate: Predicate<Record, A, B>, sortedBy: [SortDescriptor<Record>] = [], limit: Int? = nil
+    ) throws where Parameters == (A, B) {
+        let (record, a, b) = predicate.variable
+        try self.init(
+            expression: predicate.expression, keys: [record.key, a.key, b.key], sortedBy: sortedBy, limit: limit,
+            bindings: { value, parameters in PredicateBindings((record, value), (a, parameters.0), (b, parameters.1)) },
+            storedValues: { [$0.0.storedValue, $0.1.storedValue] })
+    }
+
+    /// Prepares a query with three parameters.
+    ///
+    /// - Throws: ``StorageError`` of kind ``StorageError/Kind/invalidArgument``
+    ///   for a negative limit.
+    public init<A: FieldValue, B: FieldValue, C: FieldValue>(
+        where predicate: Predicate<Record, A, B, C>, sortedBy: [SortDescriptor<Record>] = [], limit: Int? = nil
+    ) throws where Parameters == (A, B, C) {
+        let (record, a, b, c) = predicate.variable
+        try self.init(
+            expression: predicate.expression, keys: [record.key, a.key, b.key, c.key], sortedBy: sortedBy,
+            limit: limit,
+            bindings: { value, parameters in
+                PredicateBindings((record, value), (a, parameters.0), (b, parameters.1), (c, parameters.2))
+            },
+            storedValues: { [$0.0.storedValue, $0.1.storedValue, $0.2.storedValue] })
+    }
+
+    /// The query for these values of the parameters (all of them, as a
+    /// tuple for more than one): what ``Storage/read(_:)`` answers.
+    public func query(values: Parameters) -> Query<Record> {
+        Query(where: predicate(values: values), sortedBy: sortedBy, limit: limit)
+    }
+
+    /// The predicate for these values of the parameters, for
+    /// ``Storage/count(where:)`` and ``Storage/erase(where:)``. Evaluated by
+    /// Foundation itself, it answers as the prepared predicate does with
+    /// these values.
+    public func predicate(values: Parameters) -> Predicate<Record> {
+        let bindings = self.bindings
+        let call = PreparedCall<Record>(prepared: prepared, values: storedValues(values)) { record in
+            bindings(record, values)
+        }
+        return Predicate<Record> { record in PreparedCondition(record: record, call: call) }
+    }
+}
+
+extension PreparedQuery where Parameters: FieldValue {
+    /// The query for this value of the parameter.
+    public func query(_ a: Parameters) -> Query<Record> { query(values: a) }
+    /// The predicate for this value of the parameter.
+    public func predicate(_ a: Parameters) -> Predicate<Record> { predicate(values: a) }
+}
+
+extension PreparedQuery {
+    /// The query for these values of the parameters.
+    public func query<A, B>(_ a: A, _ b: B) -> Query<Record> where Parameters == (A, B) { query(values: (a, b)) }
+    /// The predicate for these values of the parameters.
+    public func predicate<A, B>(_ a: A, _ b: B) -> Predicate<Record> where Parameters == (A, B) {
+        predicate(values: (a, b))
+    }
+    /// The query for these values of the parameters.
+    public func query<A, B, C>(_ a: A, _ b: B, _ c: C) -> Query<Record> where Parameters == (A, B, C) {
+        query(values: (a, b, c))
+    }
+    /// The predicate for these values of the parameters.
+    public func predicate<A, B, C>(_ a: A, _ b: B, _ c: C) -> Predicate<Record> where Parameters == (A, B, C) {
+        predicate(values: (a, b, c))
+    }
+}
+
+extension Storage {
+    /// The records that answer `prepared` with these values of its
+    /// parameters (``PreparedQuery``; a tuple for more than one).
+    /// - Throws: ``StorageError``.
+    public func read<Parameters>(_ prepared: PreparedQuery<Record, Parameters>, values: Parameters) throws -> [Record] {
+        try read(prepared.query(values: values))
+    }
+
+    /// The records that answer `prepared` with this value of its parameter.
+    /// - Throws: ``StorageError``.
+    public func read<A: FieldValue>(_ prepared: PreparedQuery<Record, A>, _ a: A) throws -> [Record] {
+        try read(prepared.query(values: a))
+    }
+
+    /// The records that answer `prepared` with these values of its parameters.
+    /// - Throws: ``StorageError``.
+    public func read<A, B>(_ prepared: PreparedQuery<Record, (A, B)>, _ a: A, _ b: B) throws -> [Record] {
+        try read(prepared.query(values: (a, b)))
+    }
+
+    /// The records that answer `prepared` with these values of its parameters.
+    /// - Throws: ``StorageError``.
+    public func read<A, B, C>(_ prepared: PreparedQuery<Record, (A, B, C)>, _ a: A, _ b: B, _ c: C) throws -> [Record] {
+        try read(prepared.query(values: (a, b, c)))
+    }
+}
+
+/// A prepared predicate's part that holds across calls: its expression, its
+/// variables, and the plan templates made for it, by the parts an adapter
+/// asks for, the sort and limit of the query planned, and the kinds of the
+/// values bound.
+final class PreparedPredicate<R: Record>: Sendable {
+    /// The most templates kept; all are dropped when a new one would exceed it.
+    static var capacity: Int { 16 }
+
+    let expression: any StandardPredicateExpression<Bool>
+    let record: PredicateExpressions.VariableID
+    let parameters: [PredicateExpressions.VariableID]
+    /// The shape reader of the expression's type (`nil`: it has no shape).
+    let reader: RootShapeReader?
+    private let entries = Mutex<[PreparedEntry<R>]>([])
+
+    init(
+        expression: any StandardPredicateExpression<Bool>, record: PredicateExpressions.VariableID,
+        parameters: [PredicateExpressions.VariableID]
+    ) {
+        self.expression = expression
+        self.record = record
+        self.parameters = parameters
+        reader = RootShapeReader.make(for: expression)
+    }
+
+    /// The plan of `query`, whose predicate is `call`'s: bound from a kept
+    /// template when one was made for values of these kinds, else made afresh
+    /// (and its template kept).
+    func plan(_ query: Query<R>, call: PreparedCall<R>, parts: QueryPlanParts) -> QueryPlan<R> {
+        let generation = R.entity.queryPlans.generation.load(ordering: .relaxed)
+        let values = call.values
+        let limited = query.limit != nil
+        let sort = query.sortedBy
+        // The sort and whether there is a limit are part of what a template
+        // holds: an adapter also plans the predicate alone (`count`, `erase`,
+        // the candidates of a read). The prepared query hands every call the
+        // same array of descriptors, which `==` finds identical at once.
+        let found = entries.withLock { entries in
+            entries.first {
+                $0.generation == generation && $0.parts == parts.rawValue && $0.limited == limited
+                    && $0.sort == sort && $0.accepts(values)
+            }
+        }
+        if let found {
+            guard let template = found.template else { return QueryPlan(fresh: query, parts: parts) }
+            var constants = found.constants
+            for (slot, parameter) in found.parameterSlots { constants[slot] = values[parameter] }
+            return template.bind(query, constants) ?? QueryPlan(fresh: query, parts: parts)
+        }
+        let fresh = QueryPlan(fresh: query, parts: parts)
+        var entry = PreparedEntry<R>(generation: generation, parts: parts.rawValue, sort: sort, limited: limited)
+        var result = fresh
+        if let reader {
+            var walk = ShapeWalk(variable: record, parameters: ParameterValues(keys: parameters, values: values))
+            if let shape = reader.read(expression, &walk) {
+                entry.constants = walk.constants
+                entry.parameterSlots = walk.parameterSlots
+                entry.classes = walk.parameterSlots.map { ConstantClass(walk.constants[$0.slot]) }
+                entry.shaped = true
+                if let template = PlanTemplate(fresh, shape: shape, constants: walk.constants, parts: parts) {
+                    entry.template = template
+                    result = fresh.with(template: template)
+                }
+            }
+        }
+        entries.withLock { entries in
+            entries.removeAll { $0.generation != generation }
+            if entries.count >= Self.capacity { entries.removeAll(keepingCapacity: true) }
+            entries.append(entry)
+        }
+        return result
+    }
+
+    /// Translates and plans the predicate once with every parameter `nil`,
+    /// and forgets the plan: the runtime's first look-ups of the protocol
+    /// conformances of the expression's node types (each a scan of every
+    /// conformance record of the process, about 270k instructions) are
+    /// made when the query is prepared, not at its first call.
+    func warm() {
+        let call = PreparedCall<R>(prepared: self, values: Array(repeating: .null, count: parameters.count)) { _ in
+            PredicateBindings()
+        }
+        let query = Query<R>(where: Predicate<R> { record in PreparedCondition(record: record, call: call) })
+        _ = QueryPlan<R>(fresh: query, parts: .all)
+    }
+
+    /// How many templates are kept (for tests).
+    var count: Int { entries.withLock { $0.count } }
+}
+
+/// A plan template of a prepared predicate for values of some kinds.
+struct PreparedEntry<R: Record>: Sendable {
+    /// The plan cache's generation it was made in (``QueryPlanCache/generation``).
+    let generation: Int
+    let parts: Int
+    /// The sort descriptors of the query planned.
+    let sort: [SortDescriptor<R>]
+    /// Whether the query planned has a limit.
+    let limited: Bool
+    /// Whether the predicate has a shape; when not, the entry holds for any
+    /// values and says only to plan afresh.
+    var shaped = false
+    /// The constants of the walk that made it, parameters' values included.
+    var constants: [StoredValue] = []
+    /// The slots the parameters fill, and by which parameter.
+    var parameterSlots: [(slot: Int, parameter: Int)] = []
+    /// The kind of each parameter slot's value.
+    var classes: [ConstantClass] = []
+    /// `nil`: values of these kinds plan afresh.
+    var template: PlanTemplate<R>?
+
+    init(generation: Int, parts: Int, sort: [SortDescriptor<R>], limited: Bool) {
+        self.generation = generation
+        self.parts = parts
+        self.sort = sort
+        self.limited = limited
+    }
+
+    /// Whether `values` are of the kinds this entry was made for.
+    func accepts(_ values: [StoredValue]) -> Bool {
+        guard shaped else { return true }
+        for index in parameterSlots.indices where ConstantClass(values[parameterSlots[index].parameter]) != classes[index] {
+            return false
+        }
+        return true
+    }
+}
+
+/// The parameter variables of a prepared predicate and one call's values of
+/// them, in stored form.
+struct ParameterValues {
+    let keys: [PredicateExpressions.VariableID]
+    let values: [StoredValue]
+}
+
+/// One call of a prepared predicate: its values, in stored form for the
+/// planner and as Foundation bindings for the parts Foundation evaluates.
+final class PreparedCall<R: Record>: Sendable {
+    let prepared: PreparedPredicate<R>
+    let values: [StoredValue]
+    private let makeBindings: @Sendable (R) -> PredicateBindings
+
+    init(prepared: PreparedPredicate<R>, values: [StoredValue], bindings: @escaping @Sendable (R) -> PredicateBindings) {
+        self.prepared = prepared
+        self.values = values
+        makeBindings = bindings
+    }
+
+    /// The record and the parameters bound, for Foundation's evaluation.
+    func bindings(_ record: R) -> PredicateBindings {
+        makeBindings(record)
+    }
+
+    /// The value of the parameter variable `key`, or `nil` when `key` is no
+    /// parameter.
+    func value(of key: PredicateExpressions.VariableID) -> StoredValue? {
+        guard let position = prepared.parameters.firstIndex(of: key) else { return nil }
+        return values[position]
+    }
+
+    var parameterValues: ParameterValues { ParameterValues(keys: prepared.parameters, values: values) }
+
+    /// The translation context of the prepared expression with these values.
+    func context(record input: PredicateExpressions.Variable<R>) -> TranslationContext<R> {
+        TranslationContext(input, key: prepared.record, call: self)
+    }
+}
+
+/// The expression of a prepared predicate bound to one call's values: the
+/// whole of the `Predicate<Record>` a ``PreparedQuery`` hands to a storage.
+/// The planner recognizes it and plans the prepared expression; Foundation
+/// evaluates it as the prepared predicate with the values bound.
+struct PreparedCondition<R: Record>: StandardPredicateExpression {
+    typealias Output = Bool
+
+    let record: PredicateExpressions.Variable<R>
+    let call: PreparedCall<R>
+
+    init(record: PredicateExpressions.Variable<R>, call: PreparedCall<R>) {
+        self.record = record
+        self.call = call
+    }
+
+    func evaluate(_ bindings: PredicateBindings) throws -> Bool {
+        let value = try record.evaluate(bindings)
+        return try call.prepared.expression.evaluate(call.bindings(value))
+    }
+
+    /// The call of `predicate`, when it is a prepared predicate bound to values.
+    static func call(of predicate: Predicate<R>) -> PreparedCall<R>? {
+        (predicate.expression as? PreparedCondition<R>)?.call
+    }
+
+    init(from decoder: any Decoder) throws {
+        throw DecodingError.dataCorrupted(
+            DecodingError.Context(codingPath: decoder.codingPath, debugDescription: "a prepared query's predicate is not decodable"))
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        throw EncodingError.invalidValue(
+            "prepared predicate",
+            EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "a prepared query's predicate is not encodable"))
+    }
+}
