@@ -32,7 +32,8 @@ struct IdRun {
 
     var value: [UInt8] { Self.value(last: last, parent: parent) }
 
-    /// The run an entry holds; `nil` when the value is not one.
+    /// The run an entry holds, in arrays of its own made at their size;
+    /// `nil` when the value is not one.
     init?(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
         guard value.count >= 2 else { return nil }
         let lastCount = Int(value[0]) << 8 | Int(value[1])
@@ -46,6 +47,34 @@ struct IdRun {
         self.first = first
         self.last = last
         self.parent = parent
+    }
+
+    /// An empty run, to be filled by ``assign(key:value:)``.
+    init() {
+        first = []
+        last = []
+        parent = []
+    }
+
+    /// Makes this the run the entry `key`, `value` holds, its bytes copied
+    /// into the arrays' own memory (kept from one entry to the next: a
+    /// writer reads runs into the same three arrays call after call, where
+    /// new arrays cost three allocations per lookup); `false`, with the run
+    /// left undefined, when the value is not one.
+    mutating func assign(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) -> Bool {
+        guard value.count >= 2 else { return false }
+        let lastCount = Int(value[0]) << 8 | Int(value[1])
+        guard lastCount > 0, 2 + lastCount <= value.count else { return false }
+        Self.overwrite(&first, with: key)
+        Self.overwrite(&last, with: UnsafeRawBufferPointer(rebasing: value[2..<(2 + lastCount)]))
+        Self.overwrite(&parent, with: UnsafeRawBufferPointer(rebasing: value[(2 + lastCount)...]))
+        return true
+    }
+
+    @inline(__always)
+    private static func overwrite(_ array: inout [UInt8], with bytes: UnsafeRawBufferPointer) {
+        array.removeAll(keepingCapacity: true)
+        array.append(contentsOf: bytes)
     }
 
     /// Whether `key` lies within the run (between its first and last keys).
@@ -102,29 +131,40 @@ enum IdRuns {
     static func neighbours(
         of key: [UInt8], cursor: OpaquePointer, in txn: borrowing Transaction, wantNext: Bool = true
     ) throws -> (previous: IdRun?, next: IdRun?) {
+        var previous = IdRun()
+        var next = IdRun()
+        let found = try neighbours(of: key, cursor: cursor, in: txn, wantNext: wantNext, into: &previous, &next)
+        return (found.previous ? previous : nil, found.next ? next : nil)
+    }
+
+    /// ``neighbours(of:cursor:in:wantNext:)`` read into `previous` and
+    /// `next`, whose arrays' memory is reused (``IdRun/assign(key:value:)``);
+    /// returns which of them were found (a run not found is left undefined).
+    static func neighbours(
+        of key: [UInt8], cursor: OpaquePointer, in txn: borrowing Transaction, wantNext: Bool = true,
+        into previous: inout IdRun, _ next: inout IdRun
+    ) throws -> (previous: Bool, next: Bool) {
         var k = MDB_val()
         var v = MDB_val()
         let code = key.withUnsafeBytes { key in
             k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
             return mdb_cursor_get(cursor, &k, &v, MDB_SET_RANGE)
         }
-        var previous: IdRun?
-        var next: IdRun?
         if code == MDB_SUCCESS {
-            let found = try run(k, v, txn)
-            if found.first == key {
-                previous = found
-                if wantNext { next = try step(cursor, MDB_NEXT, txn) }
-            } else {
-                next = found
-                previous = try step(cursor, MDB_PREV, txn)
+            let startsAtKey = key.withUnsafeBytes { key in
+                compareKeys(UnsafeRawBufferPointer(start: k.mv_data, count: k.mv_size), key) == 0
             }
+            if startsAtKey {
+                try run(k, v, txn, into: &previous)
+                return (true, wantNext ? try step(cursor, MDB_NEXT, txn, into: &next) : false)
+            }
+            try run(k, v, txn, into: &next)
+            return (try step(cursor, MDB_PREV, txn, into: &previous), true)
         } else if code == MDB_NOTFOUND {
-            previous = try step(cursor, MDB_LAST, txn)
-        } else {
-            try txn.check(code, "mdb_cursor_get")
+            return (try step(cursor, MDB_LAST, txn, into: &previous), false)
         }
-        return (previous, next)
+        try txn.check(code, "mdb_cursor_get")
+        return (false, false)
     }
 
     /// The run that holds `key` between its first and last keys, if any.
@@ -146,26 +186,46 @@ enum IdRuns {
         return try txn.contains(main, storageKey) ? storageKey : nil
     }
 
-    private static func step(_ cursor: OpaquePointer, _ op: MDB_cursor_op, _ txn: borrowing Transaction) throws -> IdRun? {
+    /// Moves `cursor` by `op` and reads the run it reaches into `run`;
+    /// `false` when there is none.
+    private static func step(
+        _ cursor: OpaquePointer, _ op: MDB_cursor_op, _ txn: borrowing Transaction, into run: inout IdRun
+    ) throws -> Bool {
         var k = MDB_val()
         var v = MDB_val()
         let code = mdb_cursor_get(cursor, &k, &v, op)
-        if code == MDB_NOTFOUND { return nil }
+        if code == MDB_NOTFOUND { return false }
         try txn.check(code, "mdb_cursor_get")
-        return try run(k, v, txn)
+        try Self.run(k, v, txn, into: &run)
+        return true
     }
 
     static func run(_ k: MDB_val, _ v: MDB_val, _ txn: borrowing Transaction) throws -> IdRun {
+        // Arrays made at their size: filling empty ones
+        // (`IdRun.assign(key:value:)`) cost about 460 instructions more per
+        // run the eraser reads.
         guard
             let run = IdRun(
                 key: UnsafeRawBufferPointer(start: k.mv_data, count: k.mv_size),
                 value: UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size))
-        else {
-            throw StorageError(
-                .corrupt, txn.operation, path: txn.environment.path,
-                message: "an '#id' entry is not a run of child keys (\(v.mv_size) bytes)")
-        }
+        else { throw notARun(v, txn) }
         return run
+    }
+
+    private static func notARun(_ v: MDB_val, _ txn: borrowing Transaction) -> StorageError {
+        StorageError(
+            .corrupt, txn.operation, path: txn.environment.path,
+            message: "an '#id' entry is not a run of child keys (\(v.mv_size) bytes)")
+    }
+
+    /// Reads the run of the entry `k`, `v` into `run`.
+    /// - Throws: ``StorageError/Kind/corrupt`` when the entry is not a run.
+    static func run(_ k: MDB_val, _ v: MDB_val, _ txn: borrowing Transaction, into run: inout IdRun) throws {
+        guard
+            run.assign(
+                key: UnsafeRawBufferPointer(start: k.mv_data, count: k.mv_size),
+                value: UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size))
+        else { throw notARun(v, txn) }
     }
 
     /// The key of `parent`'s child that follows `key` (`after`) or precedes
@@ -230,11 +290,17 @@ final class RunWriter {
     @exclusivity(unchecked) private var tailLast: [UInt8] = []
     @exclusivity(unchecked) private var tailParent: [UInt8] = []
     /// The runs around `gapKey`, not stored, as ``storageKey(of:in:)`` read
-    /// them, while `hasGap` (until the next write or lookup).
+    /// them, while `hasGap` (until the next write or lookup), and whether
+    /// each was found. Every lookup reads its runs into these two, whose
+    /// arrays keep their memory from call to call (the writer lives with
+    /// the table's codecs): a run read into arrays of its own cost three
+    /// allocations, and a `persist-single` call looks up its first child.
     @exclusivity(unchecked) private var hasGap = false
     private var gapKey: [UInt8] = []
-    private var gapPrevious: IdRun?
-    private var gapNext: IdRun?
+    @exclusivity(unchecked) private var gapPrevious = IdRun()
+    @exclusivity(unchecked) private var gapNext = IdRun()
+    @exclusivity(unchecked) private var gapHasPrevious = false
+    @exclusivity(unchecked) private var gapHasNext = false
     /// The value of the entry being written (``putRun(_:last:parent:flags:in:)``).
     private var valueBuffer: [UInt8] = []
 
@@ -345,16 +411,15 @@ final class RunWriter {
         } else {
             // `next` is left unread only when `previous` starts at the key,
             // which then lies in it: an insert then needs `previous` alone.
-            let (previous, next) = try IdRuns.neighbours(of: key, cursor: cursor(txn), in: txn, wantNext: false)
-            if let previous, compareKeys(key, previous.last) <= 0 {
-                let storageKey = previous.parent + key
+            (gapHasPrevious, gapHasNext) = try IdRuns.neighbours(
+                of: key, cursor: cursor(txn), in: txn, wantNext: false, into: &gapPrevious, &gapNext)
+            if gapHasPrevious, compareKeys(key, gapPrevious.last) <= 0 {
+                let storageKey = gapPrevious.parent + key
                 if try txn.contains(main, storageKey) { return storageKey }
             }
             if !hasTail {
                 hasGap = true
                 Self.overwrite(&gapKey, with: key)
-                gapPrevious = previous
-                gapNext = next
             }
             return nil
         }
@@ -399,14 +464,15 @@ final class RunWriter {
         // The parent's key as a slice of the storage key (not an array of
         // its own).
         let parent = storageKey[..<(storageKey.count - key.count)]
-        let previous: IdRun?
-        let next: IdRun?
-        if hasGap, !hasTail, gapKey == key {
-            // The runs the lookup of the key just read.
-            (previous, next) = (gapPrevious, gapNext)
-        } else {
-            (previous, next) = try IdRuns.neighbours(of: key, cursor: cursor(txn), in: txn)
+        // The runs the lookup of the key just read, or read now, into the
+        // writer's own two (copied out below: the writes that follow do
+        // not read runs, so the arrays are not copied).
+        if !(hasGap && !hasTail && gapKey == key) {
+            (gapHasPrevious, gapHasNext) = try IdRuns.neighbours(
+                of: key, cursor: cursor(txn), in: txn, into: &gapPrevious, &gapNext)
         }
+        let previous = gapHasPrevious ? gapPrevious : nil
+        let next = gapHasNext ? gapNext : nil
         if let previous, compareKeys(key, previous.last) <= 0 {
             if previous.parent.elementsEqual(parent) { return }
             // Inside another parent's run: split it around the key, at that

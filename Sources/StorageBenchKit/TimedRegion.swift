@@ -25,6 +25,7 @@ enum TimedRegion {
     /// Starts a timed region; returns the clock reading to pass to ``seconds(since:in:)``.
     @inline(__always)
     static func begin() -> UInt64 {
+        RegionUsage.begin()
         gapDumpName.withCString { storage_bench_callgrind_dump($0) }
         return DispatchTime.now().uptimeNanoseconds
     }
@@ -37,6 +38,7 @@ enum TimedRegion {
     static func seconds(since start: UInt64, in operation: BenchOperation) -> Double {
         let end = DispatchTime.now().uptimeNanoseconds
         operation.rawValue.withCString { storage_bench_callgrind_dump($0) }
+        RegionUsage.end(operation)
         return Double(end - start) / 1e9
     }
 
