@@ -69,8 +69,9 @@ public final class SQLiteDatabase: Store, Sendable {
     /// - Throws: ``StorageError`` of kind ``StorageError/Kind/corrupt`` when the
     ///   file is not an SQLite database or is shorter than its header says
     ///   (truncated), ``StorageError/Kind/io`` when it cannot
-    ///   be opened or created, or a directory stands where its `-wal` or
-    ///   `-shm` file goes.
+    ///   be opened or created, a directory stands where its `-wal` or
+    ///   `-shm` file goes, or a file SQLite did not write for this database
+    ///   stands where its rollback journal (`-journal`) goes.
     public init(path: URL, durability: Durability = .full) throws {
         let filePath = path.path(percentEncoded: false)
         self.location = path
@@ -86,6 +87,7 @@ public final class SQLiteDatabase: Store, Sendable {
         // SQLite opens a truncated file without a word: check its header first.
         try FileCheck.check(path: filePath)
         try FileCheck.checkSideFiles(path: filePath)
+        try FileCheck.checkJournal(path: filePath)
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
         let connection = try Connection(path: filePath, flags: flags)
         do {

@@ -255,7 +255,7 @@ struct LogisticsStoreTests {
 
 @Suite("Client trial, logistics: a client's file under a name SQLite keeps for itself")
 struct LogisticsSQLiteSidecarTests {
-    @Test("a file named like SQLite's rollback journal beside the database is left alone")
+    @Test("a file named like SQLite's rollback journal beside the database is refused and left alone")
     func journalNamedFile() throws {
         let directory = try TemporaryDirectory("logistics-journal")
         let backend = try #require(trialBackends.first { $0.name == "sqlite" })
@@ -263,18 +263,22 @@ struct LogisticsSQLiteSidecarTests {
         let journal = directory.url.appending(path: "library.sqlite-journal")
         let bytes = Data(repeating: 1, count: 100)
         try bytes.write(to: journal)
+        // libsqlite3 takes any file at `<database>-journal` for a rollback
+        // journal of its own: one whose header is not a journal's it deletes
+        // when the database is first read, a journal of another copy of the
+        // database it plays back. The store's database is in write-ahead-log
+        // mode, so the file is not SQLite's: the open is refused and the file
+        // kept (docs/CRASHES.md).
+        let error = #expect(throws: StorageError.self) {
+            try withLogistics(backend, in: directory.url) { daos, _ in _ = try daos.shipments.read() }
+        }
+        #expect(error?.kind == .io, "\(String(describing: error))")
+        #expect(error?.path == journal.path(percentEncoded: false), "\(String(describing: error))")
+        #expect(FileManager.default.contents(atPath: journal.path) == bytes)
+        try FileManager.default.removeItem(at: journal)
         try withLogistics(backend, in: directory.url) { daos, _ in
             let read = try daos.shipments.read()
             #expect(sameBits(read, model.shipmentList))
-        }
-        // Known issue: libsqlite3 takes any file at `<database>-journal` for a
-        // rollback journal of its own; one whose header is not a journal's it
-        // deletes when the database is first read (a valid journal of another
-        // copy of the database it would play back into it). The store did not
-        // write that file, and docs/CRASHES.md does not say so. Reproduce:
-        // write 100 bytes to library.sqlite-journal beside a store and open it.
-        withKnownIssue("libsqlite3 deletes a client's file named <database>-journal") {
-            #expect(FileManager.default.contents(atPath: journal.path) == bytes)
         }
     }
 }

@@ -145,3 +145,63 @@ struct SideFileDirectoryTests {
         }
     }
 }
+
+@Suite("A file where SQLite's rollback journal goes")
+struct JournalNamedFileTests {
+    /// A store's database is in write-ahead-log mode, which never writes a
+    /// rollback journal: a file at that name is not SQLite's, and opening
+    /// would let SQLite delete it or play it back. Refused, the file and the
+    /// records left as they were.
+    @Test("beside a database in write-ahead-log mode: refused, the file left in place")
+    func besideWALDatabase() throws {
+        try withTemporaryDirectory { directory in
+            let file = directory.appending(path: "store.sqlite")
+            do {
+                let database = try SQLiteDatabase(path: file)
+                try database.storage(for: UserRecord.self).persist(sampleUsers())
+                try database.close()
+            }
+            let journal = URL(fileURLWithPath: file.path(percentEncoded: false) + "-journal")
+            let bytes = Data(repeating: 1, count: 100)
+            try bytes.write(to: journal)
+            let error = #expect(throws: StorageError.self) { try SQLiteDatabase(path: file) }
+            #expect(error?.kind == .io)
+            #expect(error?.operation == .open)
+            #expect(error?.path == journal.path(percentEncoded: false))
+            let message = error?.message ?? ""
+            #expect(message.contains("write-ahead-log mode"), "\(message)")
+            #expect(message.contains("move or remove it"), "\(message)")
+            #expect(FileManager.default.contents(atPath: journal.path(percentEncoded: false)) == bytes)
+            try FileManager.default.removeItem(at: journal)
+            let database = try SQLiteDatabase(path: file)
+            #expect(try database.storage(for: UserRecord.self).count() == sampleUsers().count)
+            try database.close()
+        }
+    }
+
+    /// Beside a database not yet created, SQLite deletes whatever is at the
+    /// journal's name: a file that is not a journal is refused and kept; one
+    /// that starts as a rollback journal (left by a store whose creation was
+    /// cut short) is left to SQLite.
+    @Test("beside a new database: a file that is not a journal is refused, a journal is SQLite's")
+    func besideNewDatabase() throws {
+        try withTemporaryDirectory { directory in
+            let file = directory.appending(path: "store.sqlite")
+            let journal = URL(fileURLWithPath: file.path(percentEncoded: false) + "-journal")
+            let notes = Data("my notes\n".utf8)
+            try notes.write(to: journal)
+            let error = #expect(throws: StorageError.self) { try SQLiteDatabase(path: file) }
+            #expect(error?.kind == .io)
+            #expect(error?.path == journal.path(percentEncoded: false))
+            #expect(error?.message.contains("not a rollback journal of this database") == true, "\(String(describing: error))")
+            #expect(FileManager.default.contents(atPath: journal.path(percentEncoded: false)) == notes)
+
+            let header: [UInt8] = [0xd9, 0xd5, 0x05, 0xf9, 0x20, 0xa1, 0x63, 0xd7] + [UInt8](repeating: 0, count: 20)
+            try Data(header).write(to: journal)
+            let database = try SQLiteDatabase(path: file)
+            try database.storage(for: UserRecord.self).persist(sampleUsers())
+            #expect(try database.storage(for: UserRecord.self).count() == sampleUsers().count)
+            try database.close()
+        }
+    }
+}

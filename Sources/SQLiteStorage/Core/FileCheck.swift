@@ -88,6 +88,58 @@ enum FileCheck {
         }
     }
 
+    /// Refuses a file at the database's rollback-journal name (`-journal`)
+    /// that SQLite did not write for this database, which SQLite would delete
+    /// (a file that is not a journal, or any file beside an empty database)
+    /// or play back into the database (a journal of another copy of it).
+    ///
+    /// The store keeps its databases in write-ahead-log mode, and a database
+    /// in that mode (its header's read and write versions are 2) never has a
+    /// rollback journal. A rollback journal of this store can exist only
+    /// while the database is still in the rollback mode a new database starts
+    /// in: beside a database of that mode the file is left to SQLite, and
+    /// beside an empty or missing one only a file that starts as a journal
+    /// does (<https://sqlite.org/fileformat.html#the_rollback_journal>).
+    ///
+    /// - Throws: ``StorageError/Kind/io`` naming the file; it is left in place.
+    static func checkJournal(path: String) throws {
+        let journalPath = path + "-journal"
+        var journal = stat()
+        guard lstat(journalPath, &journal) == 0 else { return }
+        let header = firstBytes(of: path, count: 20)
+        let journalStart = firstBytes(of: journalPath, count: 8)
+        let walMode = header.count == 20 && header[18] == 2 && header[19] == 2
+        let journalMagic: [UInt8] = [0xd9, 0xd5, 0x05, 0xf9, 0x20, 0xa1, 0x63, 0xd7]
+        let ours: Bool
+        if (journal.st_mode & S_IFMT) != S_IFREG || walMode {
+            ours = false
+        } else if header.isEmpty {
+            ours = journalStart == journalMagic
+        } else {
+            ours = true
+        }
+        guard !ours else { return }
+        throw StorageError(
+            .io, .open, path: journalPath, engineCode: EEXIST,
+            message: "'\(journalPath)' is where SQLite keeps the database's rollback journal, but "
+                + (walMode
+                    ? "the database is in write-ahead-log mode, so SQLite did not write it there"
+                    : "it is not a rollback journal of this database")
+                + "; opening would let SQLite delete it or play it back into the database, and the store does not "
+                + "remove what it did not write: move or remove it, then open the database again")
+    }
+
+    /// Up to `count` bytes from the start of the file at `path` (none when it
+    /// is missing, empty or unreadable).
+    private static func firstBytes(of path: String, count: Int) -> [UInt8] {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return [] }
+        defer { close(fd) }
+        var bytes = [UInt8](repeating: 0, count: count)
+        let read = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress, count, 0) }
+        return read > 0 ? Array(bytes[0..<read]) : []
+    }
+
     private static func corrupt(_ path: String, _ message: String) -> StorageError {
         StorageError(.corrupt, .open, path: path, engineCode: 26, message: message)  // SQLITE_NOTADB
     }
