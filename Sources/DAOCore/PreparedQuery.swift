@@ -122,10 +122,10 @@ public struct PreparedQuery<Record: DAOCore.Record, Parameters: Sendable>: Senda
     /// Foundation itself, it answers as the prepared predicate does with
     /// these values.
     public func predicate(values: Parameters) -> Predicate<Record> {
-        let bindings = self.bindings
-        let call = PreparedCall<Record>(prepared: prepared, values: storedValues(values)) { record in
-            bindings(record, values)
-        }
+        // The call keeps the values and the query's own bindings closure: no
+        // closure context made per call.
+        let call = BoundCall<Record, Parameters>(
+            prepared: prepared, values: storedValues(values), parameters: values, bindings: bindings)
         return Predicate<Record> { record in PreparedCondition(record: record, call: call) }
     }
 }
@@ -260,9 +260,7 @@ final class PreparedPredicate<R: Record>: Sendable {
     /// conformance record of the process, about 270k instructions) are
     /// made when the query is prepared, not at its first call.
     func warm() {
-        let call = PreparedCall<R>(prepared: self, values: Array(repeating: .null, count: parameters.count)) { _ in
-            PredicateBindings()
-        }
+        let call = PreparedCall<R>(prepared: self, values: Array(repeating: .null, count: parameters.count))
         let query = Query<R>(where: Predicate<R> { record in PreparedCondition(record: record, call: call) })
         _ = QueryPlan<R>(fresh: query, parts: .all)
     }
@@ -317,21 +315,24 @@ struct ParameterValues {
 }
 
 /// One call of a prepared predicate: its values, in stored form for the
-/// planner and as Foundation bindings for the parts Foundation evaluates.
-final class PreparedCall<R: Record>: Sendable {
+/// planner and as Foundation bindings for the parts Foundation evaluates
+/// (``BoundCall``; this class itself binds nothing: the preparation's plan
+/// with every parameter `nil`, which evaluates nothing).
+///
+/// `@unchecked Sendable`: not final, for ``BoundCall``; its stored properties
+/// and its subclass's are constants of `Sendable` types.
+class PreparedCall<R: Record>: @unchecked Sendable {
     let prepared: PreparedPredicate<R>
     let values: [StoredValue]
-    private let makeBindings: @Sendable (R) -> PredicateBindings
 
-    init(prepared: PreparedPredicate<R>, values: [StoredValue], bindings: @escaping @Sendable (R) -> PredicateBindings) {
+    init(prepared: PreparedPredicate<R>, values: [StoredValue]) {
         self.prepared = prepared
         self.values = values
-        makeBindings = bindings
     }
 
     /// The record and the parameters bound, for Foundation's evaluation.
     func bindings(_ record: R) -> PredicateBindings {
-        makeBindings(record)
+        PredicateBindings()
     }
 
     /// The value of the parameter variable `key`, or `nil` when `key` is no
@@ -346,6 +347,26 @@ final class PreparedCall<R: Record>: Sendable {
     /// The translation context of the prepared expression with these values.
     func context(record input: PredicateExpressions.Variable<R>) -> TranslationContext<R> {
         TranslationContext(input, key: prepared.record, call: self)
+    }
+}
+
+/// A call of a prepared query with its parameters' values, in their own
+/// types for Foundation and in stored form for the planner.
+final class BoundCall<R: Record, Parameters: Sendable>: PreparedCall<R>, @unchecked Sendable {
+    let parameters: Parameters
+    private let makeBindings: @Sendable (R, Parameters) -> PredicateBindings
+
+    init(
+        prepared: PreparedPredicate<R>, values: [StoredValue], parameters: Parameters,
+        bindings: @escaping @Sendable (R, Parameters) -> PredicateBindings
+    ) {
+        self.parameters = parameters
+        makeBindings = bindings
+        super.init(prepared: prepared, values: values)
+    }
+
+    override func bindings(_ record: R) -> PredicateBindings {
+        makeBindings(record, parameters)
     }
 }
 
@@ -370,8 +391,12 @@ struct PreparedCondition<R: Record>: StandardPredicateExpression {
     }
 
     /// The call of `predicate`, when it is a prepared predicate bound to values.
+    /// The expression's type is compared first: a predicate that is not a
+    /// prepared one, the usual case, costs no dynamic cast.
     static func call(of predicate: Predicate<R>) -> PreparedCall<R>? {
-        (predicate.expression as? PreparedCondition<R>)?.call
+        let expression = predicate.expression
+        guard type(of: expression) == PreparedCondition<R>.self else { return nil }
+        return (expression as? PreparedCondition<R>)?.call
     }
 
     init(from decoder: any Decoder) throws {

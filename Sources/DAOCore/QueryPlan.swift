@@ -39,7 +39,18 @@ public struct QueryPlan<R: Record>: Sendable {
     /// The translatable part of the predicate, for an engine that runs
     /// conditions itself (`nil` when there is no predicate). When
     /// ``conditionIsExact`` is false it holds for a superset of the answer.
-    public let engineCondition: QueryExpression?
+    ///
+    /// A plan bound from a template with ``QueryPlanParts/exactCondition``
+    /// left out builds it when it is read (each read builds it again): LMDB,
+    /// whose exact access path needs no condition, never reads it.
+    public var engineCondition: QueryExpression? {
+        if let deferred { return deferred.expression.instantiate(deferred.constants, condition: false)?.expression }
+        return builtEngineCondition
+    }
+    private let builtEngineCondition: QueryExpression?
+    /// The template's expression and the constants bound to it, when
+    /// ``engineCondition`` is built on reading.
+    private let deferred: DeferredExpression<R>?
     /// Whether ``engineCondition`` holds exactly for the records the predicate accepts.
     public let conditionIsExact: Bool
     /// Whether the records the access path finds are exactly the answer's (before
@@ -73,11 +84,13 @@ public struct QueryPlan<R: Record>: Sendable {
 
     init(
         query: Query<R>, access: Access, engineCondition: QueryExpression?, conditionIsExact: Bool,
-        accessIsExact: Bool, condition: RecordCondition<R>?, sort: SortPlan<R>, template: PlanTemplate<R>?
+        accessIsExact: Bool, condition: RecordCondition<R>?, sort: SortPlan<R>, template: PlanTemplate<R>?,
+        deferred: DeferredExpression<R>? = nil
     ) {
         self.query = query
         self.access = access
-        self.engineCondition = engineCondition
+        builtEngineCondition = engineCondition
+        self.deferred = deferred
         self.conditionIsExact = conditionIsExact
         self.accessIsExact = accessIsExact
         self.condition = condition
@@ -88,8 +101,8 @@ public struct QueryPlan<R: Record>: Sendable {
     /// This plan, kept with `template`.
     func with(template: PlanTemplate<R>) -> QueryPlan {
         QueryPlan(
-            query: query, access: access, engineCondition: engineCondition, conditionIsExact: conditionIsExact,
-            accessIsExact: accessIsExact, condition: condition, sort: sort, template: template)
+            query: query, access: access, engineCondition: builtEngineCondition, conditionIsExact: conditionIsExact,
+            accessIsExact: accessIsExact, condition: condition, sort: sort, template: template, deferred: deferred)
     }
 
     /// Plans `query` from scratch, without the entity's plan cache: translates
@@ -97,10 +110,11 @@ public struct QueryPlan<R: Record>: Sendable {
     public init(fresh query: Query<R>, parts: Parts = .all) {
         self.query = query
         template = nil
+        deferred = nil
         sort = SortPlan(query.sortedBy)
         guard let predicate = query.predicate else {
             access = .all
-            engineCondition = nil
+            builtEngineCondition = nil
             conditionIsExact = true
             accessIsExact = true
             condition = nil
@@ -119,7 +133,7 @@ public struct QueryPlan<R: Record>: Sendable {
             condition = analysis.condition
         }
         self.condition = condition
-        engineCondition = translation.expression
+        builtEngineCondition = translation.expression
         conditionIsExact = translation.isExact
         if parts.contains(.accessPath) {
             let (access, bound) = Self.access(for: translation.expression.requiredEqualities)

@@ -222,7 +222,23 @@ public final class PlanTemplate<R: Record>: Sendable {
                 query: query, access: .all, engineCondition: nil, conditionIsExact: true, accessIsExact: true,
                 condition: nil, sort: sort, template: self)
         }
-        guard let bound = expression.instantiate(constants, condition: parts.contains(.exactCondition)) else { return nil }
+        // Without the condition asked for, the expression is built only if
+        // the adapter reads it (``QueryPlan/engineCondition``); whether the
+        // constants fit is checked now, as building it would.
+        let engineCondition: QueryExpression?
+        let condition: RecordCondition<R>?
+        let deferred: DeferredExpression<R>?
+        if parts.contains(.exactCondition) {
+            guard let bound = expression.instantiate(constants, condition: true) else { return nil }
+            engineCondition = bound.expression
+            condition = bound.condition
+            deferred = nil
+        } else {
+            guard expression.fits(constants) else { return nil }
+            engineCondition = nil
+            condition = nil
+            deferred = DeferredExpression(expression: expression, constants: constants)
+        }
         let access: QueryPlan<R>.Access
         if parts.contains(.accessPath) {
             guard let instantiated = self.access.instantiate(constants) else { return nil }
@@ -231,8 +247,8 @@ public final class PlanTemplate<R: Record>: Sendable {
             access = .all
         }
         return QueryPlan(
-            query: query, access: access, engineCondition: bound.expression, conditionIsExact: true,
-            accessIsExact: accessIsExact, condition: bound.condition, sort: sort, template: self)
+            query: query, access: access, engineCondition: engineCondition, conditionIsExact: true,
+            accessIsExact: accessIsExact, condition: condition, sort: sort, template: self, deferred: deferred)
     }
 
     /// The value of type `T` kept with this template, made by `build` the first
@@ -429,6 +445,23 @@ indirect enum ExpressionTemplate<R: Record>: Sendable {
         }
     }
 
+    /// Whether ``instantiate(_:condition:)`` gives a result for these
+    /// constants (a text operation's constant must be text), without
+    /// building it.
+    func fits(_ constants: [StoredValue]) -> Bool {
+        switch self {
+        case .constant, .isTrue, .compare, .isIn:
+            return true
+        case .contains(_, let slot), .hasPrefix(_, let slot):
+            guard case .text = constants[slot] else { return false }
+            return true
+        case .and(let lhs, let rhs), .or(let lhs, let rhs):
+            return lhs.fits(constants) && rhs.fits(constants)
+        case .not(let wrapped):
+            return wrapped.fits(constants)
+        }
+    }
+
     private static func both(
         _ lhs: RecordCondition<R>?, _ rhs: RecordCondition<R>?,
         _ join: (RecordCondition<R>, RecordCondition<R>) -> RecordCondition<R>
@@ -450,6 +483,13 @@ indirect enum ExpressionTemplate<R: Record>: Sendable {
         default: []
         }
     }
+}
+
+/// A plan's expression template and the constants bound to it, whose
+/// expression is built when it is read (``QueryPlan/engineCondition``).
+struct DeferredExpression<R: Record>: Sendable {
+    let expression: ExpressionTemplate<R>
+    let constants: [StoredValue]
 }
 
 /// A predicate expression type and its shape reader (`nil`: the type has no shape).
