@@ -44,6 +44,10 @@ final class Codecs {
     /// ``closeCursors()`` before the transaction ends).
     let mainWriter: WriteCursor
     let idRuns: RunWriter
+    /// Lists the keys stored under each parent whose children are being
+    /// replaced, through one cursor kept for the call (closed by
+    /// ``closeCursors()``).
+    let storedKeys: RangeKeyReader
     /// The keys stored under the parent whose children are being replaced
     /// (``RelationChildren/replaceChildren(of:primaryKey:parentKey:in:codecs:)``),
     /// reset for each parent.
@@ -63,6 +67,7 @@ final class Codecs {
         hasStoredIndexes = !storedIndexes.isEmpty
         mainWriter = WriteCursor(main)
         idRuns = RunWriter(byId, main: main)
+        storedKeys = RangeKeyReader(main)
     }
 
     /// Closes the write cursors of these codecs and of their children's;
@@ -70,6 +75,7 @@ final class Codecs {
     func closeCursors() {
         mainWriter.close()
         idRuns.close()
+        storedKeys.close()
         for child in children { child.closeCursors() }
     }
 

@@ -51,13 +51,13 @@ struct RelationChildren<Relation: ToManyRelation>: ChildSet {
         let children = parent[keyPath: relation.children]
         // The primary-key bytes of the children stored under the parent now,
         // in key order: one cursor range. Keys compare as bytes, which is how
-        // stored values compare (text by Unicode scalars).
+        // stored values compare (text by Unicode scalars). Read through
+        // the cursor the codecs keep for the call, not one per parent.
         let stored = codecs.storedChildren
         stored.reset()
         let prefixCount = parentKey.count
-        try txn.scan(table.main, prefix: parentKey) { key, _ in
+        try codecs.storedKeys.forEachKey(withPrefix: parentKey, in: txn) { key in
             stored.append(UnsafeRawBufferPointer(rebasing: key[prefixCount...]))
-            return true
         }
         // A new parent's children usually come in key order after every
         // stored key: appended (docs/LMDB.md).
