@@ -82,13 +82,9 @@ enum RegionUsage {
 
     /// The process's counters now.
     static func read() -> Counters {
-        var usage = rusage()
-        #if os(Linux)
-        let who = RUSAGE_SELF.rawValue
-        #else
-        let who = RUSAGE_SELF
-        #endif
-        let ok = getrusage(who, &usage) == 0
+        let read = SystemInfo.resourceUsage()
+        let ok = read != nil
+        let usage = read ?? rusage()
         func field(_ value: Int) -> Int64 { ok ? Int64(value) : -1 }
         func micros(_ time: timeval) -> Int64 { ok ? Int64(time.tv_sec) * 1_000_000 + Int64(time.tv_usec) : -1 }
         var values: [(name: String, value: Int64)] = [

@@ -20,18 +20,23 @@ public enum SystemInfo {
                 if let kib = Int64(String(digits)) { return kib * 1024 }
             }
         }
+        guard let usage = resourceUsage() else { return nil }
+        #if os(Linux)
+        return Int64(usage.ru_maxrss) * 1024
+        #else
+        return Int64(usage.ru_maxrss)
+        #endif
+    }
+
+    /// This process's `getrusage(RUSAGE_SELF)`, or `nil` when the call fails.
+    static func resourceUsage() -> rusage? {
         var usage = rusage()
         #if os(Linux)
         let who = RUSAGE_SELF.rawValue
         #else
         let who = RUSAGE_SELF
         #endif
-        guard getrusage(who, &usage) == 0 else { return nil }
-        #if os(Linux)
-        return Int64(usage.ru_maxrss) * 1024
-        #else
-        return Int64(usage.ru_maxrss)
-        #endif
+        return getrusage(who, &usage) == 0 ? usage : nil
     }
 
     /// The host name, without a domain.
