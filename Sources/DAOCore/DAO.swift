@@ -239,8 +239,13 @@ where S.Record == T.Record, T.PlainObject.ID == S.Record.PrimaryKey {
         var plains: [PlainObject] = []
         plains.reserveCapacity(records.count)
         guard Record.entity.hasRelations else {
-            for record in records {
-                plains.append(try toPlain(record))
+            // Each record borrowed where it lies: a `for … in` loop copied
+            // every record out of the array first (a retain and a release
+            // of each of its references).
+            try records.withUnsafeBufferPointer { records in
+                for position in records.indices {
+                    plains.append(try toPlain(records[position]))
+                }
             }
             return plains
         }

@@ -449,7 +449,7 @@ public struct SortPlan<R: Record>: Sendable {
     /// ``sorted(_:keys:)``, and the order `records` were in: already the
     /// order asked for (`.ascending`; also for fewer than two records), its
     /// exact reverse (`.descending`), or neither.
-    func sortedReportingOrder(_ records: [R], keys: [StoredValue]) -> (records: [R], order: Monotony)? {
+    func sortedReportingOrder(_ records: [R], keys: [StoredValue]) -> (records: [R], order: SortKeyRows.Order)? {
         guard let fields, keys.count == (fields.count + 1) * records.count else { return nil }
         guard records.count > 1 else { return (records, .ascending) }
         return sorted(records, keys: keys, fields: fields)
@@ -457,7 +457,7 @@ public struct SortPlan<R: Record>: Sendable {
 
     private func sorted(
         _ records: [R], keys: [StoredValue], fields: [(field: Field<R>, ascending: Bool)]
-    ) -> (records: [R], order: Monotony) {
+    ) -> (records: [R], order: SortKeyRows.Order) {
         let width = fields.count + 1
         // A loop, not `map(\.ascending)`: a key path is instantiated on every
         // call (about 14k instructions).
@@ -470,15 +470,13 @@ public struct SortPlan<R: Record>: Sendable {
         // pass over the keys finds out, and the sort is skipped. The keys end
         // with the primary key, so no two rows tie and the reverse of a
         // strictly descending run is the one ascending order.
-        let order = SortPlan<R>.monotony(keys, width: width, ascending: ascending)
+        let order = SortKeyRows.order(of: keys, width: width, ascending: ascending)
         switch order {
         case .ascending: return (records, order)
         case .descending: return (SortPlan<R>.reversed(records), order)
-        case .neither: return (SortPlan<R>.order(keys, width: width, ascending: ascending).map { records[$0] }, order)
+        case .neither: return (SortKeyRows.sortedPositions(keys, width: width, ascending: ascending).map { records[$0] }, order)
         }
     }
-
-    enum Monotony { case ascending, descending, neither }
 
     /// `records` in the reverse order, copied through raw memory: the
     /// generic `Sequence.reversed()` cost about 240 instructions per record.
@@ -497,10 +495,20 @@ public struct SortPlan<R: Record>: Sendable {
             }
         }
     }
+}
+
+/// Rows of sort keys (``SortPlan/sorted(_:keys:)``): whether they are in
+/// order and the order that sorts them. Not generic over the record type,
+/// so that a call looks up no type metadata (a nested type of the generic
+/// ``SortPlan`` cost about 330 instructions a look-up, twice a query).
+enum SortKeyRows {
+    /// The order rows are in: already the order asked for, its exact
+    /// reverse, or neither.
+    enum Order { case ascending, descending, neither }
 
     /// Whether the rows of `keys` are already in order (each row before the
     /// next), in exactly the reverse order, or neither.
-    static func monotony(_ keys: [StoredValue], width: Int, ascending: [Bool]) -> Monotony {
+    static func order(of keys: [StoredValue], width: Int, ascending: [Bool]) -> Order {
         let count = width == 0 ? 0 : keys.count / width
         guard count > 1 else { return .ascending }
         return keys.withUnsafeBufferPointer { keys in
@@ -527,7 +535,7 @@ public struct SortPlan<R: Record>: Sendable {
 
     /// The positions of the rows of `keys` (`width` values each) in ascending
     /// order of their values, column by column, each column ascending or not.
-    static func order(_ keys: [StoredValue], width: Int, ascending: [Bool]) -> [Int] {
+    static func sortedPositions(_ keys: [StoredValue], width: Int, ascending: [Bool]) -> [Int] {
         let count = width == 0 ? 0 : keys.count / width
         return keys.withUnsafeBufferPointer { keys in
             ascending.withUnsafeBufferPointer { ascending in
