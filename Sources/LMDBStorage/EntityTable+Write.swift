@@ -230,11 +230,12 @@ extension EntityTable {
         if codecs.link != nil {
             try codecs.idRuns.remove(pk, parent: Array(key[..<(key.count - pk.count)]), in: txn)
         }
-        // `hasRelations` first: reading `relations` looks up the metadata of
-        // its existential element type.
+        // `hasRelations` first; `childErasers`, not `relations`, whose
+        // metadata is looked up at each use.
         if hasRelations {
-            for position in relations.indices {
-                try relations[position].eraseChildren(parentKey: pk, in: txn, codecs: codecs.children[position])
+            let erasers = childErasers
+            for position in erasers.indices {
+                try erasers[position].eraseChildren(parentKey: pk, in: txn, codecs: codecs.children[position])
             }
         }
         return true
@@ -245,37 +246,40 @@ extension EntityTable {
     /// walk over the range, removing as it goes.
     func eraseRange(parentKey: [UInt8], in txn: borrowing Transaction, codecs: Codecs) throws {
         let storedIndexes = codecs.storedIndexes
-        // The runs of the parent's children in `#id`, deleted through one
-        // cursor: one entry per run, not per child.
-        var ids: RunEraser?
-        if codecs.link != nil {
+        // The runs of the parent's children in `#id`, deleted through the
+        // call's eraser: one entry per run, not per child.
+        let hasRuns = codecs.link != nil
+        let eraser = codecs.runEraser
+        if hasRuns {
             try codecs.idRuns.prepareForErasure(in: txn)
-            ids = try RunEraser(txn, byId)
+            eraser.startParent()
         }
         let prefixCount = parentKey.count
         // Children with no stored index and no children of their own (the
         // common leaf): a cursor walk with nothing but the run check per
-        // child. The general walk's closure and its thunk, called per
-        // child, cost about 200 instructions a child.
+        // child, through the call's kept cursor on the entity's database
+        // (one opened per parent cost an allocation each). The general
+        // walk's closure and its thunk, called per child, cost about 200
+        // instructions a child.
         if storedIndexes.isEmpty && !hasRelations {
-            let cursor = try Cursor(txn, main)
+            let cursor = try codecs.storedKeys.cursor(in: txn)
             var k = MDB_val()
             var v = MDB_val()
-            // The eraser is held by `ids` until the walk ends; called
-            // through an unretained reference, it is not retained and
-            // released per child.
-            let eraser = ids.map { Unmanaged.passUnretained($0) }
-            defer { withExtendedLifetime(ids) {} }
-            var code = cursor.moveToFirst(withPrefix: parentKey, &k, &v)
+            var code: Int32 = parentKey.withUnsafeBytes { prefix in
+                if prefix.isEmpty { return mdb_cursor_get(cursor, &k, &v, MDB_FIRST) }
+                k.mv_size = prefix.count
+                k.mv_data = UnsafeMutableRawPointer(mutating: prefix.baseAddress)
+                return mdb_cursor_get(cursor, &k, &v, MDB_SET_RANGE)
+            }
             while code == MDB_SUCCESS, k.hasPrefix(parentKey), let start = k.mv_data {
                 // The run first: the eraser reads the key before the delete.
-                if let eraser {
-                    let key = UnsafeRawBufferPointer(start: start + prefixCount, count: k.mv_size - prefixCount)
-                    try eraser._withUnsafeGuaranteedRef { try $0.erase(key, in: txn) }
+                if hasRuns {
+                    try eraser.erase(
+                        UnsafeRawBufferPointer(start: start + prefixCount, count: k.mv_size - prefixCount), in: txn)
                 }
-                try txn.check(mdb_cursor_del(cursor.handle, 0), "mdb_cursor_del")
+                try txn.check(mdb_cursor_del(cursor, 0), "mdb_cursor_del")
                 // After a delete, MDB_NEXT yields the entry that followed it.
-                code = cursor.move(&k, &v, MDB_NEXT)
+                code = mdb_cursor_get(cursor, &k, &v, MDB_NEXT)
             }
             if code != MDB_SUCCESS && code != MDB_NOTFOUND { try txn.check(code, "mdb_cursor_get") }
             return
@@ -301,19 +305,20 @@ extension EntityTable {
             // Without stored indexes no array is made or released per child
             // (two empty ones cost about 50 instructions per erased child).
             if storedIndexes.isEmpty {
-                if let ids { try ids.erase(childKey, in: txn) }
+                if hasRuns { try eraser.erase(childKey, in: txn) }
             } else {
                 // Read from `value` and `key` before the first write.
                 let indexKeys = try self.indexKeys(of: value, codecs)
                 let storageKey = [UInt8](key)
-                if let ids { try ids.erase(childKey, in: txn) }
+                if hasRuns { try eraser.erase(childKey, in: txn) }
                 for position in storedIndexes.indices {
                     try txn.delete(storedIndexes[position].dbi, indexKeys[position], value: storageKey)
                 }
             }
             guard hasRelations else { return }
-            for position in relations.indices {
-                try relations[position].eraseChildren(parentKey: pk, in: txn, codecs: codecs.children[position])
+            let erasers = childErasers
+            for position in erasers.indices {
+                try erasers[position].eraseChildren(parentKey: pk, in: txn, codecs: codecs.children[position])
             }
         }
     }

@@ -44,9 +44,22 @@ final class Codecs {
     /// ``closeCursors()`` before the transaction ends).
     let mainWriter: WriteCursor
     let idRuns: RunWriter
+    /// Deletes the `#id` runs of the parents whose children the call erases
+    /// (``EntityTable/eraseRange(parentKey:in:codecs:)``), through a cursor
+    /// kept for the call (closed by ``closeCursors()``); made on first use,
+    /// so codecs that never erase children (every read call's) do not make
+    /// it.
+    var runEraser: RunEraser {
+        if let keptRunEraser { return keptRunEraser }
+        let eraser = RunEraser(idRuns.dbi)
+        keptRunEraser = eraser
+        return eraser
+    }
+    private var keptRunEraser: RunEraser?
     /// Lists the keys stored under each parent whose children are being
     /// replaced, through one cursor kept for the call (closed by
-    /// ``closeCursors()``).
+    /// ``closeCursors()``); erasing a parent's children walks and deletes
+    /// through the same cursor.
     let storedKeys: RangeKeyReader
     /// The keys stored under the parent whose children are being replaced
     /// (``RelationChildren/replaceChildren(of:primaryKey:parentKey:in:codecs:)``),
@@ -75,6 +88,7 @@ final class Codecs {
     func closeCursors() {
         mainWriter.close()
         idRuns.close()
+        keptRunEraser?.close()
         storedKeys.close()
         for child in children { child.closeCursors() }
     }
@@ -125,6 +139,12 @@ final class EntityTable<R: Record>: Sendable {
     let byId: MDB_dbi
     let indexes: [IndexTable]
     let relations: [any ChildSet<R>]
+    /// `relations` as what erases their children, in the same order: an
+    /// array whose metadata is known when the module is compiled, where
+    /// reading `relations` in code generic over `R` looked up the metadata
+    /// of `[any ChildSet<R>]`, of its element and of its indices' `Range`
+    /// (about 1,600 instructions per erased parent).
+    let childErasers: [any ChildEraser]
     /// `!relations.isEmpty`, kept apart: reading `relations` at all looks up
     /// the metadata of `[any ChildSet<R>]` (an existential over the generic
     /// `R`, 450 instructions), which was paid per decoded record.
@@ -200,6 +220,7 @@ final class EntityTable<R: Record>: Sendable {
         relations = try entity.relations.map { relation in
             try relation.makeChildSet(environment: environment, parentMain: main, parentById: parentById)
         }
+        childErasers = relations.map { $0 as any ChildEraser }
         hasRelations = !entity.relations.isEmpty
         let writeFields = (R.self as? any FieldwiseRecord.Type).map { fieldWriter(for: R.self, $0) }
         writesFieldwise = writeFields != nil

@@ -311,9 +311,21 @@ public struct LMDBStorage<Record: DAOCore.Record>: Storage {
     /// entries, inside `txn`; returns how many there were.
     private func erase(_ keys: [Record.PrimaryKey], in txn: borrowing Transaction, codecs: Codecs) throws -> Int {
         var erased = 0
+        // A top-level record is stored under its primary key, and erasing it
+        // finds whether it is there (its delete, or the read of its index
+        // keys): not looked up first (a search of the entity's database, and
+        // of the environment's parent links, about 1,900 instructions a key).
+        // `codecs.link` is the link in force for the call.
+        let isChild = codecs.link != nil
         for key in keys {
             let pk = KeyCodec.encode(primaryKey: key)
-            guard let storageKey = try table.storageKey(of: pk, in: txn) else { continue }
+            let storageKey: [UInt8]
+            if isChild {
+                guard let found = try table.storageKey(of: pk, in: txn) else { continue }
+                storageKey = found
+            } else {
+                storageKey = pk
+            }
             if try table.erase(storageKey: storageKey, pk: pk, in: txn, codecs: codecs) { erased += 1 }
         }
         // Erasing writes no run it keeps for later; written all the same,

@@ -2,8 +2,15 @@ import CLMDB
 import DAOCore
 import Foundation
 
+/// Erasing the children of one to-many relation, which needs nothing of
+/// the parent's type (``EntityTable/childErasers``).
+protocol ChildEraser: Sendable {
+    /// Erases the children of a parent.
+    func eraseChildren(parentKey: [UInt8], in txn: borrowing Transaction, codecs: Codecs) throws
+}
+
 /// The children of one to-many relation, seen from the parent's table.
-protocol ChildSet<Parent>: Sendable {
+protocol ChildSet<Parent>: ChildEraser {
     associatedtype Parent: Record
     func makeCodecs() -> Codecs
     /// ``EntityTable/checksRealsWhileEncoding`` of the child table.
@@ -17,8 +24,6 @@ protocol ChildSet<Parent>: Sendable {
     func replaceChildren(
         of parent: Parent, primaryKey: StoredValue, parentKey: [UInt8], in txn: borrowing Transaction, codecs: Codecs
     ) throws
-    /// Erases the children of a parent.
-    func eraseChildren(parentKey: [UInt8], in txn: borrowing Transaction, codecs: Codecs) throws
     /// Erases every child (all parents are being erased).
     func eraseEverything(in txn: borrowing Transaction) throws
 }

@@ -28,19 +28,25 @@ final class RangeKeyReader {
         handle = nil
     }
 
+    /// The cursor, opened on first use, lent to a walk of the call that
+    /// moves it and deletes through it (erasing a parent's children,
+    /// ``EntityTable/eraseRange(parentKey:in:codecs:)``): every listing
+    /// starts with its own search, so where such a walk leaves the cursor
+    /// does not matter. Valid until ``close()``.
+    func cursor(in txn: borrowing Transaction) throws -> OpaquePointer {
+        if let handle { return handle }
+        let cursor = try txn.openCursor(dbi)
+        handle = cursor
+        return cursor
+    }
+
     /// Calls `body` with every key that starts with `prefix`, in key order
     /// (every key for an empty prefix). The buffer points into the map and
     /// is valid only during the call.
     func forEachKey(
         withPrefix prefix: [UInt8], in txn: borrowing Transaction, _ body: (_ key: UnsafeRawBufferPointer) -> Void
     ) throws {
-        let cursor: OpaquePointer
-        if let handle {
-            cursor = handle
-        } else {
-            cursor = try txn.openCursor(dbi)
-            handle = cursor
-        }
+        let cursor = try cursor(in: txn)
         var k = MDB_val()
         var v = MDB_val()
         var code: Int32 = prefix.withUnsafeBytes { prefix in
