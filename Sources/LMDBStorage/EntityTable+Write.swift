@@ -9,9 +9,10 @@ extension EntityTable {
         /// Nothing: the child is persisted through its own storage, so its
         /// parent must be looked up.
         case unknown
-        /// The parent with this primary key is being persisted, and the
-        /// caller read which children it held (`nil`: none).
-        case persisting(primaryKey: StoredValue, stored: LentChildren?)
+        /// The parent with this primary key is being persisted, and
+        /// `stored` finds its stored children as its children are written
+        /// (``StoredChildren``, the fused walk).
+        case persisting(primaryKey: StoredValue, stored: LentChildren)
     }
 
     /// The stored children of a parent being persisted, held without a
@@ -28,10 +29,12 @@ extension EntityTable {
             self.children = Unmanaged.passUnretained(children)
         }
 
-        /// ``StoredChildren/take(_:)`` on the lent children.
+        /// ``StoredChildren/find(_:storageKey:in:codecs:)`` on the lent children.
         @inline(__always)
-        func take(_ pk: [UInt8]) -> Bool {
-            children._withUnsafeGuaranteedRef { $0.take(pk) }
+        func find(_ pk: [UInt8], storageKey: [UInt8], in txn: borrowing Transaction, codecs: Codecs) throws
+            -> StoredChildren.Place
+        {
+            try children._withUnsafeGuaranteedRef { try $0.find(pk, storageKey: storageKey, in: txn, codecs: codecs) }
         }
     }
 
@@ -88,6 +91,9 @@ extension EntityTable {
         // and released per record.)
         var oldKey: [UInt8]?
         var storedAtKey = false
+        // Whether the record is the entry the main writer's cursor stands
+        // on, matched by the fused walk: replaced there without a step.
+        var atCursor = false
         let hasStoredIndexes = codecs.hasStoredIndexes
         let foreignKey = codecs.foreignKeyIndex
         if foreignKey >= 0 {
@@ -133,7 +139,19 @@ extension EntityTable {
                         message: "a child of '\(codecs.link?.parent ?? "")' \(expected) names parent \(encoder.value(at: foreignKey)) in its foreign key",
                         context: "record \(encoder.value(at: 0))")
                 }
-                storedHere = stored?.take(pk) ?? false
+                // The whole storage key first: the walk compares it with
+                // the entry its cursor reaches.
+                if !keyIsWhole {
+                    key.append(contentsOf: pk)
+                    keyIsWhole = true
+                }
+                switch try stored.find(pk, storageKey: key, in: txn, codecs: codecs) {
+                case .atCursor:
+                    storedHere = true
+                    atCursor = true
+                case .listed: storedHere = true
+                case .notHere: break
+                }
             }
             if !keyIsWhole { key.append(contentsOf: pk) }
             if storedHere {
@@ -171,7 +189,11 @@ extension EntityTable {
             try codecs.idRuns.remove(pk, parent: Array(oldKey[..<(oldKey.count - pk.count)]), in: txn)
             try codecs.idRuns.insert(pk, storageKey: key, in: txn)
         }
-        if storedAtKey {
+        if atCursor {
+            // The entry the walk's cursor stands on; nothing was written
+            // since it was reached (the index keys above are only read).
+            try codecs.mainWriter.replaceMatched(key, encoder.encoded, in: txn)
+        } else if storedAtKey {
             // Stored under this key (as far as the caller knows): usually
             // the entry after the one the previous record replaced.
             try codecs.mainWriter.replace(key, encoder.encoded, in: txn)
@@ -334,9 +356,34 @@ extension EntityTable {
     }
 }
 
-/// The primary-key bytes of the children stored under one parent, in key
-/// order (one cursor range), and which of them the parent still holds.
+/// The children stored under one parent whose children are being
+/// replaced, found as the new children are written (the fused walk,
+/// docs/DESIGN.md, "LMDB, sixteenth round"), and which of them the parent
+/// still holds.
 ///
+/// While the children come in the stored order, each is matched against
+/// the entry the main writer's cursor reaches next (`MDB_SET_RANGE` on the
+/// parent's key for the first, `MDB_NEXT` after), and replaced there: no
+/// list is made. At the first child that is not that entry (a child out
+/// of key order, new, or moved from another parent), the range's keys are
+/// listed through the call's ``RangeKeyReader`` as a separate first pass
+/// listed them before, and the children matched so far are marked kept:
+/// they are the range's first keys, in order, and matching rewrote values
+/// only, so the range holds the keys it held when the parent's children
+/// started. From there each child is looked up in that list
+/// (``take(_:)``). At the end (``unkept(in:codecs:)``), a walk that never
+/// listed takes one more step: a stored key after the last match (or any,
+/// when nothing matched) is listed the same way, and what was not matched
+/// is erased.
+///
+/// This holds because, between the first step and the listing, nothing
+/// writes the parent's range but the matched children's own values: their
+/// index entries, `#id` runs (none for a child stored under its parent
+/// already) and own children are other databases, and a child entity
+/// belongs to one relation of one owner, so no other writer of the call
+/// has a cursor in this range.
+///
+/// The listed keys:
 /// The keys, their ends and the kept flags are memory of its own, written
 /// and compared through pointers: appending to arrays (a uniqueness and a
 /// capacity check, a generic `append(contentsOf:)`) cost about 250
@@ -353,6 +400,18 @@ final class StoredChildren {
     private(set) var count = 0
     /// Where the next child in key order is expected.
     private var next = 0
+    /// The parent's key, the prefix of its range: the caller's array
+    /// (the parent's codecs' key buffer), held from ``start(parentKey:)``
+    /// to the end of ``unkept(in:codecs:)`` only, so that the buffer is
+    /// not shared when the next parent's key is written into it (a copy,
+    /// an allocation per parent). Only ever assigned: emptied and refilled
+    /// in place, it was checked for exclusive access at run time on each
+    /// read (`swift_beginAccess`, about 76 instructions per child).
+    private var parentKey: [UInt8] = []
+    /// Whether the children are still matched at the main writer's cursor
+    /// (nothing listed yet), and how many were.
+    private var matching = true
+    private var matched = 0
 
     init() {
         byteCapacity = 1024
@@ -368,14 +427,65 @@ final class StoredChildren {
         kept.deallocate()
     }
 
-    var isEmpty: Bool { count == 0 }
-
     /// Forgets every key, keeping the memory (one instance serves every
-    /// parent of a call).
-    func reset() {
+    /// parent of a call), and starts the walk of the range of `parentKey`.
+    func start(parentKey: [UInt8]) {
         byteCount = 0
         count = 0
         next = 0
+        self.parentKey = parentKey
+        matching = true
+        matched = 0
+    }
+
+    /// Where a child being written is stored (``find(_:storageKey:in:codecs:)``).
+    enum Place {
+        /// Under the parent, at the entry the main writer's cursor stands on.
+        case atCursor
+        /// Under the parent, elsewhere in its range.
+        case listed
+        /// Not under the parent (new, or under another parent).
+        case notHere
+    }
+
+    /// Where the child with primary-key bytes `pk` and storage key
+    /// `storageKey` (under this parent) is stored, as the next child
+    /// written; if under the parent, it is kept.
+    @inline(__always)
+    func find(_ pk: [UInt8], storageKey: [UInt8], in txn: borrowing Transaction, codecs: Codecs) throws -> Place {
+        if matching {
+            let step = try codecs.mainWriter.step(
+                to: storageKey, prefix: parentKey, first: matched == 0, in: txn)
+            if step == .match {
+                matched += 1
+                return .atCursor
+            }
+            try list(in: txn, codecs: codecs, rangeHoldsMore: step == .otherInRange)
+        }
+        // An empty list (a new parent's range) holds no child: no lookup.
+        return count > 0 && take(pk) ? .listed : .notHere
+    }
+
+    /// Ends the walk with a list of the stored keys: read from the range
+    /// unless it holds no key but the `matched` ones (`rangeHoldsMore`
+    /// false and nothing matched: an empty range), with the first
+    /// `matched` marked kept.
+    private func list(in txn: borrowing Transaction, codecs: Codecs, rangeHoldsMore: Bool) throws {
+        matching = false
+        guard rangeHoldsMore || matched > 0 else { return }
+        let prefixCount = parentKey.count
+        try codecs.storedKeys.forEachKey(withPrefix: parentKey, in: txn) { key in
+            append(UnsafeRawBufferPointer(rebasing: key[prefixCount...]))
+        }
+        // The matched children are the range's first keys; fewer keys than
+        // that is a range that changed under the walk.
+        guard count >= matched else {
+            throw StorageError(
+                .corrupt, .persist,
+                message: "the range of a parent holds \(count) children where \(matched) were just matched")
+        }
+        for index in 0..<matched { kept[index] = true }
+        next = matched
     }
 
     /// Adds the next stored key (in key order).
@@ -410,10 +520,10 @@ final class StoredChildren {
         count += 1
     }
 
-    /// Whether `pk` is stored under the parent; if so, it is kept. Children
+    /// Whether `pk` is among the listed keys; if so, it is kept. Children
     /// usually come in key order, so the key after the last one found is
     /// tried first, then a binary search.
-    func take(_ pk: [UInt8]) -> Bool {
+    private func take(_ pk: [UInt8]) -> Bool {
         pk.withUnsafeBytes { pk in
             if next < count, compare(next, pk) == 0 {
                 kept[next] = true
@@ -436,8 +546,25 @@ final class StoredChildren {
         }
     }
 
-    /// The stored keys no call to ``take(_:)`` kept.
-    var unkept: [[UInt8]] {
+    /// The stored keys under the parent that no child written kept (to be
+    /// erased): when every child was matched at the cursor, one more step
+    /// tells whether stored keys follow the last match, listed then.
+    func unkept(in txn: borrowing Transaction, codecs: Codecs) throws -> [[UInt8]] {
+        // The walk ends here: the parent's key buffer is let go.
+        defer { parentKey = [] }
+        if matching {
+            let step = try codecs.mainWriter.step(to: [], prefix: parentKey, first: matched == 0, in: txn)
+            guard step != .pastRange else {
+                matching = false
+                return []
+            }
+            try list(in: txn, codecs: codecs, rangeHoldsMore: true)
+        }
+        return listedUnkept
+    }
+
+    /// The listed keys no call to ``take(_:)`` kept.
+    private var listedUnkept: [[UInt8]] {
         var keys: [[UInt8]] = []
         for index in 0..<count where !kept[index] {
             let start = index == 0 ? 0 : ends[index - 1]

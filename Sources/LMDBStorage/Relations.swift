@@ -54,22 +54,18 @@ struct RelationChildren<Relation: ToManyRelation>: ChildSet {
         of parent: Parent, primaryKey: StoredValue, parentKey: [UInt8], in txn: borrowing Transaction, codecs: Codecs
     ) throws {
         let children = parent[keyPath: relation.children]
-        // The primary-key bytes of the children stored under the parent now,
-        // in key order: one cursor range. Keys compare as bytes, which is how
-        // stored values compare (text by Unicode scalars). Read through
-        // the cursor the codecs keep for the call, not one per parent.
+        // The children stored under the parent are found as the children
+        // are written, through the main writer's cursor while they come in
+        // the stored order, from a list of the range's keys once one does
+        // not (the fused walk, `StoredChildren`). Keys compare as bytes,
+        // which is how stored values compare (text by Unicode scalars).
         let stored = codecs.storedChildren
-        stored.reset()
-        let prefixCount = parentKey.count
-        try codecs.storedKeys.forEachKey(withPrefix: parentKey, in: txn) { key in
-            stored.append(UnsafeRawBufferPointer(rebasing: key[prefixCount...]))
-        }
+        stored.start(parentKey: parentKey)
         // A new parent's children usually come in key order after every
         // stored key: appended (docs/LMDB.md).
         codecs.mainWriter.expectAppends()
         let context = EntityTable<Relation.Child>.ParentContext.persisting(
-            primaryKey: primaryKey,
-            stored: stored.isEmpty ? nil : EntityTable<Relation.Child>.LentChildren(children: stored))
+            primaryKey: primaryKey, stored: EntityTable<Relation.Child>.LentChildren(children: stored))
         // Each child is lent to `persist` where the array holds it: read out
         // of the array (its subscript, unspecialized for the child type),
         // it was copied. The table is taken out of `self` first: read in
@@ -90,7 +86,7 @@ struct RelationChildren<Relation: ToManyRelation>: ChildSet {
         }
         // The children the parent no longer holds. No child just written has
         // their keys, so they are as they were.
-        for pk in stored.unkept {
+        for pk in try stored.unkept(in: txn, codecs: codecs) {
             try table.erase(storageKey: parentKey + pk, pk: pk, in: txn, codecs: codecs)
         }
     }

@@ -6,10 +6,13 @@ import Testing
 
 @testable import LMDBStorage
 
-/// Replacing a parent's children reads the keys stored under it first
-/// (through one cursor kept for the call) and writes the children after:
-/// checked against a model when the children come out of key order, move
-/// from another parent, are new or are removed, several parents a call.
+/// Replacing a parent's children finds the keys stored under it as the
+/// children are written (the fused walk: matched at the write cursor while
+/// they come in the stored order, listed through one cursor kept for the
+/// call from the first that does not): checked against a model when the
+/// children come out of key order, move from another parent, are new or
+/// are removed, several parents a call. `FusedWalkTests` places the first
+/// mismatch on purpose.
 @Suite("LMDB storage: replacing children against a model")
 struct ChildrenReplacementTests {
     @Test("children out of key order, moved between parents, added and removed, several parents a call")

@@ -4,9 +4,10 @@ import Foundation
 
 /// A read cursor on one database kept for the writes of one storage call,
 /// which lists the keys of one prefix range at a time (the children
-/// stored under each parent a call replaces the children of): one cursor
-/// for every parent of the call, where a cursor opened per parent cost an
-/// allocation each in a write transaction (`mdb_cursor_open`).
+/// stored under a parent a call replaces the children of, when the fused
+/// walk of ``StoredChildren`` needs the list): one cursor for every parent
+/// of the call, where a cursor opened per parent cost an allocation each
+/// in a write transaction (`mdb_cursor_open`).
 ///
 /// Each listing starts with `MDB_SET_RANGE` on the prefix, so what the
 /// call wrote through its other cursors since the previous listing is

@@ -30,6 +30,12 @@ final class WriteCursor {
     /// that do not arrive in order pay for one refused append at most per
     /// ``expectAppends()``.
     private var tryAppend = true
+    /// The value of the entry the last ``step(to:prefix:first:in:)`` found
+    /// to be the key asked for, where the cursor stands; `nil` otherwise.
+    /// It points into the map and is valid until the transaction's next
+    /// write: only ``replaceMatched(_:_:in:)`` reads it, and the caller
+    /// writes nothing between the step and that replace.
+    private var matchedValue: MDB_val?
 
     init(_ dbi: MDB_dbi) {
         self.dbi = dbi
@@ -43,6 +49,7 @@ final class WriteCursor {
         handle = nil
         onLastWrite = false
         tryAppend = true
+        matchedValue = nil
     }
 
     /// Tries appending again for the keys that follow (a new parent's children).
@@ -65,6 +72,83 @@ final class WriteCursor {
             var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
             var v = MDB_val(mv_size: value.count, mv_data: UnsafeMutableRawPointer(mutating: value.baseAddress))
             return put(cursor, &k, &v)
+        }
+        onLastWrite = code == MDB_SUCCESS
+        matchedValue = nil
+        try txn.check(code, "mdb_cursor_put")
+    }
+
+    /// Where one step of the cursor through a prefix range led
+    /// (``step(to:prefix:first:in:)``).
+    enum RangeStep {
+        /// To the key asked for; the cursor stands on it.
+        case match
+        /// To another key of the range: stored keys are left there.
+        case otherInRange
+        /// Past the range (or past the last entry): no stored key is left there.
+        case pastRange
+    }
+
+    /// Moves the cursor to the first entry of the range of `prefix`
+    /// (`MDB_SET_RANGE`) when `first`, else to the entry after the one it
+    /// stands on (`MDB_NEXT`), and tells whether that entry's key is `key`,
+    /// another key of the range, or none (`key` empty: only the latter
+    /// two). The caller that walks a parent's range this way knows, at a
+    /// match, that every stored key of the range before `key` was matched
+    /// before it (docs/LMDB.md, "the fused walk"). After any step the
+    /// cursor is no longer taken to stand on the last write.
+    func step(to key: [UInt8], prefix: [UInt8], first: Bool, in txn: borrowing Transaction) throws -> RangeStep {
+        let cursor = try cursor(txn)
+        onLastWrite = false
+        matchedValue = nil
+        var found = MDB_val()
+        var value = MDB_val()
+        let code: Int32
+        if first {
+            code = prefix.withUnsafeBytes { prefix in
+                if prefix.isEmpty { return mdb_cursor_get(cursor, &found, &value, MDB_FIRST) }
+                found.mv_size = prefix.count
+                found.mv_data = UnsafeMutableRawPointer(mutating: prefix.baseAddress)
+                return mdb_cursor_get(cursor, &found, &value, MDB_SET_RANGE)
+            }
+        } else {
+            code = mdb_cursor_get(cursor, &found, &value, MDB_NEXT)
+        }
+        if code == MDB_NOTFOUND { return .pastRange }
+        try txn.check(code, "mdb_cursor_get")
+        let isKey = key.withUnsafeBytes { key in
+            guard found.mv_size == key.count, !key.isEmpty, let data = found.mv_data, let start = key.baseAddress
+            else { return false }
+            return memcmp(data, start, key.count) == 0
+        }
+        if isKey {
+            matchedValue = value
+            return .match
+        }
+        return found.hasPrefix(prefix) ? .otherInRange : .pastRange
+    }
+
+    /// Replaces the value of the entry the last ``step(to:prefix:first:in:)``
+    /// matched, where the cursor stands (`MDB_CURRENT`), or leaves it when
+    /// it holds the same bytes already (nothing is written, the page is not
+    /// copied). Without such a match (which the caller does not ask for),
+    /// ``replace(_:_:in:)``.
+    func replaceMatched(_ key: [UInt8], _ value: UnsafeRawBufferPointer, in txn: borrowing Transaction) throws {
+        guard let old = matchedValue, let cursor = handle else {
+            try replace(key, value, in: txn)
+            return
+        }
+        matchedValue = nil
+        if old.mv_size == value.count, let stored = old.mv_data, let new = value.baseAddress,
+            memcmp(stored, new, value.count) == 0
+        {
+            onLastWrite = true
+            return
+        }
+        let code = key.withUnsafeBytes { key in
+            var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
+            var v = MDB_val(mv_size: value.count, mv_data: UnsafeMutableRawPointer(mutating: value.baseAddress))
+            return mdb_cursor_put(cursor, &k, &v, UInt32(MDB_CURRENT))
         }
         onLastWrite = code == MDB_SUCCESS
         try txn.check(code, "mdb_cursor_put")
@@ -115,6 +199,7 @@ final class WriteCursor {
             return mdb_cursor_put(cursor, &k, &v, 0)
         }
         onLastWrite = code == MDB_SUCCESS
+        matchedValue = nil
         try txn.check(code, "mdb_cursor_put")
     }
 }
