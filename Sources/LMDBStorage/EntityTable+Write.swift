@@ -287,12 +287,7 @@ extension EntityTable {
             let cursor = try codecs.storedKeys.cursor(in: txn)
             var k = MDB_val()
             var v = MDB_val()
-            var code: Int32 = parentKey.withUnsafeBytes { prefix in
-                if prefix.isEmpty { return mdb_cursor_get(cursor, &k, &v, MDB_FIRST) }
-                k.mv_size = prefix.count
-                k.mv_data = UnsafeMutableRawPointer(mutating: prefix.baseAddress)
-                return mdb_cursor_get(cursor, &k, &v, MDB_SET_RANGE)
-            }
+            var code = Cursor.moveToFirst(cursor, withPrefix: parentKey, &k, &v)
             while code == MDB_SUCCESS, k.hasPrefix(parentKey), let start = k.mv_data {
                 // The run first: the eraser reads the key before the delete.
                 if hasRuns {

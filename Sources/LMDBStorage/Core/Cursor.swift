@@ -25,11 +25,20 @@ struct Cursor: ~Copyable {
     /// (the first entry of the database for an empty prefix) and returns the
     /// result code; the caller checks that the key found starts with `prefix`.
     func moveToFirst(withPrefix prefix: [UInt8], _ key: inout MDB_val, _ value: inout MDB_val) -> Int32 {
+        Cursor.moveToFirst(handle, withPrefix: prefix, &key, &value)
+    }
+
+    /// ``moveToFirst(withPrefix:_:_:)`` for a cursor handle kept elsewhere
+    /// (a cursor kept for a write call, ``WriteCursor``, ``RangeKeyReader``).
+    @inline(__always)
+    static func moveToFirst(
+        _ cursor: OpaquePointer, withPrefix prefix: [UInt8], _ key: inout MDB_val, _ value: inout MDB_val
+    ) -> Int32 {
         prefix.withUnsafeBytes { prefix in
-            if prefix.isEmpty { return move(&key, &value, MDB_FIRST) }
+            if prefix.isEmpty { return mdb_cursor_get(cursor, &key, &value, MDB_FIRST) }
             key.mv_size = prefix.count
             key.mv_data = UnsafeMutableRawPointer(mutating: prefix.baseAddress)
-            return move(&key, &value, MDB_SET_RANGE)
+            return mdb_cursor_get(cursor, &key, &value, MDB_SET_RANGE)
         }
     }
 

@@ -50,12 +50,7 @@ final class RangeKeyReader {
         let cursor = try cursor(in: txn)
         var k = MDB_val()
         var v = MDB_val()
-        var code: Int32 = prefix.withUnsafeBytes { prefix in
-            if prefix.isEmpty { return mdb_cursor_get(cursor, &k, &v, MDB_FIRST) }
-            k.mv_size = prefix.count
-            k.mv_data = UnsafeMutableRawPointer(mutating: prefix.baseAddress)
-            return mdb_cursor_get(cursor, &k, &v, MDB_SET_RANGE)
-        }
+        var code = Cursor.moveToFirst(cursor, withPrefix: prefix, &k, &v)
         while code == MDB_SUCCESS {
             guard k.hasPrefix(prefix) else { return }
             body(UnsafeRawBufferPointer(start: k.mv_data, count: k.mv_size))

@@ -105,12 +105,7 @@ final class WriteCursor {
         var value = MDB_val()
         let code: Int32
         if first {
-            code = prefix.withUnsafeBytes { prefix in
-                if prefix.isEmpty { return mdb_cursor_get(cursor, &found, &value, MDB_FIRST) }
-                found.mv_size = prefix.count
-                found.mv_data = UnsafeMutableRawPointer(mutating: prefix.baseAddress)
-                return mdb_cursor_get(cursor, &found, &value, MDB_SET_RANGE)
-            }
+            code = Cursor.moveToFirst(cursor, withPrefix: prefix, &found, &value)
         } else {
             code = mdb_cursor_get(cursor, &found, &value, MDB_NEXT)
         }
