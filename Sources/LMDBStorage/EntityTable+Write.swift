@@ -476,7 +476,7 @@ final class StoredChildren {
         // that is a range that changed under the walk.
         guard count >= matched else {
             throw StorageError(
-                .corrupt, .persist,
+                .corrupt, txn.operation, path: txn.environment.path,
                 message: "the range of a parent holds \(count) children where \(matched) were just matched")
         }
         for index in 0..<matched { kept[index] = true }
