@@ -285,7 +285,7 @@ where S.Record == T.Record, T.PlainObject.ID == S.Record.PrimaryKey {
     /// - Throws: ``StorageError``.
     @inlinable
     public func read(values: Parameters) throws -> [T.PlainObject] {
-        try dao.toPlains(dao.storage.read(prepared.query(values: values)))
+        try dao.toPlains(dao.storage.read(prepared.call(values: values)))
     }
 
     /// How many objects have records that meet the predicate with these

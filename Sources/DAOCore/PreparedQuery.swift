@@ -122,11 +122,107 @@ public struct PreparedQuery<Record: DAOCore.Record, Parameters: Sendable>: Senda
     /// Foundation itself, it answers as the prepared predicate does with
     /// these values.
     public func predicate(values: Parameters) -> Predicate<Record> {
-        // The call keeps the values and the query's own bindings closure: no
-        // closure context made per call.
-        let call = BoundCall<Record, Parameters>(
-            prepared: prepared, values: storedValues(values), parameters: values, bindings: bindings)
+        let call = bound(values)
         return Predicate<Record> { record in PreparedCondition(record: record, call: call) }
+    }
+
+    /// The call of this query with these values of the parameters: what
+    /// ``Storage/read(_:)-(PreparedQueryCall<Record>)`` answers, the records
+    /// ``query(values:)`` gives.
+    public func call(values: Parameters) -> PreparedQueryCall<Record> {
+        PreparedQueryCall(call: bound(values), sortedBy: sortedBy, limit: limit)
+    }
+
+    /// The prepared predicate bound to `values`. The call keeps the values and
+    /// the query's own bindings closure: no closure context made per call.
+    private func bound(_ values: Parameters) -> BoundCall<Record, Parameters> {
+        BoundCall<Record, Parameters>(
+            prepared: prepared, values: storedValues(values), parameters: values, bindings: bindings)
+    }
+}
+
+/// One call of a ``PreparedQuery``: its predicate bound to the call's values,
+/// its sort and its limit. A storage answers it as it answers ``query``; one
+/// that walks an access path of its own (LMDB) asks for ``boundPlan()``,
+/// which binds the values into the plan template the prepared query keeps,
+/// without building the predicate, the query or a ``QueryPlan``.
+public struct PreparedQueryCall<Record: DAOCore.Record>: Sendable {
+    let call: PreparedCall<Record>
+    /// The order of the results, before the primary-key tie-break.
+    public let sortedBy: [SortDescriptor<Record>]
+    /// The maximum number of results, or `nil` for all of them.
+    public let limit: Int?
+
+    /// The query this call answers: the prepared predicate with the call's
+    /// values, as ``PreparedQuery/query(values:)`` gives it.
+    public var query: Query<Record> {
+        let call = self.call
+        return Query(
+            where: Predicate<Record> { record in PreparedCondition(record: record, call: call) }, sortedBy: sortedBy,
+            limit: limit)
+    }
+
+    /// The plan of ``query`` with only its access path planned
+    /// (``QueryPlanParts/accessPath``), bound from the template the prepared
+    /// query keeps for values of these kinds: the plan
+    /// `QueryPlan(query, parts: [.accessPath])` gives, in the parts an
+    /// adapter that finds its own candidates reads. `nil` when the prepared
+    /// query keeps no template for these values (its predicate does not
+    /// translate exactly, or values of these kinds plan afresh) or a value
+    /// does not fit the template: the adapter reads ``query`` then. The first
+    /// call with values of a kind plans ``query`` afresh, which makes the
+    /// template.
+    public func boundPlan() -> BoundPlan<Record>? {
+        let values = call.values
+        guard
+            let entry = call.prepared.callEntry(
+                generation: Record.entity.queryPlans.generation.load(ordering: .relaxed), values: values,
+                sort: sortedBy, limited: limit != nil, query: { query }),
+            let template = entry.template, let constants = entry.constants(with: values),
+            let access = entry.access.instantiate(constants)
+        else { return nil }
+        return BoundPlan(template: unsafeDowncast(template, to: PlanTemplate<Record>.self), access: access, limit: limit)
+    }
+}
+
+/// A prepared call's access path and sort, bound from its template
+/// (``PreparedQueryCall/boundPlan()``): what an adapter that walks the access
+/// path itself reads of a ``QueryPlan``, and the end of
+/// ``QueryPlan/finish(_:sortKeys:filtered:descending:)`` for candidates that
+/// are exactly the records meeting the predicate.
+public struct BoundPlan<R: Record>: Sendable {
+    /// The template the plan was bound from: an adapter keeps what it derives
+    /// from the shape under it.
+    public let template: PlanTemplate<R>
+    /// The access path, with the call's values.
+    public let access: QueryPlan<R>.Access
+    /// The maximum number of results, or `nil` for all of them.
+    public let limit: Int?
+
+    /// Whether the records the access path finds are exactly the answer's
+    /// (before sort and limit), as ``QueryPlan/accessIsExact``.
+    public var accessIsExact: Bool { template.accessIsExact }
+    /// The sort.
+    public var sort: SortPlan<R> { template.sort }
+    /// As ``QueryPlan/prefersDescendingCandidates``.
+    public var prefersDescendingCandidates: Bool { template.descendingCandidates.load(ordering: .relaxed) }
+
+    /// The answer from `candidates`, exactly the records that meet the
+    /// predicate, read in ascending or descending key order, with the sort
+    /// keys the adapter read for each (the sort's fields, then the primary
+    /// key): sorted and limited as ``QueryPlan/finish(_:sortKeys:filtered:descending:)``
+    /// does with `filtered: true`.
+    public func finish(_ candidates: [R], sortKeys: [StoredValue], descending: Bool) -> [R] {
+        QueryPlan<R>.finishMatched(
+            candidates, keys: sortKeys, sort: template.sort, limit: limit, template: template, descending: descending)
+    }
+
+    /// The answer from `candidates`, exactly the records that meet the
+    /// predicate: sorted and limited.
+    public func finish(_ candidates: [R]) -> [R] {
+        var records = template.sort.sorted(candidates)
+        if let limit, records.count > limit { records.removeSubrange(limit...) }
+        return records
     }
 }
 
@@ -135,6 +231,8 @@ extension PreparedQuery where Parameters: FieldValue {
     public func query(_ a: Parameters) -> Query<Record> { query(values: a) }
     /// The predicate for this value of the parameter.
     public func predicate(_ a: Parameters) -> Predicate<Record> { predicate(values: a) }
+    /// The call with this value of the parameter.
+    public func call(_ a: Parameters) -> PreparedQueryCall<Record> { call(values: a) }
 }
 
 extension PreparedQuery {
@@ -152,6 +250,14 @@ extension PreparedQuery {
     public func predicate<A, B, C>(_ a: A, _ b: B, _ c: C) -> Predicate<Record> where Parameters == (A, B, C) {
         predicate(values: (a, b, c))
     }
+    /// The call with these values of the parameters.
+    public func call<A, B>(_ a: A, _ b: B) -> PreparedQueryCall<Record> where Parameters == (A, B) {
+        call(values: (a, b))
+    }
+    /// The call with these values of the parameters.
+    public func call<A, B, C>(_ a: A, _ b: B, _ c: C) -> PreparedQueryCall<Record> where Parameters == (A, B, C) {
+        call(values: (a, b, c))
+    }
 }
 
 extension Storage {
@@ -159,25 +265,31 @@ extension Storage {
     /// parameters (``PreparedQuery``; a tuple for more than one).
     /// - Throws: ``StorageError``.
     public func read<Parameters>(_ prepared: PreparedQuery<Record, Parameters>, values: Parameters) throws -> [Record] {
-        try read(prepared.query(values: values))
+        try read(prepared.call(values: values))
     }
 
     /// The records that answer `prepared` with this value of its parameter.
     /// - Throws: ``StorageError``.
     public func read<A: FieldValue>(_ prepared: PreparedQuery<Record, A>, _ a: A) throws -> [Record] {
-        try read(prepared.query(values: a))
+        try read(prepared.call(values: a))
     }
 
     /// The records that answer `prepared` with these values of its parameters.
     /// - Throws: ``StorageError``.
     public func read<A, B>(_ prepared: PreparedQuery<Record, (A, B)>, _ a: A, _ b: B) throws -> [Record] {
-        try read(prepared.query(values: (a, b)))
+        try read(prepared.call(values: (a, b)))
     }
 
     /// The records that answer `prepared` with these values of its parameters.
     /// - Throws: ``StorageError``.
     public func read<A, B, C>(_ prepared: PreparedQuery<Record, (A, B, C)>, _ a: A, _ b: B, _ c: C) throws -> [Record] {
-        try read(prepared.query(values: (a, b, c)))
+        try read(prepared.call(values: (a, b, c)))
+    }
+
+    /// The records that answer `call`: those of its ``PreparedQueryCall/query``.
+    /// - Throws: ``StorageError``.
+    public func read(_ call: PreparedQueryCall<Record>) throws -> [Record] {
+        try read(call.query)
     }
 }
 
@@ -195,6 +307,11 @@ final class PreparedPredicate<R: Record>: Sendable {
     /// The shape reader of the expression's type (`nil`: it has no shape).
     let reader: RootShapeReader?
     private let entries = Mutex<[PreparedEntry<R>]>([])
+    /// The entries of the prepared query's own calls
+    /// (``PreparedQueryCall/boundPlan()``): one sort and one limit, so found
+    /// by the generation and the kinds of the values alone, and held in
+    /// terms that do not depend on the record type.
+    private let callEntries = Mutex<[CallEntry]>([])
 
     init(
         expression: any StandardPredicateExpression<Bool>, record: PredicateExpressions.VariableID,
@@ -214,6 +331,18 @@ final class PreparedPredicate<R: Record>: Sendable {
         let values = call.values
         let limited = query.limit != nil
         let sort = query.sortedBy
+        if let found = entry(generation: generation, values: values, sort: sort, limited: limited, parts: parts) {
+            guard let template = found.template else { return QueryPlan(fresh: query, parts: parts) }
+            return template.bind(query, found.constants(with: values)) ?? QueryPlan(fresh: query, parts: parts)
+        }
+        return planAfresh(query, values: values, generation: generation, parts: parts)
+    }
+
+    /// The kept entry for values of these kinds, this sort, a limit or none,
+    /// these parts, made in this generation; `nil` when none was made yet.
+    func entry(
+        generation: Int, values: [StoredValue], sort: [SortDescriptor<R>], limited: Bool, parts: QueryPlanParts
+    ) -> PreparedEntry<R>? {
         // The sort and whether there is a limit are part of what a template
         // holds: an adapter also plans the predicate alone (`count`, `erase`,
         // the candidates of a read). The prepared query hands every call the
@@ -222,7 +351,7 @@ final class PreparedPredicate<R: Record>: Sendable {
         // closure, unspecialized for the record type, cost about 2.2k
         // instructions a call, and copying a found struct retained each of
         // its arrays.
-        let found: PreparedEntry<R>? = entries.withLock { entries in
+        entries.withLock { entries in
             for entry in entries
             where entry.generation == generation && entry.parts == parts.rawValue && entry.limited == limited
                 && entry.sort == sort && entry.accepts(values)
@@ -231,10 +360,15 @@ final class PreparedPredicate<R: Record>: Sendable {
             }
             return nil
         }
-        if let found {
-            guard let template = found.template else { return QueryPlan(fresh: query, parts: parts) }
-            return template.bind(query, found.constants(with: values)) ?? QueryPlan(fresh: query, parts: parts)
-        }
+    }
+
+    /// The plan of `query`, made afresh, and the entry for values of these
+    /// kinds kept (with its template, when the predicate has one).
+    func planAfresh(
+        _ query: Query<R>, values: [StoredValue], generation: Int, parts: QueryPlanParts
+    ) -> QueryPlan<R> {
+        let limited = query.limit != nil
+        let sort = query.sortedBy
         let fresh = QueryPlan(fresh: query, parts: parts)
         var entry = PreparedEntry<R>(generation: generation, parts: parts.rawValue, sort: sort, limited: limited)
         var result = fresh
@@ -254,6 +388,32 @@ final class PreparedPredicate<R: Record>: Sendable {
             entries.append(entry)
         }
         return result
+    }
+
+    /// The call entry made in `generation` for values of these kinds, made
+    /// from this predicate's kept entry (which `plan` makes on a miss) when
+    /// there is none yet; `nil` when the kept entry has no template.
+    func callEntry(
+        generation: Int, values: [StoredValue], sort: [SortDescriptor<R>], limited: Bool, query: () -> Query<R>
+    ) -> CallEntry? {
+        let found: CallEntry? = callEntries.withLock { entries in
+            for entry in entries where entry.generation == generation && entry.accepts(values) { return entry }
+            return nil
+        }
+        if let found { return found.template == nil ? nil : found }
+        var kept = entry(generation: generation, values: values, sort: sort, limited: limited, parts: .accessPath)
+        if kept == nil {
+            _ = planAfresh(query(), values: values, generation: generation, parts: .accessPath)
+            kept = entry(generation: generation, values: values, sort: sort, limited: limited, parts: .accessPath)
+        }
+        guard let kept else { return nil }
+        let made = CallEntry(kept)
+        callEntries.withLock { entries in
+            entries.removeAll { $0.generation != generation }
+            if entries.count >= Self.capacity { entries.removeAll(keepingCapacity: true) }
+            entries.append(made)
+        }
+        return made.template == nil ? nil : made
     }
 
     /// Translates and plans the predicate once with every parameter `nil`,
@@ -337,6 +497,62 @@ final class PreparedEntry<R: Record>: Sendable {
     func constants(with values: [StoredValue]) -> [StoredValue] {
         var constants = self.constants
         for (slot, parameter) in parameterSlots { constants[slot] = values[parameter] }
+        return constants
+    }
+}
+
+/// A prepared entry for the prepared query's own calls, in terms that do not
+/// depend on the record type: code not specialized for it (an adapter's)
+/// finds and binds it without looking up generic metadata (about 330
+/// instructions each; the generic entry's search and binding looked up about
+/// ten a call).
+final class CallEntry: Sendable {
+    let generation: Int
+    /// The parameter slots, the parameter each is filled from, and the kind
+    /// of value each was made for.
+    let slots: [Int]
+    let parameters: [Int]
+    let classes: [ConstantClass]
+    let constants: [StoredValue]
+    /// The slots whose constants must be text (``ExpressionTemplate/fits(_:)``).
+    let textSlots: [Int]
+    let access: AccessValues
+    /// The ``PlanTemplate`` of the record type; `nil`: values of these kinds
+    /// are planned afresh.
+    let template: (AnyObject & Sendable)?
+
+    init<R: Record>(_ entry: PreparedEntry<R>) {
+        generation = entry.generation
+        slots = entry.parameterSlots.map(\.slot)
+        parameters = entry.parameterSlots.map(\.parameter)
+        classes = entry.classes
+        constants = entry.constants
+        if entry.shaped, let template = entry.template, let expression = template.expression {
+            textSlots = expression.textSlots
+            access = template.access.values
+            self.template = template
+        } else {
+            textSlots = []
+            access = .all
+            template = nil
+        }
+    }
+
+    /// Whether `values` are of the kinds this entry was made for.
+    func accepts(_ values: [StoredValue]) -> Bool {
+        for index in slots.indices where ConstantClass(values[parameters[index]]) != classes[index] { return false }
+        return true
+    }
+
+    /// The entry's constants with each parameter slot holding this call's
+    /// value; `nil` when they do not fit the template (a text operation's
+    /// constant that is not text).
+    func constants(with values: [StoredValue]) -> [StoredValue]? {
+        var constants = self.constants
+        for index in slots.indices { constants[slots[index]] = values[parameters[index]] }
+        for slot in textSlots {
+            guard case .text = constants[slot] else { return nil }
+        }
         return constants
     }
 }

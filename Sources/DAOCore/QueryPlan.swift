@@ -17,20 +17,25 @@ import Foundation
 ///
 /// Adapters keep only what is engine-specific: how to walk the access path,
 /// how to run ``engineCondition`` (SQL), how to commit.
+/// How a query's candidates are found: ``QueryPlan/access``. Not nested in
+/// the generic ``QueryPlan``, so code that is not specialized for the record
+/// type handles it without looking up its metadata.
+public enum AccessPath: Sendable, Equatable {
+    /// Every record of the entity.
+    case all
+    /// The record with this primary key (of the key's field type).
+    case primaryKey(StoredValue)
+    /// The records whose leading fields of `index` hold `values`, in order
+    /// (at least one value).
+    case index(Index, values: [StoredValue])
+    /// The children of the parent with this key (the entity is owned through
+    /// a relation; the value is the foreign key's).
+    case parent(StoredValue)
+}
+
 public struct QueryPlan<R: Record>: Sendable {
-    /// How the candidates are found.
-    public enum Access: Sendable, Equatable {
-        /// Every record of the entity.
-        case all
-        /// The record with this primary key (of the key's field type).
-        case primaryKey(StoredValue)
-        /// The records whose leading fields of `index` hold `values`, in order
-        /// (at least one value).
-        case index(Index, values: [StoredValue])
-        /// The children of the parent with this key (the entity is owned through
-        /// a relation; the value is the foreign key's).
-        case parent(StoredValue)
-    }
+    /// How the candidates are found (``AccessPath``).
+    public typealias Access = AccessPath
 
     /// The query planned.
     public let query: Query<R>
@@ -254,7 +259,22 @@ public struct QueryPlan<R: Record>: Sendable {
                 keys.append(contentsOf: sortKeys[position * width..<(position + 1) * width])
             }
         }
-        if let (sorted, order) = sort.sortedReportingOrder(records, keys: keys) {
+        return Self.finishMatched(
+            records, keys: keys, sort: sort, limit: query.limit, template: template, descending: descending)
+    }
+
+    /// `records`, each of which meets the predicate, sorted by `keys` (the
+    /// sort's fields then the primary key, for each record) and limited; the
+    /// order they came in is told to `template` when `descending` says which
+    /// direction they were read in.
+    static func finishMatched(
+        _ records: [R], keys: [StoredValue], sort: SortPlan<R>, limit: Int?, template: PlanTemplate<R>?,
+        descending: Bool?
+    ) -> [R] {
+        var records = records
+        if let fields = sort.fields, keys.count == (fields.count + 1) * records.count,
+            let (sorted, order) = sort.sortedReportingOrder(records, keys: keys)
+        {
             records = sorted
             if let descending, let template {
                 // Reversed: the other direction yields the asked order. In
@@ -268,7 +288,7 @@ public struct QueryPlan<R: Record>: Sendable {
         } else {
             records = sort.sorted(records)
         }
-        if let limit = query.limit, records.count > limit { records.removeSubrange(limit...) }
+        if let limit, records.count > limit { records.removeSubrange(limit...) }
         return records
     }
 

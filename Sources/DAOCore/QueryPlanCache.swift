@@ -264,6 +264,63 @@ public final class PlanTemplate<R: Record>: Sendable {
     }
 }
 
+extension StoredValue {
+    /// `-0.0` as `0.0`, which it equals (the translator's rule); any other
+    /// value as it is.
+    var zeroNormalized: StoredValue {
+        if case .real(let real) = self, real == 0 { return .real(0) }
+        return self
+    }
+}
+
+/// One value of an access path bound from a template, in terms that do not
+/// depend on the record type: where it comes from and the field type it is
+/// coerced to (``AccessTemplate/Bound``).
+struct AccessValue: Sendable {
+    let source: ValueSource
+    let type: FieldType
+    let optional: Bool
+
+    func value(_ constants: [StoredValue]) -> StoredValue? {
+        let value: StoredValue
+        switch source {
+        case .slot(let slot): value = constants[slot].zeroNormalized
+        case .fixed(let fixed): value = fixed
+        }
+        return value.coerced(to: type, optional: optional)
+    }
+}
+
+/// ``AccessTemplate`` in terms that do not depend on the record type, for a
+/// prepared call's plan (``PreparedQueryCall/boundPlan()``).
+enum AccessValues: Sendable {
+    case all
+    case primaryKey(AccessValue)
+    case index(Index, [AccessValue])
+    case parent(AccessValue)
+
+    /// The access path for these constants; `nil` when a value does not
+    /// coerce to its field.
+    func instantiate(_ constants: [StoredValue]) -> AccessPath? {
+        switch self {
+        case .all:
+            return .all
+        case .primaryKey(let value):
+            return value.value(constants).map { .primaryKey($0) }
+        case .index(let index, let values):
+            var bound: [StoredValue] = []
+            bound.reserveCapacity(values.count)
+            for value in values {
+                guard let one = value.value(constants) else { return nil }
+                bound.append(one)
+            }
+            return .index(index, values: bound)
+        case .parent(let value):
+            return value.value(constants).map { .parent($0) }
+        }
+    }
+}
+
 /// Where a value of a plan comes from: a constant of the predicate (by its
 /// position), or a value the expression fixes (`true` of a `Bool` field).
 enum ValueSource: Sendable {
@@ -278,7 +335,7 @@ struct EqualityTemplate<R: Record>: Sendable {
 
     func value(in constants: [StoredValue]) -> StoredValue {
         switch source {
-        case .slot(let slot): ExpressionTemplate<R>.normalized(constants[slot])
+        case .slot(let slot): constants[slot].zeroNormalized
         case .fixed(let value): value
         }
     }
@@ -310,6 +367,19 @@ enum AccessTemplate<R: Record>: Sendable {
         case .primaryKey(let position): self = .primaryKey(bound(position))
         case .index(let index, let positions): self = .index(index, positions.map(bound))
         case .parent(let position): self = .parent(bound(position))
+        }
+    }
+
+    /// This template in terms that do not depend on the record type.
+    var values: AccessValues {
+        func value(_ bound: Bound) -> AccessValue {
+            AccessValue(source: bound.equality.source, type: bound.target.type, optional: bound.target.isOptional)
+        }
+        switch self {
+        case .all: return .all
+        case .primaryKey(let bound): return .primaryKey(value(bound))
+        case .index(let index, let bounds): return .index(index, bounds.map(value))
+        case .parent(let bound): return .parent(value(bound))
         }
     }
 
@@ -389,10 +459,7 @@ indirect enum ExpressionTemplate<R: Record>: Sendable {
     }
 
     /// `-0.0` as `0.0`, which it equals (the translator's rule).
-    static func normalized(_ value: StoredValue) -> StoredValue {
-        if case .real(let real) = value, real == 0 { return .real(0) }
-        return value
-    }
+    static func normalized(_ value: StoredValue) -> StoredValue { value.zeroNormalized }
 
     /// The expression and (with `condition`) the record condition for these
     /// constants; `nil` when a constant does not fit its place.
@@ -442,6 +509,16 @@ indirect enum ExpressionTemplate<R: Record>: Sendable {
         case .not(let wrapped):
             guard let inner = wrapped.instantiate(constants, condition: condition) else { return nil }
             return (.not(inner.expression), inner.condition.map { .not($0) })
+        }
+    }
+
+    /// The slots whose constants must be text for ``fits(_:)``.
+    var textSlots: [Int] {
+        switch self {
+        case .constant, .isTrue, .compare, .isIn: []
+        case .contains(_, let slot), .hasPrefix(_, let slot): [slot]
+        case .and(let lhs, let rhs), .or(let lhs, let rhs): lhs.textSlots + rhs.textSlots
+        case .not(let wrapped): wrapped.textSlots
         }
     }
 

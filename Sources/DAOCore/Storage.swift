@@ -67,6 +67,13 @@ public protocol Storage<Record>: Sendable {
     /// - Throws: ``StorageError``.
     func read(_ query: Query<Record>) throws -> [Record]
 
+    /// The records that answer one call of a prepared query: those of its
+    /// ``PreparedQueryCall/query``, which the default implementation reads.
+    /// An adapter that plans its own access path reads the call's
+    /// ``PreparedQueryCall/boundPlan()`` instead, without building the query.
+    /// - Throws: ``StorageError``.
+    func read(_ call: PreparedQueryCall<Record>) throws -> [Record]
+
     /// How many records meet `predicate` (all records when it is `nil`).
     /// - Throws: ``StorageError``.
     func count(where predicate: Predicate<Record>?) throws -> Int

@@ -122,13 +122,20 @@ extension EntityTable {
     /// The key range of the core's access path, and whether its records are
     /// exactly the answer (before sort and limit).
     func plan(for query: QueryPlan<R>) -> (plan: Plan, isExact: Bool) {
-        switch query.access {
+        plan(for: query.access, isExact: query.accessIsExact)
+    }
+
+    /// The key range of the access path `access`, and whether its records
+    /// are exactly the answer (`accessIsExact`, the plan's, unless this
+    /// store cannot walk the path and reads everything).
+    func plan(for access: QueryPlan<R>.Access, isExact accessIsExact: Bool) -> (plan: Plan, isExact: Bool) {
+        switch access {
         case .all:
-            return (.everything, query.accessIsExact)
+            return (.everything, accessIsExact)
         case .primaryKey(let value):
             var pk: [UInt8] = []
             KeyCodec.append(untagged: value, to: &pk)
-            return (.primaryKey(pk), query.accessIsExact)
+            return (.primaryKey(pk), accessIsExact)
         case .index(let declared, let values):
             guard let index = indexes.first(where: { $0.index.name == declared.name }) else {
                 return (.everything, false)
@@ -143,18 +150,18 @@ extension EntityTable {
                 KeyCodec.append(untagged: first, to: &parent)
                 return (
                     .parentIndexRange(index.index.name, parent: parent, rest: Array(values.dropFirst())),
-                    query.accessIsExact
+                    accessIsExact
                 )
             }
             guard index.dbi != nil else { return (.everything, false) }
             var prefix: [UInt8] = []
             for value in values { KeyCodec.append(indexed: value, to: &prefix) }
-            return (.indexRange(index.index.name, prefix), query.accessIsExact)
+            return (.indexRange(index.index.name, prefix), accessIsExact)
         case .parent(let value):
             guard link != nil else { return (.everything, false) }
             var prefix: [UInt8] = []
             KeyCodec.append(untagged: value, to: &prefix)
-            return (.parentRange(prefix), query.accessIsExact)
+            return (.parentRange(prefix), accessIsExact)
         }
     }
 
@@ -217,41 +224,14 @@ extension EntityTable {
             return record.map { [$0] } ?? []
         case .parentIndexRange(let name, let parent, let rest):
             guard let index = indexes.first(where: { $0.index.name == name }) else { return [] }
-            let records = RecordBuffer<R>()
-            guard !rest.isEmpty else {
-                try txn.scan(main, prefix: parent, backwards: backwards) { _, value in
-                    try decode(value, into: records, in: txn, codecs: codecs)
-                    try sortKeys?.read(decoder)
-                    return true
-                }
-                return records.take()
-            }
-            let filter = RangeFilter(
-                fields: Array(index.fields.dropFirst().prefix(rest.count)), values: rest, types: schema.types,
-                optional: schema.optional)
-            let isFieldwise = fieldwiseType != nil
-            // A child whose fixed-width fields at the value's end already
-            // fail is skipped by the scan itself, before the decoder sees
-            // it; one they show passing (`passed`) is not compared again.
-            try txn.scan(main, prefix: parent, backwards: backwards, skipping: filter) { _, value, passed in
-                // The fields the filter reads and only those, before the
-                // checksum: a child the filter skips is not returned, as a
-                // child outside an index range was not read; one it keeps
-                // is checked whole.
-                try decoder.begin(value, checkingSum: false)
-                if !passed {
-                    try filter.locate(in: decoder)
-                    guard try filter.matches(decoder) else { return true }
-                }
-                try decoder.checkSum(value)
-                // A `FieldwiseRecord` is laid out as it is read; a record
-                // read through `Decodable` is laid out first.
-                if !isFieldwise { try decoder.layOut(from: 0, at: 1) }
-                try decodeLoaded(into: records, in: txn, codecs: codecs)
-                try sortKeys?.read(decoder)
-                return true
-            }
-            return records.take()
+            let filter =
+                rest.isEmpty
+                ? nil
+                : RangeFilter(
+                    fields: Array(index.fields.dropFirst().prefix(rest.count)), values: rest, types: schema.types,
+                    fromEnd: fieldsFromEnd)
+            return try candidates(
+                parent: parent, filter: filter, in: txn, codecs: codecs, sortKeys: sortKeys, backwards: backwards)
         case .indexRange(let name, let prefix):
             guard let index = indexes.first(where: { $0.index.name == name }), let dbi = index.dbi else { return [] }
             var keys: [[UInt8]] = []
@@ -276,6 +256,52 @@ extension EntityTable {
             }
             return records
         }
+    }
+}
+
+extension EntityTable {
+    /// The children of the parent whose key bytes are `parent`, in key order
+    /// (descending when `backwards`), those `filter` keeps when there is one;
+    /// with their sort keys appended to `sortKeys`, as
+    /// ``candidates(for:in:codecs:sortKeys:backwards:)`` reads a
+    /// ``Plan/parentIndexRange(_:parent:rest:)``.
+    func candidates(
+        parent: [UInt8], filter: RangeFilter?, in txn: borrowing Transaction, codecs: Codecs, sortKeys: SortKeys?,
+        backwards: Bool
+    ) throws -> [R] {
+        let decoder = codecs.decoder
+        let records = RecordBuffer<R>()
+        guard let filter else {
+            try txn.scan(main, prefix: parent, backwards: backwards) { _, value in
+                try decode(value, into: records, in: txn, codecs: codecs)
+                try sortKeys?.read(decoder)
+                return true
+            }
+            return records.take()
+        }
+        let isFieldwise = fieldwiseType != nil
+        // A child whose fixed-width fields at the value's end already
+        // fail is skipped by the scan itself, before the decoder sees
+        // it; one they show passing (`passed`) is not compared again.
+        try txn.scan(main, prefix: parent, backwards: backwards, skipping: filter) { _, value, passed in
+            // The fields the filter reads and only those, before the
+            // checksum: a child the filter skips is not returned, as a
+            // child outside an index range was not read; one it keeps
+            // is checked whole.
+            try decoder.begin(value, checkingSum: false)
+            if !passed {
+                try filter.locate(in: decoder)
+                guard try filter.matches(decoder) else { return true }
+            }
+            try decoder.checkSum(value)
+            // A `FieldwiseRecord` is laid out as it is read; a record
+            // read through `Decodable` is laid out first.
+            if !isFieldwise { try decoder.layOut(from: 0, at: 1) }
+            try decodeLoaded(into: records, in: txn, codecs: codecs)
+            try sortKeys?.read(decoder)
+            return true
+        }
+        return records.take()
     }
 }
 

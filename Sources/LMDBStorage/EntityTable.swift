@@ -169,6 +169,13 @@ final class EntityTable<R: Record>: Sendable {
     let checksRealsWhileEncoding: Bool
     /// The link to the parent when a parent's table built this one.
     private let declaredLink: ParentLink?
+    /// Each field's distance from a value's end when it and every field
+    /// after it have a fixed width, else 0 (``RangeFilter/fromEnd(types:optional:)``).
+    let fieldsFromEnd: [Int]
+    /// What this table derived from the plan templates of prepared calls
+    /// (``preparedRead(for:)``), at most ``maxPreparedReads``.
+    private let preparedReads = Mutex<[PreparedRead]>([])
+    private static var maxPreparedReads: Int { 32 }
 
     /// The name of the database that records which entities are children of which.
     static var linksDatabase: String { "__links" }
@@ -190,6 +197,7 @@ final class EntityTable<R: Record>: Sendable {
         self.environment = environment
         self.entity = entity
         schema = ValueSchema(entity)
+        fieldsFromEnd = RangeFilter.fromEnd(types: schema.types, optional: schema.optional)
         main = try environment.requireDatabase(entity.name)
         byId = try environment.requireDatabase(entity.name + "#id")
         var resolvedLink = link
@@ -247,6 +255,35 @@ final class EntityTable<R: Record>: Sendable {
         }
         let parentById = grandparent == nil ? nil : try environment.requireDatabase(parts[0] + "#id")
         return ParentLink(parent: parts[0], foreignKeyIndex: foreignKey, parentMain: parentMain, parentById: parentById)
+    }
+
+    /// What this table derives from `bound`'s template, made the first time
+    /// and kept for the template's later calls: made from the table's
+    /// schema, indexes and parent link, so kept per table (a template is
+    /// shared by every store of the record type) and made again when a
+    /// parent storage has linked an entity since.
+    func preparedRead(for bound: BoundPlan<R>) -> PreparedRead {
+        let template = bound.template
+        let linkChanges = environment.linkChanges.load(ordering: .relaxed)
+        let kept: PreparedRead? = preparedReads.withLock { reads in
+            for read in reads where read.template === template && read.linkChanges == linkChanges { return read }
+            return nil
+        }
+        if let kept { return kept }
+        var servedIndex: PreparedRead.ServedIndex?
+        if case .index(let declared, _) = bound.access,
+            let index = indexes.first(where: { $0.index.name == declared.name }), isServedByParent(index, link: link)
+        {
+            servedIndex = PreparedRead.ServedIndex(rest: Array(index.fields.dropFirst()))
+        }
+        let made = PreparedRead(
+            template: template, linkChanges: linkChanges, sortPositions: sortKeyPositions(bound.sort),
+            servedIndex: servedIndex)
+        preparedReads.withLock { reads in
+            if reads.count >= Self.maxPreparedReads { reads.removeAll(keepingCapacity: true) }
+            reads.append(made)
+        }
+        return made
     }
 
     /// The parent link in force: declared by the parent's table, or registered
@@ -399,4 +436,31 @@ private func fieldWriter<R: Record, F: FieldwiseRecord>(for record: R.Type, _ ty
 /// which alone uses it until it puts it back (``EntityTable/withReadCodecs(_:)``).
 struct KeptCodecs: @unchecked Sendable {
     let codecs: Codecs
+}
+
+/// What one table derives from the plan template of a prepared query's calls
+/// (``EntityTable/preparedRead(for:)``): the positions of the sort keys, and
+/// whether the access path is an index the parent's range serves. Immutable.
+final class PreparedRead: Sendable {
+    /// An index that leads with the foreign key, served by the parent's
+    /// range: the positions of its fields after the foreign key.
+    struct ServedIndex: Sendable {
+        let rest: [Int]
+    }
+
+    /// The template it was made for, held so that its identity is not
+    /// taken by another.
+    let template: AnyObject & Sendable
+    /// The environment's ``LMDBEnvironment/linkChanges`` it was made at.
+    let linkChanges: Int
+    /// ``EntityTable/sortKeyPositions(_:)`` of the template's sort.
+    let sortPositions: [Int]?
+    let servedIndex: ServedIndex?
+
+    init(template: AnyObject & Sendable, linkChanges: Int, sortPositions: [Int]?, servedIndex: ServedIndex?) {
+        self.template = template
+        self.linkChanges = linkChanges
+        self.sortPositions = sortPositions
+        self.servedIndex = servedIndex
+    }
 }

@@ -229,6 +229,69 @@ public struct LMDBStorage<Record: DAOCore.Record>: Storage {
         }
     }
 
+    /// The records that answer one call of a prepared query: as
+    /// ``read(_:)-(Query<Record>)`` answers its query. When the call's access
+    /// path answers the predicate exactly (the predicate's required
+    /// equalities are the whole of it, as the workload's query's are), the
+    /// plan is bound from the prepared query's template and the candidates
+    /// are read from it, without the predicate, the query or a `QueryPlan`
+    /// made for the call; any other call reads its query.
+    ///
+    /// - Throws: ``StorageError``.
+    public func read(_ call: PreparedQueryCall<Record>) throws -> [Record] {
+        if let bound = call.boundPlan(), bound.accessIsExact {
+            do {
+                if let records = try read(bound) { return records }
+            } catch {
+                throw failing(error, .read)
+            }
+        }
+        return try read(call.query)
+    }
+
+    /// The records of a prepared call bound from its template, whose access
+    /// path is exact; `nil` when this store cannot walk the path exactly
+    /// (the call reads its query then).
+    private func read(_ bound: BoundPlan<Record>) throws -> [Record]? {
+        let prepared = table.preparedRead(for: bound)
+        let sortKeys = prepared.sortPositions.map(SortKeys.init)
+        let backwards = sortKeys != nil && bound.prefersDescendingCandidates
+        let candidates: [Record]
+        if let served = prepared.servedIndex, case .index(_, let values) = bound.access, let first = values.first,
+            first != .null
+        {
+            // The index leads with the foreign key: the parent's range,
+            // each child's index key checked against the rest (as
+            // `EntityTable.plan(for:isExact:)` plans it).
+            var parent: [UInt8] = []
+            KeyCodec.append(untagged: first, to: &parent)
+            let rest = Array(values.dropFirst())
+            let filter =
+                rest.isEmpty
+                ? nil
+                : RangeFilter(
+                    fields: Array(served.rest.prefix(rest.count)), values: rest, types: table.schema.types,
+                    fromEnd: table.fieldsFromEnd)
+            candidates = try table.environment.read(.read) { txn in
+                try table.withReadCodecs { codecs in
+                    try table.candidates(
+                        parent: parent, filter: filter, in: txn, codecs: codecs, sortKeys: sortKeys,
+                        backwards: backwards)
+                }
+            }
+        } else {
+            let (path, isExact) = table.plan(for: bound.access, isExact: true)
+            guard isExact else { return nil }
+            candidates = try table.environment.read(.read) { txn in
+                try table.withReadCodecs { codecs in
+                    try table.candidates(for: path, in: txn, codecs: codecs, sortKeys: sortKeys, backwards: backwards)
+                }
+            }
+        }
+        if let sortKeys { return bound.finish(candidates, sortKeys: sortKeys.keys, descending: backwards) }
+        return bound.finish(candidates)
+    }
+
     /// How many records meet `predicate` (all of them for `nil`, counted by
     /// `mdb_stat` without reading a record).
     ///

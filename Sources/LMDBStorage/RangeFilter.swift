@@ -65,10 +65,14 @@ final class RangeFilter {
 
     /// The filter comparing field `fields[i]` with `values[i]` (as many as
     /// both have), for an entity whose fields have `types`.
-    init(fields: [Int], values: [StoredValue], types: [FieldType], optional: [Bool]) {
-        let count = min(fields.count, values.count)
-        // Each field's distance from the end of the value when it and every
-        // field after it have a fixed width, else 0.
+    convenience init(fields: [Int], values: [StoredValue], types: [FieldType], optional: [Bool]) {
+        self.init(fields: fields, values: values, types: types, fromEnd: Self.fromEnd(types: types, optional: optional))
+    }
+
+    /// Each field's distance from the end of a value (its checksum excluded)
+    /// when it and every field after it have a fixed width, else 0
+    /// (``Check/fromEnd``), for an entity whose fields have `types`.
+    static func fromEnd(types: [FieldType], optional: [Bool]) -> [Int] {
         var fromEnd = [Int](repeating: 0, count: types.count)
         var suffix = 0
         for field in types.indices.reversed() {
@@ -82,6 +86,14 @@ final class RangeFilter {
             suffix += width
             fromEnd[field] = suffix
         }
+        return fromEnd
+    }
+
+    /// The filter comparing field `fields[i]` with `values[i]` (as many as
+    /// both have), for an entity whose fields have `types` and lie
+    /// `fromEnd` bytes from a value's end (``fromEnd(types:optional:)``).
+    init(fields: [Int], values: [StoredValue], types: [FieldType], fromEnd: [Int]) {
+        let count = min(fields.count, values.count)
         bound = values
         checks = .allocate(capacity: count)
         var fieldsRead = 0

@@ -8,7 +8,8 @@ import Testing
 // backend, over generated data (the library of the differential test: String
 // keys, optionals, a composite index, three levels of relations; and gadgets:
 // UUID, Data, Date, Bool, optional fields, a composite index) and generated
-// values of the parameters (seeded), every prepared query's answer, count and
+// values of the parameters (seeded), every prepared query's answer (read as a
+// call, which LMDB binds from the template, and as the call's query), count and
 // erase must be identical to the constant query's, to the last bit and
 // Unicode scalar. Values include NaN, -0.0, infinities, `nil`, empty text and
 // canonically equivalent spellings, so a call may need another template than
@@ -40,7 +41,7 @@ struct GadgetRecord: Record, Equatable {
 /// with the values bound and the same query with them written in.
 struct PreparedCase<R: Record> {
     let name: String
-    let draw: (inout SplitMix64) -> (values: String, prepared: Query<R>, bound: Predicate<R>, constant: Query<R>)
+    let draw: (inout SplitMix64) -> (values: String, prepared: PreparedQueryCall<R>, bound: Predicate<R>, constant: Query<R>)
 }
 
 @Suite("Conformance: prepared queries answer as the same queries with constants")
@@ -90,9 +91,15 @@ struct PreparedQueryTests {
                     let chosen = cases[Int(random.next() % UInt64(cases.count))]
                     if random.next() % 8 == 0 { R.entity.forgetQueryPlans() }
                     let (values, prepared, bound, constant) = chosen.draw(&random)
+                    // The call as a storage answers it (LMDB binds its
+                    // plan from the template), and its query.
                     let got = try storage.read(prepared)
+                    let viaQuery = try storage.read(prepared.query)
                     let expected = try storage.read(constant)
                     check(identical(got, expected), "\(chosen.name) with \(values): \(difference(got, expected))")
+                    check(
+                        identical(viaQuery, expected),
+                        "\(chosen.name) with \(values), as a query: \(difference(viaQuery, expected))")
                     let count = try storage.count(where: bound)
                     let expectedCount = try storage.count(where: constant.predicate)
                     check(count == expectedCount, "count \(chosen.name) with \(values): \(count) != \(expectedCount)")
@@ -165,77 +172,77 @@ struct PreparedQueryTests {
         return [
             PreparedCase(name: "authorId == a") { r in
                 let a = key(&r)
-                return ("\(a.debugDescription)", byAuthor.query(a), byAuthor.predicate(a),
+                return ("\(a.debugDescription)", byAuthor.call(a), byAuthor.predicate(a),
                         Query(where: #Predicate { $0.authorId == a }, sortedBy: s, limit: l))
             },
             PreparedCase(name: "authorId == a && year == y") { r in
                 let a = key(&r), y = year(&r)
-                return ("\(a.debugDescription), \(y)", byAuthorYear.query(a, y), byAuthorYear.predicate(a, y),
+                return ("\(a.debugDescription), \(y)", byAuthorYear.call(a, y), byAuthorYear.predicate(a, y),
                         Query(where: #Predicate { $0.authorId == a && $0.year == y }, sortedBy: s, limit: l))
             },
             PreparedCase(name: "y == year && a == authorId") { r in
                 let a = key(&r), y = year(&r)
-                return ("\(y), \(a.debugDescription)", byYearAuthor.query(y, a), byYearAuthor.predicate(y, a),
+                return ("\(y), \(a.debugDescription)", byYearAuthor.call(y, a), byYearAuthor.predicate(y, a),
                         Query(where: #Predicate { y == $0.year && a == $0.authorId }, sortedBy: s, limit: l))
             },
             PreparedCase(name: "price == p") { r in
                 let p = price(&r)
-                return ("\(String(describing: p))", byPrice.query(p), byPrice.predicate(p),
+                return ("\(String(describing: p))", byPrice.call(p), byPrice.predicate(p),
                         Query(where: #Predicate { $0.price == p }, sortedBy: s, limit: l))
             },
             PreparedCase(name: "price != p && price != nil") { r in
                 let p = price(&r)
-                return ("\(String(describing: p))", byPriceBelow.query(p), byPriceBelow.predicate(p),
+                return ("\(String(describing: p))", byPriceBelow.call(p), byPriceBelow.predicate(p),
                         Query(where: #Predicate { $0.price != p && $0.price != nil }, sortedBy: s, limit: l))
             },
             PreparedCase(name: "subtitle == t") { r in
                 let t = subtitle(&r)
-                return ("\(String(reflecting: t))", bySubtitle.query(t), bySubtitle.predicate(t),
+                return ("\(String(reflecting: t))", bySubtitle.call(t), bySubtitle.predicate(t),
                         Query(where: #Predicate { $0.subtitle == t }, sortedBy: s, limit: l))
             },
             PreparedCase(name: "title contains n") { r in
                 let n = g.pick(g.needles, &r)
-                return ("\(n.debugDescription)", titleContains.query(n), titleContains.predicate(n),
+                return ("\(n.debugDescription)", titleContains.call(n), titleContains.predicate(n),
                         Query(where: #Predicate { $0.title.contains(n) }, sortedBy: s, limit: l))
             },
             PreparedCase(name: "!(title contains n)") { r in
                 let n = g.pick(g.needles, &r)
-                return ("\(n.debugDescription)", titleNotContains.query(n), titleNotContains.predicate(n),
+                return ("\(n.debugDescription)", titleNotContains.call(n), titleNotContains.predicate(n),
                         Query(where: #Predicate { !$0.title.contains(n) }, sortedBy: s, limit: l))
             },
             PreparedCase(name: "title starts with n") { r in
                 let n = g.pick(g.needles, &r)
-                return ("\(n.debugDescription)", titlePrefix.query(n), titlePrefix.predicate(n),
+                return ("\(n.debugDescription)", titlePrefix.call(n), titlePrefix.predicate(n),
                         Query(where: #Predicate { $0.title.starts(with: n) }, sortedBy: s, limit: l))
             },
             PreparedCase(name: "title in (t, u]") { r in
                 let t = g.pick(g.shortTexts, &r), u = g.pick(g.shortTexts, &r)
-                return ("\(t.debugDescription), \(u.debugDescription)", titleRange.query(t, u), titleRange.predicate(t, u),
+                return ("\(t.debugDescription), \(u.debugDescription)", titleRange.call(t, u), titleRange.predicate(t, u),
                         Query(where: #Predicate { $0.title > t && $0.title <= u }, sortedBy: s, limit: l))
             },
             PreparedCase(name: "title == t || year < y") { r in
                 let t = g.pick(g.shortTexts, &r), y = year(&r)
-                return ("\(t.debugDescription), \(y)", titleOrYear.query(t, y), titleOrYear.predicate(t, y),
+                return ("\(t.debugDescription), \(y)", titleOrYear.call(t, y), titleOrYear.predicate(t, y),
                         Query(where: #Predicate { $0.title == t || $0.year < y }, sortedBy: s, limit: l))
             },
             PreparedCase(name: "isbn == i") { r in
                 let i = isbn(&r)
-                return ("\(i.debugDescription)", byIsbn.query(i), byIsbn.predicate(i),
+                return ("\(i.debugDescription)", byIsbn.call(i), byIsbn.predicate(i),
                         Query(where: #Predicate { $0.isbn == i }, sortedBy: s, limit: l))
             },
             PreparedCase(name: "a chapter headed t (via a relation)") { r in
                 let t = g.pick(g.texts, &r)
-                return ("\(t.debugDescription)", chapterHeading.query(t), chapterHeading.predicate(t),
+                return ("\(t.debugDescription)", chapterHeading.call(t), chapterHeading.predicate(t),
                         Query(where: #Predicate { $0.chapters.contains { $0.heading == t } }, sortedBy: s, limit: l))
             },
             PreparedCase(name: "authorId == a && chapters >= c") { r in
                 let a = key(&r), c = Int(r.next() % 4)
-                return ("\(a.debugDescription), \(c)", authorAndChapters.query(a, c), authorAndChapters.predicate(a, c),
+                return ("\(a.debugDescription), \(c)", authorAndChapters.call(a, c), authorAndChapters.predicate(a, c),
                         Query(where: #Predicate { $0.authorId == a && $0.chapters.count >= c }, sortedBy: s, limit: l))
             },
             PreparedCase(name: "f || title == t") { r in
                 let f = r.next() % 4 == 0, t = g.pick(g.shortTexts, &r)
-                return ("\(f), \(t.debugDescription)", flagOrTitle.query(f, t), flagOrTitle.predicate(f, t),
+                return ("\(f), \(t.debugDescription)", flagOrTitle.call(f, t), flagOrTitle.predicate(f, t),
                         Query(where: #Predicate { f || $0.title == t }, sortedBy: s, limit: l))
             },
         ]
@@ -259,31 +266,31 @@ struct PreparedQueryTests {
         return [
             PreparedCase(name: "weight < w") { r in
                 let w = g.pick(reals, &r)
-                return ("\(w)", below.query(w), below.predicate(w), Query(where: #Predicate { $0.weight < w }, sortedBy: s, limit: l))
+                return ("\(w)", below.call(w), below.predicate(w), Query(where: #Predicate { $0.weight < w }, sortedBy: s, limit: l))
             },
             PreparedCase(name: "weight == w") { r in
                 let w = g.pick(reals, &r)
-                return ("\(w)", equal.query(w), equal.predicate(w), Query(where: #Predicate { $0.weight == w }, sortedBy: s, limit: l))
+                return ("\(w)", equal.call(w), equal.predicate(w), Query(where: #Predicate { $0.weight == w }, sortedBy: s, limit: l))
             },
             PreparedCase(name: "weight != w") { r in
                 let w = g.pick(reals, &r)
-                return ("\(w)", notEqual.query(w), notEqual.predicate(w),
+                return ("\(w)", notEqual.call(w), notEqual.predicate(w),
                         Query(where: #Predicate { $0.weight != w }, sortedBy: s, limit: l))
             },
             PreparedCase(name: "heading == t") { r in
                 let t = g.pick(g.texts, &r)
-                return ("\(t.debugDescription)", heading.query(t), heading.predicate(t),
+                return ("\(t.debugDescription)", heading.call(t), heading.predicate(t),
                         Query(where: #Predicate { $0.heading == t }, sortedBy: s, limit: l))
             },
             PreparedCase(name: "bookId == b && pages in [p, q)") { r in
                 let b = book(&r), p = Int64(r.next() % 9), q = Int64(r.next() % 9)
                 let constant: Predicate<ChapterRecord> = #Predicate { $0.bookId == b && $0.pages >= p && $0.pages < q }
-                return ("\(b.debugDescription), \(p), \(q)", three.query(b, p, q), three.predicate(b, p, q),
+                return ("\(b.debugDescription), \(p), \(q)", three.call(b, p, q), three.predicate(b, p, q),
                         Query(where: constant, sortedBy: s, limit: l))
             },
             PreparedCase(name: "heading length > n (computed)") { r in
                 let n = Int(r.next() % 9) * 100
-                return ("\(n)", computed.query(n), computed.predicate(n),
+                return ("\(n)", computed.call(n), computed.predicate(n),
                         Query(where: #Predicate { $0.heading.count > n }, sortedBy: s, limit: l))
             },
         ]
@@ -307,25 +314,25 @@ struct PreparedQueryTests {
         return [
             PreparedCase(name: "rating >= r") { r in
                 let v = g.pick(reals, &r)
-                return ("\(v)", rating.query(v), rating.predicate(v), Query(where: #Predicate { $0.rating >= v }, sortedBy: s, limit: l))
+                return ("\(v)", rating.call(v), rating.predicate(v), Query(where: #Predicate { $0.rating >= v }, sortedBy: s, limit: l))
             },
             PreparedCase(name: "born == d") { r in
                 let d = date(&r)
-                return ("\(String(describing: d))", born.query(d), born.predicate(d),
+                return ("\(String(describing: d))", born.call(d), born.predicate(d),
                         Query(where: #Predicate { $0.born == d }, sortedBy: s, limit: l))
             },
             PreparedCase(name: "(born ?? epoch) < d (evaluated by Foundation)") { r in
                 let d = date(&r) ?? Date(timeIntervalSinceReferenceDate: 0)
-                return ("\(d)", bornBefore.query(d), bornBefore.predicate(d),
+                return ("\(d)", bornBefore.call(d), bornBefore.predicate(d),
                         Query(where: #Predicate { ($0.born ?? epoch) < d }, sortedBy: s, limit: l))
             },
             PreparedCase(name: "id == t") { r in
                 let t = g.pick(g.shortTexts, &r) + (r.next() % 2 == 0 ? "" : "\(r.next() % 5)")
-                return ("\(t.debugDescription)", id.query(t), id.predicate(t), Query(where: #Predicate { $0.id == t }, sortedBy: s, limit: l))
+                return ("\(t.debugDescription)", id.call(t), id.predicate(t), Query(where: #Predicate { $0.id == t }, sortedBy: s, limit: l))
             },
             PreparedCase(name: "name < t") { r in
                 let t = g.pick(g.shortTexts, &r)
-                return ("\(t.debugDescription)", name.query(t), name.predicate(t),
+                return ("\(t.debugDescription)", name.call(t), name.predicate(t),
                         Query(where: #Predicate { $0.name < t }, sortedBy: s, limit: l))
             },
         ]
@@ -364,31 +371,31 @@ struct PreparedQueryTests {
         return [
             PreparedCase(name: "serial == u") { r in
                 let u = g.pick(uuids, &r)
-                return ("\(u)", serial.query(u), serial.predicate(u), Query(where: #Predicate { $0.serial == u }, sortedBy: s, limit: l))
+                return ("\(u)", serial.call(u), serial.predicate(u), Query(where: #Predicate { $0.serial == u }, sortedBy: s, limit: l))
             },
             PreparedCase(name: "tag == d") { r in
                 let d = g.pick(tags, &r)
-                return ("\(Array(d))", tag.query(d), tag.predicate(d), Query(where: #Predicate { $0.tag == d }, sortedBy: s, limit: l))
+                return ("\(Array(d))", tag.call(d), tag.predicate(d), Query(where: #Predicate { $0.tag == d }, sortedBy: s, limit: l))
             },
             PreparedCase(name: "seen in [a, b)") { r in
                 let a = date(&r), b = date(&r)
-                return ("\(a), \(b)", seen.query(a, b), seen.predicate(a, b),
+                return ("\(a), \(b)", seen.call(a, b), seen.predicate(a, b),
                         Query(where: #Predicate { $0.seen >= a && $0.seen < b }, sortedBy: s, limit: l))
             },
             PreparedCase(name: "active == a && level == v") { r in
                 let a = r.next() % 2 == 0, v = Int64(r.next() % 6) - 2
-                return ("\(a), \(v)", activeLevel.query(a, v), activeLevel.predicate(a, v),
+                return ("\(a), \(v)", activeLevel.call(a, v), activeLevel.predicate(a, v),
                         Query(where: #Predicate { $0.active == a && $0.level == v }, sortedBy: s, limit: l))
             },
             PreparedCase(name: "battery == b || note == n") { r in
                 let b: Double? = r.next() % 3 == 0 ? nil : g.pick(reals, &r)
                 let n: String? = r.next() % 3 == 0 ? nil : g.pick(g.texts, &r)
-                return ("\(String(describing: b)), \(String(reflecting: n))", battery.query(b, n), battery.predicate(b, n),
+                return ("\(String(describing: b)), \(String(reflecting: n))", battery.call(b, n), battery.predicate(b, n),
                         Query(where: #Predicate { $0.battery == b || $0.note == n }, sortedBy: s, limit: l))
             },
             PreparedCase(name: "level > v && (active || a)") { r in
                 let v = Int64(r.next() % 6) - 3, a = r.next() % 2 == 0
-                return ("\(v), \(a)", levelAbove.query(v, a), levelAbove.predicate(v, a),
+                return ("\(v), \(a)", levelAbove.call(v, a), levelAbove.predicate(v, a),
                         Query(where: #Predicate { $0.level > v && ($0.active || a) }, sortedBy: s, limit: l))
             },
         ]

@@ -59,6 +59,10 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
     private let resizeLock: UnsafeMutablePointer<pthread_rwlock_t>
     private var handles: [DatabaseName: MDB_dbi] = [:]
     private var parentLinks: [DatabaseName: ParentLink] = [:]
+    /// How many times a link was registered (``register(child:link:)``):
+    /// what a table derived from the links in force is made again when it
+    /// moved.
+    let linkChanges = Atomic<Int>(0)
     /// The schemas of the entities of the storages handed out, by entity: what
     /// a read-only environment, which records none, holds in this process.
     private var openedSchemas: [String: EntitySchema] = [:]
@@ -727,6 +731,7 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
         handleLock.lock()
         parentLinks[DatabaseName(child)] = link
         handleLock.unlock()
+        linkChanges.add(1, ordering: .relaxed)
     }
 
     /// The parent of `entity`, if a parent storage declared it as a child.
