@@ -93,6 +93,20 @@ public protocol FieldwiseRecord: Record {
     /// - Throws: the reader's ``StorageError``.
     static func readPacked(from reader: inout PackedFieldReader) throws -> Self
 
+    /// Reads a record from each value `rows` hands over
+    /// (``PackedRows/next()``), in order, calling ``PackedRows/finish(_:)``
+    /// after each, and returns them.
+    ///
+    /// Provided by the protocol (records do not implement it): the default
+    /// implementation is inlinable, so each record type's conformance holds a
+    /// copy specialized for it, which builds each record in the array it
+    /// returns. Read one at a time from an adapter's code, which is not
+    /// specialized for the record type, a record cost a call through the
+    /// conformance, a copy into the adapter's buffer and that buffer's
+    /// moves, and generic metadata look-ups for the array.
+    /// - Throws: the reader's ``StorageError``, or what `rows` throws.
+    static func readPacked(rows: PackedRows) throws -> [Self]
+
     /// Writes the record's fields to `scanner` (see ``FieldScanWriter``):
     /// the first real no backend stores, and the stored values at the
     /// positions it keeps.

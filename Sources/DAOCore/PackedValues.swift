@@ -262,6 +262,28 @@ public struct PackedFieldWriter: FieldWriter {
 /// A concrete type with inlinable members, so that a record's
 /// `init(fields:)` specialized for it (``FieldwiseRecord/readPacked(from:)``)
 /// reads each field without a call through a witness table.
+/// The values an adapter hands to a record type's
+/// ``FieldwiseRecord/readPacked(rows:)``, one at a time: each adapter that
+/// reads many records at once subclasses it.
+open class PackedRows {
+    public init() {}
+
+    /// How many records to make room for at first.
+    open var expectedCount: Int { 0 }
+
+    /// A reader of the next value to read a record from, or `nil` after the
+    /// last one.
+    /// - Throws: the adapter's ``StorageError`` for a value it cannot hand
+    ///   over (damaged, or of an unknown format).
+    open func next() throws -> PackedFieldReader? { nil }
+
+    /// Called with the reader once a record was read from it: what the
+    /// record did not read is checked, and what the adapter keeps of the
+    /// value read.
+    /// - Throws: the adapter's ``StorageError``.
+    open func finish(_ reader: PackedFieldReader) throws {}
+}
+
 public struct PackedFieldReader: FieldReader {
     @usableFromInline unowned(unsafe) let access: PackedValueAccess
     @usableFromInline let start: UnsafeRawPointer
@@ -462,5 +484,20 @@ extension FieldwiseRecord {
     @inlinable
     public static func readPacked(from reader: inout PackedFieldReader) throws -> Self {
         try Self(fields: &reader)
+    }
+
+    /// Reads a record from each value of `rows` (see ``FieldwiseRecord/readPacked(rows:)``).
+    ///
+    /// Inlinable, so that the conformance of each record type uses a copy
+    /// specialized for it.
+    @inlinable
+    public static func readPacked(rows: PackedRows) throws -> [Self] {
+        var records: [Self] = []
+        records.reserveCapacity(rows.expectedCount)
+        while var reader = try rows.next() {
+            records.append(try Self(fields: &reader))
+            try rows.finish(reader)
+        }
+        return records
     }
 }

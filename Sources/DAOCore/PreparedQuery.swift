@@ -217,6 +217,14 @@ public struct BoundPlan<R: Record>: Sendable {
             candidates, keys: sortKeys, sort: template.sort, limit: limit, template: template, descending: descending)
     }
 
+    /// ``finish(_:sortKeys:descending:)`` with the sort keys in their
+    /// ordered form (``SortKey``), as ``QueryPlan/finish(_:orderedKeys:descending:)``.
+    public func finish(_ candidates: [R], orderedKeys: [UInt64], descending: Bool) -> [R] {
+        QueryPlan<R>.finishMatched(
+            candidates, orderedKeys: orderedKeys, sort: template.sort, limit: limit, template: template,
+            descending: descending)
+    }
+
     /// The answer from `candidates`, exactly the records that meet the
     /// predicate: sorted and limited.
     public func finish(_ candidates: [R]) -> [R] {

@@ -263,6 +263,35 @@ public struct QueryPlan<R: Record>: Sendable {
             records, keys: keys, sort: sort, limit: query.limit, template: template, descending: descending)
     }
 
+    /// ``finish(_:sortKeys:filtered:descending:)`` for candidates that are
+    /// exactly the records meeting the predicate (`filtered: true`), with
+    /// their sort keys in their ordered form (``SortKey``), which compare
+    /// and are released without a ``StoredValue`` made for each.
+    /// - Throws: ``StorageError`` when the limit is negative.
+    public func finish(_ candidates: [R], orderedKeys: [UInt64], descending: Bool?) throws -> [R] {
+        try query.validate()
+        return Self.finishMatched(
+            candidates, orderedKeys: orderedKeys, sort: sort, limit: query.limit, template: template,
+            descending: descending)
+    }
+
+    /// ``finishMatched(_:keys:sort:limit:template:descending:)`` with the
+    /// keys in their ordered form.
+    static func finishMatched(
+        _ records: [R], orderedKeys keys: [UInt64], sort: SortPlan<R>, limit: Int?, template: PlanTemplate<R>?,
+        descending: Bool?
+    ) -> [R] {
+        var records = records
+        if let (sorted, order) = sort.sortedReportingOrder(records, orderedKeys: keys) {
+            records = sorted
+            template?.learn(order, readDescending: descending)
+        } else {
+            records = sort.sorted(records)
+        }
+        if let limit, records.count > limit { records.removeSubrange(limit...) }
+        return records
+    }
+
     /// `records`, each of which meets the predicate, sorted by `keys` (the
     /// sort's fields then the primary key, for each record) and limited; the
     /// order they came in is told to `template` when `descending` says which
@@ -276,15 +305,7 @@ public struct QueryPlan<R: Record>: Sendable {
             let (sorted, order) = sort.sortedReportingOrder(records, keys: keys)
         {
             records = sorted
-            if let descending, let template {
-                // Reversed: the other direction yields the asked order. In
-                // order: this one does. Neither: leave the hint as it is.
-                switch order {
-                case .descending: template.descendingCandidates.store(!descending, ordering: .relaxed)
-                case .ascending: template.descendingCandidates.store(descending, ordering: .relaxed)
-                case .neither: break
-                }
-            }
+            template?.learn(order, readDescending: descending)
         } else {
             records = sort.sorted(records)
         }
@@ -399,6 +420,12 @@ public struct SortPlan<R: Record>: Sendable {
     /// Whether a descriptor reads something other than a declared field (a
     /// relation's count, a computed property), so records must be complete.
     public let readsOpaqueValues: Bool
+    /// Whether each column of the sort keys is ascending (``fields``'
+    /// directions, then `true` for the primary key); `nil` with ``fields``.
+    /// Kept apart from ``fields``: reading those tuples in code that is not
+    /// specialized for the record type looked up the metadata of `Field<R>`
+    /// and of the tuple (about 500 instructions a sort).
+    let ascendingKeys: [Bool]?
 
     /// Plans sorting by `descriptors`.
     public init(_ descriptors: [SortDescriptor<R>]) {
@@ -417,6 +444,15 @@ public struct SortPlan<R: Record>: Sendable {
         }
         self.fields = byValue ? fields : nil
         readsOpaqueValues = opaque
+        if byValue {
+            var ascending: [Bool] = []
+            ascending.reserveCapacity(fields.count + 1)
+            for entry in fields { ascending.append(entry.ascending) }
+            ascending.append(true)
+            ascendingKeys = ascending
+        } else {
+            ascendingKeys = nil
+        }
     }
 
     /// `records` sorted.
@@ -479,17 +515,29 @@ public struct SortPlan<R: Record>: Sendable {
         _ records: [R], keys: [StoredValue], fields: [(field: Field<R>, ascending: Bool)]
     ) -> (records: [R], order: SortKeyRows.Order) {
         let width = fields.count + 1
-        // A loop, not `map(\.ascending)`: a key path is instantiated on every
-        // call (about 14k instructions).
-        var ascending: [Bool] = []
-        ascending.reserveCapacity(width)
-        for entry in fields { ascending.append(entry.ascending) }
-        ascending.append(true)
+        let ascending = ascendingKeys ?? []
         // An access path often yields its records in the order asked for (an
         // index range sorted by its next field), or in the reverse of it: one
         // pass over the keys finds out, and the sort is skipped. The keys end
         // with the primary key, so no two rows tie and the reverse of a
         // strictly descending run is the one ascending order.
+        let order = SortKeyRows.order(of: keys, width: width, ascending: ascending)
+        switch order {
+        case .ascending: return (records, order)
+        case .descending: return (SortPlan<R>.reversed(records), order)
+        case .neither: return (SortKeyRows.sortedPositions(keys, width: width, ascending: ascending).map { records[$0] }, order)
+        }
+    }
+
+    /// ``sortedReportingOrder(_:keys:)`` for keys in their ordered form
+    /// (``SortKey``): `(fields.count + 1) × records.count` of them, each
+    /// column encoded as ``SortKey`` encodes its field's values. `nil` when
+    /// the sort does not compare stored values or the keys do not have that
+    /// count.
+    func sortedReportingOrder(_ records: [R], orderedKeys keys: [UInt64]) -> (records: [R], order: SortKeyRows.Order)? {
+        guard let ascending = ascendingKeys, keys.count == ascending.count * records.count else { return nil }
+        guard records.count > 1 else { return (records, .ascending) }
+        let width = ascending.count
         let order = SortKeyRows.order(of: keys, width: width, ascending: ascending)
         switch order {
         case .ascending: return (records, order)
@@ -528,7 +576,7 @@ enum SortKeyRows {
 
     /// Whether the rows of `keys` are already in order (each row before the
     /// next), in exactly the reverse order, or neither.
-    static func order(of keys: [StoredValue], width: Int, ascending: [Bool]) -> Order {
+    static func order<Key: Comparable>(of keys: [Key], width: Int, ascending: [Bool]) -> Order {
         let count = width == 0 ? 0 : keys.count / width
         guard count > 1 else { return .ascending }
         return keys.withUnsafeBufferPointer { keys in
@@ -555,7 +603,7 @@ enum SortKeyRows {
 
     /// The positions of the rows of `keys` (`width` values each) in ascending
     /// order of their values, column by column, each column ascending or not.
-    static func sortedPositions(_ keys: [StoredValue], width: Int, ascending: [Bool]) -> [Int] {
+    static func sortedPositions<Key: Comparable>(_ keys: [Key], width: Int, ascending: [Bool]) -> [Int] {
         let count = width == 0 ? 0 : keys.count / width
         return keys.withUnsafeBufferPointer { keys in
             ascending.withUnsafeBufferPointer { ascending in
@@ -627,3 +675,27 @@ public struct QueryPlanParts: OptionSet, Sendable {
     public static let all: QueryPlanParts = [.accessPath, .exactCondition]
 }
 
+
+/// Sort keys in an ordered form: a field's stored value as a `UInt64` whose
+/// unsigned order is the order ``StoredValue`` compares such values in, and
+/// which are equal exactly when the values are. Integers (and booleans, 0
+/// or 1) and reals (and dates) other than NaN have one; a NaN has none (it
+/// compares equal to every real), nor do text, blobs and `nil`. An adapter
+/// that reads a query's sort keys from stored bytes encodes them so when
+/// every column has one (``QueryPlan/finish(_:orderedKeys:descending:)``).
+public enum SortKey {
+    /// The ordered form of an integer.
+    @inlinable
+    public static func ordered(_ integer: Int64) -> UInt64 {
+        UInt64(bitPattern: integer) ^ (1 << 63)
+    }
+
+    /// The ordered form of a real; `nil` for NaN. `-0.0` has the form of
+    /// `0.0`, which it equals.
+    @inlinable
+    public static func ordered(_ real: Double) -> UInt64? {
+        guard !real.isNaN else { return nil }
+        let bits = (real == 0 ? 0.0 : real).bitPattern
+        return bits & (1 << 63) != 0 ? ~bits : bits | (1 << 63)
+    }
+}

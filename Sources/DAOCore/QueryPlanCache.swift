@@ -251,6 +251,19 @@ public final class PlanTemplate<R: Record>: Sendable {
             accessIsExact: accessIsExact, condition: condition, sort: sort, template: self, deferred: deferred)
     }
 
+    /// Records the order a call's candidates came in when read in the
+    /// direction `readDescending` says (``QueryPlan/prefersDescendingCandidates``):
+    /// reversed, the other direction yields the asked order; in order, this
+    /// one does; neither, or no direction given: the hint is left as it is.
+    func learn(_ order: SortKeyRows.Order, readDescending: Bool?) {
+        guard let readDescending else { return }
+        switch order {
+        case .descending: descendingCandidates.store(!readDescending, ordering: .relaxed)
+        case .ascending: descendingCandidates.store(readDescending, ordering: .relaxed)
+        case .neither: break
+        }
+    }
+
     /// The value of type `T` kept with this template, made by `build` the first
     /// time it is asked for. `T` names the memo: an adapter keeps what it
     /// derives from the plan's shape (never from its constants) under a type of

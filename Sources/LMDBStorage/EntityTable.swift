@@ -276,8 +276,12 @@ final class EntityTable<R: Record>: Sendable {
         {
             servedIndex = PreparedRead.ServedIndex(rest: Array(index.fields.dropFirst()))
         }
+        let sortPositions = sortKeyPositions(bound.sort)
         let made = PreparedRead(
-            template: template, linkChanges: linkChanges, sortPositions: sortKeyPositions(bound.sort),
+            template: template, linkChanges: linkChanges, sortPositions: sortPositions,
+            sortColumns: sortPositions.flatMap {
+                SortKeys.columns(positions: $0, types: schema.types, optional: schema.optional)
+            },
             servedIndex: servedIndex)
         preparedReads.withLock { reads in
             if reads.count >= Self.maxPreparedReads { reads.removeAll(keepingCapacity: true) }
@@ -453,14 +457,20 @@ final class PreparedRead: Sendable {
     let template: AnyObject & Sendable
     /// The environment's ``LMDBEnvironment/linkChanges`` it was made at.
     let linkChanges: Int
-    /// ``EntityTable/sortKeyPositions(_:)`` of the template's sort.
+    /// ``EntityTable/sortKeyPositions(_:)`` of the template's sort, and
+    /// their ordered form (``SortKeys/columns(positions:types:optional:)``).
     let sortPositions: [Int]?
+    let sortColumns: [SortKeys.Column]?
     let servedIndex: ServedIndex?
 
-    init(template: AnyObject & Sendable, linkChanges: Int, sortPositions: [Int]?, servedIndex: ServedIndex?) {
+    init(
+        template: AnyObject & Sendable, linkChanges: Int, sortPositions: [Int]?, sortColumns: [SortKeys.Column]?,
+        servedIndex: ServedIndex?
+    ) {
         self.template = template
         self.linkChanges = linkChanges
         self.sortPositions = sortPositions
+        self.sortColumns = sortColumns
         self.servedIndex = servedIndex
     }
 }

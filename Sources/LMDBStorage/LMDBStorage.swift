@@ -208,7 +208,7 @@ public struct LMDBStorage<Record: DAOCore.Record>: Storage {
             if !isExact, plan.conditionIsExact { plan = QueryPlan(query) }
             // The sort keys are read from the stored bytes as each candidate
             // is decoded, not through key paths from the records afterwards.
-            let sortKeys = table.sortKeyPositions(plan.sort).map(SortKeys.init)
+            let sortKeys = table.sortKeys(plan.sort)
             // A range is read in the direction that gave the asked order at
             // the last call of this shape (a parent's messages by date,
             // newest first, come from their keys in the reverse order): read
@@ -221,7 +221,10 @@ public struct LMDBStorage<Record: DAOCore.Record>: Storage {
                 }
             }
             if let sortKeys {
-                return try plan.finish(candidates, sortKeys: sortKeys.keys, filtered: isExact, descending: backwards)
+                if isExact, sortKeys.isOrdered {
+                    return try plan.finish(candidates, orderedKeys: sortKeys.ordered, descending: backwards)
+                }
+                return try plan.finish(candidates, sortKeys: sortKeys.storedKeys, filtered: isExact, descending: backwards)
             }
             return try plan.finish(candidates, filtered: isExact)
         } catch {
@@ -254,7 +257,7 @@ public struct LMDBStorage<Record: DAOCore.Record>: Storage {
     /// (the call reads its query then).
     private func read(_ bound: BoundPlan<Record>) throws -> [Record]? {
         let prepared = table.preparedRead(for: bound)
-        let sortKeys = prepared.sortPositions.map(SortKeys.init)
+        let sortKeys = prepared.sortPositions.map { SortKeys(positions: $0, columns: prepared.sortColumns) }
         let backwards = sortKeys != nil && bound.prefersDescendingCandidates
         let candidates: [Record]
         if let served = prepared.servedIndex, case .index(_, let values) = bound.access, let first = values.first,
@@ -288,7 +291,10 @@ public struct LMDBStorage<Record: DAOCore.Record>: Storage {
                 }
             }
         }
-        if let sortKeys { return bound.finish(candidates, sortKeys: sortKeys.keys, descending: backwards) }
+        if let sortKeys {
+            if sortKeys.isOrdered { return bound.finish(candidates, orderedKeys: sortKeys.ordered, descending: backwards) }
+            return bound.finish(candidates, sortKeys: sortKeys.storedKeys, descending: backwards)
+        }
         return bound.finish(candidates)
     }
 

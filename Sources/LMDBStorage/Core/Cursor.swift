@@ -52,17 +52,27 @@ struct Cursor: ~Copyable {
     /// after it dropped) and steps back (`MDB_PREV`), or goes to the last
     /// entry when no key follows the range.
     func moveToLast(withPrefix prefix: [UInt8], _ key: inout MDB_val, _ value: inout MDB_val) -> Int32 {
-        guard let last = prefix.lastIndex(where: { $0 != 0xFF }) else { return move(&key, &value, MDB_LAST) }
+        Cursor.moveToLast(handle, withPrefix: prefix, &key, &value)
+    }
+
+    /// ``moveToLast(withPrefix:_:_:)`` for a cursor handle kept elsewhere
+    /// (``RangeRows``).
+    static func moveToLast(
+        _ cursor: OpaquePointer, withPrefix prefix: [UInt8], _ key: inout MDB_val, _ value: inout MDB_val
+    ) -> Int32 {
+        guard let last = prefix.lastIndex(where: { $0 != 0xFF }) else {
+            return mdb_cursor_get(cursor, &key, &value, MDB_LAST)
+        }
         var successor = Array(prefix[...last])
         successor[last] += 1
         let code = successor.withUnsafeBytes { successor in
             key.mv_size = successor.count
             key.mv_data = UnsafeMutableRawPointer(mutating: successor.baseAddress)
-            return move(&key, &value, MDB_SET_RANGE)
+            return mdb_cursor_get(cursor, &key, &value, MDB_SET_RANGE)
         }
-        if code == MDB_NOTFOUND { return move(&key, &value, MDB_LAST) }
+        if code == MDB_NOTFOUND { return mdb_cursor_get(cursor, &key, &value, MDB_LAST) }
         guard code == MDB_SUCCESS else { return code }
-        return move(&key, &value, MDB_PREV)
+        return mdb_cursor_get(cursor, &key, &value, MDB_PREV)
     }
 
     /// ``moveToFirst(withPrefix:_:_:)`` or, when `backwards`,

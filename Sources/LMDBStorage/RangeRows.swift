@@ -1,0 +1,99 @@
+import CLMDB
+import DAOCore
+import Foundation
+
+/// The values of one key range, handed to a ``FieldwiseRecord`` type's
+/// ``FieldwiseRecord/readPacked(rows:)`` one at a time: the scan of
+/// ``Transaction/scan(_:prefix:backwards:skipping:_:)`` turned inside out, so
+/// that the record type's specialized code drives it and builds each record
+/// in the array it returns. Each value is checked as the callback scan
+/// checks it: a range filter's verdict on its bytes, then its fields
+/// compared, its checksum; after the record is read, the fields it did not
+/// read are laid out and the sort keys read. Used for one call, on one
+/// thread; ``close()`` closes its cursor before the transaction ends.
+final class RangeRows: PackedRows {
+    private let cursor: OpaquePointer
+    private let prefix: [UInt8]
+    private let backwards: Bool
+    private let filter: RangeFilter?
+    private let decoder: ValueDecoder
+    private let sortKeys: SortKeys?
+    private let operation: StorageError.Operation
+    private let path: String
+    @exclusivity(unchecked) private var started = false
+    @exclusivity(unchecked) private var key = MDB_val()
+    @exclusivity(unchecked) private var value = MDB_val()
+
+    /// The values of `dbi` under keys that start with `prefix`, in key order
+    /// (descending when `backwards`), those `filter` keeps when there is one.
+    init(
+        _ txn: borrowing Transaction, _ dbi: MDB_dbi, prefix: [UInt8], backwards: Bool, filter: RangeFilter?,
+        decoder: ValueDecoder, sortKeys: SortKeys?
+    ) throws {
+        cursor = try txn.openCursor(dbi)
+        self.prefix = prefix
+        self.backwards = backwards
+        self.filter = filter
+        self.decoder = decoder
+        self.sortKeys = sortKeys
+        operation = txn.operation
+        path = txn.environment.path
+    }
+
+    /// Closes the cursor; called once, before the transaction ends.
+    func close() {
+        mdb_cursor_close(cursor)
+    }
+
+    // Room for 16 records: a parent's range read by a query grew an array
+    // from empty four or five times.
+    override var expectedCount: Int { 16 }
+
+    override func next() throws -> PackedFieldReader? {
+        var code: Int32
+        if started {
+            code = mdb_cursor_get(cursor, &key, &value, backwards ? MDB_PREV : MDB_NEXT)
+        } else {
+            started = true
+            code = backwards
+                ? Cursor.moveToLast(cursor, withPrefix: prefix, &key, &value)
+                : Cursor.moveToFirst(cursor, withPrefix: prefix, &key, &value)
+        }
+        while code == MDB_SUCCESS {
+            guard key.hasPrefix(prefix) else { return nil }
+            let bytes = UnsafeRawBufferPointer(start: value.mv_data, count: value.mv_size)
+            if let filter {
+                // As the callback scan: the fixed-width fields at the
+                // value's end first, then (undecided) the fields compared,
+                // before the checksum; a value the filter skips is read no
+                // further, as one outside an index range is not read.
+                let verdict = filter.verdict(bytes)
+                if verdict != .fails {
+                    try decoder.begin(bytes, checkingSum: false)
+                    if verdict == .passes {
+                        try decoder.checkSum(bytes)
+                        return try decoder.packedReader()
+                    }
+                    try filter.locate(in: decoder)
+                    if try filter.matches(decoder) {
+                        try decoder.checkSum(bytes)
+                        return try decoder.packedReader()
+                    }
+                }
+            } else {
+                try decoder.begin(bytes)
+                return try decoder.packedReader()
+            }
+            code = mdb_cursor_get(cursor, &key, &value, backwards ? MDB_PREV : MDB_NEXT)
+        }
+        if code != MDB_NOTFOUND { try LMDBError.check(code, operation, path: path, call: "mdb_cursor_get") }
+        return nil
+    }
+
+    override func finish(_ reader: PackedFieldReader) throws {
+        // The fields the record did not read (none, for a record that reads
+        // every field), and the check that nothing follows them.
+        try decoder.layOut(from: reader.fieldIndex, at: reader.byteOffset)
+        try sortKeys?.read(decoder)
+    }
+}
