@@ -178,8 +178,7 @@ public struct PreparedQueryCall<Record: DAOCore.Record>: Sendable {
             let entry = call.prepared.callEntry(
                 generation: Record.entity.queryPlans.generation.load(ordering: .relaxed), values: values,
                 sort: sortedBy, limited: limit != nil, query: { query }),
-            let template = entry.template, let constants = entry.constants(with: values),
-            let access = entry.access.instantiate(constants)
+            let template = entry.template, let access = entry.access(with: values)
         else { return nil }
         return BoundPlan(template: unsafeDowncast(template, to: PlanTemplate<Record>.self), access: access, limit: limit)
     }
@@ -190,7 +189,11 @@ public struct PreparedQueryCall<Record: DAOCore.Record>: Sendable {
 /// path itself reads of a ``QueryPlan``, and the end of
 /// ``QueryPlan/finish(_:sortKeys:filtered:descending:)`` for candidates that
 /// are exactly the records meeting the predicate.
-public struct BoundPlan<R: Record>: Sendable {
+///
+/// A class: handed between functions that are not specialized for the record
+/// type, a generic struct's metadata was looked up in each of them (about
+/// 330 instructions each, three a call); a reference needs none.
+public final class BoundPlan<R: Record>: Sendable {
     /// The template the plan was bound from: an adapter keeps what it derives
     /// from the shape under it.
     public let template: PlanTemplate<R>
@@ -198,6 +201,12 @@ public struct BoundPlan<R: Record>: Sendable {
     public let access: QueryPlan<R>.Access
     /// The maximum number of results, or `nil` for all of them.
     public let limit: Int?
+
+    init(template: PlanTemplate<R>, access: QueryPlan<R>.Access, limit: Int?) {
+        self.template = template
+        self.access = access
+        self.limit = limit
+    }
 
     /// Whether the records the access path finds are exactly the answer's
     /// (before sort and limit), as ``QueryPlan/accessIsExact``.
@@ -562,6 +571,18 @@ final class CallEntry: Sendable {
             guard case .text = constants[slot] else { return nil }
         }
         return constants
+    }
+
+    /// The access path for this call's values: ``constants(with:)`` bound
+    /// to ``access``, without the constants' array made when no text
+    /// operation needs checking (the usual case: the array was a copy of
+    /// every constant per call).
+    func access(with values: [StoredValue]) -> AccessPath? {
+        guard textSlots.isEmpty else { return constants(with: values).flatMap { access.instantiate($0) } }
+        return access.instantiate { slot in
+            for index in slots.indices where slots[index] == slot { return values[parameters[index]] }
+            return constants[slot]
+        }
     }
 }
 

@@ -295,9 +295,15 @@ struct AccessValue: Sendable {
     let optional: Bool
 
     func value(_ constants: [StoredValue]) -> StoredValue? {
+        value { constants[$0] }
+    }
+
+    /// The value, the constant in slot `s` being `constant(s)`.
+    @inline(__always)
+    func value(_ constant: (Int) -> StoredValue) -> StoredValue? {
         let value: StoredValue
         switch source {
-        case .slot(let slot): value = constants[slot].zeroNormalized
+        case .slot(let slot): value = constant(slot).zeroNormalized
         case .fixed(let fixed): value = fixed
         }
         return value.coerced(to: type, optional: optional)
@@ -315,21 +321,28 @@ enum AccessValues: Sendable {
     /// The access path for these constants; `nil` when a value does not
     /// coerce to its field.
     func instantiate(_ constants: [StoredValue]) -> AccessPath? {
+        instantiate { constants[$0] }
+    }
+
+    /// The access path, the constant in slot `s` being `constant(s)`;
+    /// `nil` when a value does not coerce to its field.
+    @inline(__always)
+    func instantiate(_ constant: (Int) -> StoredValue) -> AccessPath? {
         switch self {
         case .all:
             return .all
         case .primaryKey(let value):
-            return value.value(constants).map { .primaryKey($0) }
+            return value.value(constant).map { .primaryKey($0) }
         case .index(let index, let values):
             var bound: [StoredValue] = []
             bound.reserveCapacity(values.count)
             for value in values {
-                guard let one = value.value(constants) else { return nil }
+                guard let one = value.value(constant) else { return nil }
                 bound.append(one)
             }
             return .index(index, values: bound)
         case .parent(let value):
-            return value.value(constants).map { .parent($0) }
+            return value.value(constant).map { .parent($0) }
         }
     }
 }

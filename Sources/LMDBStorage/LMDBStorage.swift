@@ -268,12 +268,13 @@ public struct LMDBStorage<Record: DAOCore.Record>: Storage {
             // `EntityTable.plan(for:isExact:)` plans it).
             var parent: [UInt8] = []
             KeyCodec.append(untagged: first, to: &parent)
-            let rest = Array(values.dropFirst())
+            // The values after the foreign key, compared with the index's
+            // next fields (as many as both have).
             let filter =
-                rest.isEmpty
+                values.count < 2
                 ? nil
                 : RangeFilter(
-                    fields: Array(served.rest.prefix(rest.count)), values: rest, types: table.schema.types,
+                    fields: served.rest, values: values, from: 1, types: table.schema.types,
                     fromEnd: table.fieldsFromEnd)
             candidates = try table.environment.read(.read) { txn in
                 try table.withReadCodecs { codecs in

@@ -62,6 +62,15 @@ final class RangeFilter {
     /// When every field compared has a fixed distance from the value's end
     /// (``Check/fromEnd``), the greatest of them; 0 otherwise.
     let fixedSuffix: Int
+    /// When the filter is one boolean compared at a fixed distance from the
+    /// value's end (a parent's children filtered on a flag, as the
+    /// workload's unread messages are): that distance, else 0, and the
+    /// value it must read as (a stored byte other than 0 reads as `true`,
+    /// as ``ValueDecoder/bool(at:)`` reads it; a bound value other than 0
+    /// or 1 is left to the loop, where nothing matches it).
+    /// ``verdict(_:)`` decides it without the loop over the checks.
+    private let singleBoolFromEnd: Int
+    private let singleBoolIsSet: Bool
 
     /// The filter comparing field `fields[i]` with `values[i]` (as many as
     /// both have), for an entity whose fields have `types`.
@@ -92,9 +101,16 @@ final class RangeFilter {
     /// The filter comparing field `fields[i]` with `values[i]` (as many as
     /// both have), for an entity whose fields have `types` and lie
     /// `fromEnd` bytes from a value's end (``fromEnd(types:optional:)``).
-    init(fields: [Int], values: [StoredValue], types: [FieldType], fromEnd: [Int]) {
-        let count = min(fields.count, values.count)
-        bound = values
+    convenience init(fields: [Int], values: [StoredValue], types: [FieldType], fromEnd: [Int]) {
+        self.init(fields: fields, values: values, from: 0, types: types, fromEnd: fromEnd)
+    }
+
+    /// The filter comparing field `fields[i]` with `values[first + i]`, as
+    /// many as both have: a query's bound values after the ones its key
+    /// range took, without copying them out.
+    init(fields: [Int], values allValues: [StoredValue], from first: Int, types: [FieldType], fromEnd: [Int]) {
+        let count = min(fields.count, max(allValues.count - first, 0))
+        bound = allValues
         checks = .allocate(capacity: count)
         var fieldsRead = 0
         var fixedSuffix = 0
@@ -105,11 +121,11 @@ final class RangeFilter {
             fieldsRead = max(fieldsRead, field + 1)
             var check = Check(
                 kind: .never, field: field, bits: 0, bytes: UnsafeRawBufferPointer(start: nil, count: 0),
-                mayMatchRepaired: false, value: position, fromEnd: field < fromEnd.count ? fromEnd[field] : 0)
+                mayMatchRepaired: false, value: first + position, fromEnd: field < fromEnd.count ? fromEnd[field] : 0)
             if check.fromEnd == 0 { allFixed = false }
             fixedSuffix = max(fixedSuffix, check.fromEnd)
             let type: FieldType? = field < types.count ? types[field] : nil
-            switch (values[position], type) {
+            switch (allValues[first + position], type) {
             case (.null, _):
                 check.kind = .null
             case (.integer(let integer), .integer?):
@@ -136,6 +152,13 @@ final class RangeFilter {
         }
         self.fieldsRead = fieldsRead
         self.fixedSuffix = allFixed ? fixedSuffix : 0
+        if allFixed, count == 1, checks[0].kind == .bool, checks[0].fromEnd > 0, checks[0].bits <= 1 {
+            singleBoolFromEnd = checks[0].fromEnd
+            singleBoolIsSet = checks[0].bits == 1
+        } else {
+            singleBoolFromEnd = 0
+            singleBoolIsSet = false
+        }
         self.owned = owned
     }
 
@@ -211,6 +234,10 @@ final class RangeFilter {
         let end = value.count - ValueSchema.checksumSize
         // The version byte comes first, then at least the fixed fields.
         guard end - fixedSuffix >= 1 else { return .undecided }
+        if singleBoolFromEnd > 0 {
+            let isSet = start.load(fromByteOffset: end - singleBoolFromEnd, as: UInt8.self) != 0
+            return isSet == singleBoolIsSet ? .passes : .fails
+        }
         for position in checks.indices {
             let check = checks[position]
             let offset = end - check.fromEnd

@@ -14,7 +14,11 @@ import Foundation
 final class RangeRows: PackedRows {
     private let cursor: OpaquePointer
     private let prefix: [UInt8]
+    /// The prefix as one word when it is 8 bytes long (an integer parent
+    /// key), compared so with each key; `nil` otherwise.
+    private let prefixWord: UInt64?
     private let backwards: Bool
+    private let step: MDB_cursor_op
     private let filter: RangeFilter?
     private let decoder: ValueDecoder
     private let sortKeys: SortKeys?
@@ -32,7 +36,9 @@ final class RangeRows: PackedRows {
     ) throws {
         cursor = try txn.openCursor(dbi)
         self.prefix = prefix
+        prefixWord = prefix.count == 8 ? prefix.withUnsafeBytes { $0.loadUnaligned(as: UInt64.self) } : nil
         self.backwards = backwards
+        step = backwards ? MDB_PREV : MDB_NEXT
         self.filter = filter
         self.decoder = decoder
         self.sortKeys = sortKeys
@@ -49,43 +55,60 @@ final class RangeRows: PackedRows {
     // from empty four or five times.
     override var expectedCount: Int { 16 }
 
+    /// Whether the cursor's key starts with the prefix.
+    @inline(__always)
+    private func inRange() -> Bool {
+        if let prefixWord {
+            guard key.mv_size >= 8, let data = key.mv_data else { return false }
+            return UnsafeRawPointer(data).loadUnaligned(as: UInt64.self) == prefixWord
+        }
+        return key.hasPrefix(prefix)
+    }
+
     override func next() throws -> PackedFieldReader? {
         var code: Int32
         if started {
-            code = mdb_cursor_get(cursor, &key, &value, backwards ? MDB_PREV : MDB_NEXT)
+            code = mdb_cursor_get(cursor, &key, &value, step)
         } else {
             started = true
             code = backwards
                 ? Cursor.moveToLast(cursor, withPrefix: prefix, &key, &value)
                 : Cursor.moveToFirst(cursor, withPrefix: prefix, &key, &value)
         }
-        while code == MDB_SUCCESS {
-            guard key.hasPrefix(prefix) else { return nil }
-            let bytes = UnsafeRawBufferPointer(start: value.mv_data, count: value.mv_size)
-            if let filter {
-                // As the callback scan: the fixed-width fields at the
-                // value's end first, then (undecided) the fields compared,
-                // before the checksum; a value the filter skips is read no
-                // further, as one outside an index range is not read.
-                let verdict = filter.verdict(bytes)
-                if verdict != .fails {
-                    try decoder.begin(bytes, checkingSum: false)
-                    if verdict == .passes {
-                        try decoder.checkSum(bytes)
-                        return try decoder.packedReader()
-                    }
-                    try filter.locate(in: decoder)
-                    if try filter.matches(decoder) {
-                        try decoder.checkSum(bytes)
-                        return try decoder.packedReader()
-                    }
-                }
-            } else {
-                try decoder.begin(bytes)
-                return try decoder.packedReader()
-            }
-            code = mdb_cursor_get(cursor, &key, &value, backwards ? MDB_PREV : MDB_NEXT)
+        guard let filter else {
+            guard code == MDB_SUCCESS else { return try end(code) }
+            guard inRange() else { return nil }
+            try decoder.begin(UnsafeRawBufferPointer(start: value.mv_data, count: value.mv_size))
+            return try decoder.packedReader()
         }
+        while code == MDB_SUCCESS {
+            guard inRange() else { return nil }
+            let bytes = UnsafeRawBufferPointer(start: value.mv_data, count: value.mv_size)
+            // As the callback scan: the fixed-width fields at the value's
+            // end first, then (undecided) the fields compared, before the
+            // checksum; a value the filter skips is read no further, as one
+            // outside an index range is not read.
+            let verdict = filter.verdict(bytes)
+            if verdict != .fails {
+                try decoder.begin(bytes, checkingSum: false)
+                if verdict == .passes {
+                    try decoder.checkSum(bytes)
+                    return try decoder.packedReader()
+                }
+                try filter.locate(in: decoder)
+                if try filter.matches(decoder) {
+                    try decoder.checkSum(bytes)
+                    return try decoder.packedReader()
+                }
+            }
+            code = mdb_cursor_get(cursor, &key, &value, step)
+        }
+        return try end(code)
+    }
+
+    /// The end of the range at result code `code`: `nil`, or the error of a
+    /// cursor that failed.
+    private func end(_ code: Int32) throws -> PackedFieldReader? {
         if code != MDB_NOTFOUND { try LMDBError.check(code, operation, path: path, call: "mdb_cursor_get") }
         return nil
     }
