@@ -34,7 +34,10 @@ import Synchronization
 /// bound (a text value that is empty or not, a real that is NaN, whole or
 /// fractional, `nil` or not: what decides how a constant translates); later
 /// calls with values of a kind met put them into the kept plan template, with
-/// no walk of the predicate and no lookup in the entity's plan cache.
+/// no walk of the predicate and no lookup in the entity's plan cache. The
+/// commonest kinds (non-empty text, whole and fractional reals, any integer,
+/// Boolean or bytes, never `nil`) are planned when the query is prepared, for
+/// the calls a storage answers from their plan (``PreparedQueryCall``).
 ///
 /// A prepared query is a value: `Sendable`, and safe to call from any number
 /// of tasks at once. It stays valid across reopening a store and migrating
@@ -53,7 +56,7 @@ public struct PreparedQuery<Record: DAOCore.Record, Parameters: Sendable>: Senda
 
     private init(
         expression: any StandardPredicateExpression<Bool>, keys: [PredicateExpressions.VariableID],
-        sortedBy: [SortDescriptor<Record>], limit: Int?,
+        sortedBy: [SortDescriptor<Record>], limit: Int?, parameterTypes: [FieldType],
         bindings: @escaping @Sendable (Record, Parameters) -> PredicateBindings,
         storedValues: @escaping @Sendable (Parameters) -> [StoredValue]
     ) throws {
@@ -64,6 +67,7 @@ public struct PreparedQuery<Record: DAOCore.Record, Parameters: Sendable>: Senda
         self.storedValues = storedValues
         prepared = PreparedPredicate(expression: expression, record: keys[0], parameters: Array(keys.dropFirst()))
         prepared.warm()
+        prepared.planCalls(parameterTypes: parameterTypes, sort: sortedBy, limit: limit)
     }
 
     /// Prepares a query with one parameter.
@@ -76,6 +80,7 @@ public struct PreparedQuery<Record: DAOCore.Record, Parameters: Sendable>: Senda
         let (record, a) = predicate.variable
         try self.init(
             expression: predicate.expression, keys: [record.key, a.key], sortedBy: sortedBy, limit: limit,
+            parameterTypes: [Parameters.fieldType],
             bindings: { value, parameter in PredicateBindings((record, value), (a, parameter)) },
             storedValues: { [$0.storedValue] })
     }
@@ -90,6 +95,7 @@ public struct PreparedQuery<Record: DAOCore.Record, Parameters: Sendable>: Senda
         let (record, a, b) = predicate.variable
         try self.init(
             expression: predicate.expression, keys: [record.key, a.key, b.key], sortedBy: sortedBy, limit: limit,
+            parameterTypes: [A.fieldType, B.fieldType],
             bindings: { value, parameters in PredicateBindings((record, value), (a, parameters.0), (b, parameters.1)) },
             storedValues: { [$0.0.storedValue, $0.1.storedValue] })
     }
@@ -104,7 +110,7 @@ public struct PreparedQuery<Record: DAOCore.Record, Parameters: Sendable>: Senda
         let (record, a, b, c) = predicate.variable
         try self.init(
             expression: predicate.expression, keys: [record.key, a.key, b.key, c.key], sortedBy: sortedBy,
-            limit: limit,
+            limit: limit, parameterTypes: [A.fieldType, B.fieldType, C.fieldType],
             bindings: { value, parameters in
                 PredicateBindings((record, value), (a, parameters.0), (b, parameters.1), (c, parameters.2))
             },
@@ -442,6 +448,43 @@ final class PreparedPredicate<R: Record>: Sendable {
         let call = PreparedCall<R>(prepared: self, values: Array(repeating: .null, count: parameters.count))
         let query = Query<R>(where: Predicate<R> { record in PreparedCondition(record: record, call: call) })
         _ = QueryPlan<R>(fresh: query, parts: .all)
+    }
+
+    /// Plans the prepared query's own calls (``PreparedQueryCall/boundPlan()``)
+    /// for values of the kinds a call most often binds, given the
+    /// parameters' field types: a non-empty text, a whole integer, a real
+    /// both whole and fractional (a date's seconds mostly are), any bytes;
+    /// never `nil`. A call with values of those kinds then finds its
+    /// template made, as SQL's prepared statements are planned when
+    /// prepared, instead of the first call of the query planning it (about
+    /// 280k instructions, once); values of other kinds are planned at their
+    /// first call, as before. The answers do not change: a template is made
+    /// and checked the same way whichever values make it.
+    func planCalls(parameterTypes: [FieldType], sort: [SortDescriptor<R>], limit: Int?) {
+        guard reader != nil, parameterTypes.count == parameters.count else { return }
+        var samples: [[StoredValue]] = [parameterTypes.map { Self.sample($0, fractional: false) }]
+        if parameterTypes.contains(where: { $0 == .real || $0 == .date }) {
+            samples.append(parameterTypes.map { Self.sample($0, fractional: true) })
+        }
+        let generation = R.entity.queryPlans.generation.load(ordering: .relaxed)
+        for values in samples {
+            let call = PreparedCall<R>(prepared: self, values: values)
+            _ = callEntry(generation: generation, values: values, sort: sort, limited: limit != nil) {
+                Query<R>(
+                    where: Predicate<R> { record in PreparedCondition(record: record, call: call) }, sortedBy: sort,
+                    limit: limit)
+            }
+        }
+    }
+
+    /// A value of a common kind for a parameter of type `type`.
+    private static func sample(_ type: FieldType, fractional: Bool) -> StoredValue {
+        switch type {
+        case .integer, .bool: .integer(1)
+        case .real, .date: .real(fractional ? 0.5 : 1)
+        case .text: .text("x")
+        case .blob: .blob([0])
+        }
     }
 
     /// How many templates are kept (for tests).

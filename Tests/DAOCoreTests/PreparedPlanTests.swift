@@ -152,6 +152,43 @@ struct PreparedPlanTests {
         try expectSamePlan(prepared.query("a\u{0}b"), Query(where: #Predicate { $0.station == "a\u{0}b" }))
     }
 
+    @Test("a call's plan is bound from a template made when the query was prepared, for values of common kinds")
+    func plannedWhenPrepared() throws {
+        Tally.entity.forgetQueryPlans()
+        let sort = [SortDescriptor(\Tally.taken, order: .reverse)]
+        let prepared = try PreparedQuery(
+            where: #Predicate<Tally, String, Bool> { tally, station, active in
+                tally.station == station && tally.active == active
+            },
+            sortedBy: sort, limit: 3)
+        // Planned when prepared: a non-empty text and a Boolean.
+        #expect(prepared.prepared.count == 1)
+        for station in Self.stations {
+            for active in [true, false] {
+                let bound = try #require(prepared.call(station, active).boundPlan())
+                let fresh = QueryPlan(
+                    fresh: Query(
+                        where: #Predicate { $0.station == station && $0.active == active }, sortedBy: sort, limit: 3),
+                    parts: .accessPath)
+                #expect(bound.access == fresh.access, "\(station.debugDescription), \(active)")
+                #expect(bound.accessIsExact == fresh.accessIsExact)
+                #expect(bound.limit == 3)
+            }
+        }
+        // The empty text is another kind, planned at its first call.
+        #expect(prepared.prepared.count == 2)
+        // A real parameter: whole and fractional values planned when prepared.
+        let atLeast = try PreparedQuery(where: #Predicate<Tally, Double> { tally, level in tally.level >= level })
+        #expect(atLeast.prepared.count == 2)
+        _ = atLeast.call(2.5).boundPlan()
+        _ = atLeast.call(-7).boundPlan()
+        #expect(atLeast.prepared.count == 2)
+        // Forgotten plans are planned again at the next call.
+        Tally.entity.forgetQueryPlans()
+        #expect(prepared.call("b", true).boundPlan() != nil)
+        #expect(prepared.prepared.count == 1)
+    }
+
     @Test("a prepared predicate evaluated by Foundation answers as with constants")
     func foundationEvaluation() throws {
         let prepared = try PreparedQuery(where: #Predicate<Tally, String, Double> { tally, station, level in
