@@ -589,7 +589,7 @@ final class CallEntry: Sendable {
         constants = entry.constants
         if entry.shaped, let template = entry.template, let expression = template.expression {
             textSlots = expression.textSlots
-            access = template.access.values
+            access = template.access
             self.template = template
         } else {
             textSlots = []

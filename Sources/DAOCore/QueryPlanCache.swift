@@ -165,7 +165,9 @@ public final class PlanTemplate<R: Record>: Sendable {
     let slotCount: Int
     let parts: QueryPlanParts
     /// The access path's choice, by position in the required equalities.
-    let access: AccessTemplate<R>
+    /// The access path's choice: which required equalities bind it, in
+    /// terms that do not depend on the record type (``AccessValues``).
+    let access: AccessValues
     let accessIsExact: Bool
     let sort: SortPlan<R>
     private let memos = Mutex<[ObjectIdentifier: any Sendable]>([:])
@@ -206,7 +208,7 @@ public final class PlanTemplate<R: Record>: Sendable {
                 zip(values, translated).allSatisfy({ $0.field == $1.field && $0.value == $1.value })
             else { return nil }
             let (choice, _) = QueryPlan<R>.chooseAccess(values)
-            access = AccessTemplate(choice, equalities: equalities)
+            access = AccessValues(choice, equalities: equalities)
             guard access.instantiate(constants) == fresh.access else { return nil }
         } else {
             access = .all
@@ -288,7 +290,7 @@ extension StoredValue {
 
 /// One value of an access path bound from a template, in terms that do not
 /// depend on the record type: where it comes from and the field type it is
-/// coerced to (``AccessTemplate/Bound``).
+/// coerced to.
 struct AccessValue: Sendable {
     let source: ValueSource
     let type: FieldType
@@ -310,13 +312,31 @@ struct AccessValue: Sendable {
     }
 }
 
-/// ``AccessTemplate`` in terms that do not depend on the record type, for a
-/// prepared call's plan (``PreparedQueryCall/boundPlan()``).
+/// The access path of a template: which required equalities bind it, each
+/// with the field type its value is coerced to, in terms that do not depend
+/// on the record type: what a plan template keeps and binds
+/// (``PlanTemplate/bind(_:_:)``, ``PreparedQueryCall/boundPlan()``).
 enum AccessValues: Sendable {
     case all
     case primaryKey(AccessValue)
     case index(Index, [AccessValue])
     case parent(AccessValue)
+
+    /// The access path `choice` chose, by positions in `equalities`, each
+    /// value coerced to the field it binds.
+    init<R: Record>(_ choice: QueryPlan<R>.AccessChoice, equalities: [EqualityTemplate<R>]) {
+        func value(_ position: (equality: Int, target: Field<R>)) -> AccessValue {
+            AccessValue(
+                source: equalities[position.equality].source, type: position.target.type,
+                optional: position.target.isOptional)
+        }
+        switch choice {
+        case .all: self = .all
+        case .primaryKey(let position): self = .primaryKey(value(position))
+        case .index(let index, let positions): self = .index(index, positions.map(value))
+        case .parent(let position): self = .parent(value(position))
+        }
+    }
 
     /// The access path for these constants; `nil` when a value does not
     /// coerce to its field.
@@ -367,67 +387,6 @@ struct EqualityTemplate<R: Record>: Sendable {
     }
 }
 
-/// The access path of a template: which required equalities bind it, with the
-/// field each value is coerced to.
-enum AccessTemplate<R: Record>: Sendable {
-    case all
-    case primaryKey(Bound)
-    case index(Index, [Bound])
-    case parent(Bound)
-
-    struct Bound: Sendable {
-        let equality: EqualityTemplate<R>
-        let target: Field<R>
-
-        func value(_ constants: [StoredValue]) -> StoredValue? {
-            equality.value(in: constants).coerced(to: target.type, optional: target.isOptional)
-        }
-    }
-
-    init(_ choice: QueryPlan<R>.AccessChoice, equalities: [EqualityTemplate<R>]) {
-        func bound(_ position: (equality: Int, target: Field<R>)) -> Bound {
-            Bound(equality: equalities[position.equality], target: position.target)
-        }
-        switch choice {
-        case .all: self = .all
-        case .primaryKey(let position): self = .primaryKey(bound(position))
-        case .index(let index, let positions): self = .index(index, positions.map(bound))
-        case .parent(let position): self = .parent(bound(position))
-        }
-    }
-
-    /// This template in terms that do not depend on the record type.
-    var values: AccessValues {
-        func value(_ bound: Bound) -> AccessValue {
-            AccessValue(source: bound.equality.source, type: bound.target.type, optional: bound.target.isOptional)
-        }
-        switch self {
-        case .all: return .all
-        case .primaryKey(let bound): return .primaryKey(value(bound))
-        case .index(let index, let bounds): return .index(index, bounds.map(value))
-        case .parent(let bound): return .parent(value(bound))
-        }
-    }
-
-    func instantiate(_ constants: [StoredValue]) -> QueryPlan<R>.Access? {
-        switch self {
-        case .all:
-            return .all
-        case .primaryKey(let bound):
-            return bound.value(constants).map { .primaryKey($0) }
-        case .index(let index, let bounds):
-            var values: [StoredValue] = []
-            values.reserveCapacity(bounds.count)
-            for bound in bounds {
-                guard let value = bound.value(constants) else { return nil }
-                values.append(value)
-            }
-            return .index(index, values: values)
-        case .parent(let bound):
-            return bound.value(constants).map { .parent($0) }
-        }
-    }
-}
 
 /// A translated predicate with its constants left open, its fields resolved:
 /// instantiating it with a predicate's constants gives what
