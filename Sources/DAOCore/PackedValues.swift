@@ -253,15 +253,6 @@ public struct PackedFieldWriter: FieldWriter {
     }
 }
 
-/// A ``FieldReader`` over a value in the format ``PackedFieldWriter`` writes,
-/// reading the fields one after another and recording where each starts
-/// (-1 for nil) as it reads it, so that a value is walked once. Every read
-/// is bounded by the value's end: a field cut short, or a presence byte
-/// other than 0 or 1, is the adapter's error for damage.
-///
-/// A concrete type with inlinable members, so that a record's
-/// `init(fields:)` specialized for it (``FieldwiseRecord/readPacked(from:)``)
-/// reads each field without a call through a witness table.
 /// The values an adapter hands to a record type's
 /// ``FieldwiseRecord/readPacked(rows:)``, one at a time: each adapter that
 /// reads many records at once subclasses it.
@@ -284,6 +275,15 @@ open class PackedRows {
     open func finish(_ reader: PackedFieldReader) throws {}
 }
 
+/// A ``FieldReader`` over a value in the format ``PackedFieldWriter`` writes,
+/// reading the fields one after another and recording where each starts
+/// (-1 for nil) as it reads it, so that a value is walked once. Every read
+/// is bounded by the value's end: a field cut short, or a presence byte
+/// other than 0 or 1, is the adapter's error for damage.
+///
+/// A concrete type with inlinable members, so that a record's
+/// `init(fields:)` specialized for it (``FieldwiseRecord/readPacked(from:)``)
+/// reads each field without a call through a witness table.
 public struct PackedFieldReader: FieldReader {
     @usableFromInline unowned(unsafe) let access: PackedValueAccess
     @usableFromInline let start: UnsafeRawPointer

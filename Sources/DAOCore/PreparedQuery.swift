@@ -35,9 +35,12 @@ import Synchronization
 /// fractional, `nil` or not: what decides how a constant translates); later
 /// calls with values of a kind met put them into the kept plan template, with
 /// no walk of the predicate and no lookup in the entity's plan cache. The
-/// commonest kinds (non-empty text, whole and fractional reals, any integer,
-/// Boolean or bytes, never `nil`) are planned when the query is prepared, for
-/// the calls a storage answers from their plan (``PreparedQueryCall``).
+/// commonest kinds are planned when the query is prepared, for the calls a
+/// storage answers from their plan (``PreparedQueryCall``): non-empty text,
+/// integers and Booleans (those a `Double` holds exactly, within ±2⁵³),
+/// bytes, and reals all whole or all fractional; never `nil`. Other kinds
+/// (an empty text, `nil`, a larger integer, a NaN, whole and fractional
+/// reals mixed in one call) are planned at their first call.
 ///
 /// A prepared query is a value: `Sendable`, and safe to call from any number
 /// of tasks at once. It stays valid across reopening a store and migrating
@@ -452,9 +455,11 @@ final class PreparedPredicate<R: Record>: Sendable {
 
     /// Plans the prepared query's own calls (``PreparedQueryCall/boundPlan()``)
     /// for values of the kinds a call most often binds, given the
-    /// parameters' field types: a non-empty text, a whole integer, a real
-    /// both whole and fractional (a date's seconds mostly are), any bytes;
-    /// never `nil`. A call with values of those kinds then finds its
+    /// parameters' field types: a non-empty text, an integer a `Double`
+    /// holds exactly, reals all whole and reals all fractional (a date's
+    /// seconds mostly are), any bytes; never `nil`. Every backend's
+    /// preparation pays it, though only a storage that answers calls from
+    /// their plan (LMDB) uses these entries. A call with values of those kinds then finds its
     /// template made, as SQL's prepared statements are planned when
     /// prepared, instead of the first call of the query planning it (about
     /// 280k instructions, once); values of other kinds are planned at their

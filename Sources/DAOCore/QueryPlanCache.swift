@@ -164,7 +164,6 @@ public final class PlanTemplate<R: Record>: Sendable {
     let expression: ExpressionTemplate<R>?
     let slotCount: Int
     let parts: QueryPlanParts
-    /// The access path's choice, by position in the required equalities.
     /// The access path's choice: which required equalities bind it, in
     /// terms that do not depend on the record type (``AccessValues``).
     let access: AccessValues

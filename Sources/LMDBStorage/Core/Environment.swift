@@ -59,9 +59,9 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
     private let resizeLock: UnsafeMutablePointer<pthread_rwlock_t>
     private var handles: [DatabaseName: MDB_dbi] = [:]
     private var parentLinks: [DatabaseName: ParentLink] = [:]
-    /// How many times a link was registered (``register(child:link:)``):
-    /// what a table derived from the links in force is made again when it
-    /// moved.
+    /// How many times a link was registered anew or changed
+    /// (``register(child:link:)``): what a table derived from the links in
+    /// force is made again when it moved.
     let linkChanges = Atomic<Int>(0)
     /// The schemas of the entities of the storages handed out, by entity: what
     /// a read-only environment, which records none, holds in this process.
@@ -729,9 +729,15 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
     /// the child used on its own keys, checks and moves children the same way.
     func register(child: String, link: ParentLink) {
         handleLock.lock()
-        parentLinks[DatabaseName(child)] = link
+        let name = DatabaseName(child)
+        let changed = parentLinks[name] != link
+        if changed { parentLinks[name] = link }
         handleLock.unlock()
-        linkChanges.add(1, ordering: .relaxed)
+        // Every storage of the parent registers its children's links when
+        // it is opened: counted only when a link is new or another, so
+        // that opening one again does not make every table derive its
+        // prepared reads again.
+        if changed { linkChanges.add(1, ordering: .relaxed) }
     }
 
     /// The parent of `entity`, if a parent storage declared it as a child.
