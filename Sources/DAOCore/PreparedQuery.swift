@@ -184,7 +184,7 @@ public struct PreparedQueryCall<Record: DAOCore.Record>: Sendable {
     public func boundPlan() -> BoundPlan<Record>? {
         let values = call.values
         guard
-            let entry = call.prepared.callEntry(
+            let entry = call.prepared.callPlan(
                 generation: Record.entity.queryPlans.generation.load(ordering: .relaxed), values: values,
                 sort: sortedBy, limited: limit != nil, query: { query }),
             let template = entry.template, let access = entry.access(with: values)
@@ -337,7 +337,7 @@ final class PreparedPredicate<R: Record>: Sendable {
     /// (``PreparedQueryCall/boundPlan()``): one sort and one limit, so found
     /// by the generation and the kinds of the values alone, and held in
     /// terms that do not depend on the record type.
-    private let callEntries = Mutex<[CallEntry]>([])
+    private let callPlans = Mutex<[CallPlan]>([])
 
     init(
         expression: any StandardPredicateExpression<Bool>, record: PredicateExpressions.VariableID,
@@ -419,10 +419,10 @@ final class PreparedPredicate<R: Record>: Sendable {
     /// The call entry made in `generation` for values of these kinds, made
     /// from this predicate's kept entry (which `plan` makes on a miss) when
     /// there is none yet; `nil` when the kept entry has no template.
-    func callEntry(
+    func callPlan(
         generation: Int, values: [StoredValue], sort: [SortDescriptor<R>], limited: Bool, query: () -> Query<R>
-    ) -> CallEntry? {
-        let found: CallEntry? = callEntries.withLock { entries in
+    ) -> CallPlan? {
+        let found: CallPlan? = callPlans.withLock { entries in
             for entry in entries where entry.generation == generation && entry.accepts(values) { return entry }
             return nil
         }
@@ -433,8 +433,8 @@ final class PreparedPredicate<R: Record>: Sendable {
             kept = entry(generation: generation, values: values, sort: sort, limited: limited, parts: .accessPath)
         }
         guard let kept else { return nil }
-        let made = CallEntry(kept)
-        callEntries.withLock { entries in
+        let made = CallPlan(kept)
+        callPlans.withLock { entries in
             entries.removeAll { $0.generation != generation }
             if entries.count >= Self.capacity { entries.removeAll(keepingCapacity: true) }
             entries.append(made)
@@ -474,7 +474,7 @@ final class PreparedPredicate<R: Record>: Sendable {
         let generation = R.entity.queryPlans.generation.load(ordering: .relaxed)
         for values in samples {
             let call = PreparedCall<R>(prepared: self, values: values)
-            _ = callEntry(generation: generation, values: values, sort: sort, limited: limit != nil) {
+            _ = callPlan(generation: generation, values: values, sort: sort, limited: limit != nil) {
                 Query<R>(
                     where: Predicate<R> { record in PreparedCondition(record: record, call: call) }, sortedBy: sort,
                     limit: limit)
@@ -571,7 +571,7 @@ final class PreparedEntry<R: Record>: Sendable {
 /// finds and binds it without looking up generic metadata (about 330
 /// instructions each; the generic entry's search and binding looked up about
 /// ten a call).
-final class CallEntry: Sendable {
+final class CallPlan: Sendable {
     let generation: Int
     /// The parameter slots, the parameter each is filled from, and the kind
     /// of value each was made for.

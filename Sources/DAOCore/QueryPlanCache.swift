@@ -295,10 +295,6 @@ struct AccessValue: Sendable {
     let type: FieldType
     let optional: Bool
 
-    func value(_ constants: [StoredValue]) -> StoredValue? {
-        value { constants[$0] }
-    }
-
     /// The value, the constant in slot `s` being `constant(s)`.
     @inline(__always)
     func value(_ constant: (Int) -> StoredValue) -> StoredValue? {
