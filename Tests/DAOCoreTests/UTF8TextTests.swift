@@ -97,6 +97,53 @@ import DAOCore
         #expect(found == 0)
     }
 
+    /// Texts of every length from 0 to 40 bytes made of pieces of one to four
+    /// bytes, well-formed and not, so that each kind of sequence starts at
+    /// every offset of a word, crosses words, and ends in the last,
+    /// zero-padded word: the branch-free words, the state machine's words,
+    /// and the switches between them.
+    @Test func sequencesAtEveryOffsetAgreeWithTheStandardLibrary() {
+        var state: UInt64 = 0xC0FFEE
+        func next() -> UInt64 {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return state >> 29
+        }
+        let wellFormed: [[UInt8]] = [
+            Array("a".utf8), Array("é".utf8), Array("ж".utf8), Array("日".utf8), Array("€".utf8),
+            Array("🚀".utf8), Array("\u{7FF}".utf8), Array("\u{800}".utf8), Array("\u{D7FF}".utf8),
+            Array("\u{E000}".utf8), Array("\u{10000}".utf8), Array("\u{10FFFF}".utf8),
+        ]
+        let illFormed: [[UInt8]] = [
+            [0x80], [0xBF], [0xC0, 0x80], [0xC1, 0xBF], [0xE0, 0x9F, 0x80], [0xED, 0xA0, 0x80],
+            [0xF0, 0x8F, 0x80, 0x80], [0xF4, 0x90, 0x80, 0x80], [0xF5, 0x80, 0x80, 0x80], [0xC2], [0xE2, 0x82],
+            [0xF0, 0x9F, 0x9A], [0xFF],
+        ]
+        var found = 0
+        var valid = 0
+        var invalid = 0
+        for length in 0...40 {
+            for round in 0..<120 {
+                var bytes: [UInt8] = []
+                while bytes.count < length {
+                    bytes += wellFormed[Int(next() % UInt64(wellFormed.count))]
+                }
+                // A third of them with one ill-formed piece at a random place.
+                if round % 3 == 0 {
+                    let at = Int(next() % UInt64(bytes.count + 1))
+                    bytes.insert(contentsOf: illFormed[Int(next() % UInt64(illFormed.count))], at: at)
+                }
+                let expected = standardIsValid(bytes)
+                if expected { valid += 1 } else { invalid += 1 }
+                if !agrees(bytes) { found += 1 }
+                // The same text cut anywhere: sequences cut short at the end.
+                let cut = Array(bytes.prefix(Int(next() % UInt64(bytes.count + 1))))
+                if !agrees(cut) { found += 1 }
+            }
+        }
+        #expect(valid > 1_000 && invalid > 1_000)
+        #expect(found == 0)
+    }
+
     @Test func longTextRoundTrips() {
         let text = String(repeating: "naïve café привет 🚀 e\u{301} \u{0} ", count: 2_000)
         let bytes = Array(text.utf8)
