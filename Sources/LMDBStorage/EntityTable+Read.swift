@@ -33,9 +33,8 @@ extension EntityTable {
             var pk: [UInt8] = []
             KeyCodec.append(untagged: try decoder.value(at: 0), to: &pk)
             for position in relations.indices {
-                let relation = relations[position]
-                let children = try relation.loadChildren(parentKey: pk, in: txn, codecs: codecs.children[position])
-                try relation.attach(children, to: &record)
+                try relations[position].readChildren(
+                    parentKey: pk, into: &record, in: txn, codecs: codecs.children[position])
             }
             return record
         }

@@ -292,8 +292,25 @@ final class EntityTable<R: Record>: Sendable {
 
     /// The parent link in force: declared by the parent's table, or registered
     /// since by a parent storage of the same environment.
-    @inline(__always)
-    var link: ParentLink? { declaredLink ?? environment.parentLink(of: entity.name) }
+    var link: ParentLink? {
+        if let declaredLink { return declaredLink }
+        // The environment's links looked up again only when one changed:
+        // every read by key asks (`storageKey(of:in:)`), and the look-up
+        // takes the environment's lock and hashes the entity's name.
+        let changes = environment.linkChanges.load(ordering: .relaxed)
+        return registeredLink.withLock { kept in
+            if let kept = kept, kept.changes == changes { return kept.link }
+            let link = environment.parentLink(of: entity.name)
+            kept = (changes, link)
+            return link
+        }
+    }
+
+    /// The link the environment held for this entity, and its
+    /// ``LMDBEnvironment/linkChanges`` when it was looked up. A link
+    /// registered between the count's load and the look-up is kept under
+    /// the older count, and looked up again at the next call.
+    private let registeredLink = Mutex<(changes: Int, link: ParentLink?)?>(nil)
 
     /// Codecs kept between read calls (at most ``maxKeptCodecs``): making
     /// them (an encoder, a decoder and two write cursors per entity of the

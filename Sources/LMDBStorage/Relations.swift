@@ -17,8 +17,11 @@ protocol ChildSet<Parent>: ChildEraser {
     var checksRealsWhileEncoding: Bool { get }
     /// The children of the parent with primary key bytes `parentKey`, as `[Child]`.
     func loadChildren(parentKey: [UInt8], in txn: borrowing Transaction, codecs: Codecs) throws -> Any
-    /// Puts `children`, as ``loadChildren(parentKey:in:codecs:)`` returned them, into `parent`.
-    func attach(_ children: Any, to parent: inout Parent) throws
+    /// Reads the children of the parent with primary key bytes `parentKey`
+    /// into `parent`: as ``loadChildren(parentKey:in:codecs:)`` and then
+    /// setting them, without the `Any` between and its dynamic cast back.
+    func readChildren(parentKey: [UInt8], into parent: inout Parent, in txn: borrowing Transaction, codecs: Codecs)
+        throws
     /// Stores exactly the children `parent` holds now; `primaryKey` is the
     /// parent's primary key and `parentKey` its bytes.
     func replaceChildren(
@@ -41,13 +44,10 @@ struct RelationChildren<Relation: ToManyRelation>: ChildSet {
         try table.readRange(prefix: parentKey, in: txn, codecs: codecs)
     }
 
-    func attach(_ children: Any, to parent: inout Parent) throws {
-        guard let children = children as? [Relation.Child] else {
-            throw StorageError(
-                .decoding, .read, entity: Parent.entity.name,
-                message: "the children of relation '\(relation.name)' are not \([Relation.Child].self)")
-        }
-        parent[keyPath: relation.children] = children
+    func readChildren(parentKey: [UInt8], into parent: inout Parent, in txn: borrowing Transaction, codecs: Codecs)
+        throws
+    {
+        parent[keyPath: relation.children] = try table.readRange(prefix: parentKey, in: txn, codecs: codecs)
     }
 
     func replaceChildren(
