@@ -71,10 +71,17 @@ where S.Record == T.Record, T.PlainObject.ID == S.Record.PrimaryKey {
     // MARK: Read
 
     /// Every object, ordered by `uniqueId`.
+    ///
+    /// Records that hold children are translated as the storage hands them
+    /// out (``Storage/read(_:handingOut:)``), each while it is fresh in
+    /// the cache, and let go before the next.
     /// - Throws: ``StorageError``.
     @inlinable
     public func read() throws -> [PlainObject] {
-        try toPlains(storage.read(Query()))
+        guard Record.entity.hasRelations else { return try toPlains(storage.read(Query())) }
+        var plains: [PlainObject] = []
+        try storage.read(Query(), handingOut: { record in plains.append(try toPlain(record)) })
+        return plains
     }
 
     /// The object with `uniqueId == key`, or `nil`.

@@ -67,6 +67,23 @@ public protocol Storage<Record>: Sendable {
     /// - Throws: ``StorageError``.
     func read(_ query: Query<Record>) throws -> [Record]
 
+    /// Reads the records that answer `query`, as ``read(_:)-(Query<Record>)``
+    /// does, and hands each to `body` in that order instead of returning
+    /// them: a reader that turns each record into something else (the DAO
+    /// its plain objects) does so while the record is fresh in the cache,
+    /// and the record is let go before the next, so a large read does not
+    /// hold every record and everything made from them at once.
+    ///
+    /// `body` runs inside the storage's read transaction, once per record;
+    /// it must not write to the same store. When it throws, the read stops
+    /// and the error is rethrown.
+    ///
+    /// The default implementation reads the array with ``read(_:)-(Query<Record>)``
+    /// and hands its records over one by one; the LMDB adapter hands out
+    /// each record of a read of every record in key order as it decodes it.
+    /// - Throws: ``StorageError``, or what `body` throws.
+    func read(_ query: Query<Record>, handingOut body: RecordHandoff<Record>) throws
+
     /// The records that answer one call of a prepared query: those of its
     /// ``PreparedQueryCall/query``, which the default implementation reads.
     /// An adapter that plans its own access path reads the call's
@@ -112,6 +129,18 @@ extension Storage {
         var records: [Record] = []
         try produce { records.append($0) }
         try persist(records)
+    }
+
+    /// Reads the records of `query` with ``read(_:)-(Query<Record>)`` and
+    /// hands them to `body` one by one, in order, each let go by the array
+    /// as it is handed over.
+    /// - Throws: what ``read(_:)-(Query<Record>)`` or `body` throws.
+    public func read(_ query: Query<Record>, handingOut body: RecordHandoff<Record>) throws {
+        var records = try read(query)
+        records.reverse()
+        while let record = records.popLast() {
+            try body(record)
+        }
     }
 
     /// Inserts or replaces one record with its children.

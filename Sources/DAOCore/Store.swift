@@ -71,6 +71,9 @@ public struct AnyStorage<Record: DAOCore.Record>: Storage {
     public func read(primaryKey key: Record.PrimaryKey) throws -> Record? { try base.read(primaryKey: key) }
     public func read(primaryKeys keys: [Record.PrimaryKey]) throws -> [Record] { try base.read(primaryKeys: keys) }
     public func read(_ query: Query<Record>) throws -> [Record] { try base.read(query) }
+    public func read(_ query: Query<Record>, handingOut body: RecordHandoff<Record>) throws {
+        try base.read(query, handingOut: body)
+    }
     public func read(_ call: PreparedQueryCall<Record>) throws -> [Record] { try base.read(call) }
     public func count(where predicate: Predicate<Record>?) throws -> Int { try base.count(where: predicate) }
     @discardableResult

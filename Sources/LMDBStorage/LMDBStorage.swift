@@ -232,6 +232,51 @@ public struct LMDBStorage<Record: DAOCore.Record>: Storage {
         }
     }
 
+    /// Reads the records that answer `query` and hands each to `body`, in
+    /// the order ``read(_:)-(Query<Record>)`` returns them. A read of every
+    /// record, unsorted and unlimited (in key order), of a record type with
+    /// children and no parent hands each record out as it is decoded with its children,
+    /// inside the read transaction, so that it is turned into what the
+    /// caller makes of it while it is in the cache and let go before the
+    /// next is read; any other query is read as an array first.
+    ///
+    /// - Throws: ``StorageError``, or what `body` throws, as it threw it.
+    public func read(_ query: Query<Record>, handingOut body: RecordHandoff<Record>) throws {
+        // A child entity's records lie under their parents' keys, not in
+        // the order of their own: read as an array, and sorted.
+        guard table.hasRelations, table.link == nil, query.predicate == nil, query.sortedBy.isEmpty, query.limit == nil
+        else {
+            var records = try read(query)
+            records.reverse()
+            while let record = records.popLast() {
+                try body(record)
+            }
+            return
+        }
+        // What `body` throws reaches the caller as it was thrown, not as
+        // one of this store's read errors.
+        var thrownByBody: (any Error)?
+        do {
+            try table.environment.read(.read) { txn in
+                try table.withReadCodecs { codecs in
+                    try txn.scan(table.main, prefix: []) { _, value in
+                        let record = try table.decode(value, in: txn, codecs: codecs)
+                        do {
+                            try body(record)
+                        } catch {
+                            thrownByBody = error
+                            throw error
+                        }
+                        return true
+                    }
+                }
+            }
+        } catch {
+            if let thrownByBody { throw thrownByBody }
+            throw failing(error, .read)
+        }
+    }
+
     /// The records that answer one call of a prepared query: as
     /// ``read(_:)-(Query<Record>)`` answers its query. When the call's access
     /// path answers the predicate exactly (the predicate's required
