@@ -74,7 +74,9 @@ where S.Record == T.Record, T.PlainObject.ID == S.Record.PrimaryKey {
     ///
     /// Records that hold children are translated as the storage hands them
     /// out (``Storage/read(_:handingOut:)``), each while it is fresh in
-    /// the cache, and let go before the next.
+    /// the cache, and let go before the next: the translator may run inside
+    /// the storage's read transaction, so it must not read or write the
+    /// store (see ``Translator``).
     /// - Throws: ``StorageError``.
     @inlinable
     public func read() throws -> [PlainObject] {

@@ -74,13 +74,16 @@ public protocol Storage<Record>: Sendable {
     /// and the record is let go before the next, so a large read does not
     /// hold every record and everything made from them at once.
     ///
-    /// `body` runs inside the storage's read transaction, once per record;
-    /// it must not write to the same store. When it throws, the read stops
-    /// and the error is rethrown.
+    /// `body` is called once per record and may run inside the storage's
+    /// read transaction, so it must not read or write the same store (a
+    /// translator must not). When it throws, no record is handed out after
+    /// it, and its error is rethrown unless the storage failed to read a
+    /// record, whose error then comes first, as with ``read(_:)-(Query<Record>)``.
     ///
     /// The default implementation reads the array with ``read(_:)-(Query<Record>)``
     /// and hands its records over one by one; the LMDB adapter hands out
-    /// each record of a read of every record in key order as it decodes it.
+    /// each record of a read of every record (no predicate, sort or limit)
+    /// of a record type with children and no parent entity as it decodes it.
     /// - Throws: ``StorageError``, or what `body` throws.
     func read(_ query: Query<Record>, handingOut body: RecordHandoff<Record>) throws
 
@@ -114,8 +117,9 @@ public protocol Storage<Record>: Sendable {
     var commits: CommitBroadcaster? { get }
 }
 
-/// How ``Storage/persist(handingOver:)`` receives its records: called once
-/// per record, in order; the record is the storage's from then on.
+/// How ``Storage/persist(handingOver:)`` receives its records, and
+/// ``Storage/read(_:handingOut:)`` hands them out: called once per record,
+/// in order; the record is the receiver's from then on.
 public typealias RecordHandoff<Record> = (consuming Record) throws -> Void
 
 extension Storage {

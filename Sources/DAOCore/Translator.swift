@@ -3,6 +3,10 @@
 ///
 /// Both directions are total over valid input and throw on invalid input (an
 /// out-of-range value, an unknown enum case) rather than invent a value.
+///
+/// A translator is a pure mapping: the DAO may call it inside the storage's
+/// transactions (each record written as it is translated, each record read
+/// translated as it comes), so it must not read or write the store.
 public protocol Translator<PlainObject, Record>: Sendable {
     /// The app's type.
     associatedtype PlainObject: Plain

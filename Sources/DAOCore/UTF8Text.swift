@@ -109,7 +109,8 @@ public enum UTF8Text {
         /// The state machine's state, while ``inMachine``.
         var state = State.accept
         /// Whether the last word ended inside a sequence of three or four
-        /// bytes, or in the machine's error state.
+        /// bytes with more than one continuation to come, or in the
+        /// machine's error state (one continuation to come is ``carry``).
         var inMachine = false
 
         /// Well-formed so far and not inside a sequence.

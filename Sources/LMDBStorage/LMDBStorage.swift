@@ -238,9 +238,13 @@ public struct LMDBStorage<Record: DAOCore.Record>: Storage {
     /// children and no parent hands each record out as it is decoded with its children,
     /// inside the read transaction, so that it is turned into what the
     /// caller makes of it while it is in the cache and let go before the
-    /// next is read; any other query is read as an array first.
+    /// next is read; any other query is read as an array first. `body` must
+    /// not read or write this store's storages: it runs while the
+    /// environment's lock against a map resize is held for reading, and a
+    /// resize waiting for it would wait for ever.
     ///
-    /// - Throws: ``StorageError``, or what `body` throws, as it threw it.
+    /// - Throws: ``StorageError`` (a record this store cannot read comes
+    ///   first, wherever it lies), or what `body` threw, as it threw it.
     public func read(_ query: Query<Record>, handingOut body: RecordHandoff<Record>) throws {
         // A child entity's records lie under their parents' keys, not in
         // the order of their own: read as an array, and sorted.
@@ -254,27 +258,30 @@ public struct LMDBStorage<Record: DAOCore.Record>: Storage {
             return
         }
         // What `body` throws reaches the caller as it was thrown, not as
-        // one of this store's read errors.
+        // one of this store's read errors; after it, the rest is decoded
+        // without being handed out, so that a record this store cannot read
+        // is the answer, as it is when the array is read before any record
+        // is handed out.
         var thrownByBody: (any Error)?
         do {
             try table.environment.read(.read) { txn in
                 try table.withReadCodecs { codecs in
                     try txn.scan(table.main, prefix: []) { _, value in
                         let record = try table.decode(value, in: txn, codecs: codecs)
+                        guard thrownByBody == nil else { return true }
                         do {
                             try body(record)
                         } catch {
                             thrownByBody = error
-                            throw error
                         }
                         return true
                     }
                 }
             }
         } catch {
-            if let thrownByBody { throw thrownByBody }
             throw failing(error, .read)
         }
+        if let thrownByBody { throw thrownByBody }
     }
 
     /// The records that answer one call of a prepared query: as

@@ -1,4 +1,5 @@
 import DAOCore
+import DialogGraph
 import Foundation
 import Testing
 import TestSupport
@@ -88,6 +89,22 @@ struct ReadHandoutTests {
                 #expect(try handedOut(libraries, query) == libraries.read(query))
             }
             #expect(try handedOut(libraries, Query()).count == TestSupport.Sample.corpus().count)
+
+            // Integer keys, negative ones included, under a parent with children.
+            let dialogs = try store.anyStorage(for: DialogRecord.self)
+            let ids: [Int64] = [7, -3, 0, Int64.min, 12, -1, Int64.max]
+            try dialogs.persist(
+                ids.enumerated().map { position, id in
+                    DialogRecord(
+                        id: id, isPinned: id < 0,
+                        messages: (0..<3).map { n in
+                            MessageRecord(
+                                id: Int64(position * 10 + n), dialogId: id, date: Date(timeIntervalSinceReferenceDate: Double(n)),
+                                text: "m \(n) é", senderId: 1, receiverId: 2, type: 0, isIncoming: n == 1, isRead: n == 2)
+                        })
+                })
+            #expect(try handedOut(dialogs, Query()) == dialogs.read(Query()))
+            #expect(try handedOut(dialogs, Query()).map(\.id) == ids.sorted())
         }
     }
 
