@@ -72,15 +72,18 @@ where S.Record == T.Record, T.PlainObject.ID == S.Record.PrimaryKey {
 
     /// Every object, ordered by `uniqueId`.
     ///
-    /// Records that hold children are translated as the storage hands them
-    /// out (``Storage/read(_:handingOut:)``), each while it is fresh in
+    /// Records that hold children are translated as a storage that hands
+    /// them out while reading (``Storage/handsOutWhileReading``, LMDB) hands
+    /// them out (``Storage/read(_:handingOut:)``), each while it is fresh in
     /// the cache, and let go before the next: the translator may run inside
     /// the storage's read transaction, so it must not read or write the
     /// store (see ``Translator``).
     /// - Throws: ``StorageError``.
     @inlinable
     public func read() throws -> [PlainObject] {
-        guard Record.entity.hasRelations else { return try toPlains(storage.read(Query())) }
+        guard Record.entity.hasRelations, storage.handsOutWhileReading else {
+            return try toPlains(storage.read(Query()))
+        }
         var plains: [PlainObject] = []
         try storage.read(Query(), handingOut: { record in plains.append(try toPlain(record)) })
         return plains

@@ -115,6 +115,14 @@ public protocol Storage<Record>: Sendable {
     /// report their commits to and ``DAO/observe(where:sortedBy:limit:pollInterval:)``
     /// listens on; `nil` (the default) for a storage that cannot be observed.
     var commits: CommitBroadcaster? { get }
+
+    /// Whether ``read(_:handingOut:)`` hands out the records of a read of
+    /// every record as it reads them, rather than reading the array first
+    /// (the default, `false`). ``DAO/read()`` hands records over only to a
+    /// storage that does: through the default implementation, unspecialized
+    /// for the record type, handing each record over cost more than the
+    /// array (about 1.6k instructions per record with children).
+    var handsOutWhileReading: Bool { get }
 }
 
 /// How ``Storage/persist(handingOver:)`` receives its records, and
@@ -125,6 +133,9 @@ public typealias RecordHandoff<Record> = (consuming Record) throws -> Void
 extension Storage {
     /// No broadcaster: the storage cannot be observed.
     public var commits: CommitBroadcaster? { nil }
+
+    /// `false`: ``read(_:handingOut:)`` reads the array first.
+    public var handsOutWhileReading: Bool { false }
 
     /// Collects the records `produce` hands over into an array and persists
     /// them with ``persist(_:)``: nothing is written when `produce` throws.

@@ -74,6 +74,7 @@ public struct AnyStorage<Record: DAOCore.Record>: Storage {
     public func read(_ query: Query<Record>, handingOut body: RecordHandoff<Record>) throws {
         try base.read(query, handingOut: body)
     }
+    public var handsOutWhileReading: Bool { base.handsOutWhileReading }
     public func read(_ call: PreparedQueryCall<Record>) throws -> [Record] { try base.read(call) }
     public func count(where predicate: Predicate<Record>?) throws -> Int { try base.count(where: predicate) }
     @discardableResult

@@ -232,6 +232,10 @@ public struct LMDBStorage<Record: DAOCore.Record>: Storage {
         }
     }
 
+    /// `true` for a record type with children and no parent entity, whose
+    /// read of every record ``read(_:handingOut:)`` hands out as it decodes.
+    public var handsOutWhileReading: Bool { table.hasRelations && table.link == nil }
+
     /// Reads the records that answer `query` and hands each to `body`, in
     /// the order ``read(_:)-(Query<Record>)`` returns them. A read of every
     /// record, unsorted and unlimited (in key order), of a record type with
