@@ -254,12 +254,7 @@ public struct LMDBStorage<Record: DAOCore.Record>: Storage {
         // the order of their own: read as an array, and sorted.
         guard table.hasRelations, table.link == nil, query.predicate == nil, query.sortedBy.isEmpty, query.limit == nil
         else {
-            var records = try read(query)
-            records.reverse()
-            while let record = records.popLast() {
-                try body(record)
-            }
-            return
+            return try handOut(read(query), to: body)
         }
         // What `body` throws reaches the caller as it was thrown, not as
         // one of this store's read errors; after it, the rest is decoded

@@ -5,6 +5,18 @@ import DAOCore
 
 /// `UTF8Text` decides validity exactly as the standard library does and
 /// builds the same `String`, for valid and ill-formed bytes alike.
+/// A seeded linear congruential generator of the tests' picks: the same
+/// texts on every run.
+private struct SeededPicks {
+    var state: UInt64
+
+    /// A number in `0..<count`.
+    mutating func below(_ count: Int) -> Int {
+        state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+        return Int((state >> 29) % UInt64(count))
+    }
+}
+
 @Suite struct UTF8TextTests {
     /// Whether the standard library finds `bytes` valid.
     private func standardIsValid(_ bytes: [UInt8]) -> Bool {
@@ -74,11 +86,7 @@ import DAOCore
     }
 
     @Test func seededMixturesAgreeWithTheStandardLibrary() {
-        var state: UInt64 = 0x5EED
-        func next() -> UInt64 {
-            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
-            return state >> 29
-        }
+        var random = SeededPicks(state: 0x5EED)
         let pieces: [[UInt8]] = [
             Array("a".utf8), Array(" ".utf8), Array("é".utf8), Array("e\u{301}".utf8), Array("привет".utf8),
             Array("🚀".utf8), Array("\u{FFFF}".utf8), Array("\u{10FFFF}".utf8), [0x00], [0x80], [0xC0, 0x80],
@@ -88,7 +96,7 @@ import DAOCore
         var valid = 0
         for _ in 0..<4_000 {
             var bytes: [UInt8] = []
-            for _ in 0..<Int(next() % 24) { bytes += pieces[Int(next() % UInt64(pieces.count))] }
+            for _ in 0..<random.below(24) { bytes += pieces[random.below(pieces.count)] }
             if standardIsValid(bytes) { valid += 1 }
             found += disagreements(bytes)
         }
@@ -103,11 +111,7 @@ import DAOCore
     /// zero-padded word: the branch-free words, the state machine's words,
     /// and the switches between them.
     @Test func sequencesAtEveryOffsetAgreeWithTheStandardLibrary() {
-        var state: UInt64 = 0xC0FFEE
-        func next() -> UInt64 {
-            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
-            return state >> 29
-        }
+        var random = SeededPicks(state: 0xC0FFEE)
         let wellFormed: [[UInt8]] = [
             Array("a".utf8), Array("é".utf8), Array("ж".utf8), Array("日".utf8), Array("€".utf8),
             Array("🚀".utf8), Array("\u{7FF}".utf8), Array("\u{800}".utf8), Array("\u{D7FF}".utf8),
@@ -125,18 +129,18 @@ import DAOCore
             for round in 0..<120 {
                 var bytes: [UInt8] = []
                 while bytes.count < length {
-                    bytes += wellFormed[Int(next() % UInt64(wellFormed.count))]
+                    bytes += wellFormed[random.below(wellFormed.count)]
                 }
                 // A third of them with one ill-formed piece at a random place.
                 if round % 3 == 0 {
-                    let at = Int(next() % UInt64(bytes.count + 1))
-                    bytes.insert(contentsOf: illFormed[Int(next() % UInt64(illFormed.count))], at: at)
+                    let at = random.below(bytes.count + 1)
+                    bytes.insert(contentsOf: illFormed[random.below(illFormed.count)], at: at)
                 }
                 let expected = standardIsValid(bytes)
                 if expected { valid += 1 } else { invalid += 1 }
                 if !agrees(bytes) { found += 1 }
                 // The same text cut anywhere: sequences cut short at the end.
-                let cut = Array(bytes.prefix(Int(next() % UInt64(bytes.count + 1))))
+                let cut = Array(bytes.prefix(random.below(bytes.count + 1)))
                 if !agrees(cut) { found += 1 }
             }
         }

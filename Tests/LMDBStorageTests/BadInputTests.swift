@@ -120,6 +120,51 @@ struct BadInputTests {
         }
     }
 
+    @Test("a read handing out records: a damaged later record's error comes before the caller's, and ends the read")
+    func handOutDamagedLaterRecord() throws {
+        try withStoreDirectory { directory in
+            let store = try StoredDialogs(in: directory, dialogs: 3)
+            let (records, env, dialogs, messages) = (store.records, store.env, store.dialogs, store.messages)
+            #expect(dialogs.handsOutWhileReading)
+            // A message of the last dialog, which is decoded last.
+            let last = try #require(records.last)
+            let message = try #require(last.messages.last)
+            let key = KeyCodec.encode(primaryKey: last.id) + KeyCodec.encode(primaryKey: message.id)
+            let stored = try env.read(.read) { txn in try storedValue(txn, messages.table.main, key) }
+            try #require(stored.count > ValueSchema.checksumSize + 1)
+            var damaged = stored
+            damaged[1] ^= 0x01
+            try env.write(.persist) { txn in try txn.put(messages.table.main, key, damaged) }
+
+            // The caller throws at the first record: the store's error wins.
+            struct Refused: Error {}
+            var handed: [Int64] = []
+            let error = storageError {
+                try dialogs.read(Query(), handingOut: { dialog in
+                    handed.append(dialog.id)
+                    throw Refused()
+                })
+            }
+            #expect(error?.kind == .corrupt)
+            #expect(error?.entity == "messages")
+            #expect(error?.operation == .read)
+            #expect(handed == [records[0].id])
+
+            // The caller takes every record: those before the damaged one
+            // were handed out, then the read ends with its error.
+            handed = []
+            let second = storageError { try dialogs.read(Query(), handingOut: { handed.append($0.id) }) }
+            #expect(second?.kind == .corrupt)
+            #expect(handed == records.dropLast().map(\.id))
+
+            // Put back, the same read hands out every record.
+            try env.write(.persist) { txn in try txn.put(messages.table.main, key, stored) }
+            var all: [DialogRecord] = []
+            try dialogs.read(Query(), handingOut: { all.append($0) })
+            #expect(all == records)
+        }
+    }
+
     @Test("verify() finds a record under the wrong parent, a lost index entry and a stray lookup; reads do not")
     func verifyFindsInconsistencies() throws {
         try withStoreDirectory { directory in
