@@ -312,6 +312,18 @@ public struct ColumnRows {
     public let inKeyOrder: Bool
     /// Column 0 of each row read, with ``inKeyOrder``.
     public var keys: [Int64] = []
+    /// The columns (numeric or NULL) the statement orders its rows by, when
+    /// the adapter left the primary key out of its `ORDER BY`: each row's
+    /// values in them are compared with the previous row's as it is read
+    /// (``watchTies()``), and ``tied`` tells the adapter whether it must sort.
+    public var sortColumns: [Int32] = []
+    /// Whether two neighbouring rows had equal values in every one of
+    /// ``sortColumns``, or a value in one was neither a number nor NULL
+    /// (equality then not decided here): the rows' order among themselves
+    /// is then the engine's, and the adapter sorts them.
+    public var tied = false
+    /// The previous row's values in ``sortColumns``.
+    @usableFromInline var previousSortValues: [ColumnSortValue] = []
 
     /// Rows to read with `reader`, in runs by `groupColumn` (or -1), in key
     /// order or not; `expected` rows are made room for in ``keys``.
@@ -335,6 +347,46 @@ public struct ColumnRows {
         return status == reader.functions.rowCode
     }
 
+    /// Compares the current row's values in ``sortColumns`` with the
+    /// previous row's, and sets ``tied`` when they are all equal or one is
+    /// neither a number nor NULL. Called once per row read while ``tied`` is
+    /// not set and there are ``sortColumns``; not inlined, so that each
+    /// record type's reading loop stays small.
+    @usableFromInline
+    mutating func watchTies() {
+        // The three functions and constants, not the whole table of them.
+        let (typeOf, int64, double) = (reader.functions.type, reader.functions.int64, reader.functions.double)
+        let (integerType, realType, nullType) =
+            (reader.functions.integerType, reader.functions.realType, reader.functions.nullType)
+        let handle = reader.handle
+        let first = previousSortValues.isEmpty
+        if first { previousSortValues = Array(repeating: .null, count: sortColumns.count) }
+        var equal = !first
+        var other = false
+        sortColumns.withUnsafeBufferPointer { columns in
+            previousSortValues.withUnsafeMutableBufferPointer { previous in
+                for index in columns.indices {
+                    let column = columns[index]
+                    let type = typeOf(handle, column)
+                    let value: ColumnSortValue
+                    if type == integerType {
+                        value = .integer(int64(handle, column))
+                    } else if type == realType {
+                        value = .real(double(handle, column))
+                    } else if type == nullType {
+                        value = .null
+                    } else {
+                        other = true
+                        return
+                    }
+                    if equal, value != previous[index] { equal = false }
+                    previous[index] = value
+                }
+            }
+        }
+        if equal || other { tied = true }
+    }
+
     /// Puts `records` in the order of ``keys`` (ascending, equal keys in the
     /// order read), moving them.
     @inlinable
@@ -353,6 +405,27 @@ public struct ColumnRows {
                 }
                 order[target] = target
             }
+        }
+    }
+}
+
+/// A value of a column rows are sorted by, compared with the same column's
+/// value in the next row: integers and reals by value, exactly, one against
+/// the other; NULLs equal.
+@usableFromInline
+enum ColumnSortValue: Equatable {
+    case null
+    case integer(Int64)
+    case real(Double)
+
+    @usableFromInline
+    static func == (lhs: ColumnSortValue, rhs: ColumnSortValue) -> Bool {
+        switch (lhs, rhs) {
+        case (.null, .null): true
+        case let (.integer(a), .integer(b)): a == b
+        case let (.real(a), .real(b)): a == b
+        case let (.integer(a), .real(b)), let (.real(b), .integer(a)): Int64(exactly: b) == a
+        default: false
         }
     }
 }
@@ -418,6 +491,7 @@ extension FieldwiseRecord {
             }
             rows.reader.rewind()
             records.append(try Self(fields: &rows.reader))
+            if !rows.tied, !rows.sortColumns.isEmpty { rows.watchTies() }
             if rows.inKeyOrder {
                 rows.keys.append(rows.reader.readsKey ? rows.reader.key : functions.int64(handle, 0))
             }

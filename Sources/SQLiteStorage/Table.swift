@@ -453,6 +453,15 @@ struct TableReader<R: Record> {
     /// the caller must sort.
     func rows(_ statement: Statement, orderedBy sortColumns: [Int32], tied: inout Bool) throws -> [R] {
         defer { statement.reset() }
+        if let rowsReader = table.rowsReader {
+            var rows = columnRows(statement)
+            rows.sortColumns = sortColumns
+            var records: [R] = []
+            try rowsReader.read(&rows, into: &records)
+            try statement.checkStep(rows.status)
+            if rows.tied { tied = true }
+            return records
+        }
         let decoder = RowDecoder(layout: table.layout, statement: statement)
         var records = RecordBuffer<R>()
         var previous = [SortValue](repeating: .null, count: sortColumns.count)
