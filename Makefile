@@ -33,8 +33,10 @@ BENCH_ARGS ?= --backends all --dialogs 1000 --messages-per-dialog 100 --iteratio
 SMOKE_ARGS ?= --backends all --dialogs 100 --messages-per-dialog 10 --iterations 6 --max-iterations 12 --time-limit 10 --warmup 1 --durability none --read-runs 9 --read-time 0.25 --min-read-runs 5 --erase-runs 9 --erase-time 1 --update-runs 3 --update-time 1 --instructions --output results/smoke.csv
 # `make bench-scale`: the two engines and their raw references at D=1000 and
 # D=10,000 (1M messages), M=100, durability full; the table ends with each
-# backend's throughput at 10,000 divided by its throughput at 1000.
-SCALE_ARGS ?= --backends sqlite,sqlite-raw,lmdb,lmdb-raw --sizes 1000x100,10000x100 --iterations 3 --warmup 0 --durability full --output results/scale.csv
+# backend's throughput at 10,000 divided by its throughput at 1000. Reads,
+# update and erase-all run in place as in `make bench` (the same settings),
+# so that both sizes, and this table and `make bench`'s, time the same thing.
+SCALE_ARGS ?= --backends sqlite,sqlite-raw,lmdb,lmdb-raw --sizes 1000x100,10000x100 --iterations 3 --warmup 0 --durability full --read-runs 9 --read-time 0.25 --min-read-runs 5 --erase-runs 21 --erase-time 1 --update-runs 3 --update-time 4 --output results/scale.csv
 # `make compare`: the newest report against the committed baseline.
 BASELINE ?= results/baseline.csv
 CURRENT ?= results/latest.csv
