@@ -349,11 +349,13 @@ public struct ColumnRows {
 
     /// Compares the current row's values in ``sortColumns`` with the
     /// previous row's, and sets ``tied`` when they are all equal or one is
-    /// neither a number nor NULL. Called once per row read while ``tied`` is
-    /// not set and there are ``sortColumns``; not inlined, so that each
-    /// record type's reading loop stays small.
+    /// neither a number nor NULL, as SQLite's `ORDER BY` compares them.
+    /// Called once per row read while ``tied`` is not set and there are
+    /// ``sortColumns`` (by a record type's loop, or by an adapter decoding
+    /// rows another way); not inlined, so that each record type's reading
+    /// loop stays small.
     @usableFromInline
-    mutating func watchTies() {
+    package mutating func watchTies() {
         // The three functions and constants, not the whole table of them.
         let (typeOf, int64, double) = (reader.functions.type, reader.functions.int64, reader.functions.double)
         let (integerType, realType, nullType) =

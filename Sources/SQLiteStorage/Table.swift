@@ -462,26 +462,17 @@ struct TableReader<R: Record> {
             if rows.tied { tied = true }
             return records
         }
+        // Another record type's rows, decoded field by field, watched for
+        // ties as the record type's own loop watches them.
         let decoder = RowDecoder(layout: table.layout, statement: statement)
         var records = RecordBuffer<R>()
-        var previous = [SortValue](repeating: .null, count: sortColumns.count)
-        var current = previous
-        var first = true
+        var watched = columnRows(statement)
+        watched.sortColumns = sortColumns
         while try statement.step() {
             try records.append { try decoder.decodeRow(R.self, into: $0) }
-            if tied { continue }
-            for index in sortColumns.indices {
-                let value = SortValue(statement, sortColumns[index])
-                if case .other = value { tied = true }
-                current[index] = value
-            }
-            if first {
-                first = false
-            } else if current == previous {
-                tied = true
-            }
-            swap(&previous, &current)
+            if !watched.tied { watched.watchTies() }
         }
+        if watched.tied { tied = true }
         return records.takeAll()
     }
 
@@ -601,36 +592,6 @@ struct TableReader<R: Record> {
             keys.replaceSubrange(first..., with: sortedKeys)
         }
         return records
-    }
-}
-
-/// A numeric column's value as SQLite's `ORDER BY` compares it: integers and
-/// reals by value (exactly, one against the other), NULLs equal to each other.
-/// Text and blobs are `.other`: never judged equal or unequal here.
-enum SortValue: Equatable {
-    case null
-    case integer(Int64)
-    case real(Double)
-    case other
-
-    @inline(__always)
-    init(_ statement: Statement, _ column: Int32) {
-        switch sqlite3_column_type(statement.handle, column) {
-        case SQLITE_NULL: self = .null
-        case SQLITE_INTEGER: self = .integer(sqlite3_column_int64(statement.handle, column))
-        case SQLITE_FLOAT: self = .real(sqlite3_column_double(statement.handle, column))
-        default: self = .other
-        }
-    }
-
-    static func == (lhs: SortValue, rhs: SortValue) -> Bool {
-        switch (lhs, rhs) {
-        case (.null, .null): true
-        case let (.integer(a), .integer(b)): a == b
-        case let (.real(a), .real(b)): a == b
-        case let (.integer(a), .real(b)), let (.real(b), .integer(a)): Int64(exactly: b) == a
-        default: false
-        }
     }
 }
 
