@@ -244,9 +244,9 @@ public struct SQLiteStorage<Record: DAOCore.Record>: Storage {
 
     /// The `SELECT` of an exact plan, kept with its template for this table
     /// when the plan has one (the text depends on the shape and the table only).
-    private func selectSQL(_ plan: Plan, orderBy order: [String], limit: Bool, keyLast: Bool) -> String {
+    private func selectSQL(_ plan: Plan, orderBy order: [String], limit: Bool, keyLast: Bool) -> SQLText {
         guard let template = plan.sqlTemplate else {
-            return table.selectSQL(where: plan.condition?.sql, orderBy: order, limit: limit, keyLast: keyLast)
+            return SQLText(sql: table.selectSQL(where: plan.condition?.sql, orderBy: order, limit: limit, keyLast: keyLast))
         }
         // `keyLast` follows from the shape (its sort and whether it has a limit).
         return template.memo(TableText<Record, SelectStatement>.self) { TableText() }.sql(for: table) {
@@ -258,10 +258,10 @@ public struct SQLiteStorage<Record: DAOCore.Record>: Storage {
     /// own for every row, else kept with the plan's template for this table
     /// when it has one, built from the condition otherwise.
     private func statementSQL<Kind>(
-        _ plan: Plan, _ kind: Kind.Type, all: String, where build: (String) -> String
-    ) -> String {
+        _ plan: Plan, _ kind: Kind.Type, all: SQLText, where build: (String) -> String
+    ) -> SQLText {
         guard let condition = plan.condition else { return all }
-        guard let template = plan.sqlTemplate else { return build(condition.sql) }
+        guard let template = plan.sqlTemplate else { return SQLText(sql: build(condition.sql)) }
         return template.memo(TableText<Record, Kind>.self) { TableText() }.sql(for: table) { build(condition.sql) }
     }
 
@@ -389,12 +389,12 @@ private enum DeleteStatement {}
 /// table it ran on, kept with the core's ``PlanTemplate``. The table is held,
 /// so its identity cannot be reused by another table while the text is kept.
 private final class TableText<Record: DAOCore.Record, Kind>: Sendable {
-    private let texts = Mutex<[ObjectIdentifier: (table: Table<Record>, sql: String)]>([:])
+    private let texts = Mutex<[ObjectIdentifier: (table: Table<Record>, sql: SQLText)]>([:])
 
-    func sql(for table: Table<Record>, _ build: () -> String) -> String {
+    func sql(for table: Table<Record>, _ build: () -> String) -> SQLText {
         let key = ObjectIdentifier(table)
         if let kept = texts.withLock({ $0[key] }), kept.table === table { return kept.sql }
-        let sql = build()
+        let sql = SQLText(sql: build())
         texts.withLock { texts in
             // A few tables at most (one per open database); start over past that.
             if texts.count >= 16 { texts.removeAll() }

@@ -38,20 +38,20 @@ final class Table<R: Record>: Sendable {
 
     /// The quoted column list, in field order.
     let selectList: String
-    let upsertSQL: String
+    let upsertSQL: SQLText
     /// A plain `INSERT` of one row, for rows known not to be stored yet.
-    let insertSQL: String
+    let insertSQL: SQLText
     /// For a relation's child: `UPDATE … SET <other columns> WHERE key = ?1
     /// AND fk = ?n`, for a row known to be stored under the parent it names;
     /// `nil` when the table has no foreign key or no other column.
     let updateUnderParentSQL: String?
-    let selectAllSQL: String
-    let selectByKeySQL: String
-    let deleteByKeySQL: String
+    let selectAllSQL: SQLText
+    let selectByKeySQL: SQLText
+    let deleteByKeySQL: SQLText
     /// `SELECT count(*)` of every row.
-    let countSQL: String
+    let countSQL: SQLText
     /// `DELETE` of every row.
-    let deleteAllSQL: String
+    let deleteAllSQL: SQLText
 
     /// Set when a relation leads back to an entity that owns this one: such a
     /// table cannot be set up (``ensureSchema(_:foreignKey:)`` throws this).
@@ -93,10 +93,10 @@ final class Table<R: Record>: Sendable {
         selectList = columns.joined(separator: ", ")
         let values = (1...columns.count).map { "?\($0)" }.joined(separator: ", ")
         let updates = columns.dropFirst().map { "\($0) = excluded.\($0)" }.joined(separator: ", ")
-        insertSQL = "INSERT INTO \(table) (\(selectList)) VALUES (\(values))"
-        upsertSQL =
-            "INSERT INTO \(table) (\(selectList)) VALUES (\(values)) ON CONFLICT (\(key)) "
-            + (updates.isEmpty ? "DO NOTHING" : "DO UPDATE SET \(updates)")
+        insertSQL = SQLText(sql: "INSERT INTO \(table) (\(selectList)) VALUES (\(values))")
+        upsertSQL = SQLText(
+            sql: "INSERT INTO \(table) (\(selectList)) VALUES (\(values)) ON CONFLICT (\(key)) "
+                + (updates.isEmpty ? "DO NOTHING" : "DO UPDATE SET \(updates)"))
         if let foreignKey, let fkIndex = names.firstIndex(of: foreignKey.column), fkIndex != 0 {
             let assignments = names.indices.filter { $0 != 0 && $0 != fkIndex }
                 .map { "\(columns[$0]) = ?\($0 + 1)" }
@@ -107,18 +107,18 @@ final class Table<R: Record>: Sendable {
         } else {
             updateUnderParentSQL = nil
         }
-        selectAllSQL = "SELECT \(selectList) FROM \(table) ORDER BY \(key)"
-        selectByKeySQL = "SELECT \(selectList) FROM \(table) WHERE \(key) = ?1"
-        deleteByKeySQL = "DELETE FROM \(table) WHERE \(key) = ?1"
-        countSQL = "SELECT count(*) FROM \(table)"
-        deleteAllSQL = "DELETE FROM \(table)"
+        selectAllSQL = SQLText(sql: "SELECT \(selectList) FROM \(table) ORDER BY \(key)")
+        selectByKeySQL = SQLText(sql: "SELECT \(selectList) FROM \(table) WHERE \(key) = ?1")
+        deleteByKeySQL = SQLText(sql: "DELETE FROM \(table) WHERE \(key) = ?1")
+        countSQL = SQLText(sql: "SELECT count(*) FROM \(table)")
+        deleteAllSQL = SQLText(sql: "DELETE FROM \(table)")
     }
 
     /// `SELECT count(*) … WHERE condition`.
-    func countSQL(where condition: String) -> String { countSQL + " WHERE " + condition }
+    func countSQL(where condition: String) -> String { countSQL.sql + " WHERE " + condition }
 
     /// `DELETE … WHERE condition`.
-    func deleteSQL(where condition: String) -> String { deleteAllSQL + " WHERE " + condition }
+    func deleteSQL(where condition: String) -> String { deleteAllSQL.sql + " WHERE " + condition }
 
     /// `SELECT … WHERE condition ORDER BY terms, key LIMIT ?` (each part
     /// optional). Without `keyLast` the primary key is left out of the
@@ -712,8 +712,8 @@ final class RelationLink<Rel: ToManyRelation>: ChildLink {
     let relation: Rel
     let child: Table<Child>
     let foreignKey: ForeignKey
-    let childKeysSQL: String
-    let childrenOfParentSQL: String
+    let childKeysSQL: SQLText
+    let childrenOfParentSQL: SQLText
     /// The child table's column holding the parent key.
     let foreignKeyColumn: Int32
     /// How many children the last read of one parent's children found: room
@@ -721,7 +721,7 @@ final class RelationLink<Rel: ToManyRelation>: ChildLink {
     private let lastChildCount = Atomic<Int>(0)
     /// ``childrenOfParentsSQL(selectList:table:foreignKey:count:)`` for each of
     /// ``batchSizes``, in that order.
-    let childrenOfParentsSQL: [String]
+    let childrenOfParentsSQL: [SQLText]
 
     init(_ relation: Rel, foreignKey: ForeignKey, owners: [String]) {
         self.relation = relation
@@ -732,13 +732,15 @@ final class RelationLink<Rel: ToManyRelation>: ChildLink {
         let table = quoted(child.name)
         let key = quoted(Child.entity.primaryKeyField.name)
         let fk = quoted(foreignKey.column)
-        childKeysSQL = "SELECT \(key) FROM \(table) WHERE \(fk) = ?1"
+        childKeysSQL = SQLText(sql: "SELECT \(key) FROM \(table) WHERE \(fk) = ?1")
         // No `ORDER BY`: ``TableReader/rows(_:keyColumn:keys:inKeyOrder:)`` puts
         // the rows in key order (see there why).
-        childrenOfParentSQL = "SELECT \(child.selectList) FROM \(table) WHERE \(fk) = ?1"
+        childrenOfParentSQL = SQLText(sql: "SELECT \(child.selectList) FROM \(table) WHERE \(fk) = ?1")
         let (selectList, childName) = (child.selectList, child.name)
         childrenOfParentsSQL = Self.batchSizes.map {
-            Self.childrenOfParentsSQL(selectList: selectList, table: childName, foreignKey: foreignKey.column, count: $0)
+            SQLText(
+                sql: Self.childrenOfParentsSQL(
+                    selectList: selectList, table: childName, foreignKey: foreignKey.column, count: $0))
         }
     }
 
