@@ -393,6 +393,34 @@ public struct QueryPlan<R: Record>: Sendable {
         return boundFields == equalities.count && boundFields > 0
     }
 
+    /// The predicate's equalities on fields other than `bound`, each value
+    /// coerced to its field's type, when the predicate is exactly a
+    /// conjunction of equalities (`==`, a `Bool` field or its negation) on
+    /// distinct declared fields, `bound` among them; `nil` otherwise, or
+    /// when a value does not coerce to its field. An adapter whose access
+    /// path binds the fields `bound` (a parent's key, an index's leading
+    /// fields) answers the predicate exactly by keeping the candidates whose
+    /// stored values equal these, with the library's equality (the stored
+    /// values' order, `-0.0` as `0.0`, `nil` equal to `nil`), instead of
+    /// evaluating the predicate on each decoded record.
+    public func equalities(besides bound: Set<String>) -> [(field: Field<R>, value: StoredValue)]? {
+        guard conditionIsExact, let expression = engineCondition, Self.isConjunctionOfEqualities(expression) else {
+            return nil
+        }
+        let equalities = expression.requiredEqualities
+        var names = Set<String>()
+        for equality in equalities where !names.insert(equality.field).inserted { return nil }
+        guard bound.isSubset(of: names) else { return nil }
+        var others: [(field: Field<R>, value: StoredValue)] = []
+        for equality in equalities where !bound.contains(equality.field) {
+            guard let field = R.entity.field(named: equality.field),
+                let value = equality.value.coerced(to: field.type, optional: field.isOptional)
+            else { return nil }
+            others.append((field, value))
+        }
+        return others
+    }
+
     private static func isConjunctionOfEqualities(_ expression: QueryExpression) -> Bool {
         switch expression {
         case .compare(_, .equal, _), .isTrue, .not(.isTrue): true

@@ -104,6 +104,10 @@ extension EntityTable {
         /// the predicate binds after the foreign key. Its name, the parent's
         /// key and `rest`.
         case parentIndexRange(String, parent: [UInt8], rest: [StoredValue])
+        /// The children of one parent (its key) whose fields at these
+        /// positions hold these values: the predicate's other equalities,
+        /// checked on the stored bytes (``QueryPlan/equalities(besides:)``).
+        case parentFilteredRange(parent: [UInt8], fields: [Int], values: [StoredValue])
     }
 
     /// The records read from `rows` by `type`'s ``FieldwiseRecord/readPacked(rows:)``;
@@ -130,9 +134,40 @@ extension EntityTable {
     }
 
     /// The key range of the core's access path, and whether its records are
-    /// exactly the answer (before sort and limit).
+    /// exactly the answer (before sort and limit). A parent's range that
+    /// does not answer the predicate by itself is filtered on the
+    /// predicate's other equalities, when the predicate is nothing but
+    /// equalities (``QueryPlan/equalities(besides:)``): then it does, and no
+    /// child is decoded for the predicate to be evaluated on it.
     func plan(for query: QueryPlan<R>) -> (plan: Plan, isExact: Bool) {
-        plan(for: query.access, isExact: query.accessIsExact)
+        let (path, isExact) = plan(for: query.access, isExact: query.accessIsExact)
+        guard !isExact, let link else { return (path, isExact) }
+        let foreignKey = entity.fields[link.foreignKeyIndex].name
+        let parent: [UInt8]
+        var fields: [Int] = []
+        var values: [StoredValue] = []
+        var bound: Set<String> = [foreignKey]
+        switch path {
+        case .parentRange(let key):
+            parent = key
+        case .parentIndexRange(let name, let key, let rest):
+            guard let index = indexes.first(where: { $0.index.name == name }) else { return (path, isExact) }
+            parent = key
+            for (field, value) in zip(index.fields.dropFirst(), rest) {
+                fields.append(field)
+                values.append(value)
+                bound.insert(entity.fields[field].name)
+            }
+        default:
+            return (path, isExact)
+        }
+        guard let others = query.equalities(besides: bound), !others.isEmpty else { return (path, isExact) }
+        for (field, value) in others {
+            guard let position = schema.names.firstIndex(of: field.name) else { return (path, isExact) }
+            fields.append(position)
+            values.append(value)
+        }
+        return (.parentFilteredRange(parent: parent, fields: fields, values: values), true)
     }
 
     /// The key range of the access path `access`, and whether its records
@@ -257,6 +292,10 @@ extension EntityTable {
                 : RangeFilter(
                     fields: Array(index.fields.dropFirst().prefix(rest.count)), values: rest, types: schema.types,
                     fromEnd: fieldsFromEnd)
+            return try candidates(
+                parent: parent, filter: filter, in: txn, codecs: codecs, sortKeys: sortKeys, backwards: backwards)
+        case .parentFilteredRange(let parent, let fields, let values):
+            let filter = RangeFilter(fields: fields, values: values, types: schema.types, fromEnd: fieldsFromEnd)
             return try candidates(
                 parent: parent, filter: filter, in: txn, codecs: codecs, sortKeys: sortKeys, backwards: backwards)
         case .indexRange(let name, let prefix):

@@ -114,6 +114,62 @@ struct LMDBStorageTests {
         }
     }
 
+    @Test("a parent's range is filtered on the predicate's other equalities, and answers exactly")
+    func parentRangeFilteredOnOtherEqualities() throws {
+        try withStoreDirectory { directory in
+            let records = try dialogRecords(dialogs: 12, messages: 40)
+            let env = try LMDBEnvironment(directory: directory.store)
+            try env.storage(for: DialogRecord.self).persist(records)
+            let messages = try env.storage(for: MessageRecord.self)
+            let all = records.flatMap(\.messages)
+            var matched = 0
+            for dialog in records.prefix(6) {
+                let d = dialog.id
+                let sample = try #require(dialog.messages.dropFirst(7).first)
+                let (t, s, text, date) = (sample.type, sample.senderId, sample.text, sample.date)
+                // Fields outside the index that serves the dialog's range:
+                // integers, booleans, text, a date, with and without the
+                // index's own next field.
+                let exact: [(Predicate<MessageRecord>, (MessageRecord) -> Bool)] = [
+                    (#Predicate { $0.dialogId == d && $0.type == t }, { $0.dialogId == d && $0.type == t }),
+                    (
+                        #Predicate { $0.dialogId == d && !$0.isRead && $0.type == t && $0.isIncoming },
+                        { $0.dialogId == d && !$0.isRead && $0.type == t && $0.isIncoming }
+                    ),
+                    (
+                        #Predicate { $0.senderId == s && $0.dialogId == d && $0.type == t },
+                        { $0.senderId == s && $0.dialogId == d && $0.type == t }
+                    ),
+                    (#Predicate { $0.dialogId == d && $0.text == text }, { $0.dialogId == d && $0.text == text }),
+                    (#Predicate { $0.dialogId == d && $0.date == date }, { $0.dialogId == d && $0.date == date }),
+                ]
+                for (predicate, expected) in exact {
+                    let plan = messages.table.plan(for: QueryPlan(Query(where: predicate), parts: [.accessPath]))
+                    guard case .parentFilteredRange = plan.plan else {
+                        Issue.record("planned as \(plan.plan)")
+                        continue
+                    }
+                    #expect(plan.isExact)
+                    let answer = all.filter(expected).sorted { $0.id < $1.id }
+                    #expect(try messages.read(where: predicate) == answer)
+                    #expect(try messages.count(where: predicate) == answer.count)
+                    matched += answer.count
+                }
+                // Not only equalities: each child is still checked whole.
+                let ranged = #Predicate<MessageRecord> { $0.dialogId == d && $0.type >= 1 }
+                #expect(!messages.table.planWithExactness(for: ranged).isExact)
+                #expect(try messages.read(where: ranged) == all.filter { $0.dialogId == d && $0.type >= 1 })
+            }
+            #expect(matched > 30)
+            // Erasing by such a predicate erases exactly those children.
+            let d = records[0].id
+            let t = records[0].messages[3].type
+            let erased = try messages.erase(where: #Predicate { $0.dialogId == d && $0.type == t })
+            #expect(erased == records[0].messages.filter { $0.type == t }.count)
+            #expect(try messages.read(where: #Predicate { $0.dialogId == d }) == records[0].messages.filter { $0.type != t })
+        }
+    }
+
     @Test("the workload query reads one dialog's range, filtered on the index's fields, and answers exactly")
     func workloadQuery() throws {
         try withStoreDirectory { directory in
