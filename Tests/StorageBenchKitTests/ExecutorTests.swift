@@ -103,15 +103,7 @@ import Glibc
                 for last; do :; done
                 printf '{"job":%s,"measurements":[],"error":"%s|%s"}' "$last" "$(tr '\0' ' ' < /proc/$$/environ)" "$(pwd)"
                 """#
-            // Written through a descriptor that closes on exec: a subprocess
-            // another test forks meanwhile would otherwise inherit it open for
-            // writing, and running the script would fail with ETXTBSY.
-            let fd = open(valgrind.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o755)
-            try #require(fd >= 0)
-            let bytes = Array(script.utf8)
-            let written = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
-            close(fd)
-            try #require(written == bytes.count)
+            try writeExecutable(script, to: valgrind)
             var job = try Self.job()
             job.countsInstructions = true
             let executor = SubprocessExecutor(

@@ -379,8 +379,7 @@ import Testing
             cat '\(resultFile.path)'
 
             """
-        try Data(text.utf8).write(to: script)
-        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: script.path)
+        try writeExecutable(text, to: script)
         return script
     }
 
