@@ -189,7 +189,9 @@ public struct PreparedQueryCall<Record: DAOCore.Record>: Sendable {
                 sort: sortedBy, limited: limit != nil, query: { query }),
             let template = entry.template, let access = entry.access(with: values)
         else { return nil }
-        return BoundPlan(template: unsafeDowncast(template, to: PlanTemplate<Record>.self), access: access, limit: limit)
+        return BoundPlan(
+            template: unsafeDowncast(template, to: PlanTemplate<Record>.self), access: access,
+            otherEqualities: entry.otherEqualities(with: values), limit: limit)
     }
 }
 
@@ -208,12 +210,22 @@ public final class BoundPlan<R: Record>: Sendable {
     public let template: PlanTemplate<R>
     /// The access path, with the call's values.
     public let access: QueryPlan<R>.Access
+    /// When the access path is not exact but the predicate is exactly a
+    /// conjunction of equalities on distinct fields: those the access path
+    /// does not bind, each value coerced to its field, as
+    /// ``QueryPlan/equalities(besides:)`` gives them; `nil` otherwise (or
+    /// when a value does not coerce to its field).
+    public let otherEqualities: [(field: String, value: StoredValue)]?
     /// The maximum number of results, or `nil` for all of them.
     public let limit: Int?
 
-    init(template: PlanTemplate<R>, access: QueryPlan<R>.Access, limit: Int?) {
+    init(
+        template: PlanTemplate<R>, access: QueryPlan<R>.Access,
+        otherEqualities: [(field: String, value: StoredValue)]?, limit: Int?
+    ) {
         self.template = template
         self.access = access
+        self.otherEqualities = otherEqualities
         self.limit = limit
     }
 
@@ -582,6 +594,8 @@ final class CallPlan: Sendable {
     /// The slots whose constants must be text (``ExpressionTemplate/fits(_:)``).
     let textSlots: [Int]
     let access: AccessValues
+    /// The template's ``PlanTemplate/otherEqualities``.
+    let otherEqualities: [OtherEquality]?
     /// The ``PlanTemplate`` of the record type; `nil`: values of these kinds
     /// are planned afresh.
     let template: (AnyObject & Sendable)?
@@ -595,10 +609,12 @@ final class CallPlan: Sendable {
         if entry.shaped, let template = entry.template, let expression = template.expression {
             textSlots = expression.textSlots
             access = template.access
+            otherEqualities = template.otherEqualities
             self.template = template
         } else {
             textSlots = []
             access = .all
+            otherEqualities = nil
             template = nil
         }
     }
@@ -631,6 +647,32 @@ final class CallPlan: Sendable {
             for index in slots.indices where slots[index] == slot { return values[parameters[index]] }
             return constants[slot]
         }
+    }
+
+    /// The template's other equalities (``PlanTemplate/otherEqualities``)
+    /// with this call's values; `nil` when it has none, or a value does not
+    /// coerce to its field (or does not fit the template).
+    func otherEqualities(with values: [StoredValue]) -> [(field: String, value: StoredValue)]? {
+        guard let otherEqualities else { return nil }
+        var bound: [(field: String, value: StoredValue)] = []
+        bound.reserveCapacity(otherEqualities.count)
+        if !textSlots.isEmpty {
+            guard let constants = constants(with: values) else { return nil }
+            for equality in otherEqualities {
+                guard let value = equality.value.value({ constants[$0] }) else { return nil }
+                bound.append((equality.field, value))
+            }
+            return bound
+        }
+        for equality in otherEqualities {
+            let value = equality.value.value { slot in
+                for index in slots.indices where slots[index] == slot { return values[parameters[index]] }
+                return constants[slot]
+            }
+            guard let value else { return nil }
+            bound.append((equality.field, value))
+        }
+        return bound
     }
 }
 

@@ -331,6 +331,15 @@ public struct QueryPlan<R: Record>: Sendable {
         case primaryKey((equality: Int, target: Field<R>))
         case index(Index, [(equality: Int, target: Field<R>)])
         case parent((equality: Int, target: Field<R>))
+
+        /// The names of the fields the access path binds.
+        var fieldNames: Set<String> {
+            switch self {
+            case .all: []
+            case .primaryKey(let position), .parent(let position): [position.target.name]
+            case .index(_, let positions): Set(positions.map(\.target.name))
+            }
+        }
     }
 
     /// The access path for these required equalities and how many distinct

@@ -168,6 +168,11 @@ public final class PlanTemplate<R: Record>: Sendable {
     /// terms that do not depend on the record type (``AccessValues``).
     let access: AccessValues
     let accessIsExact: Bool
+    /// The required equalities the access path does not bind, when the
+    /// predicate is exactly a conjunction of equalities on distinct fields
+    /// (``QueryPlan/equalities(besides:)``), each with the field it is
+    /// checked on; `nil` otherwise (or when the access path is exact).
+    let otherEqualities: [OtherEquality]?
     let sort: SortPlan<R>
     private let memos = Mutex<[ObjectIdentifier: any Sendable]>([:])
     /// Whether the last call that chose the direction of its candidates
@@ -186,6 +191,7 @@ public final class PlanTemplate<R: Record>: Sendable {
             expression = nil
             slotCount = 0
             access = .all
+            otherEqualities = nil
             return
         }
         guard fresh.conditionIsExact, let engineCondition = fresh.engineCondition,
@@ -209,9 +215,34 @@ public final class PlanTemplate<R: Record>: Sendable {
             let (choice, _) = QueryPlan<R>.chooseAccess(values)
             access = AccessValues(choice, equalities: equalities)
             guard access.instantiate(constants) == fresh.access else { return nil }
+            otherEqualities = Self.otherEqualities(fresh, choice: choice, equalities: equalities, constants: constants)
         } else {
             access = .all
+            otherEqualities = nil
         }
+    }
+
+    /// The equalities of `fresh` that `choice` does not bind, as template
+    /// values, when the predicate is exactly a conjunction of equalities and
+    /// they give `fresh`'s own values back for its constants; else `nil`.
+    private static func otherEqualities(
+        _ fresh: QueryPlan<R>, choice: QueryPlan<R>.AccessChoice, equalities: [EqualityTemplate<R>],
+        constants: [StoredValue]
+    ) -> [OtherEquality]? {
+        guard !fresh.accessIsExact else { return nil }
+        let bound = choice.fieldNames
+        guard let others = fresh.equalities(besides: bound), !others.isEmpty else { return nil }
+        let kept = equalities.filter { !bound.contains($0.field.name) }.map { equality in
+            OtherEquality(
+                field: equality.field.name,
+                value: AccessValue(source: equality.source, type: equality.field.type, optional: equality.field.isOptional))
+        }
+        guard kept.count == others.count,
+            zip(kept, others).allSatisfy({ kept, other in
+                kept.field == other.field.name && kept.value.value({ constants[$0] }) == other.value
+            })
+        else { return nil }
+        return kept
     }
 
     /// The plan of `query`, whose predicate has this template's shape and
@@ -360,6 +391,14 @@ enum AccessValues: Sendable {
             return value.value(constant).map { .parent($0) }
         }
     }
+}
+
+/// A required equality that a template's access path does not bind: the
+/// field it is checked on and where its value comes from
+/// (``PlanTemplate/otherEqualities``).
+struct OtherEquality: Sendable {
+    let field: String
+    let value: AccessValue
 }
 
 /// Where a value of a plan comes from: a constant of the predicate (by its

@@ -140,7 +140,19 @@ extension EntityTable {
     /// equalities (``QueryPlan/equalities(besides:)``): then it does, and no
     /// child is decoded for the predicate to be evaluated on it.
     func plan(for query: QueryPlan<R>) -> (plan: Plan, isExact: Bool) {
-        let (path, isExact) = plan(for: query.access, isExact: query.accessIsExact)
+        filtered(plan(for: query.access, isExact: query.accessIsExact)) { bound in
+            query.equalities(besides: bound)?.map { (field: $0.field.name, value: $0.value) }
+        }
+    }
+
+    /// `planned`, a parent's range that does not answer the predicate by
+    /// itself, filtered on the equalities `others` gives for the names of
+    /// the fields the range binds (the foreign key, and an index's next
+    /// fields), when it gives any: then exact. Any other plan as it is.
+    func filtered(
+        _ planned: (plan: Plan, isExact: Bool), others: (Set<String>) -> [(field: String, value: StoredValue)]?
+    ) -> (plan: Plan, isExact: Bool) {
+        let (path, isExact) = planned
         guard !isExact, let link else { return (path, isExact) }
         let foreignKey = entity.fields[link.foreignKeyIndex].name
         let parent: [UInt8]
@@ -161,9 +173,9 @@ extension EntityTable {
         default:
             return (path, isExact)
         }
-        guard let others = query.equalities(besides: bound), !others.isEmpty else { return (path, isExact) }
+        guard let others = others(bound), !others.isEmpty else { return (path, isExact) }
         for (field, value) in others {
-            guard let position = schema.names.firstIndex(of: field.name) else { return (path, isExact) }
+            guard !bound.contains(field), let position = schema.names.firstIndex(of: field) else { return (path, isExact) }
             fields.append(position)
             values.append(value)
         }

@@ -293,7 +293,7 @@ public struct LMDBStorage<Record: DAOCore.Record>: Storage {
     ///
     /// - Throws: ``StorageError``.
     public func read(_ call: PreparedQueryCall<Record>) throws -> [Record] {
-        if let bound = call.boundPlan(), bound.accessIsExact {
+        if let bound = call.boundPlan(), bound.accessIsExact || bound.otherEqualities != nil {
             do {
                 if let records = try read(bound) { return records }
             } catch {
@@ -311,7 +311,19 @@ public struct LMDBStorage<Record: DAOCore.Record>: Storage {
         let sortKeys = prepared.sortPositions.map { SortKeys(positions: $0, columns: prepared.sortColumns) }
         let backwards = sortKeys != nil && bound.prefersDescendingCandidates
         let candidates: [Record]
-        if let served = prepared.servedIndex, case .index(_, let values) = bound.access, let first = values.first,
+        if !bound.accessIsExact {
+            // A parent's range filtered on the call's other equalities (as
+            // `EntityTable.plan(for:)` plans the query).
+            let (path, isExact) = table.filtered(table.plan(for: bound.access, isExact: false)) { _ in
+                bound.otherEqualities
+            }
+            guard isExact else { return nil }
+            candidates = try table.environment.read(.read) { txn in
+                try table.withReadCodecs { codecs in
+                    try table.candidates(for: path, in: txn, codecs: codecs, sortKeys: sortKeys, backwards: backwards)
+                }
+            }
+        } else if let served = prepared.servedIndex, case .index(_, let values) = bound.access, let first = values.first,
             first != .null
         {
             // The index leads with the foreign key: the parent's range,

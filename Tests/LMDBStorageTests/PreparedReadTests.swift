@@ -93,6 +93,16 @@ struct PreparedReadTests {
                 where: #Predicate<Bottle, String> { bottle, crate in bottle.crateId == crate }, sortedBy: oldest)
             let byLabel = try PreparedQuery(
                 where: #Predicate<Bottle, String?> { bottle, label in bottle.label == label }, sortedBy: newest)
+            // Equalities outside the index that serves the crate's range:
+            // checked on the range's stored bytes once the entity is a child.
+            let byCrateLabel = try PreparedQuery(
+                where: #Predicate<Bottle, String, String?> { bottle, crate, label in
+                    bottle.crateId == crate && bottle.label == label
+                }, sortedBy: newest)
+            let byCrateVintage = try PreparedQuery(
+                where: #Predicate<Bottle, Int64, String> { bottle, vintage, crate in
+                    bottle.vintage == vintage && bottle.crateId == crate
+                })
             var checks = 0
             func compare(_ call: PreparedQueryCall<Bottle>, _ constant: Predicate<Bottle>, _ what: String) throws {
                 let got = try bottles.read(call)
@@ -116,6 +126,15 @@ struct PreparedReadTests {
                             "crate \(crate.debugDescription), corked \(corked), limit 2")
                     }
                     try compare(inCrate.call(crate), #Predicate { $0.crateId == crate }, "crate \(crate.debugDescription)")
+                    for label: String? in [nil, "Rosé", "x"] {
+                        try compare(
+                            byCrateLabel.call(crate, label), #Predicate { $0.crateId == crate && $0.label == label },
+                            "crate \(crate.debugDescription), label \(String(describing: label))")
+                    }
+                    let vintage = Int64(1990 + random.next() % 6)
+                    try compare(
+                        byCrateVintage.call(vintage, crate), #Predicate { $0.vintage == vintage && $0.crateId == crate },
+                        "crate \(crate.debugDescription), vintage \(vintage)")
                 }
                 for vintage in Int64(1989)...1996 {
                     try compare(byVintage.call(vintage), #Predicate { $0.vintage == vintage }, "vintage \(vintage)")
@@ -136,11 +155,16 @@ struct PreparedReadTests {
             let crates = try env.storage(for: Crate.self)
             try crates.persist(Self.crates(&random))
             try round(&random)
+            // The calls bind the equalities the crate's range leaves.
+            let label = try #require(byCrateLabel.call("a", "Rosé").boundPlan())
+            #expect(label.otherEqualities?.map(\.field) == ["label"])
+            #expect(label.otherEqualities?.map(\.value) == [.text("Rosé")])
+            #expect(byCrateVintage.call(Int64(1991), "b").boundPlan()?.otherEqualities?.map(\.field) == ["vintage"])
             // Children replaced and moved between parents.
             try crates.persist(Self.crates(&random))
             try round(&random)
             #expect(try bottles.count() > 0)
-            #expect(checks == 3 * (6 * 5 + 8 + 5 + 5))
+            #expect(checks == 3 * (6 * 9 + 8 + 5 + 5))
             #expect(try bottles.verify() == bottles.count())
             #expect(try crates.verify() == crates.count())
         }
