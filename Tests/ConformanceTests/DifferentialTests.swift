@@ -279,6 +279,10 @@ struct Generator {
     let shortTexts: [String]
     let needles: [String] = ["", "e", "\u{308}", "\u{EB}", "Zo", "🚀", "\u{0}", "a", "é", "e\u{301}", "long", "👩"]
     var nextChapter: Int64 = 0
+    /// The keys of the authors and books generated so far, for queries that
+    /// name a parent that exists.
+    var authorIds: [String] = []
+    var isbns: [String] = []
 
     init(texts: [String]) {
         self.texts = texts
@@ -306,6 +310,7 @@ struct Generator {
         var books: [BookRecord] = []
         for _ in 0..<Int(random.next() % 4) {
             let isbn = pick(shortTexts, &random) + "-\(random.next() % 40)"
+            isbns.append(isbn)
             var chapters: [ChapterRecord] = []
             for _ in 0..<Int(random.next() % 4) {
                 nextChapter += 1
@@ -322,6 +327,7 @@ struct Generator {
                     year: Int64(1990 + random.next() % 8), price: random.next() % 4 == 0 ? nil : real(&random),
                     chapters: chapters))
         }
+        authorIds.append(id)
         return AuthorRecord(
             id: id, name: pick(shortTexts, &random), rating: real(&random),
             born: random.next() % 2 == 0 ? nil : Date(timeIntervalSinceReferenceDate: real(&random)), books: books)
@@ -349,7 +355,9 @@ struct Generator {
         let price: Double? = random.next() % 4 == 0 ? nil : real(&random)
         let isbn = pick(shortTexts, &random) + "-\(random.next() % 40)"
         let predicate: (String, Predicate<BookRecord>, (BookRecord) -> Bool)
-        switch random.next() % 22 {
+        // A parent that exists, for equalities besides the parent's key.
+        let author = authorIds.isEmpty ? t : pick(authorIds, &random)
+        switch random.next() % 24 {
         case 0: predicate = ("authorId == \(t.debugDescription)", #Predicate { $0.authorId == t }, { Bytes.equal($0.authorId, t) })
         case 1: predicate = ("title == \(t.debugDescription)", #Predicate { $0.title == t }, { Bytes.equal($0.title, t) })
         case 2: predicate = ("title != \(t.debugDescription)", #Predicate { $0.title != t }, { !Bytes.equal($0.title, t) })
@@ -371,6 +379,8 @@ struct Generator {
         case 18: predicate = ("isbn == \(isbn.debugDescription)", #Predicate { $0.isbn == isbn }, { Bytes.equal($0.isbn, isbn) })
         case 19: predicate = ("title == authorId", #Predicate { $0.title == $0.authorId }, { Bytes.equal($0.title, $0.authorId) })
         case 20: predicate = ("title > \(t.debugDescription) && title <= \(u.debugDescription)", #Predicate { $0.title > t && $0.title <= u }, { Bytes.less(t, $0.title) && !Bytes.less(u, $0.title) })
+        case 21: predicate = ("authorId == \(author.debugDescription) && price == \(String(describing: price))", #Predicate { $0.authorId == author && $0.price == price }, { Bytes.equal($0.authorId, author) && $0.price == price })
+        case 22: predicate = ("authorId == \(author.debugDescription) && subtitle == nil", #Predicate { $0.authorId == author && $0.subtitle == nil }, { Bytes.equal($0.authorId, author) && $0.subtitle == nil })
         default: predicate = ("a chapter named \(t.debugDescription) (via a relation)", #Predicate { $0.chapters.contains { $0.heading == t } }, { $0.chapters.contains { $0.heading == t } })
         }
         let sorts: [(String, [SortDescriptor<BookRecord>], ((BookRecord, BookRecord) -> ComparisonResult)?)] = [
@@ -411,7 +421,9 @@ struct Generator {
         let pages = Int64(random.next() % 9)
         let book = pick(shortTexts, &random) + "-\(random.next() % 40)"
         let predicate: (String, Predicate<ChapterRecord>, (ChapterRecord) -> Bool)
-        switch random.next() % 9 {
+        // A book that exists, for equalities besides the parent's key.
+        let known = isbns.isEmpty ? book : pick(isbns, &random)
+        switch random.next() % 11 {
         case 0: predicate = ("weight < \(w)", #Predicate { $0.weight < w }, { $0.weight < w })
         case 1: predicate = ("weight == \(w)", #Predicate { $0.weight == w }, { $0.weight == w })
         case 2: predicate = ("weight >= \(w)", #Predicate { $0.weight >= w }, { $0.weight >= w })
@@ -420,6 +432,8 @@ struct Generator {
         case 5: predicate = ("bookId == \(book.debugDescription) && draft", #Predicate { $0.bookId == book && $0.draft }, { Bytes.equal($0.bookId, book) && $0.draft })
         case 6: predicate = ("pages >= \(pages) && !draft", #Predicate { $0.pages >= pages && !$0.draft }, { $0.pages >= pages && !$0.draft })
         case 7: predicate = ("number < 0", #Predicate { $0.number < 0 }, { $0.number < 0 })
+        case 8: predicate = ("bookId == \(known.debugDescription) && pages == \(pages)", #Predicate { $0.bookId == known && $0.pages == pages }, { Bytes.equal($0.bookId, known) && $0.pages == pages })
+        case 9: predicate = ("bookId == \(known.debugDescription) && weight == \(w) && !draft", #Predicate { $0.bookId == known && $0.weight == w && !$0.draft }, { Bytes.equal($0.bookId, known) && $0.weight == w && !$0.draft })
         default:
             let length = Int(pages) * 100
             predicate = ("heading length > \(length) (computed)", #Predicate { $0.heading.count > length }, { $0.heading.count > length })
