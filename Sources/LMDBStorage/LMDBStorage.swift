@@ -252,8 +252,7 @@ public struct LMDBStorage<Record: DAOCore.Record>: Storage {
     public func read(_ query: Query<Record>, handingOut body: RecordHandoff<Record>) throws {
         // A child entity's records lie under their parents' keys, not in
         // the order of their own: read as an array, and sorted.
-        guard table.hasRelations, table.link == nil, query.predicate == nil, query.sortedBy.isEmpty, query.limit == nil
-        else {
+        guard handsOutWhileReading, query.predicate == nil, query.sortedBy.isEmpty, query.limit == nil else {
             return try handOut(read(query), to: body)
         }
         // What `body` throws reaches the caller as it was thrown, not as
@@ -304,27 +303,16 @@ public struct LMDBStorage<Record: DAOCore.Record>: Storage {
     }
 
     /// The records of a prepared call bound from its template, whose access
-    /// path is exact; `nil` when this store cannot walk the path exactly
-    /// (the call reads its query then).
+    /// path is exact, or whose other equalities (``BoundPlan/otherEqualities``)
+    /// make a parent's range exact; `nil` when this store cannot walk the
+    /// path exactly (the call reads its query then).
     private func read(_ bound: BoundPlan<Record>) throws -> [Record]? {
         let prepared = table.preparedRead(for: bound)
         let sortKeys = prepared.sortPositions.map { SortKeys(positions: $0, columns: prepared.sortColumns) }
         let backwards = sortKeys != nil && bound.prefersDescendingCandidates
         let candidates: [Record]
-        if !bound.accessIsExact {
-            // A parent's range filtered on the call's other equalities (as
-            // `EntityTable.plan(for:)` plans the query).
-            let (path, isExact) = table.filtered(table.plan(for: bound.access, isExact: false)) { _ in
-                bound.otherEqualities
-            }
-            guard isExact else { return nil }
-            candidates = try table.environment.read(.read) { txn in
-                try table.withReadCodecs { codecs in
-                    try table.candidates(for: path, in: txn, codecs: codecs, sortKeys: sortKeys, backwards: backwards)
-                }
-            }
-        } else if let served = prepared.servedIndex, case .index(_, let values) = bound.access, let first = values.first,
-            first != .null
+        if bound.accessIsExact, let served = prepared.servedIndex, case .index(_, let values) = bound.access,
+            let first = values.first, first != .null
         {
             // The index leads with the foreign key: the parent's range,
             // each child's index key checked against the rest (as
@@ -347,7 +335,12 @@ public struct LMDBStorage<Record: DAOCore.Record>: Storage {
                 }
             }
         } else {
-            let (path, isExact) = table.plan(for: bound.access, isExact: true)
+            // An exact path as it is; an inexact one, a parent's range,
+            // filtered on the call's other equalities (as
+            // `EntityTable.plan(for:)` plans the query).
+            let (path, isExact) = table.filtered(table.plan(for: bound.access, isExact: bound.accessIsExact)) { _ in
+                bound.otherEqualities
+            }
             guard isExact else { return nil }
             candidates = try table.environment.read(.read) { txn in
                 try table.withReadCodecs { codecs in

@@ -357,7 +357,7 @@ struct Generator {
         let predicate: (String, Predicate<BookRecord>, (BookRecord) -> Bool)
         // A parent that exists, for equalities besides the parent's key.
         let author = authorIds.isEmpty ? t : pick(authorIds, &random)
-        switch random.next() % 24 {
+        switch random.next() % 25 {
         case 0: predicate = ("authorId == \(t.debugDescription)", #Predicate { $0.authorId == t }, { Bytes.equal($0.authorId, t) })
         case 1: predicate = ("title == \(t.debugDescription)", #Predicate { $0.title == t }, { Bytes.equal($0.title, t) })
         case 2: predicate = ("title != \(t.debugDescription)", #Predicate { $0.title != t }, { !Bytes.equal($0.title, t) })
@@ -381,6 +381,7 @@ struct Generator {
         case 20: predicate = ("title > \(t.debugDescription) && title <= \(u.debugDescription)", #Predicate { $0.title > t && $0.title <= u }, { Bytes.less(t, $0.title) && !Bytes.less(u, $0.title) })
         case 21: predicate = ("authorId == \(author.debugDescription) && price == \(String(describing: price))", #Predicate { $0.authorId == author && $0.price == price }, { Bytes.equal($0.authorId, author) && $0.price == price })
         case 22: predicate = ("authorId == \(author.debugDescription) && subtitle == nil", #Predicate { $0.authorId == author && $0.subtitle == nil }, { Bytes.equal($0.authorId, author) && $0.subtitle == nil })
+        case 23: predicate = ("authorId == \(author.debugDescription) && title == \(t.debugDescription)", #Predicate { $0.authorId == author && $0.title == t }, { Bytes.equal($0.authorId, author) && Bytes.equal($0.title, t) })
         default: predicate = ("a chapter named \(t.debugDescription) (via a relation)", #Predicate { $0.chapters.contains { $0.heading == t } }, { $0.chapters.contains { $0.heading == t } })
         }
         let sorts: [(String, [SortDescriptor<BookRecord>], ((BookRecord, BookRecord) -> ComparisonResult)?)] = [
