@@ -174,6 +174,10 @@ public final class PlanTemplate<R: Record>: Sendable {
     /// checked on; `nil` otherwise (or when the access path is exact).
     let otherEqualities: [OtherEquality]?
     let sort: SortPlan<R>
+    /// The fields of ``otherEqualities``, in the order of a bound call's
+    /// ``BoundPlan/otherEqualities``; `nil` when the template has none.
+    /// An adapter resolves them once per template.
+    public var otherEqualityFields: [String]? { otherEqualities?.map(\.field) }
     private let memos = Mutex<[ObjectIdentifier: any Sendable]>([:])
     /// Whether the last call that chose the direction of its candidates
     /// found them in the order asked for when read in descending key order

@@ -271,10 +271,21 @@ final class EntityTable<R: Record>: Sendable {
         }
         if let kept { return kept }
         var servedIndex: PreparedRead.ServedIndex?
-        if case .index(let declared, _) = bound.access,
+        if case .index(let declared, let values) = bound.access,
             let index = indexes.first(where: { $0.index.name == declared.name }), isServedByParent(index, link: link)
         {
-            servedIndex = PreparedRead.ServedIndex(rest: Array(index.fields.dropFirst()))
+            let rest = Array(index.fields.dropFirst())
+            servedIndex = PreparedRead.ServedIndex(
+                rest: rest,
+                otherFields: otherFieldPositions(
+                    bound.template.otherEqualityFields, besides: rest.prefix(max(values.count - 1, 0)),
+                    link: link),
+                boundRest: max(values.count - 1, 0))
+        } else if case .parent = bound.access, let link {
+            servedIndex = PreparedRead.ServedIndex(
+                rest: [],
+                otherFields: otherFieldPositions(bound.template.otherEqualityFields, besides: [], link: link),
+                boundRest: 0)
         }
         let sortPositions = sortKeyPositions(bound.sort)
         let made = PreparedRead(
@@ -288,6 +299,25 @@ final class EntityTable<R: Record>: Sendable {
             reads.append(made)
         }
         return made
+    }
+
+    /// The positions of a template's other equalities' fields
+    /// (``PlanTemplate/otherEqualityFields``), checked on a parent's range
+    /// besides the foreign key and the index fields `bound` (as
+    /// ``filtered(_:others:)`` checks them); `nil` when there are none, or
+    /// one is not a stored field or is bound already (a call reads its
+    /// plan then).
+    private func otherFieldPositions(_ names: [String]?, besides bound: ArraySlice<Int>, link: ParentLink?) -> [Int]? {
+        guard let names, !names.isEmpty, let link else { return nil }
+        var positions: [Int] = []
+        positions.reserveCapacity(names.count)
+        for name in names {
+            guard let position = schema.names.firstIndex(of: name), position != link.foreignKeyIndex,
+                !bound.contains(position), !positions.contains(position)
+            else { return nil }
+            positions.append(position)
+        }
+        return positions
     }
 
     /// The parent link in force: declared by the parent's table, or registered
@@ -463,10 +493,25 @@ struct KeptCodecs: @unchecked Sendable {
 /// (``EntityTable/preparedRead(for:)``): the positions of the sort keys, and
 /// whether the access path is an index the parent's range serves. Immutable.
 final class PreparedRead: Sendable {
-    /// An index that leads with the foreign key, served by the parent's
-    /// range: the positions of its fields after the foreign key.
+    /// A parent's range: an index that leads with the foreign key, served
+    /// by the parent's range (the positions of its fields after the foreign
+    /// key, `boundRest` of them bound by the template's access path), or the
+    /// parent's key itself (no fields); and the positions of the template's
+    /// other equalities' fields, checked on the range's stored bytes when
+    /// the access path is not exact by itself.
     struct ServedIndex: Sendable {
         let rest: [Int]
+        let boundRest: Int
+        /// The fields an inexact path's filter checks: the index's bound
+        /// fields after the foreign key, then the other equalities' fields;
+        /// `nil` when the template has no other equalities this range can check.
+        let filterFields: [Int]?
+
+        init(rest: [Int], otherFields: [Int]?, boundRest: Int) {
+            self.rest = rest
+            self.boundRest = boundRest
+            filterFields = otherFields.map { Array(rest.prefix(boundRest)) + $0 }
+        }
     }
 
     /// The template it was made for, held so that its identity is not

@@ -311,26 +311,13 @@ public struct LMDBStorage<Record: DAOCore.Record>: Storage {
         let sortKeys = prepared.sortPositions.map { SortKeys(positions: $0, columns: prepared.sortColumns) }
         let backwards = sortKeys != nil && bound.prefersDescendingCandidates
         let candidates: [Record]
-        if bound.accessIsExact, let served = prepared.servedIndex, case .index(_, let values) = bound.access,
-            let first = values.first, first != .null
-        {
-            // The index leads with the foreign key: the parent's range,
-            // each child's index key checked against the rest (as
-            // `EntityTable.plan(for:isExact:)` plans it).
-            var parent: [UInt8] = []
-            KeyCodec.append(untagged: first, to: &parent)
-            // The values after the foreign key, compared with the index's
-            // next fields (as many as both have).
-            let filter =
-                values.count < 2
-                ? nil
-                : RangeFilter(
-                    fields: served.rest, values: values, from: 1, types: table.schema.types,
-                    fromEnd: table.fieldsFromEnd)
+        if let served = prepared.servedIndex, let range = parentRange(bound, served) {
+            // The parent's range, each child's stored fields checked
+            // against the filter's values.
             candidates = try table.environment.read(.read) { txn in
                 try table.withReadCodecs { codecs in
                     try table.candidates(
-                        parent: parent, filter: filter, in: txn, codecs: codecs, sortKeys: sortKeys,
+                        parent: range.parent, filter: range.filter, in: txn, codecs: codecs, sortKeys: sortKeys,
                         backwards: backwards)
                 }
             }
@@ -353,6 +340,49 @@ public struct LMDBStorage<Record: DAOCore.Record>: Storage {
             return bound.finish(candidates, sortKeys: sortKeys.storedKeys, descending: backwards)
         }
         return bound.finish(candidates)
+    }
+
+    /// The parent's key and the filter of a bound call whose access path is
+    /// a parent's range (`served`), as ``EntityTable/plan(for:)`` and
+    /// ``EntityTable/filtered(_:others:)`` plan its query, from the
+    /// positions kept for the template: the index's next fields bound by
+    /// the access path, and the call's other equalities when the path is
+    /// not exact by itself. `nil` when the call does not fit them (a null
+    /// parent key; no other equalities for an inexact path).
+    private func parentRange(
+        _ bound: BoundPlan<Record>, _ served: PreparedRead.ServedIndex
+    ) -> (parent: [UInt8], filter: RangeFilter?)? {
+        let values: [StoredValue]
+        switch bound.access {
+        case .index(_, let indexValues): values = indexValues
+        case .parent(let value): values = [value]
+        default: return nil
+        }
+        guard let first = values.first, first != .null, values.count - 1 == served.boundRest else { return nil }
+        var parent: [UInt8] = []
+        KeyCodec.append(untagged: first, to: &parent)
+        let types = table.schema.types
+        if bound.accessIsExact {
+            // The values after the foreign key, compared with the index's
+            // next fields.
+            guard values.count > 1 else { return (parent, nil) }
+            return (
+                parent,
+                RangeFilter(fields: served.rest, values: values, from: 1, types: types, fromEnd: table.fieldsFromEnd)
+            )
+        }
+        guard let filterFields = served.filterFields, let others = bound.otherEqualities,
+            served.boundRest + others.count == filterFields.count
+        else { return nil }
+        // The index's bound values after the foreign key, then the other
+        // equalities' values, in the order of `filterFields`.
+        var filterValues: [StoredValue] = []
+        filterValues.reserveCapacity(filterFields.count)
+        for position in 1..<values.count { filterValues.append(values[position]) }
+        for other in others { filterValues.append(other.value) }
+        return (
+            parent, RangeFilter(fields: filterFields, values: filterValues, types: types, fromEnd: table.fieldsFromEnd)
+        )
     }
 
     /// How many records meet `predicate` (all of them for `nil`, counted by

@@ -37,6 +37,8 @@ struct GadgetRecord: Record, Equatable {
         indexes: [Index("gadgets_by_active_level", on: ["active", "level"]), Index("gadgets_by_serial", on: ["serial"])])
 }
 
+private typealias E = PredicateExpressions
+
 /// One prepared query of a round and how to draw values for it: the answer
 /// with the values bound and the same query with them written in.
 struct PreparedCase<R: Record> {
@@ -105,8 +107,9 @@ struct PreparedQueryTests {
                     check(count == expectedCount, "count \(chosen.name) with \(values): \(count) != \(expectedCount)")
                 }
             }
-            try run(books, try Self.bookCases(generator, &random), calls: 160)
-            try run(chapters, try Self.chapterCases(generator, &random), calls: 80)
+            let storedBooks = library.flatMap(\.books)
+            try run(books, try Self.bookCases(generator, storedBooks, &random), calls: 160)
+            try run(chapters, try Self.chapterCases(generator, storedBooks.flatMap(\.chapters), &random), calls: 80)
             try run(authors, try Self.authorCases(generator, &random), calls: 40)
             try run(gadgetStorage, try Self.gadgetCases(generator, &random), calls: 120)
             // Erasing with a prepared predicate erases what the constant one counts.
@@ -130,7 +133,10 @@ struct PreparedQueryTests {
         random.next() % 3 == 0 ? Int(random.next() % 6) : nil
     }
 
-    static func bookCases(_ g: Generator, _ random: inout SplitMix64) throws -> [PreparedCase<BookRecord>] {
+    /// `stored`: the books persisted, whose values some cases ask for.
+    static func bookCases(
+        _ g: Generator, _ stored: [BookRecord], _ random: inout SplitMix64
+    ) throws -> [PreparedCase<BookRecord>] {
         let s = sort([[], [SortDescriptor(\BookRecord.year)], [SortDescriptor(\.year, order: .reverse), SortDescriptor(\.price)],
                       [SortDescriptor(\.title)], [SortDescriptor(\.chapters.count, order: .reverse)]], &random)
         let l = limit(&random)
@@ -148,6 +154,21 @@ struct PreparedQueryTests {
         let byYearAuthor = try PreparedQuery(
             where: #Predicate<BookRecord, Int64, String> { b, y, a in y == b.year && a == b.authorId }, sortedBy: s, limit: l)
         let byPrice = try PreparedQuery(where: #Predicate<BookRecord, Double?> { b, p in b.price == p }, sortedBy: s, limit: l)
+        // Equalities besides those of the index that leads with the parent's
+        // key (LMDB checks them on the parent's range).
+        // `#Predicate` with three parameters compared by `==` is more than
+        // the type checker takes: the same expressions, written out.
+        let authorYearSubtitle = Predicate<BookRecord, String, Int64, String?> { b, a, y, t in
+            E.Conjunction(
+                lhs: E.Conjunction(
+                    lhs: E.Equal(lhs: E.KeyPath(root: b, keyPath: \BookRecord.authorId), rhs: a),
+                    rhs: E.Equal(lhs: E.KeyPath(root: b, keyPath: \BookRecord.year), rhs: y)),
+                rhs: E.Equal(lhs: E.KeyPath(root: b, keyPath: \BookRecord.subtitle), rhs: t))
+        }
+        let byAuthorYearSubtitle: PreparedQuery<BookRecord, (String, Int64, String?)> = try PreparedQuery(
+            where: authorYearSubtitle, sortedBy: s, limit: l)
+        let byAuthorPrice = try PreparedQuery(
+            where: #Predicate<BookRecord, Double?, String> { b, p, a in b.price == p && b.authorId == a }, sortedBy: s, limit: l)
         let byPriceBelow = try PreparedQuery(
             where: #Predicate<BookRecord, Double?> { b, p in b.price != p && b.price != nil }, sortedBy: s, limit: l)
         let bySubtitle = try PreparedQuery(
@@ -184,6 +205,26 @@ struct PreparedQueryTests {
                 let a = key(&r), y = year(&r)
                 return ("\(y), \(a.debugDescription)", byYearAuthor.call(y, a), byYearAuthor.predicate(y, a),
                         Query(where: #Predicate { y == $0.year && a == $0.authorId }, sortedBy: s, limit: l))
+            },
+            PreparedCase(name: "authorId == a && year == y && subtitle == t") { r in
+                // Half the time a stored book's values, so that some match.
+                var (a, y, t) = (key(&r), year(&r), subtitle(&r))
+                if !stored.isEmpty, r.next() % 2 == 0 {
+                    let book = stored[Int(r.next() % UInt64(stored.count))]
+                    (a, y, t) = (book.authorId, book.year, book.subtitle)
+                }
+                let constant: Predicate<BookRecord> = #Predicate { $0.authorId == a && $0.year == y && $0.subtitle == t }
+                return ("\(a.debugDescription), \(y), \(String(reflecting: t))", byAuthorYearSubtitle.call(a, y, t),
+                        byAuthorYearSubtitle.predicate(a, y, t), Query(where: constant, sortedBy: s, limit: l))
+            },
+            PreparedCase(name: "price == p && authorId == a") { r in
+                var (a, p) = (key(&r), price(&r))
+                if !stored.isEmpty, r.next() % 2 == 0 {
+                    let book = stored[Int(r.next() % UInt64(stored.count))]
+                    (a, p) = (book.authorId, book.price)
+                }
+                return ("\(String(describing: p)), \(a.debugDescription)", byAuthorPrice.call(p, a), byAuthorPrice.predicate(p, a),
+                        Query(where: #Predicate { $0.price == p && $0.authorId == a }, sortedBy: s, limit: l))
             },
             PreparedCase(name: "price == p") { r in
                 let p = price(&r)
@@ -248,7 +289,10 @@ struct PreparedQueryTests {
         ]
     }
 
-    static func chapterCases(_ g: Generator, _ random: inout SplitMix64) throws -> [PreparedCase<ChapterRecord>] {
+    /// `stored`: the chapters persisted, whose values some cases ask for.
+    static func chapterCases(
+        _ g: Generator, _ stored: [ChapterRecord], _ random: inout SplitMix64
+    ) throws -> [PreparedCase<ChapterRecord>] {
         let s = sort([[], [SortDescriptor(\ChapterRecord.weight)], [SortDescriptor(\.pages, order: .reverse)]], &random)
         let l = limit(&random)
         let below = try PreparedQuery(where: #Predicate<ChapterRecord, Double> { c, w in c.weight < w }, sortedBy: s, limit: l)
@@ -262,6 +306,16 @@ struct PreparedQueryTests {
             where: threePredicate, sortedBy: s, limit: l)
         let computed = try PreparedQuery(
             where: #Predicate<ChapterRecord, Int> { c, n in c.heading.count > n }, sortedBy: s, limit: l)
+        // The parent's range (no index leads with `bookId`) and two more equalities.
+        let draftBookPages = Predicate<ChapterRecord, Bool, String, Int64> { c, d, b, p in
+            E.Conjunction(
+                lhs: E.Conjunction(
+                    lhs: E.Equal(lhs: E.KeyPath(root: c, keyPath: \ChapterRecord.draft), rhs: d),
+                    rhs: E.Equal(lhs: E.KeyPath(root: c, keyPath: \ChapterRecord.bookId), rhs: b)),
+                rhs: E.Equal(lhs: E.KeyPath(root: c, keyPath: \ChapterRecord.pages), rhs: p))
+        }
+        let bookDraftPages: PreparedQuery<ChapterRecord, (Bool, String, Int64)> = try PreparedQuery(
+            where: draftBookPages, sortedBy: s, limit: l)
         func book(_ r: inout SplitMix64) -> String { g.pick(g.shortTexts, &r) + "-\(r.next() % 40)" }
         return [
             PreparedCase(name: "weight < w") { r in
@@ -286,6 +340,16 @@ struct PreparedQueryTests {
                 let b = book(&r), p = Int64(r.next() % 9), q = Int64(r.next() % 9)
                 let constant: Predicate<ChapterRecord> = #Predicate { $0.bookId == b && $0.pages >= p && $0.pages < q }
                 return ("\(b.debugDescription), \(p), \(q)", three.call(b, p, q), three.predicate(b, p, q),
+                        Query(where: constant, sortedBy: s, limit: l))
+            },
+            PreparedCase(name: "draft == d && bookId == b && pages == p") { r in
+                var (d, b, p) = (r.next() % 2 == 0, book(&r), Int64(r.next() % 9))
+                if !stored.isEmpty, r.next() % 2 == 0 {
+                    let chapter = stored[Int(r.next() % UInt64(stored.count))]
+                    (d, b, p) = (chapter.draft, chapter.bookId, chapter.pages)
+                }
+                let constant: Predicate<ChapterRecord> = #Predicate { $0.draft == d && $0.bookId == b && $0.pages == p }
+                return ("\(d), \(b.debugDescription), \(p)", bookDraftPages.call(d, b, p), bookDraftPages.predicate(d, b, p),
                         Query(where: constant, sortedBy: s, limit: l))
             },
             PreparedCase(name: "heading length > n (computed)") { r in
