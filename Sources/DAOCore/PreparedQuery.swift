@@ -417,7 +417,7 @@ final class PreparedPredicate<R: Record>: Sendable {
                 entry = PreparedEntry<R>(
                     generation: generation, parts: parts.rawValue, sort: sort, limited: limited,
                     constants: walk.constants, parameterSlots: walk.parameterSlots, template: template)
-                if let template { result = fresh.with(template: template) }
+                if let template { result = fresh.with(template: template, constants: walk.constants) }
             }
         }
         entries.withLock { entries in

@@ -75,6 +75,9 @@ public struct QueryPlan<R: Record>: Sendable {
     /// each time. Adapters keep what they derive from the shape alone (SQL
     /// text) with ``PlanTemplate/memo(_:_:)``.
     public let template: PlanTemplate<R>?
+    /// The constants bound to ``template`` for this plan (the predicate's
+    /// own, for the plan that made the template); `nil` without a template.
+    private let constants: [StoredValue]?
 
     /// Plans `query`; `parts` leaves out what the adapter does not use (SQLite,
     /// which runs an exact condition as SQL, needs neither part).
@@ -90,7 +93,7 @@ public struct QueryPlan<R: Record>: Sendable {
     init(
         query: Query<R>, access: Access, engineCondition: QueryExpression?, conditionIsExact: Bool,
         accessIsExact: Bool, condition: RecordCondition<R>?, sort: SortPlan<R>, template: PlanTemplate<R>?,
-        deferred: DeferredExpression<R>? = nil
+        deferred: DeferredExpression<R>? = nil, constants: [StoredValue]? = nil
     ) {
         self.query = query
         self.access = access
@@ -101,13 +104,36 @@ public struct QueryPlan<R: Record>: Sendable {
         self.condition = condition
         self.sort = sort
         self.template = template
+        self.constants = constants
     }
 
-    /// This plan, kept with `template`.
-    func with(template: PlanTemplate<R>) -> QueryPlan {
+    /// This plan, kept with `template`, which was made from it and its
+    /// predicate's `constants`.
+    func with(template: PlanTemplate<R>, constants: [StoredValue]) -> QueryPlan {
         QueryPlan(
             query: query, access: access, engineCondition: builtEngineCondition, conditionIsExact: conditionIsExact,
-            accessIsExact: accessIsExact, condition: condition, sort: sort, template: template, deferred: deferred)
+            accessIsExact: accessIsExact, condition: condition, sort: sort, template: template, deferred: deferred,
+            constants: constants)
+    }
+
+    /// The values of the template's other equalities
+    /// (``PlanTemplate/otherEqualityFields``, the required equalities the
+    /// access path does not bind, when the predicate is nothing but
+    /// equalities) for this plan's constants, in that order, each coerced
+    /// to its field as ``equalities(besides:)`` gives it; `nil` without a
+    /// template, when the template has none, or when a value does not
+    /// coerce. Bound from the kept template, without walking the condition.
+    public var otherEqualityValues: [StoredValue]? {
+        guard let template, let others = template.otherEqualities, let constants,
+            constants.count == template.slotCount
+        else { return nil }
+        var values: [StoredValue] = []
+        values.reserveCapacity(others.count)
+        for other in others {
+            guard let value = other.value.value({ constants[$0] }) else { return nil }
+            values.append(value)
+        }
+        return values
     }
 
     /// Plans `query` from scratch, without the entity's plan cache: translates
@@ -115,6 +141,7 @@ public struct QueryPlan<R: Record>: Sendable {
     public init(fresh query: Query<R>, parts: Parts = .all) {
         self.query = query
         template = nil
+        constants = nil
         deferred = nil
         sort = SortPlan(query.sortedBy)
         guard let predicate = query.predicate else {

@@ -56,7 +56,7 @@ final class QueryPlanCache<R: Record>: Sendable {
                 entries[key] = template.map { .template($0) } ?? .uncacheable
             }
             guard let template else { return fresh }
-            return fresh.with(template: template)
+            return fresh.with(template: template, constants: constants)
         }
     }
 
@@ -256,7 +256,7 @@ public final class PlanTemplate<R: Record>: Sendable {
         guard let expression else {
             return QueryPlan(
                 query: query, access: .all, engineCondition: nil, conditionIsExact: true, accessIsExact: true,
-                condition: nil, sort: sort, template: self)
+                condition: nil, sort: sort, template: self, constants: constants)
         }
         // Without the condition asked for, the expression is built only if
         // the adapter reads it (``QueryPlan/engineCondition``); whether the
@@ -284,7 +284,8 @@ public final class PlanTemplate<R: Record>: Sendable {
         }
         return QueryPlan(
             query: query, access: access, engineCondition: engineCondition, conditionIsExact: true,
-            accessIsExact: accessIsExact, condition: condition, sort: sort, template: self, deferred: deferred)
+            accessIsExact: accessIsExact, condition: condition, sort: sort, template: self, deferred: deferred,
+            constants: constants)
     }
 
     /// Records the order a call's candidates came in when read in the

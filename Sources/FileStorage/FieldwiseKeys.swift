@@ -87,7 +87,20 @@ private func makeFieldPairReader<Root, F: FieldwiseRecord>(
 /// through the field's key path (500–1,400 instructions in the table's
 /// unspecialized code, most of it the runtime's metadata look-ups; the scan
 /// costs a few dozen).
-typealias FieldValueReader<Root> = @Sendable (Root) throws -> StoredValue
+final class FieldValueReader<Root>: Sendable {
+    // A class holding the closure: kept in arrays, tuples and enum payloads
+    // of the generic code, a bare closure was re-abstracted at each, and
+    // each call went through as many thunks.
+    private let read: @Sendable (Root) throws -> StoredValue
+
+    init(_ read: @escaping @Sendable (Root) throws -> StoredValue) {
+        self.read = read
+    }
+
+    func callAsFunction(_ root: Root) throws -> StoredValue {
+        try read(root)
+    }
+}
 
 /// The ``FieldValueReader`` of the field at `position` of `Root`, when it is
 /// a ``FieldwiseRecord``; `nil` otherwise.
@@ -99,7 +112,7 @@ func makeFieldValueReader<Root: Record>(for root: Root.Type, position: Int) -> F
 private func makeFieldValueReader<Root, F: FieldwiseRecord>(
     _ type: F.Type, for root: Root.Type, position: Int
 ) -> FieldValueReader<Root> {
-    { record in
+    FieldValueReader { record in
         var scanner = FieldScanWriter(keeping: position)
         try unsafeBitCast(record, to: F.self).scanFields(&scanner)
         return scanner.first

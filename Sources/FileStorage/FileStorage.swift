@@ -362,7 +362,8 @@ extension StoreState {
                 if let early { records = try records.filter(early.passes) }
                 break
             }
-            records = try table.records(withKeys: keys, descending: descending, matching: early)
+            let test = early.map { CandidateTest.others(besides: foreignKey, plan: $0, in: table) }
+            records = try table.records(withKeys: keys, descending: descending, matching: test)
         }
         if plan.needsCompleteRecords {
             records = try records.map(attachChildren)
@@ -382,6 +383,41 @@ extension Table {
     }
 }
 
+/// What a file store derives from a plan template for testing candidates
+/// where they are stored (``CandidateTest/others(besides:index:values:plan:in:)``):
+/// readers by position of the fields after the first of the index the
+/// template's access path uses, and of its other equalities' fields
+/// (``PlanTemplate/otherEqualityFields``), in their order. `nil` when the
+/// record type is not a ``FieldwiseRecord`` or a field is not declared.
+/// Made from the record type alone, so kept with the template, which every
+/// store of the record type shares.
+final class TemplateReaders<R: Record>: Sendable {
+    let readers: (index: [FieldValueReader<R>], others: [FieldValueReader<R>])?
+
+    init(_ template: PlanTemplate<R>, index: Index?) {
+        func reader(_ name: String) -> FieldValueReader<R>? {
+            R.entity.position(ofField: name).flatMap { makeFieldValueReader(for: R.self, position: $0) }
+        }
+        var indexReaders: [FieldValueReader<R>] = []
+        var otherReaders: [FieldValueReader<R>] = []
+        for name in index?.fields.dropFirst() ?? [] {
+            guard let made = reader(name) else {
+                readers = nil
+                return
+            }
+            indexReaders.append(made)
+        }
+        for name in template.otherEqualityFields ?? [] {
+            guard let made = reader(name) else {
+                readers = nil
+                return
+            }
+            otherReaders.append(made)
+        }
+        readers = (indexReaders, otherReaders)
+    }
+}
+
 /// How ``StoreState/candidates(in:for:filtering:descending:)`` tests a
 /// candidate where it is stored.
 enum CandidateTest<R: Record> {
@@ -392,6 +428,8 @@ enum CandidateTest<R: Record> {
     case equalities([(field: Field<R>, value: StoredValue)])
     /// One such equality, the field read by position (``FieldValueReader``).
     case equality(FieldValueReader<R>, StoredValue)
+    /// Several such equalities.
+    case readers([(FieldValueReader<R>, StoredValue)])
 
     /// The test of candidates found by the first field of `index`: the
     /// equalities of its other fields with `values` when the access path is
@@ -399,8 +437,10 @@ enum CandidateTest<R: Record> {
     static func remaining(_ index: Index, _ values: [StoredValue], plan test: CandidateTest, in table: Table<R>)
         -> CandidateTest
     {
-        guard case .plan(let plan) = test, plan.accessIsExact, values.count <= index.fields.count
-        else { return test }
+        guard case .plan(let plan) = test else { return test }
+        guard plan.accessIsExact, values.count <= index.fields.count else {
+            return others(besides: index.fields[0], index: index, values: values, plan: test, in: table)
+        }
         if values.count == 2, let reader = table.valueReader(of: index.fields[1]) { return .equality(reader, values[1]) }
         var equalities: [(field: Field<R>, value: StoredValue)] = []
         equalities.reserveCapacity(values.count - 1)
@@ -409,6 +449,49 @@ enum CandidateTest<R: Record> {
             equalities.append((field, values[position]))
         }
         return .equalities(equalities)
+    }
+
+    /// The test of candidates found by looking up the field `bound` (an
+    /// index's first field, the foreign key), when the predicate is nothing
+    /// but equalities on distinct fields (``QueryPlan/equalities(besides:)``):
+    /// its other equalities, compared as ``remaining(_:_:plan:in:)`` compares
+    /// an index's fields, so the predicate is not evaluated on each
+    /// candidate; else `test`. A plan bound from a template whose other
+    /// equalities are known (``QueryPlan/otherEqualityValues``) compares them
+    /// by position, with readers kept for the template
+    /// (``TemplateReaders``), and the index's other bound values too (a
+    /// record type that is not a ``FieldwiseRecord`` keeps `test`); a plan
+    /// made afresh finds them in its condition.
+    static func others(
+        besides bound: String, index: Index? = nil, values: [StoredValue] = [], plan test: CandidateTest,
+        in table: Table<R>
+    ) -> CandidateTest {
+        guard case .plan(let plan) = test else { return test }
+        if let template = plan.template {
+            // The template has the other equalities when there are any (a
+            // plan's condition is not walked for them on each call).
+            guard let otherValues = plan.otherEqualityValues,
+                let readers = template.memo(TemplateReaders<R>.self, { TemplateReaders(template, index: index) })
+                    .readers,
+                readers.index.count >= values.count - 1, readers.others.count == otherValues.count
+            else { return test }
+            let indexChecks = max(values.count - 1, 0)
+            // One field to compare (the workload's `isRead`): no array.
+            if indexChecks + otherValues.count == 1 {
+                return indexChecks == 1
+                    ? .equality(readers.index[0], values[1]) : .equality(readers.others[0], otherValues[0])
+            }
+            var checks: [(FieldValueReader<R>, StoredValue)] = []
+            checks.reserveCapacity(indexChecks + otherValues.count)
+            for position in values.indices.dropFirst() { checks.append((readers.index[position - 1], values[position])) }
+            for position in otherValues.indices { checks.append((readers.others[position], otherValues[position])) }
+            return .readers(checks)
+        }
+        guard let others = plan.equalities(besides: [bound]) else { return test }
+        if others.count == 1, let reader = table.valueReader(of: others[0].field.name) {
+            return .equality(reader, others[0].value)
+        }
+        return .equalities(others)
     }
 
     /// Whether `record` passes.
@@ -424,6 +507,9 @@ enum CandidateTest<R: Record> {
             return true
         case .equality(let read, let value):
             return Semantics.compare(try read(record), .equal, value)
+        case .readers(let checks):
+            for (read, value) in checks where !Semantics.compare(try read(record), .equal, value) { return false }
+            return true
         }
     }
 }
