@@ -48,7 +48,7 @@ public struct MessageRecordV2: Record, Hashable {
             Field("isRead", \.isRead),
             Field("reactionCount", \.reactionCount),
         ],
-        indexes: [Index("messages_by_dialog_unread_date", on: ["dialogId", "isRead", "date"])],
+        indexes: [Index("messages_by_dialog_date", on: ["dialogId", "date"])],
         ownedBy: DialogRecordV2.self
     )
 }

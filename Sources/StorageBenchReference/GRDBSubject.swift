@@ -12,7 +12,7 @@ import StorageBenchKit
 /// interface (`filter`, `order`, `including(all:)`), and one `read` or `write`
 /// per call of the workload. The schema matches the DAO's SQLite store:
 /// `dialog`, and `message` with a foreign key to its dialog (`ON DELETE CASCADE`)
-/// and an index on `(dialogId, isRead, date)`. Dates are stored the way GRDB
+/// and an index on `(dialogId, date)`. Dates are stored the way GRDB
 /// stores a `Date` by default (`YYYY-MM-DD HH:MM:SS.SSS` text, UTC).
 ///
 /// The durability is that of the DAO's SQLite store: WAL, `synchronous=FULL`
@@ -95,7 +95,7 @@ public final class GRDBSubject: WorkloadSubject {
                 t.column("isIncoming", .boolean).notNull()
                 t.column("isRead", .boolean).notNull()
             }
-            try db.create(index: "message_on_dialogId_isRead_date", on: "message", columns: ["dialogId", "isRead", "date"])
+            try db.create(index: "message_on_dialogId_date", on: "message", columns: ["dialogId", "date"])
         }
         try migrator.migrate(queue)
         self.queue = queue

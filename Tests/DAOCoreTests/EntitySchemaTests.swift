@@ -15,7 +15,7 @@ struct EntitySchemaTests {
                 + #"{"name":"text","optional":false,"type":"text"},{"name":"senderId","optional":false,"type":"integer"},"#
                 + #"{"name":"receiverId","optional":false,"type":"integer"},{"name":"type","optional":false,"type":"integer"},"#
                 + #"{"name":"isIncoming","optional":false,"type":"bool"},{"name":"isRead","optional":false,"type":"bool"}],"#
-                + #""format":1,"indexes":[{"fields":["dialogId","isRead","date"],"name":"messages_by_dialog_unread_date"}],"#
+                + #""format":1,"indexes":[{"fields":["dialogId","date"],"name":"messages_by_dialog_date"}],"#
                 + #""owner":"dialogs","relations":[]}"#)
         #expect(try EntitySchema.decode(schema.encoded(), entity: "messages") == schema)
         #expect(try EntitySchema.decode(EntitySchema(DialogRecord.entity).encoded(), entity: "dialogs").relations == [
@@ -52,14 +52,14 @@ struct EntitySchemaTests {
             .fieldChanged(
                 from: .init(name: "dialogId", type: .integer, optional: false),
                 to: .init(name: "dialogId", type: .integer, optional: true)),
-            .indexRemoved(.init(name: "messages_by_dialog_unread_date", fields: ["dialogId", "isRead", "date"])),
+            .indexRemoved(.init(name: "messages_by_dialog_date", fields: ["dialogId", "date"])),
             .ownerChanged(from: "dialogs", to: nil),
         ])
         #expect(
             error?.message
                 == "the stored schema of 'messages' differs from the record type: field 'text' (text) was removed; "
                 + "field 'edited' (date?) was added; field 'dialogId' changed from integer to integer?; "
-                + "index 'messages_by_dialog_unread_date' on (dialogId, isRead, date) was removed; "
+                + "index 'messages_by_dialog_date' on (dialogId, date) was removed; "
                 + "the owner changed from 'dialogs' to none (a store is never changed to fit a record type; see docs/SCHEMA.md)")
     }
 

@@ -8,7 +8,7 @@ import Testing
 // as DialogGraph's hand-written declarations, read and written the same way.
 
 @StoredRecord(
-    "messages", indexes: [Index("messages_by_dialog_unread_date", on: ["dialogId", "isRead", "date"])],
+    "messages", indexes: [Index("messages_by_dialog_date", on: ["dialogId", "date"])],
     ownedBy: MacroDialogRecord.self)
 struct MacroMessageRecord: Equatable {
     var id: Int64

@@ -35,7 +35,7 @@ struct EnvironmentTests {
                 #expect(try messages.verify() == messageCount, comment)
                 // The messages' index leads with their foreign key: the
                 // dialog's range serves it, so it has no database.
-                #expect(counts["messages#messages_by_dialog_unread_date"] == nil, comment)
+                #expect(counts["messages#messages_by_dialog_date"] == nil, comment)
                 #expect(counts.count == 4, comment)
             }
             try expectCounts(20, 200, "after persist")
@@ -62,7 +62,7 @@ struct EnvironmentTests {
     func earlierIndexLayout() throws {
         try withStoreDirectory { directory in
             var records = try dialogRecords(dialogs: 6, messages: 5)
-            let indexName = "messages#messages_by_dialog_unread_date"
+            let indexName = "messages#messages_by_dialog_date"
             do {
                 let env = try LMDBEnvironment(directory: directory.store, durability: .none)
                 try env.storage(for: DialogRecord.self).persist(records)
