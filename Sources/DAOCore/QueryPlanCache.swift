@@ -178,7 +178,7 @@ public final class PlanTemplate<R: Record>: Sendable {
     /// ``BoundPlan/otherEqualities``; `nil` when the template has none.
     /// An adapter resolves them once per template.
     public var otherEqualityFields: [String]? { otherEqualities?.map(\.field) }
-    private let memos = Mutex<[ObjectIdentifier: any Sendable]>([:])
+    private let memos = Mutex<[ObjectIdentifier: AnyObject & Sendable]>([:])
     /// Whether the last call that chose the direction of its candidates
     /// found them in the order asked for when read in descending key order
     /// (``QueryPlan/prefersDescendingCandidates``).
@@ -301,16 +301,22 @@ public final class PlanTemplate<R: Record>: Sendable {
         }
     }
 
-    /// The value of type `T` kept with this template, made by `build` the first
-    /// time it is asked for. `T` names the memo: an adapter keeps what it
-    /// derives from the plan's shape (never from its constants) under a type of
-    /// its own.
-    public func memo<T: Sendable>(_ type: T.Type = T.self, _ build: () -> T) -> T {
+    /// The object of class `T` kept with this template, made by `build` the
+    /// first time it is asked for. `T` names the memo: an adapter keeps what
+    /// it derives from the plan's shape (never from its constants) under a
+    /// class of its own. A class, so that a memo is found without a dynamic
+    /// cast (which, from an existential, cost hundreds of instructions a call).
+    public func memo<T: AnyObject & Sendable>(_ type: T.Type = T.self, _ build: () -> T) -> T {
         let key = ObjectIdentifier(T.self)
-        if let kept = memos.withLock({ $0[key] }) as? T { return kept }
+        // Only a `T` is kept under `T`'s identifier.
+        if let kept = memos.withLock({ $0[key] }) { return unsafeDowncast(kept, to: T.self) }
         let value = build()
-        memos.withLock { $0[key] = value }
-        return value
+        return memos.withLock { memos in
+            // Another call may have made one meanwhile: keep the first.
+            if let kept = memos[key] { return unsafeDowncast(kept, to: T.self) }
+            memos[key] = value
+            return value
+        }
     }
 }
 

@@ -122,9 +122,8 @@ public struct SQLiteStorage<Record: DAOCore.Record>: Storage {
             try transactionIfNeeded(connection) {
                 let reader = TableReader(table: table, connection: connection)
                 if plan.isExact, let order {
-                    let sortColumns = query.limit == nil ? plan.tieColumns(of: table) : nil
-                    let statement = try connection.statement(
-                        selectSQL(plan, orderBy: order, limit: query.limit != nil, keyLast: sortColumns == nil))
+                    let (sql, sortColumns) = selectSQL(plan, orderBy: order, limited: query.limit != nil)
+                    let statement = try connection.statement(sql)
                     try statement.bind(plan.condition?.parameters ?? [])
                     if let limit = query.limit {
                         let index = Int32((plan.condition?.parameters.count ?? 0) + 1)
@@ -242,16 +241,20 @@ public struct SQLiteStorage<Record: DAOCore.Record>: Storage {
 
     // MARK: Helpers
 
-    /// The `SELECT` of an exact plan, kept with its template for this table
-    /// when the plan has one (the text depends on the shape and the table only).
-    private func selectSQL(_ plan: Plan, orderBy order: [String], limit: Bool, keyLast: Bool) -> SQLText {
-        guard let template = plan.sqlTemplate else {
-            return SQLText(sql: table.selectSQL(where: plan.condition?.sql, orderBy: order, limit: limit, keyLast: keyLast))
+    /// The `SELECT` of an exact plan, and the columns of its sort whose ties
+    /// the read watches (``Plan/tieColumns(of:)``, for a read without a
+    /// limit; the key is then left out of the `ORDER BY`): kept with the
+    /// plan's shape for this table when the plan has a template (both depend
+    /// on the shape and the table only).
+    private func selectSQL(_ plan: Plan, orderBy order: [String], limited: Bool) -> (SQLText, [Int32]?) {
+        func make() -> (SQLText, [Int32]?) {
+            let sortColumns = limited ? nil : plan.tieColumns(of: table)
+            let sql = table.selectSQL(
+                where: plan.condition?.sql, orderBy: order, limit: limited, keyLast: sortColumns == nil)
+            return (SQLText(sql: sql), sortColumns)
         }
-        // `keyLast` follows from the shape (its sort and whether it has a limit).
-        return template.memo(TableText<Record, SelectStatement>.self) { TableText() }.sql(for: table) {
-            table.selectSQL(where: plan.condition?.sql, orderBy: order, limit: limit, keyLast: keyLast)
-        }
+        guard let shape = plan.shape else { return make() }
+        return shape.select(for: table, make)
     }
 
     /// The text of an exact plan's `COUNT` or `DELETE` (`Kind`): the table's
@@ -301,12 +304,14 @@ public struct SQLiteStorage<Record: DAOCore.Record>: Storage {
         var isExact: Bool
         /// The template whose shape gave ``condition``'s text, if any.
         let sqlTemplate: PlanTemplate<Record>?
+        /// What SQLite keeps of that shape (``ShapeText``).
+        let shape: ShapeText<Record>?
 
         /// `ORDER BY` terms of the sort (``PredicateSQL/orderBy(_:)``), kept
         /// with the template.
         var orderBy: [String]? {
-            guard let template = sqlTemplate else { return PredicateSQL.orderBy(core.sort) }
-            return template.memo(OrderText.self) { OrderText(terms: PredicateSQL.orderBy(core.sort)) }.terms
+            guard let shape else { return PredicateSQL.orderBy(core.sort) }
+            return shape.orderTerms
         }
 
         /// The columns of the sort's fields when they are all numeric (integer,
@@ -335,7 +340,12 @@ public struct SQLiteStorage<Record: DAOCore.Record>: Storage {
             // SQLite walks no access path; an exact condition runs as SQL.
             var core = QueryPlan(query, parts: [])
             sqlTemplate = core.template
-            guard let expression = core.engineCondition else {
+            let expression = core.engineCondition
+            // The texts depend on the shape only: compiled once per shape,
+            // the constants bound on every call.
+            let sort = core.sort
+            shape = core.template?.memo(ShapeText<Record>.self) { ShapeText(orderTerms: PredicateSQL.orderBy(sort)) }
+            guard let expression else {
                 self.core = core
                 condition = nil
                 isExact = true
@@ -344,13 +354,9 @@ public struct SQLiteStorage<Record: DAOCore.Record>: Storage {
             var condition: SQLCondition?
             if case .constant(true) = expression {
                 condition = nil
-            } else if let template = core.template {
-                // The text depends on the shape only: compiled once per shape,
-                // the constants bound on every call.
-                let text = template.memo(ConditionText.self) {
-                    ConditionText(sql: PredicateSQL.compile(expression, entity: Record.entity)?.sql)
-                }
-                condition = text.sql.flatMap { sql in
+            } else if let shape {
+                let text = shape.condition { PredicateSQL.compile(expression, entity: Record.entity)?.sql }
+                condition = text.flatMap { sql in
                     PredicateSQL.parameters(expression, entity: Record.entity).map { SQLCondition(sql: sql, parameters: $0) }
                 }
             } else {
@@ -367,19 +373,46 @@ public struct SQLiteStorage<Record: DAOCore.Record>: Storage {
     }
 }
 
-/// The `WHERE` text of a plan's shape (`nil`: SQLite cannot run it), kept with
-/// the core's ``PlanTemplate``.
-private struct ConditionText: Sendable {
-    let sql: String?
-}
+/// What SQLite derives from a plan's shape, kept with the core's
+/// ``PlanTemplate`` (one memo, found once a call): the `WHERE` text, the
+/// `ORDER BY` terms of the sort, and, for each table it was read from, the
+/// `SELECT` of a read and the columns whose ties it watches. A table is
+/// held, so its identity cannot be reused by another table while its text
+/// is kept.
+private final class ShapeText<Record: DAOCore.Record>: Sendable {
+    let orderTerms: [String]?
+    /// The `WHERE` text, once a call with a condition made it (`.some(nil)`:
+    /// SQLite cannot run it).
+    private let conditionText = Mutex<String??>(nil)
+    private let selects = Mutex<[ObjectIdentifier: (table: Table<Record>, sql: SQLText, sortColumns: [Int32]?)]>([:])
 
-/// The `ORDER BY` terms of a plan's sort, kept with the core's ``PlanTemplate``.
-private struct OrderText: Sendable {
-    let terms: [String]?
-}
+    init(orderTerms: [String]?) {
+        self.orderTerms = orderTerms
+    }
 
-/// Names the `SELECT` text of a plan's shape among its ``TableText``s.
-private enum SelectStatement {}
+    /// The `WHERE` text of the shape's condition (`nil`: SQLite cannot run
+    /// it), made by `make` from the first call's condition.
+    func condition(_ make: () -> String?) -> String? {
+        if let kept = conditionText.withLock({ $0 }) { return kept }
+        let made = make()
+        conditionText.withLock { $0 = .some(made) }
+        return made
+    }
+
+    /// The `SELECT` of a read from `table` and its sort columns, made by
+    /// `make` the first time.
+    func select(for table: Table<Record>, _ make: () -> (SQLText, [Int32]?)) -> (SQLText, [Int32]?) {
+        let key = ObjectIdentifier(table)
+        if let kept = selects.withLock({ $0[key] }), kept.table === table { return (kept.sql, kept.sortColumns) }
+        let (sql, sortColumns) = make()
+        selects.withLock { selects in
+            // A few tables at most (one per open database); start over past that.
+            if selects.count >= 16 { selects.removeAll() }
+            selects[key] = (table, sql, sortColumns)
+        }
+        return (sql, sortColumns)
+    }
+}
 /// Names the `SELECT count(*)` text of a plan's shape.
 private enum CountStatement {}
 /// Names the `DELETE` text of a plan's shape.
