@@ -173,12 +173,12 @@ extension EntityTable {
         default:
             return (path, isExact)
         }
-        guard let others = others(bound), !others.isEmpty else { return (path, isExact) }
-        for (field, value) in others {
-            guard !bound.contains(field), let position = schema.names.firstIndex(of: field) else { return (path, isExact) }
-            fields.append(position)
-            values.append(value)
-        }
+        // The same rule as a prepared query's template (``preparedRead(for:)``).
+        guard let others = others(bound),
+            let positions = otherFieldPositions(others.map(\.field), besides: fields[...], link: link)
+        else { return (path, isExact) }
+        fields.append(contentsOf: positions)
+        for other in others { values.append(other.value) }
         return (.parentFilteredRange(parent: parent, fields: fields, values: values), true)
     }
 

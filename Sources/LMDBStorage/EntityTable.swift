@@ -310,12 +310,13 @@ final class EntityTable<R: Record>: Sendable {
     }
 
     /// The positions of a template's other equalities' fields
-    /// (``PlanTemplate/otherEqualityFields``), checked on a parent's range
-    /// besides the foreign key and the index fields `bound` (as
-    /// ``filtered(_:others:)`` checks them); `nil` when there are none, or
-    /// one is not a stored field or is bound already (a call reads its
-    /// plan then).
-    private func otherFieldPositions(_ names: [String]?, besides bound: ArraySlice<Int>, link: ParentLink?) -> [Int]? {
+    /// (``PlanTemplate/otherEqualityFields``, or a plan's), checked on a
+    /// parent's range besides the foreign key and the index fields `bound`;
+    /// `nil` when there are none, or one is not a stored field, is bound
+    /// already or comes twice (the range is then not filtered, and the
+    /// predicate is evaluated on each child). ``filtered(_:others:)`` and
+    /// ``preparedRead(for:)`` both follow it.
+    func otherFieldPositions(_ names: [String]?, besides bound: ArraySlice<Int>, link: ParentLink?) -> [Int]? {
         guard let names, !names.isEmpty, let link else { return nil }
         var positions: [Int] = []
         positions.reserveCapacity(names.count)
