@@ -154,7 +154,8 @@ public struct PreparedQuery<Record: DAOCore.Record, Parameters: Sendable>: Senda
 /// its sort and its limit. A storage answers it as it answers ``query``; one
 /// that walks an access path of its own (LMDB) asks for ``boundPlan()``,
 /// which binds the values into the plan template the prepared query keeps,
-/// without building the predicate, the query or a ``QueryPlan``.
+/// without building the predicate, the query or a ``QueryPlan``; one that
+/// runs the whole condition itself (SQLite) asks for ``boundCondition()``.
 public struct PreparedQueryCall<Record: DAOCore.Record>: Sendable {
     let call: PreparedCall<Record>
     /// The order of the results, before the primary-key tie-break.
@@ -193,6 +194,60 @@ public struct PreparedQueryCall<Record: DAOCore.Record>: Sendable {
             template: unsafeDowncast(template, to: PlanTemplate<Record>.self), access: access,
             otherEqualities: entry.otherEqualities(with: values), limit: limit)
     }
+}
+
+extension PreparedQueryCall {
+    /// The call's whole condition bound from the template the prepared query
+    /// keeps for values of these kinds (the one ``boundPlan()`` binds): the
+    /// engine condition `QueryPlan(query, parts: [])` gives for ``query``,
+    /// without building the predicate, the query or a ``QueryPlan``. For an
+    /// adapter that runs the whole condition itself (SQLite compiles it to
+    /// SQL). `nil` when ``boundPlan()`` would be `nil` for another reason
+    /// than the access path (no template for these values, or a value that
+    /// does not fit it): the adapter reads ``query`` then.
+    ///
+    /// A template is made only for a predicate that translates exactly, so
+    /// the condition is the whole predicate.
+    public func boundCondition() -> BoundCondition<Record>? {
+        let values = call.values
+        guard
+            let entry = call.prepared.callPlan(
+                generation: Record.entity.queryPlans.generation.load(ordering: .relaxed), values: values,
+                sort: sortedBy, limited: limit != nil, query: { query }),
+            let kept = entry.template, let constants = entry.constants(with: values)
+        else { return nil }
+        let template = unsafeDowncast(kept, to: PlanTemplate<Record>.self)
+        guard let expression = template.expression else {
+            return BoundCondition(template: template, condition: nil, limit: limit)
+        }
+        guard let bound = expression.instantiate(constants, condition: false) else { return nil }
+        return BoundCondition(template: template, condition: bound.expression, limit: limit)
+    }
+}
+
+/// A prepared call's condition, sort and limit, bound from its template
+/// (``PreparedQueryCall/boundCondition()``): what an adapter that runs the
+/// whole condition itself reads of a ``QueryPlan`` with no parts asked for.
+public final class BoundCondition<R: Record>: Sendable {
+    /// The template the condition was bound from: an adapter keeps what it
+    /// derives from the shape (statement text) under it
+    /// (``PlanTemplate/memo(_:_:)``). Calls with values of the same kinds
+    /// share it.
+    public let template: PlanTemplate<R>
+    /// The engine condition with the call's values, as
+    /// ``QueryPlan/engineCondition`` gives it; `nil`: every record.
+    public let condition: QueryExpression?
+    /// The maximum number of results, or `nil` for all of them.
+    public let limit: Int?
+
+    init(template: PlanTemplate<R>, condition: QueryExpression?, limit: Int?) {
+        self.template = template
+        self.condition = condition
+        self.limit = limit
+    }
+
+    /// The sort.
+    public var sort: SortPlan<R> { template.sort }
 }
 
 /// A prepared call's access path and sort, bound from its template
@@ -471,7 +526,8 @@ final class PreparedPredicate<R: Record>: Sendable {
     /// holds exactly, reals all whole and reals all fractional (a date's
     /// seconds mostly are), any bytes; never `nil`. Every backend's
     /// preparation pays it, though only a storage that answers calls from
-    /// their plan (LMDB) uses these entries. A call with values of those kinds then finds its
+    /// their plan (LMDB's ``PreparedQueryCall/boundPlan()``, SQLite's
+    /// ``PreparedQueryCall/boundCondition()``) uses these entries. A call with values of those kinds then finds its
     /// template made, as SQL's prepared statements are planned when
     /// prepared, instead of the first call of the query planning it (about
     /// 280k instructions, once); values of other kinds are planned at their

@@ -123,28 +123,78 @@ public struct SQLiteStorage<Record: DAOCore.Record>: Storage {
                 let reader = TableReader(table: table, connection: connection)
                 if plan.isExact, let order {
                     let (sql, sortColumns) = selectSQL(plan, orderBy: order, limited: query.limit != nil)
-                    let statement = try connection.statement(sql)
-                    try statement.bind(plan.condition?.parameters ?? [])
-                    if let limit = query.limit {
-                        let index = Int32((plan.condition?.parameters.count ?? 0) + 1)
-                        try statement.bind(Int64(limit), at: index)
-                    }
-                    var records: [Record]
-                    if let sortColumns {
-                        // Rows with equal sort values come in SQLite's order;
-                        // only then is the core's sort (which ends with the key) needed.
-                        var tied = false
-                        records = try reader.rows(statement, orderedBy: sortColumns, tied: &tied)
-                        if tied { records = plan.core.sort.sorted(records) }
-                    } else {
-                        records = try reader.rows(statement)
-                    }
-                    try reader.attachChildren(to: &records, all: plan.condition == nil && query.limit == nil)
-                    return records
+                    return try readExact(
+                        sql, sortColumns: sortColumns, parameters: plan.condition?.parameters ?? [], limit: query.limit,
+                        sort: plan.core.sort, all: plan.condition == nil, reader, connection)
                 }
                 return try plan.core.finish(candidates(plan, reader, connection), filtered: plan.isExact)
             }
         }
+    }
+
+    /// The records that answer a prepared query's call. When the prepared
+    /// query keeps a template for values of these kinds and SQLite runs its
+    /// condition and sort exactly, the call binds the template's condition
+    /// (``PreparedQueryCall/boundCondition()``) and runs the statement kept
+    /// with the template: no predicate, query or ``QueryPlan`` is built, and
+    /// the `SELECT` is found once per template and table. Otherwise as
+    /// `read(_:)` with the call's query. The answer is the
+    /// same either way.
+    /// - Throws: ``StorageError``; ``StorageError/Kind/invalidArgument`` for a negative limit.
+    public func read(_ call: PreparedQueryCall<Record>) throws -> [Record] {
+        guard call.limit.map({ $0 > 0 }) ?? true, let bound = call.boundCondition() else { return try read(call.query) }
+        let sort = bound.sort
+        let shape = bound.template.memo(ShapeText<Record>.self) { ShapeText(orderTerms: PredicateSQL.orderBy(sort)) }
+        guard let order = shape.orderTerms else { return try read(call.query) }
+        var parameters: [SQLParameter] = []
+        var whereText: String?
+        if let condition = bound.condition, condition != .constant(true) {
+            // The text is the shape's, made once; the parameters are this call's.
+            guard let text = shape.condition({ PredicateSQL.compile(condition, entity: Record.entity)?.sql }),
+                let values = PredicateSQL.parameters(condition, entity: Record.entity)
+            else { return try read(call.query) }
+            whereText = text
+            parameters = values
+        }
+        let limited = bound.limit != nil
+        let (sql, sortColumns) = shape.select(for: table) {
+            let sortColumns = limited ? nil : Plan.tieColumns(of: sort, in: table)
+            let sql = table.selectSQL(where: whereText, orderBy: order, limit: limited, keyLast: sortColumns == nil)
+            return (SQLText(sql: sql), sortColumns)
+        }
+        return try database.withReader(.read, entity: entityName) { connection in
+            try transactionIfNeeded(connection) {
+                try readExact(
+                    sql, sortColumns: sortColumns, parameters: parameters, limit: bound.limit, sort: sort,
+                    all: whereText == nil && bound.limit == nil, TableReader(table: table, connection: connection),
+                    connection)
+            }
+        }
+    }
+
+    /// The records of an exact `SELECT` (the whole condition, sort and limit
+    /// in SQL), with their children: `all` when it reads every row.
+    private func readExact(
+        _ sql: SQLText, sortColumns: [Int32]?, parameters: [SQLParameter], limit: Int?, sort: SortPlan<Record>,
+        all: Bool, _ reader: TableReader<Record>, _ connection: Connection
+    ) throws -> [Record] {
+        let statement = try connection.statement(sql)
+        try statement.bind(parameters)
+        if let limit {
+            try statement.bind(Int64(limit), at: Int32(parameters.count + 1))
+        }
+        var records: [Record]
+        if let sortColumns {
+            // Rows with equal sort values come in SQLite's order;
+            // only then is the core's sort (which ends with the key) needed.
+            var tied = false
+            records = try reader.rows(statement, orderedBy: sortColumns, tied: &tied)
+            if tied { records = sort.sorted(records) }
+        } else {
+            records = try reader.rows(statement)
+        }
+        try reader.attachChildren(to: &records, all: all)
+        return records
     }
 
     /// How many records meet `predicate`.
@@ -221,7 +271,7 @@ public struct SQLiteStorage<Record: DAOCore.Record>: Storage {
         let plan = Plan(query)
         let order = PredicateSQL.orderBy(plan.core.sort)
         let pushedDown = plan.isExact && order != nil
-        let keyLast = !pushedDown || query.limit != nil || plan.tieColumns(of: table) == nil
+        let keyLast = !pushedDown || query.limit != nil || Plan.tieColumns(of: plan.core.sort, in: table) == nil
         let sql = table.selectSQL(
             where: plan.condition?.sql, orderBy: pushedDown ? order ?? [] : [],
             limit: pushedDown && query.limit != nil, keyLast: keyLast)
@@ -248,7 +298,7 @@ public struct SQLiteStorage<Record: DAOCore.Record>: Storage {
     /// on the shape and the table only).
     private func selectSQL(_ plan: Plan, orderBy order: [String], limited: Bool) -> (SQLText, [Int32]?) {
         func make() -> (SQLText, [Int32]?) {
-            let sortColumns = limited ? nil : plan.tieColumns(of: table)
+            let sortColumns = limited ? nil : Plan.tieColumns(of: plan.core.sort, in: table)
             let sql = table.selectSQL(
                 where: plan.condition?.sql, orderBy: order, limit: limited, keyLast: sortColumns == nil)
             return (SQLText(sql: sql), sortColumns)
@@ -321,8 +371,8 @@ public struct SQLiteStorage<Record: DAOCore.Record>: Storage {
         /// an index scanned backwards (`date DESC, id ASC`) with a temporary
         /// B-tree per group of equal values, about 1k instructions per row.
         /// `nil` otherwise (text would have to be read to compare it).
-        func tieColumns(of table: Table<Record>) -> [Int32]? {
-            guard let fields = core.sort.fields, !fields.isEmpty else { return nil }
+        static func tieColumns(of sort: SortPlan<Record>, in table: Table<Record>) -> [Int32]? {
+            guard let fields = sort.fields, !fields.isEmpty else { return nil }
             var columns: [Int32] = []
             for (field, _) in fields {
                 switch field.type {
@@ -384,7 +434,12 @@ private final class ShapeText<Record: DAOCore.Record>: Sendable {
     /// The `WHERE` text, once a call with a condition made it (`.some(nil)`:
     /// SQLite cannot run it).
     private let conditionText = Mutex<String??>(nil)
-    private let selects = Mutex<[ObjectIdentifier: (table: Table<Record>, sql: SQLText, sortColumns: [Int32]?)]>([:])
+    /// One entry per table read from (a few at most: one per open database),
+    /// found by identity, in terms that do not depend on the record type: a
+    /// dictionary keyed by the table's identifier, unspecialized for the
+    /// record type, cost about 3.6k instructions a call, mostly generic
+    /// metadata look-ups.
+    private let selects = Mutex<[SelectText]>([])
 
     init(orderTerms: [String]?) {
         self.orderTerms = orderTerms
@@ -402,17 +457,36 @@ private final class ShapeText<Record: DAOCore.Record>: Sendable {
     /// The `SELECT` of a read from `table` and its sort columns, made by
     /// `make` the first time.
     func select(for table: Table<Record>, _ make: () -> (SQLText, [Int32]?)) -> (SQLText, [Int32]?) {
-        let key = ObjectIdentifier(table)
-        if let kept = selects.withLock({ $0[key] }), kept.table === table { return (kept.sql, kept.sortColumns) }
+        let kept = selects.withLock { selects -> SelectText? in
+            for select in selects where select.table === table { return select }
+            return nil
+        }
+        if let kept { return (kept.sql, kept.sortColumns) }
         let (sql, sortColumns) = make()
         selects.withLock { selects in
-            // A few tables at most (one per open database); start over past that.
+            // Start over past a few tables.
             if selects.count >= 16 { selects.removeAll() }
-            selects[key] = (table, sql, sortColumns)
+            selects.append(SelectText(table: table, sql: sql, sortColumns: sortColumns))
         }
         return (sql, sortColumns)
     }
 }
+
+/// The `SELECT` of a shape's read from one table (``ShapeText``). The table
+/// is held, so its identity cannot be reused by another table while its
+/// text is kept.
+private final class SelectText: Sendable {
+    let table: AnyObject & Sendable
+    let sql: SQLText
+    let sortColumns: [Int32]?
+
+    init(table: AnyObject & Sendable, sql: SQLText, sortColumns: [Int32]?) {
+        self.table = table
+        self.sql = sql
+        self.sortColumns = sortColumns
+    }
+}
+
 /// Names the `SELECT count(*)` text of a plan's shape.
 private enum CountStatement {}
 /// Names the `DELETE` text of a plan's shape.

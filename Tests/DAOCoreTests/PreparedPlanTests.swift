@@ -56,6 +56,30 @@ private func expectSamePlan(
         sourceLocation: sourceLocation)
 }
 
+/// Checks that `call`'s bound condition (``PreparedQueryCall/boundCondition()``,
+/// SQLite's path) is the engine condition `constant` plans afresh, with its
+/// limit and sort. A predicate that does not translate exactly has none;
+/// one that does has one unless `templated` is false (its template does not
+/// give the fresh plan back, and the call reads its query instead).
+private func expectSameCondition(
+    _ call: PreparedQueryCall<Tally>, _ constant: Query<Tally>, templated: Bool = true,
+    sourceLocation: SourceLocation = #_sourceLocation
+) throws {
+    let fresh = QueryPlan(fresh: constant, parts: [])
+    guard fresh.conditionIsExact else {
+        #expect(call.boundCondition() == nil, sourceLocation: sourceLocation)
+        return
+    }
+    guard templated else {
+        #expect(call.boundCondition() == nil, sourceLocation: sourceLocation)
+        return
+    }
+    let bound = try #require(call.boundCondition(), sourceLocation: sourceLocation)
+    #expect(bound.condition == fresh.engineCondition, sourceLocation: sourceLocation)
+    #expect(bound.limit == constant.limit, sourceLocation: sourceLocation)
+    #expect(bound.sort.sorted(tallies) == fresh.sort.sorted(tallies), sourceLocation: sourceLocation)
+}
+
 @Suite("Prepared queries: each call binds its values to a template kept by the query", .serialized)
 struct PreparedPlanTests {
     static let stations = ["caf\u{E9}", "cafe\u{301}", "🚀", "a\u{0}b", "", "b", "nowhere"]
@@ -71,14 +95,15 @@ struct PreparedPlanTests {
             sortedBy: [SortDescriptor(\.taken, order: .reverse)])
         for station in Self.stations {
             for active in [true, false] {
-                try expectSamePlan(
-                    prepared.query(station, active),
-                    Query(
-                        where: #Predicate { $0.station == station && $0.active == active },
-                        sortedBy: [SortDescriptor(\.taken, order: .reverse)]))
+                let constant = Query(
+                    where: #Predicate<Tally> { $0.station == station && $0.active == active },
+                    sortedBy: [SortDescriptor(\.taken, order: .reverse)])
+                try expectSamePlan(prepared.query(station, active), constant)
+                try expectSameCondition(prepared.call(station, active), constant)
             }
         }
-        // Four sets of parts, each with empty and other text: eight templates.
+        // Four sets of parts, each with empty and other text: eight templates;
+        // the calls' own (access path, sort, no limit) are one of them.
         #expect(prepared.prepared.count == 2 * 4)
         #expect(Tally.entity.queryPlans.count == 0)
     }
@@ -93,6 +118,9 @@ struct PreparedPlanTests {
             try expectSamePlan(atLeast.query(level), Query(where: #Predicate { $0.level >= level }))
             try expectSamePlan(equal.query(level), Query(where: #Predicate { level == $0.level }))
             try expectSamePlan(notEqual.query(level), Query(where: #Predicate { $0.level != level }, limit: 5))
+            try expectSameCondition(atLeast.call(level), Query(where: #Predicate { $0.level >= level }))
+            try expectSameCondition(equal.call(level), Query(where: #Predicate { level == $0.level }))
+            try expectSameCondition(notEqual.call(level), Query(where: #Predicate { $0.level != level }, limit: 5))
         }
         #expect(Tally.entity.queryPlans.count == 0)
     }
@@ -107,9 +135,11 @@ struct PreparedPlanTests {
         let readings: [Int64?] = [nil, 0, 3, -1]
         for note in notes {
             for reading in readings {
-                try expectSamePlan(
-                    prepared.query(note, reading),
-                    Query(where: #Predicate { $0.note == note || $0.reading == reading }, sortedBy: [SortDescriptor(\.reading)]))
+                let constant = Query(
+                    where: #Predicate<Tally> { $0.note == note || $0.reading == reading },
+                    sortedBy: [SortDescriptor(\.reading)])
+                try expectSamePlan(prepared.query(note, reading), constant)
+                try expectSameCondition(prepared.call(note, reading), constant)
             }
         }
     }
@@ -124,10 +154,16 @@ struct PreparedPlanTests {
             where: #Predicate<Tally, Int, Bool> { tally, length, active in tally.station.count > length && tally.active == active })
         for id in [Int64(-20), 0, 7, 60] {
             try expectSamePlan(twice.query(id), Query(where: #Predicate { $0.id >= id && $0.id < id + 10 }))
+            try expectSameCondition(twice.call(id), Query(where: #Predicate { $0.id >= id && $0.id < id + 10 }))
         }
         for all in [true, false] {
             for station in Self.stations {
                 try expectSamePlan(flag.query(all, station), Query(where: #Predicate { all || $0.station == station }))
+                // `true || …` translates to `true` and `false || x` to `x`,
+                // which a template of `all || station == ?` does not give
+                // back: no template, the call reads its query.
+                try expectSameCondition(
+                    flag.call(all, station), Query(where: #Predicate { all || $0.station == station }), templated: false)
             }
         }
         for length in [0, 1, 3, 100] {
@@ -135,6 +171,43 @@ struct PreparedPlanTests {
                 try expectSamePlan(
                     computed.query(length, active),
                     Query(where: #Predicate { $0.station.count > length && $0.active == active }))
+                try expectSameCondition(
+                    computed.call(length, active),
+                    Query(where: #Predicate { $0.station.count > length && $0.active == active }))
+            }
+        }
+    }
+
+    @Test("text operations, a relation-free range and a limit: a call's bound condition is the constant query's")
+    func boundConditions() throws {
+        Tally.entity.forgetQueryPlans()
+        let sort = [SortDescriptor(\Tally.station)]
+        let contains = try PreparedQuery(
+            where: #Predicate<Tally, String> { tally, part in tally.station.contains(part) }, sortedBy: sort, limit: 2)
+        let prefix = try PreparedQuery(
+            where: #Predicate<Tally, String, Bool> { tally, start, active in
+                tally.station.starts(with: start) && tally.active != active
+            })
+        let range = try PreparedQuery(
+            where: #Predicate<Tally, Date, Int64?> { tally, after, reading in tally.taken > after || tally.reading == reading },
+            sortedBy: [SortDescriptor(\.taken, order: .reverse)])
+        for station in Self.stations {
+            try expectSameCondition(
+                contains.call(station),
+                Query(where: #Predicate { $0.station.contains(station) }, sortedBy: sort, limit: 2))
+            for active in [true, false] {
+                try expectSameCondition(
+                    prefix.call(station, active),
+                    Query(where: #Predicate { $0.station.starts(with: station) && $0.active != active }))
+            }
+        }
+        for after in [Date(timeIntervalSince1970: 0), Date(timeIntervalSince1970: 1.5), .distantFuture] {
+            for reading in [nil, Int64(0), -4] {
+                try expectSameCondition(
+                    range.call(after, reading),
+                    Query(
+                        where: #Predicate { $0.taken > after || $0.reading == reading },
+                        sortedBy: [SortDescriptor(\.taken, order: .reverse)]))
             }
         }
     }
