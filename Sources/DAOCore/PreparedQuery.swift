@@ -172,6 +172,14 @@ public struct PreparedQueryCall<Record: DAOCore.Record>: Sendable {
             limit: limit)
     }
 
+    /// The prepared query's entry for calls with values of these kinds, made
+    /// on the first such call; `nil` when its predicate has no template.
+    private var callEntry: CallPlan? {
+        call.prepared.callPlan(
+            generation: Record.entity.queryPlans.generation.load(ordering: .relaxed), values: call.values,
+            sort: sortedBy, limited: limit != nil, query: { query })
+    }
+
     /// The plan of ``query`` with only its access path planned
     /// (``QueryPlanParts/accessPath``), bound from the template the prepared
     /// query keeps for values of these kinds: the plan
@@ -184,11 +192,7 @@ public struct PreparedQueryCall<Record: DAOCore.Record>: Sendable {
     /// template.
     public func boundPlan() -> BoundPlan<Record>? {
         let values = call.values
-        guard
-            let entry = call.prepared.callPlan(
-                generation: Record.entity.queryPlans.generation.load(ordering: .relaxed), values: values,
-                sort: sortedBy, limited: limit != nil, query: { query }),
-            let template = entry.template, let access = entry.access(with: values)
+        guard let entry = callEntry, let template = entry.template, let access = entry.access(with: values)
         else { return nil }
         return BoundPlan(
             template: unsafeDowncast(template, to: PlanTemplate<Record>.self), access: access,
@@ -209,12 +213,7 @@ extension PreparedQueryCall {
     /// A template is made only for a predicate that translates exactly, so
     /// the condition is the whole predicate.
     public func boundCondition() -> BoundCondition<Record>? {
-        let values = call.values
-        guard
-            let entry = call.prepared.callPlan(
-                generation: Record.entity.queryPlans.generation.load(ordering: .relaxed), values: values,
-                sort: sortedBy, limited: limit != nil, query: { query }),
-            let kept = entry.template, let constants = entry.constants(with: values)
+        guard let entry = callEntry, let kept = entry.template, let constants = entry.constants(with: call.values)
         else { return nil }
         let template = unsafeDowncast(kept, to: PlanTemplate<Record>.self)
         guard let expression = template.expression else {
