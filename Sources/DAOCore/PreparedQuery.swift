@@ -226,7 +226,10 @@ extension PreparedQueryCall {
 
 /// A prepared call's condition, sort and limit, bound from its template
 /// (``PreparedQueryCall/boundCondition()``): what an adapter that runs the
-/// whole condition itself reads of a ``QueryPlan`` with no parts asked for.
+/// whole condition itself reads of a ``QueryPlan`` (its engine condition,
+/// sort and limit). The template is the call's own, the one
+/// ``PreparedQueryCall/boundPlan()`` binds; its condition is the same
+/// whatever parts a plan is asked for.
 public final class BoundCondition<R: Record>: Sendable {
     /// The template the condition was bound from: an adapter keeps what it
     /// derives from the shape (statement text) under it
@@ -400,7 +403,7 @@ final class PreparedPredicate<R: Record>: Sendable {
     let reader: RootShapeReader?
     private let entries = Mutex<[PreparedEntry<R>]>([])
     /// The entries of the prepared query's own calls
-    /// (``PreparedQueryCall/boundPlan()``): one sort and one limit, so found
+    /// (``PreparedQueryCall/boundPlan()``, ``PreparedQueryCall/boundCondition()``): one sort and one limit, so found
     /// by the generation and the kinds of the values alone, and held in
     /// terms that do not depend on the record type.
     private let callPlans = Mutex<[CallPlan]>([])

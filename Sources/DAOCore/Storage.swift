@@ -90,7 +90,9 @@ public protocol Storage<Record>: Sendable {
     /// The records that answer one call of a prepared query: those of its
     /// ``PreparedQueryCall/query``, which the default implementation reads.
     /// An adapter that plans its own access path reads the call's
-    /// ``PreparedQueryCall/boundPlan()`` instead, without building the query.
+    /// ``PreparedQueryCall/boundPlan()`` instead, one that runs the whole
+    /// condition itself its ``PreparedQueryCall/boundCondition()``, without
+    /// building the query.
     /// - Throws: ``StorageError``.
     func read(_ call: PreparedQueryCall<Record>) throws -> [Record]
 

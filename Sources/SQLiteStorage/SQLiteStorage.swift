@@ -125,7 +125,7 @@ public struct SQLiteStorage<Record: DAOCore.Record>: Storage {
                     let (sql, sortColumns) = selectSQL(plan, orderBy: order, limited: query.limit != nil)
                     return try readExact(
                         sql, sortColumns: sortColumns, parameters: plan.condition?.parameters ?? [], limit: query.limit,
-                        sort: plan.core.sort, all: plan.condition == nil, reader, connection)
+                        sort: plan.core.sort, all: plan.condition == nil && query.limit == nil, reader, connection)
                 }
                 return try plan.core.finish(candidates(plan, reader, connection), filtered: plan.isExact)
             }
@@ -292,7 +292,7 @@ public struct SQLiteStorage<Record: DAOCore.Record>: Storage {
     // MARK: Helpers
 
     /// The `SELECT` of an exact plan, and the columns of its sort whose ties
-    /// the read watches (``Plan/tieColumns(of:)``, for a read without a
+    /// the read watches (``Plan/tieColumns(of:in:)``, for a read without a
     /// limit; the key is then left out of the `ORDER BY`): kept with the
     /// plan's shape for this table when the plan has a template (both depend
     /// on the shape and the table only).
