@@ -213,10 +213,15 @@ extension EntityTable {
             }
         }
         if hasRelations {
+            // `childWriters`, not `relations`: reading `relations` here looked
+            // up the metadata of `[any ChildSet<R>]`, of its element and of
+            // its indices (about 1.2k instructions a parent), and lent the
+            // parent by copying it.
             let primaryKey = encoder.value(at: 0)
-            for position in relations.indices {
-                try relations[position].replaceChildren(
-                    of: record.pointee, primaryKey: primaryKey, parentKey: pk, in: txn,
+            let writers = childWriters
+            for position in writers.indices {
+                try writers[position].replaceChildren(
+                    ofParentAt: UnsafeRawPointer(record), primaryKey: primaryKey, parentKey: pk, in: txn,
                     codecs: codecs.children[position])
             }
         }
@@ -252,10 +257,10 @@ extension EntityTable {
         if codecs.link != nil {
             try codecs.idRuns.remove(pk, parent: Array(key[..<(key.count - pk.count)]), in: txn)
         }
-        // `hasRelations` first; `childErasers`, not `relations`, whose
+        // `hasRelations` first; `childWriters`, not `relations`, whose
         // metadata is looked up at each use.
         if hasRelations {
-            let erasers = childErasers
+            let erasers = childWriters
             for position in erasers.indices {
                 try erasers[position].eraseChildren(parentKey: pk, in: txn, codecs: codecs.children[position])
             }
@@ -333,7 +338,7 @@ extension EntityTable {
                 }
             }
             guard hasRelations else { return }
-            let erasers = childErasers
+            let erasers = childWriters
             for position in erasers.indices {
                 try erasers[position].eraseChildren(parentKey: pk, in: txn, codecs: codecs.children[position])
             }

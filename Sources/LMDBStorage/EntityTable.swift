@@ -62,7 +62,7 @@ final class Codecs {
     /// through the same cursor.
     let storedKeys: RangeKeyReader
     /// The keys stored under the parent whose children are being replaced
-    /// (``RelationChildren/replaceChildren(of:primaryKey:parentKey:in:codecs:)``),
+    /// (``RelationChildren/replaceChildren(ofParentAt:primaryKey:parentKey:in:codecs:)``),
     /// reset for each parent.
     private(set) lazy var storedChildren = StoredChildren()
 
@@ -139,12 +139,12 @@ final class EntityTable<R: Record>: Sendable {
     let byId: MDB_dbi
     let indexes: [IndexTable]
     let relations: [any ChildSet<R>]
-    /// `relations` as what erases their children, in the same order: an
+    /// `relations` as what writes and erases their children, in the same order: an
     /// array whose metadata is known when the module is compiled, where
     /// reading `relations` in code generic over `R` looked up the metadata
     /// of `[any ChildSet<R>]`, of its element and of its indices' `Range`
     /// (about 1,600 instructions per erased parent).
-    let childErasers: [any ChildEraser]
+    let childWriters: [any ChildWriter]
     /// `!relations.isEmpty`, kept apart: reading `relations` at all looks up
     /// the metadata of `[any ChildSet<R>]` (an existential over the generic
     /// `R`, 450 instructions), which was paid per decoded record.
@@ -228,7 +228,7 @@ final class EntityTable<R: Record>: Sendable {
         relations = try entity.relations.map { relation in
             try relation.makeChildSet(environment: environment, parentMain: main, parentById: parentById)
         }
-        childErasers = relations.map { $0 as any ChildEraser }
+        childWriters = relations.map { $0 as any ChildWriter }
         hasRelations = !entity.relations.isEmpty
         // Assigned directly, not through `Optional.map` and `??`: a closure
         // passed through those generic functions is re-abstracted at each,

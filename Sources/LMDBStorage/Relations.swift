@@ -2,15 +2,24 @@ import CLMDB
 import DAOCore
 import Foundation
 
-/// Erasing the children of one to-many relation, which needs nothing of
-/// the parent's type (``EntityTable/childErasers``).
-protocol ChildEraser: Sendable {
+/// Writing and erasing the children of one to-many relation, in terms that
+/// do not depend on the parent's type (``EntityTable/childWriters``): code
+/// generic over the parent reads an array of these without looking up its
+/// metadata.
+protocol ChildWriter: Sendable {
     /// Erases the children of a parent.
     func eraseChildren(parentKey: [UInt8], in txn: borrowing Transaction, codecs: Codecs) throws
+    /// Stores exactly the children the parent at `parent` (a value of the
+    /// relation's parent type, lent for the call) holds now; `primaryKey` is
+    /// the parent's primary key and `parentKey` its bytes.
+    func replaceChildren(
+        ofParentAt parent: UnsafeRawPointer, primaryKey: StoredValue, parentKey: [UInt8],
+        in txn: borrowing Transaction, codecs: Codecs
+    ) throws
 }
 
 /// The children of one to-many relation, seen from the parent's table.
-protocol ChildSet<Parent>: ChildEraser {
+protocol ChildSet<Parent>: ChildWriter {
     associatedtype Parent: Record
     func makeCodecs() -> Codecs
     /// ``EntityTable/checksRealsWhileEncoding`` of the child table.
@@ -22,11 +31,6 @@ protocol ChildSet<Parent>: ChildEraser {
     /// setting them, without the `Any` between and its dynamic cast back.
     func readChildren(parentKey: [UInt8], into parent: inout Parent, in txn: borrowing Transaction, codecs: Codecs)
         throws
-    /// Stores exactly the children `parent` holds now; `primaryKey` is the
-    /// parent's primary key and `parentKey` its bytes.
-    func replaceChildren(
-        of parent: Parent, primaryKey: StoredValue, parentKey: [UInt8], in txn: borrowing Transaction, codecs: Codecs
-    ) throws
     /// Erases every child (all parents are being erased).
     func eraseEverything(in txn: borrowing Transaction) throws
 }
@@ -51,9 +55,10 @@ struct RelationChildren<Relation: ToManyRelation>: ChildSet {
     }
 
     func replaceChildren(
-        of parent: Parent, primaryKey: StoredValue, parentKey: [UInt8], in txn: borrowing Transaction, codecs: Codecs
+        ofParentAt parent: UnsafeRawPointer, primaryKey: StoredValue, parentKey: [UInt8],
+        in txn: borrowing Transaction, codecs: Codecs
     ) throws {
-        let children = parent[keyPath: relation.children]
+        let children = parent.assumingMemoryBound(to: Parent.self).pointee[keyPath: relation.children]
         // The children stored under the parent are found as the children
         // are written, through the main writer's cursor while they come in
         // the stored order, from a list of the range's keys once one does
