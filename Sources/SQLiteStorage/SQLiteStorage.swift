@@ -146,28 +146,21 @@ public struct SQLiteStorage<Record: DAOCore.Record>: Storage {
         let sort = bound.sort
         let shape = bound.template.memo(ShapeText<Record>.self) { ShapeText(orderTerms: PredicateSQL.orderBy(sort)) }
         guard let order = shape.orderTerms else { return try read(call.query) }
-        var parameters: [SQLParameter] = []
-        var whereText: String?
-        if let condition = bound.condition, condition != .constant(true) {
-            // The text is the shape's, made once; the parameters are this call's.
-            guard let text = shape.condition({ PredicateSQL.compile(condition, entity: Record.entity)?.sql }),
-                let values = PredicateSQL.parameters(condition, entity: Record.entity)
-            else { return try read(call.query) }
-            whereText = text
-            parameters = values
+        var condition: SQLCondition?
+        if let expression = bound.condition, expression != .constant(true) {
+            guard let compiled = shape.sqlCondition(expression) else { return try read(call.query) }
+            condition = compiled
         }
         let limited = bound.limit != nil
         let (sql, sortColumns) = shape.select(for: table) {
-            let sortColumns = limited ? nil : Plan.tieColumns(of: sort, in: table)
-            let sql = table.selectSQL(where: whereText, orderBy: order, limit: limited, keyLast: sortColumns == nil)
-            return (SQLText(sql: sql), sortColumns)
+            makeSelect(where: condition?.sql, orderBy: order, sort: sort, limited: limited)
         }
         return try database.withReader(.read, entity: entityName) { connection in
             try transactionIfNeeded(connection) {
                 try readExact(
-                    sql, sortColumns: sortColumns, parameters: parameters, limit: bound.limit, sort: sort,
-                    all: whereText == nil && bound.limit == nil, TableReader(table: table, connection: connection),
-                    connection)
+                    sql, sortColumns: sortColumns, parameters: condition?.parameters ?? [], limit: bound.limit,
+                    sort: sort, all: condition == nil && bound.limit == nil,
+                    TableReader(table: table, connection: connection), connection)
             }
         }
     }
@@ -298,13 +291,21 @@ public struct SQLiteStorage<Record: DAOCore.Record>: Storage {
     /// on the shape and the table only).
     private func selectSQL(_ plan: Plan, orderBy order: [String], limited: Bool) -> (SQLText, [Int32]?) {
         func make() -> (SQLText, [Int32]?) {
-            let sortColumns = limited ? nil : Plan.tieColumns(of: plan.core.sort, in: table)
-            let sql = table.selectSQL(
-                where: plan.condition?.sql, orderBy: order, limit: limited, keyLast: sortColumns == nil)
-            return (SQLText(sql: sql), sortColumns)
+            makeSelect(where: plan.condition?.sql, orderBy: order, sort: plan.core.sort, limited: limited)
         }
         guard let shape = plan.shape else { return make() }
         return shape.select(for: table, make)
+    }
+
+    /// The `SELECT` of an exact read from this table with this `WHERE` text,
+    /// sort and limit, and its tie columns (``Plan/tieColumns(of:in:)``,
+    /// without a limit).
+    private func makeSelect(
+        where condition: String?, orderBy order: [String], sort: SortPlan<Record>, limited: Bool
+    ) -> (SQLText, [Int32]?) {
+        let sortColumns = limited ? nil : Plan.tieColumns(of: sort, in: table)
+        let sql = table.selectSQL(where: condition, orderBy: order, limit: limited, keyLast: sortColumns == nil)
+        return (SQLText(sql: sql), sortColumns)
     }
 
     /// The text of an exact plan's `COUNT` or `DELETE` (`Kind`): the table's
@@ -405,10 +406,7 @@ public struct SQLiteStorage<Record: DAOCore.Record>: Storage {
             if case .constant(true) = expression {
                 condition = nil
             } else if let shape {
-                let text = shape.condition { PredicateSQL.compile(expression, entity: Record.entity)?.sql }
-                condition = text.flatMap { sql in
-                    PredicateSQL.parameters(expression, entity: Record.entity).map { SQLCondition(sql: sql, parameters: $0) }
-                }
+                condition = shape.sqlCondition(expression)
             } else {
                 condition = PredicateSQL.compile(expression, entity: Record.entity)
             }
@@ -447,11 +445,21 @@ private final class ShapeText<Record: DAOCore.Record>: Sendable {
 
     /// The `WHERE` text of the shape's condition (`nil`: SQLite cannot run
     /// it), made by `make` from the first call's condition.
-    func condition(_ make: () -> String?) -> String? {
+    private func condition(_ make: () -> String?) -> String? {
         if let kept = conditionText.withLock({ $0 }) { return kept }
         let made = make()
         conditionText.withLock { $0 = .some(made) }
         return made
+    }
+
+    /// The SQL condition of `expression`, a condition of this shape: the
+    /// `WHERE` text kept for the shape (made from the first one), the
+    /// parameters this one binds; `nil` when SQLite cannot run it.
+    func sqlCondition(_ expression: QueryExpression) -> SQLCondition? {
+        guard let sql = condition({ PredicateSQL.compile(expression, entity: Record.entity)?.sql }),
+            let parameters = PredicateSQL.parameters(expression, entity: Record.entity)
+        else { return nil }
+        return SQLCondition(sql: sql, parameters: parameters)
     }
 
     /// The `SELECT` of a read from `table` and its sort columns, made by
