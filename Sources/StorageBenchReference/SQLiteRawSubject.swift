@@ -20,7 +20,7 @@ private let sqliteTransient = unsafeBitCast(-1, to: sqlite3_destructor_type.self
 /// `persist-single` (the store is known to be empty), `INSERT … ON CONFLICT DO
 /// UPDATE` for `update`; text bound in place (`SQLITE_STATIC`). The durability
 /// is that of the DAO's SQLite store: WAL, `synchronous=FULL` (``Durability/full``)
-/// or `OFF` (``Durability/none``), foreign keys on.
+/// or `OFF` (``Durability/none``), foreign keys on (off for `erase-all`).
 public final class SQLiteRawSubject: WorkloadSubject {
     /// A prepared statement, finalized when released.
     private final class Statement {
@@ -242,12 +242,21 @@ public final class SQLiteRawSubject: WorkloadSubject {
         }
     }
 
+    /// Both tables emptied with foreign keys off (set outside the
+    /// transaction, as SQLite requires), so that SQLite frees their pages
+    /// whole (its truncate shortcut) rather than deleting row by row; nothing
+    /// but these two tables refers to them.
     public func eraseAll() throws -> Int {
-        try write {
-            try run(deleteAllMessages)
-            try run(deleteAllDialogs)
-            return Int(sqlite3_changes(db))
+        guard csqlite_set_foreign_keys(db, 0) == 0 else { throw error(SQLITE_ERROR, "erase-all") }
+        let result = Result {
+            try write {
+                try run(deleteAllMessages)
+                try run(deleteAllDialogs)
+                return Int(sqlite3_changes(db))
+            }
         }
+        guard csqlite_set_foreign_keys(db, 1) == 1 else { throw error(SQLITE_ERROR, "erase-all") }
+        return try result.get()
     }
 
     // MARK: The checks

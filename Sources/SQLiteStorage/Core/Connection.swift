@@ -128,6 +128,32 @@ final class Connection {
         return statement
     }
 
+    /// Runs `body` with SQLite's enforcement of foreign keys off, and turns it
+    /// on again afterwards, whether `body` returns or throws. No transaction
+    /// may be open: SQLite keeps count of a transaction's unresolved foreign
+    /// keys only while they are enforced.
+    ///
+    /// Changing the setting expires the connection's prepared statements:
+    /// SQLite prepares each again on its next use.
+    /// - Throws: ``StorageError/Kind/engine`` when a transaction is open or
+    ///   SQLite refuses the change, or what `body` throws.
+    func withForeignKeysOff<T>(_ body: () throws -> T) throws -> T {
+        guard sqlite3_get_autocommit(handle) != 0 else {
+            throw StorageError(
+                .engine, .erase, path: path, message: "foreign keys cannot be turned off inside a transaction")
+        }
+        guard csqlite_set_foreign_keys(handle, 0) == 0 else {
+            throw StorageError(.engine, .erase, path: path, message: "SQLite refused to turn foreign keys off")
+        }
+        let result = Result { try body() }
+        // Setting a flag of the connection: SQLite has no way to fail here
+        // but a bad argument, and then says so.
+        guard csqlite_set_foreign_keys(handle, 1) == 1 else {
+            throw StorageError(.engine, .erase, path: path, message: "SQLite refused to turn foreign keys on again")
+        }
+        return try result.get()
+    }
+
     /// Runs `body` in one transaction: committed when it returns, rolled back when
     /// it (or the commit) throws.
     ///
