@@ -157,4 +157,30 @@ struct DamagedColumnTests {
             try database.close()
         }
     }
+
+    /// A limited read with no condition reads the children of the parents it
+    /// returns, not the whole child table: a damaged child of a parent it does
+    /// not return leaves it unharmed, while reading every parent fails.
+    @Test("a limited read of parents decodes only the children of the parents it returns")
+    func limitedReadReadsItsChildren() throws {
+        try withTemporaryDirectory { directory in
+            let url = directory.appending(path: "store.sqlite")
+            let dialogs = try workloadRecords(dialogs: 4, messages: 3).sorted { $0.id < $1.id }
+            do {
+                let database = try SQLiteDatabase(path: url)
+                try database.storage(for: DialogRecord.self).persist(dialogs)
+                try database.close()
+            }
+            try damage(url, "UPDATE messages SET senderId = 'abc' WHERE id = \(dialogs[3].messages[1].id)")
+            let database = try SQLiteDatabase(path: url)
+            let storage = try database.storage(for: DialogRecord.self)
+            expectCorrupt { _ = try storage.readAll() }
+            expectCorrupt { _ = try storage.read(Query(sortedBy: [SortDescriptor(\.id)])) }
+            #expect(try storage.read(Query(sortedBy: [SortDescriptor(\.id)], limit: 1)) == [dialogs[0]])
+            #expect(try storage.read(Query(sortedBy: [SortDescriptor(\.id)], limit: 3)) == Array(dialogs[0..<3]))
+            #expect(try storage.read(Query(limit: 2)).count == 2)
+            expectCorrupt { _ = try storage.read(Query(sortedBy: [SortDescriptor(\.id)], limit: 4)) }
+            try database.close()
+        }
+    }
 }
