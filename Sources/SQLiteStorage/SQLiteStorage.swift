@@ -235,7 +235,7 @@ public struct SQLiteStorage<Record: DAOCore.Record>: Storage {
     public func erase(where predicate: Predicate<Record>?) throws -> Int {
         let plan = Plan(Query(where: predicate))
         let erased = try database.withConnection(.erase, entity: entityName) { connection in
-            if predicate == nil, table.hasLinks || table.foreignKey != nil, let erased = try eraseAll(connection) {
+            if predicate == nil, table.hasLinks || Record.entity.owner != nil, let erased = try eraseAll(connection) {
                 return erased
             }
             return try connection.transaction(immediate: true) {
@@ -264,15 +264,17 @@ public struct SQLiteStorage<Record: DAOCore.Record>: Storage {
     /// that SQLite frees each table's pages whole (its truncate shortcut)
     /// rather than deleting row by row; returns how many records were erased,
     /// or `nil` (having changed nothing) when a table outside them has a
-    /// foreign key to one of them, whose rows would then point at nothing.
+    /// foreign key to one of them, whose rows would then point at nothing,
+    /// or one of them has a trigger (``Table/needsForeignKeysToEmpty(_:)``).
     ///
     /// What is deleted is what the enforced path deletes: every row of every
     /// table of the tree, children first; a foreign key from a table of the
-    /// tree to a table outside it cannot be broken by deleting its rows.
+    /// tree to a table outside it (an owned entity's own storage: its key to
+    /// its owner) cannot be broken by deleting its rows.
     private func eraseAll(_ connection: Connection) throws -> Int? {
         try connection.withForeignKeysOff {
             try connection.transaction(immediate: true) {
-                guard try !table.isReferencedFromOutside(connection) else { return nil }
+                guard try !table.needsForeignKeysToEmpty(connection) else { return nil }
                 for link in table.links {
                     try link.eraseAllChildren(connection)
                 }

@@ -118,19 +118,30 @@ final class Table<R: Record>: Sendable {
         deleteAllSQL = SQLText(sql: "DELETE FROM \(table)")
     }
 
-    /// `SELECT count(*) … WHERE condition`.
-    /// Whether a table outside ``treeNames`` has a foreign key to a table of
-    /// them, read from the stored schema (another program's tables count).
-    func isReferencedFromOutside(_ connection: Connection) throws -> Bool {
-        let statement = try connection.statement(foreignKeysSQL)
-        defer { statement.reset() }
-        while try statement.step() {
-            guard let child = statement.text(0), let parent = statement.text(1) else { continue }
+    /// Whether emptying ``treeNames`` with foreign keys off could do what
+    /// emptying them with foreign keys enforced would not, read from the
+    /// stored schema (another program's tables and triggers count): a table
+    /// outside them has a foreign key to one of them, or one of them has a
+    /// trigger (which would run with foreign keys off; SQLite deletes row
+    /// by row from a table with triggers anyway).
+    func needsForeignKeysToEmpty(_ connection: Connection) throws -> Bool {
+        let triggers = try connection.statement(triggerTablesSQL)
+        do {
+            defer { triggers.reset() }
+            while try triggers.step() {
+                if let table = triggers.text(0), names(treeNames, contain: table) { return true }
+            }
+        }
+        let keys = try connection.statement(foreignKeysSQL)
+        defer { keys.reset() }
+        while try keys.step() {
+            guard let child = keys.text(0), let parent = keys.text(1) else { continue }
             if names(treeNames, contain: parent) && !names(treeNames, contain: child) { return true }
         }
         return false
     }
 
+    /// `SELECT count(*) … WHERE condition`.
     func countSQL(where condition: String) -> String { countSQL.sql + " WHERE " + condition }
 
     /// `DELETE … WHERE condition`.
@@ -727,6 +738,9 @@ protocol ChildLink<Parent>: Sendable {
 private let foreignKeysSQL = SQLText(
     sql: "SELECT m.name, f.\"table\" FROM sqlite_master AS m JOIN pragma_foreign_key_list(m.name) AS f"
         + " WHERE m.type = 'table'")
+
+/// The table of every trigger of the main database.
+private let triggerTablesSQL = SQLText(sql: "SELECT tbl_name FROM sqlite_master WHERE type = 'trigger'")
 
 /// Whether `names` holds `name` as SQLite compares table names: ASCII letters
 /// in either case, every other byte as it is.

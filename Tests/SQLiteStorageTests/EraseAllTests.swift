@@ -85,20 +85,33 @@ struct EraseAllTests {
         try database.withConnection(.read, entity: "shelves") { try $0.scalarInt("PRAGMA foreign_keys") } == 1
     }
 
-    /// A store holding shelves 1 and 2 and a table of another program,
-    /// `loans`, declared with `references`, holding a loan of book 11.
-    func withLoans(_ references: String, _ body: (SQLiteDatabase) throws -> Void) throws {
+    /// How many virtual-machine steps the writer's `DELETE FROM "<table>"`
+    /// has run since the last call (which sets the count back to zero).
+    static func deleteSteps(_ database: SQLiteDatabase, _ table: String) throws -> Int32 {
+        try database.withConnection(.read, entity: table) { connection in
+            let statement = try connection.statement("DELETE FROM \"\(table)\"")
+            return sqlite3_stmt_status(statement.handle, Int32(SQLITE_STMTSTATUS_VM_STEP), 1)
+        }
+    }
+
+    /// A store holding shelves 1 and 2 (24 pages) and, made by another
+    /// program, `sql` (tables, rows, triggers).
+    func withOtherProgram(_ sql: String, _ body: (SQLiteDatabase) throws -> Void) throws {
         try withTemporaryDirectory { directory in
             let url = directory.appending(path: "store.sqlite")
             let database = try SQLiteDatabase(path: url)
             try database.storage(for: ShelfRecord.self).persist([Self.shelf(1), Self.shelf(2)])
             let other = try Connection(path: url.path(percentEncoded: false), flags: SQLITE_OPEN_READWRITE)
             try other.execute("PRAGMA foreign_keys = ON")
-            try other.execute("CREATE TABLE loans(id INTEGER PRIMARY KEY, book INTEGER NOT NULL \(references))")
-            try other.execute("INSERT INTO loans VALUES (1, 11)")
+            try other.execute(sql)
             try other.close()
             try body(database)
         }
+    }
+
+    /// A count of rows of another program's table, through the writer.
+    static func count(_ database: SQLiteDatabase, _ table: String) throws -> Int64? {
+        try database.withConnection(.read, entity: table) { try $0.scalarInt("SELECT count(*) FROM \(table)") }
     }
 
     @Test("erase all leaves foreign keys enforced, and the statements prepared before it work after it")
@@ -114,37 +127,100 @@ struct EraseAllTests {
             try shelves.persist(ShelfRecord(id: 3, books: []))
             #expect(try shelves.readAll() == [Self.shelf(1), ShelfRecord(id: 3, books: [])])
             #expect(try database.storage(for: PageRecord.self).count() == 12)
+            // A statement prepared before, run after: the writer refuses a
+            // page of a book that is not stored.
+            #expect(throws: StorageError.self) {
+                try database.withConnection(.persist, entity: "pages") { connection in
+                    try connection.execute("INSERT INTO \"pages\" VALUES (999, 999, 'orphan')")
+                }
+            }
             #expect(try shelves.eraseAll() == 2)
             #expect(try shelves.eraseAll() == 0)
             #expect(try Self.enforcesForeignKeys(database))
         }
     }
 
+    @Test("erase all frees the tables whole: SQLite runs fewer steps than there are rows")
+    func freedWhole() throws {
+        try withDatabase { database in
+            let shelves = try database.storage(for: ShelfRecord.self)
+            let books = try database.storage(for: BookRecord.self)
+            let pages = try database.storage(for: PageRecord.self)
+            let erasures: [(erase: () throws -> Int, erased: Int)] = [
+                ({ try shelves.eraseAll() }, 2), ({ try books.eraseAll() }, 6), ({ try pages.eraseAll() }, 24),
+            ]
+            for (storage, erased) in erasures {
+                try shelves.persist([Self.shelf(1), Self.shelf(2)])
+                _ = try Self.deleteSteps(database, "pages")
+                #expect(try storage() == erased)
+                #expect(try Self.deleteSteps(database, "pages") < 24)
+                #expect(try pages.count() == 0)
+            }
+        }
+    }
+
+    static let refusingReferences: [(sql: String, what: String)] = [
+        ("CREATE TABLE loans(id INTEGER PRIMARY KEY, book INTEGER NOT NULL REFERENCES books(id)); INSERT INTO loans VALUES (1, 11)", "loans"),
+        ("CREATE TABLE loans(id INTEGER PRIMARY KEY, book INTEGER NOT NULL REFERENCES BOOKS(id)); INSERT INTO loans VALUES (1, 11)", "loans"),
+        ("CREATE TABLE loans(id INTEGER PRIMARY KEY, book INTEGER NOT NULL REFERENCES \"Books\"(id)); INSERT INTO loans VALUES (1, 11)", "loans"),
+        ("CREATE TABLE marks(id INTEGER PRIMARY KEY, page INTEGER NOT NULL REFERENCES pages(id)); INSERT INTO marks VALUES (1, 111)", "marks"),
+        (
+            """
+            CREATE TABLE authors(id INTEGER PRIMARY KEY);
+            CREATE TABLE reviews(id INTEGER PRIMARY KEY, author INTEGER NOT NULL REFERENCES authors(id));
+            INSERT INTO authors VALUES (1); INSERT INTO reviews VALUES (1, 1);
+            CREATE TRIGGER books_gone AFTER DELETE ON books BEGIN DELETE FROM authors; END;
+            """,
+            "reviews"
+        ),
+    ]
+
     @Test(
-        "a table of another program referring to a table below keeps erase all to what enforced foreign keys allow",
-        arguments: ["REFERENCES books(id)", "REFERENCES BOOKS(id)", "REFERENCES \"Books\"(id)"])
-    func otherProgramsTableRefuses(references: String) throws {
-        try withLoans(references) { database in
+        "another program's table referring to a table below, or its trigger on one, keeps erase all to what enforced foreign keys allow",
+        arguments: Self.refusingReferences.indices)
+    func otherProgramRefuses(index: Int) throws {
+        let (sql, table) = Self.refusingReferences[index]
+        try withOtherProgram(sql) { database in
             let shelves = try database.storage(for: ShelfRecord.self)
             do {
                 let erased = try shelves.eraseAll()
-                Issue.record("erase all returned \(erased) though a loan refers to book 11")
+                Issue.record("erase all returned \(erased) though a row of \(table) refers to what it would erase")
             } catch let error as StorageError {
                 #expect(error.kind == .constraint, "\(error)")
             }
             #expect(try shelves.readAll() == [Self.shelf(1), Self.shelf(2)])
-            #expect(try database.withConnection(.read, entity: "loans") { try $0.scalarInt("SELECT count(*) FROM loans") } == 1)
+            #expect(try Self.count(database, table) == 1)
             #expect(try Self.enforcesForeignKeys(database))
         }
     }
 
-    @Test("a table of another program whose foreign key cascades loses the rows that referred to the erased ones")
+    @Test("another program's table whose foreign key cascades loses the rows that referred to the erased ones")
     func otherProgramsTableCascades() throws {
-        try withLoans("REFERENCES books(id) ON DELETE CASCADE") { database in
+        try withOtherProgram(
+            "CREATE TABLE loans(id INTEGER PRIMARY KEY, book INTEGER NOT NULL REFERENCES books(id) ON DELETE CASCADE); INSERT INTO loans VALUES (1, 11)"
+        ) { database in
             let shelves = try database.storage(for: ShelfRecord.self)
+            _ = try Self.deleteSteps(database, "pages")
             #expect(try shelves.eraseAll() == 2)
+            // Row by row, with foreign keys enforced.
+            #expect(try Self.deleteSteps(database, "pages") >= 24)
             #expect(try database.storage(for: PageRecord.self).count() == 0)
-            #expect(try database.withConnection(.read, entity: "loans") { try $0.scalarInt("SELECT count(*) FROM loans") } == 0)
+            #expect(try Self.count(database, "loans") == 0)
+            #expect(try Self.enforcesForeignKeys(database))
+        }
+    }
+
+    @Test("another program's table referring to a table above the one erased leaves erase all freeing whole tables")
+    func otherProgramAbove() throws {
+        try withOtherProgram(
+            "CREATE TABLE loans(id INTEGER PRIMARY KEY, shelf INTEGER NOT NULL REFERENCES shelves(id)); INSERT INTO loans VALUES (1, 1)"
+        ) { database in
+            let books = try database.storage(for: BookRecord.self)
+            _ = try Self.deleteSteps(database, "pages")
+            #expect(try books.eraseAll() == 6)
+            #expect(try Self.deleteSteps(database, "pages") < 24)
+            #expect(try database.storage(for: ShelfRecord.self).readAll() == [ShelfRecord(id: 1, books: []), ShelfRecord(id: 2, books: [])])
+            #expect(try Self.count(database, "loans") == 1)
             #expect(try Self.enforcesForeignKeys(database))
         }
     }

@@ -21,6 +21,9 @@ final class Connection {
     private var beginImmediate: Statement?
     private var commit: Statement?
     private var isClosed = false
+    /// Set when foreign keys could not be turned on again
+    /// (``withForeignKeysOff(_:)``): the connection then runs no transaction.
+    private var foreignKeysLeftOff = false
 
     /// Opens the database at `path` with `flags` (`SQLITE_OPEN_*`).
     /// - Throws: ``StorageError`` (kind ``StorageError/Kind/io`` when the file cannot be opened).
@@ -147,9 +150,14 @@ final class Connection {
         }
         let result = Result { try body() }
         // Setting a flag of the connection: SQLite has no way to fail here
-        // but a bad argument, and then says so.
+        // but a bad argument, and then says so. Should it, no transaction
+        // runs on this connection again (``transaction(immediate:_:)``).
         guard csqlite_set_foreign_keys(handle, 1) == 1 else {
-            throw StorageError(.engine, .erase, path: path, message: "SQLite refused to turn foreign keys on again")
+            foreignKeysLeftOff = true
+            let outcome = if case .success = result { "committed" } else { "failed" }
+            throw StorageError(
+                .engine, .erase, path: path,
+                message: "SQLite refused to turn foreign keys on again after a \(outcome) erase; the store must be opened again")
         }
         return try result.get()
     }
@@ -160,6 +168,11 @@ final class Connection {
     /// `immediate` takes the write lock at once (`BEGIN IMMEDIATE`), so a write
     /// never fails half-way for want of it.
     func transaction<T>(immediate: Bool, _ body: () throws -> T) throws -> T {
+        if foreignKeysLeftOff {
+            throw StorageError(
+                .engine, .persist, path: path,
+                message: "foreign keys could not be turned on again on this connection; the store must be opened again")
+        }
         try (immediate ? beginImmediateStatement() : beginStatement()).run()
         do {
             let result = try body()
