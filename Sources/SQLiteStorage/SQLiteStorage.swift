@@ -348,9 +348,17 @@ public struct SQLiteStorage<Record: DAOCore.Record>: Storage {
 
     private func erase(_ keys: [Record.PrimaryKey], _ connection: Connection) throws -> Int {
         let statement = try connection.statement(table.deleteByKeySQL)
+        // The record's descendants first, deepest first: its own delete
+        // then cascades to nothing (``Table/deleteDescendantsSQL``).
+        let descendants = try table.deleteDescendantsSQL.map { try connection.statement($0) }
         var erased = 0
         for key in keys {
-            try statement.bind(key.storedValue, at: 1)
+            let value = key.storedValue
+            for delete in descendants {
+                try delete.bind(value, at: 1)
+                try delete.run()
+            }
+            try statement.bind(value, at: 1)
             try statement.run()
             erased += connection.changes
         }

@@ -224,4 +224,38 @@ struct EraseAllTests {
             #expect(try Self.enforcesForeignKeys(database))
         }
     }
+
+    @Test("erasing by key deletes the record's descendants first, at every depth, and nothing of its neighbours")
+    func eraseByKeyThreeLevels() throws {
+        try withDatabase { database in
+            let shelves = try database.storage(for: ShelfRecord.self)
+            let books = try database.storage(for: BookRecord.self)
+            let pages = try database.storage(for: PageRecord.self)
+            try shelves.persist([Self.shelf(1), Self.shelf(2), Self.shelf(3)])
+            #expect(try shelves.erase(primaryKeys: [1, 3, 9]) == 2)
+            #expect(try shelves.readAll() == [Self.shelf(2)])
+            #expect(try books.count() == 3)
+            #expect(try pages.count() == 12)
+            #expect(try books.erase(primaryKeys: [22]) == 1)
+            #expect(try pages.count() == 8)
+            #expect(try pages.read(where: #Predicate { $0.bookId == 22 }).isEmpty)
+        }
+    }
+
+    @Test("another program's table referring to a grandchild makes erasing by key fail and erase nothing")
+    func eraseByKeyRefused() throws {
+        try withOtherProgram(
+            "CREATE TABLE marks(id INTEGER PRIMARY KEY, page INTEGER NOT NULL REFERENCES pages(id)); INSERT INTO marks VALUES (1, 111)"
+        ) { database in
+            let shelves = try database.storage(for: ShelfRecord.self)
+            #expect {
+                try shelves.erase(primaryKeys: [2, 1])
+            } throws: { error in
+                (error as? StorageError)?.kind == .constraint
+            }
+            #expect(try shelves.readAll() == [Self.shelf(1), Self.shelf(2)])
+            #expect(try shelves.erase(primaryKeys: [2]) == 1)
+            #expect(try shelves.readAll() == [Self.shelf(1)])
+        }
+    }
 }
