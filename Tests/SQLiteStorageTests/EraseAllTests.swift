@@ -49,12 +49,20 @@ struct EraseAllTests {
         })
     }
 
+    /// A fresh database with the storages of its three levels.
+    func withShelves(
+        _ body: (SQLiteDatabase, SQLiteStorage<ShelfRecord>, SQLiteStorage<BookRecord>, SQLiteStorage<PageRecord>) throws -> Void
+    ) throws {
+        try withDatabase { database in
+            try body(
+                database, database.storage(for: ShelfRecord.self), database.storage(for: BookRecord.self),
+                database.storage(for: PageRecord.self))
+        }
+    }
+
     @Test("erase all removes grandchildren too, and counts only the parents")
     func eraseAllThreeLevels() throws {
-        try withDatabase { database in
-            let shelves = try database.storage(for: ShelfRecord.self)
-            let books = try database.storage(for: BookRecord.self)
-            let pages = try database.storage(for: PageRecord.self)
+        try withShelves { database, shelves, books, pages in
             try shelves.persist([Self.shelf(1), Self.shelf(2)])
             #expect(try pages.count() == 24)
             #expect(try shelves.eraseAll() == 2)
@@ -69,10 +77,7 @@ struct EraseAllTests {
 
     @Test("erasing every book leaves the shelves and removes every page")
     func eraseAllMiddleLevel() throws {
-        try withDatabase { database in
-            let shelves = try database.storage(for: ShelfRecord.self)
-            let books = try database.storage(for: BookRecord.self)
-            let pages = try database.storage(for: PageRecord.self)
+        try withShelves { database, shelves, books, pages in
             try shelves.persist([Self.shelf(1), Self.shelf(2)])
             #expect(try books.eraseAll() == 6)
             #expect(try pages.count() == 0)
@@ -142,10 +147,7 @@ struct EraseAllTests {
 
     @Test("erase all frees the tables whole: SQLite runs fewer steps than there are rows")
     func freedWhole() throws {
-        try withDatabase { database in
-            let shelves = try database.storage(for: ShelfRecord.self)
-            let books = try database.storage(for: BookRecord.self)
-            let pages = try database.storage(for: PageRecord.self)
+        try withShelves { database, shelves, books, pages in
             let erasures: [(erase: () throws -> Int, erased: Int)] = [
                 ({ try shelves.eraseAll() }, 2), ({ try books.eraseAll() }, 6), ({ try pages.eraseAll() }, 24),
             ]
@@ -227,10 +229,7 @@ struct EraseAllTests {
 
     @Test("erasing by key deletes the record's descendants first, at every depth, and nothing of its neighbours")
     func eraseByKeyThreeLevels() throws {
-        try withDatabase { database in
-            let shelves = try database.storage(for: ShelfRecord.self)
-            let books = try database.storage(for: BookRecord.self)
-            let pages = try database.storage(for: PageRecord.self)
+        try withShelves { database, shelves, books, pages in
             try shelves.persist([Self.shelf(1), Self.shelf(2), Self.shelf(3)])
             #expect(try shelves.erase(primaryKeys: [1, 3, 9]) == 2)
             #expect(try shelves.readAll() == [Self.shelf(2)])
