@@ -50,6 +50,13 @@ public enum EntityName {
         }
     }
 
+    /// Whether `a` and `b` name the same table as SQLite compares names:
+    /// ASCII letters in either case, every other byte as it is (so the NFC
+    /// and NFD spellings of a name are two names).
+    public static func sameTable(_ a: String, _ b: String) -> Bool {
+        a.utf8.elementsEqual(b.utf8) { asciiLowercased($0) == asciiLowercased($1) }
+    }
+
     private static func asciiLowercased(_ byte: UInt8) -> UInt8 {
         byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte + 32 : byte
     }

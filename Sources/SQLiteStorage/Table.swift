@@ -754,14 +754,10 @@ private let foreignKeysSQL = SQLText(
 /// The table of every trigger of the main database.
 private let triggerTablesSQL = SQLText(sql: "SELECT tbl_name FROM sqlite_master WHERE type = 'trigger'")
 
-/// Whether `names` holds `name` as SQLite compares table names: ASCII letters
-/// in either case, every other byte as it is.
+/// Whether `names` holds `name` as SQLite compares table names
+/// (``EntityName/sameTable(_:_:)``).
 func names(_ names: [String], contain name: String) -> Bool {
-    names.contains { $0.utf8.elementsEqual(name.utf8) { asciiLower($0) == asciiLower($1) } }
-}
-
-private func asciiLower(_ byte: UInt8) -> UInt8 {
-    (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) ? byte | 0x20 : byte
+    names.contains { EntityName.sameTable($0, name) }
 }
 
 /// The link of one ``ToManyRelation``: the child table with its foreign key.

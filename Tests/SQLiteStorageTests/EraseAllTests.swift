@@ -38,6 +38,29 @@ struct PageRecord: Record, Equatable {
         ownedBy: BookRecord.self)
 }
 
+/// Two levels under names spelled in NFD, with text keys: a shelf
+/// (`e\u{301}tage\u{300}res`) owns leaves (`pa\u{301}ginas`).
+struct NFDShelf: Record, Equatable {
+    typealias PrimaryKey = String
+    var id: String
+    var leaves: [NFDLeaf]
+
+    static let entity = Entity<NFDShelf>(
+        "e\u{301}tage\u{300}res", primaryKey: "id", \.id, fields: [],
+        relations: [Relation("leaves", \.leaves, foreignKey: "shelf", \NFDLeaf.shelf)])
+}
+
+struct NFDLeaf: Record, Equatable {
+    typealias PrimaryKey = String
+    var id: String
+    var shelf: String
+    var note: String?
+
+    static let entity = Entity<NFDLeaf>(
+        "pa\u{301}ginas", primaryKey: "id", \.id, fields: [Field("shelf", \.shelf), Field("note", \.note)],
+        ownedBy: NFDShelf.self)
+}
+
 @Suite("SQLite: erasing every parent empties the tables below it, at every depth")
 struct EraseAllTests {
     static func shelf(_ id: Int64) -> ShelfRecord {
@@ -255,6 +278,63 @@ struct EraseAllTests {
             #expect(try shelves.readAll() == [Self.shelf(1), Self.shelf(2)])
             #expect(try shelves.erase(primaryKeys: [2]) == 1)
             #expect(try shelves.readAll() == [Self.shelf(1)])
+        }
+    }
+
+    /// Another program's table whose foreign key names the leaves' table as
+    /// `spelling`, holding one row that refers to leaf `Zoe\u{308}-1`
+    /// (made with foreign keys off: a name SQLite takes for another table
+    /// refers to no table).
+    static func nfdStore(referring spelling: String, _ body: (SQLiteDatabase) throws -> Void) throws {
+        try withTemporaryDirectory { directory in
+            let url = directory.appending(path: "store.sqlite")
+            let database = try SQLiteDatabase(path: url)
+            let shelves = try database.storage(for: NFDShelf.self)
+            try shelves.persist((1...3).map { n in
+                NFDShelf(id: "Zoe\u{308} \(n)", leaves: (1...10).map {
+                    NFDLeaf(id: "Zoe\u{308}-\(n * 100 + $0)", shelf: "Zoe\u{308} \(n)", note: $0 % 2 == 0 ? nil : "caf\u{E9}")
+                })
+            })
+            let other = try Connection(path: url.path(percentEncoded: false), flags: SQLITE_OPEN_READWRITE)
+            try other.execute(
+                "CREATE TABLE marks(id INTEGER PRIMARY KEY, leaf TEXT NOT NULL REFERENCES \"\(spelling)\"(id));"
+                    + " INSERT INTO marks VALUES (1, 'Zoe\u{308}-101')")
+            try other.close()
+            try body(database)
+        }
+    }
+
+    @Test(
+        "names compared as SQLite compares them: ASCII case folded, NFC and NFD two names",
+        arguments: [("pa\u{301}ginas", true), ("PA\u{301}GINAS", true), ("p\u{E1}ginas", false), ("pA\u{301}ginaS", true)])
+    func nonASCIINames(spelling: String, refersToLeaves: Bool) throws {
+        try Self.nfdStore(referring: spelling) { database in
+            let shelves = try database.storage(for: NFDShelf.self)
+            let leaves = try database.storage(for: NFDLeaf.self)
+            if refersToLeaves {
+                #expect(throws: StorageError.self) { try shelves.eraseAll() }
+                #expect(try leaves.count() == 30)
+                #expect(try shelves.count() == 3)
+            } else {
+                _ = try Self.deleteSteps(database, "pa\u{301}ginas")
+                #expect(try shelves.eraseAll() == 3)
+                #expect(try Self.deleteSteps(database, "pa\u{301}ginas") < 30)
+                #expect(try leaves.count() == 0)
+            }
+            #expect(try Self.count(database, "marks") == 1)
+            #expect(try Self.enforcesForeignKeys(database))
+        }
+    }
+
+    @Test("erasing by text keys spelled in NFD deletes those records' leaves only")
+    func nfdKeys() throws {
+        try Self.nfdStore(referring: "p\u{E1}ginas") { database in
+            let shelves = try database.storage(for: NFDShelf.self)
+            let leaves = try database.storage(for: NFDLeaf.self)
+            #expect(try shelves.erase(primaryKeys: ["Zoe\u{308} 2", "Zo\u{EB} 3"]) == 1)
+            #expect(try shelves.readAll().map(\.id) == ["Zoe\u{308} 1", "Zoe\u{308} 3"])
+            #expect(try leaves.count() == 20)
+            #expect(try leaves.read(where: #Predicate { $0.shelf == "Zoe\u{308} 2" }).isEmpty)
         }
     }
 }
