@@ -177,7 +177,7 @@ struct IndexSet {
         -> Bool
     {
         // https://sqlite.org/pragma.html#pragma_index_list: seq, name, unique, origin, partial
-        let list = try Statement(db: connection.handle, sql: "PRAGMA index_list(\(quoted(table)))", persistent: false)
+        let list = try connection.oneOffStatement("PRAGMA index_list(\(quoted(table)))")
         var isListed = false
         while try list.step() {
             guard list.text(1).map({ Array($0.utf8) }) == Array(name.utf8) else { continue }
@@ -186,7 +186,7 @@ struct IndexSet {
         }
         guard isListed else { return false }
         // https://sqlite.org/pragma.html#pragma_index_xinfo: seqno, cid, name, desc, coll, key
-        let info = try Statement(db: connection.handle, sql: "PRAGMA index_xinfo(\(quoted(name)))", persistent: false)
+        let info = try connection.oneOffStatement("PRAGMA index_xinfo(\(quoted(name)))")
         var keys: [String] = []
         while try info.step() {
             guard info.int64(5) != 0 else { continue }
@@ -200,7 +200,7 @@ struct IndexSet {
 
     /// The names of the indexes made by `CREATE INDEX` on `table`.
     static func indexes(of table: String, _ connection: Connection) throws -> [String] {
-        let statement = try connection.statement(
+        let statement = try connection.oneOffStatement(
             "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = ?1 AND sql IS NOT NULL")
         defer { statement.reset() }
         try statement.bind(table, at: 1)
@@ -212,7 +212,7 @@ struct IndexSet {
     }
 
     private static func indexExists(_ name: String, _ connection: Connection) throws -> Bool {
-        let statement = try connection.statement("SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = ?1")
+        let statement = try connection.oneOffStatement("SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = ?1")
         defer { statement.reset() }
         try statement.bind(name, at: 1)
         return try statement.step()

@@ -30,9 +30,11 @@ extension SQLiteDatabase: MigratableStore {
                     return result
                 }
             } catch {
+                connection.dropCachedStatements()
                 try connection.execute("PRAGMA foreign_keys = ON")
                 throw error
             }
+            connection.dropCachedStatements()
             try connection.execute("PRAGMA foreign_keys = ON")
             return result
         }

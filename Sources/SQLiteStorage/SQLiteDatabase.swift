@@ -172,6 +172,7 @@ public final class SQLiteDatabase: Store, Sendable {
                         R.self, recorded: recorded, holdsRecordsOnTheirOwn: session.holdsRowsOnTheirOwn)
                     try setUpSchema(table, session)
                 }
+                connection.dropCachedStatements()
             }
         }
         handedOutStorage.withLock { $0 = true }

@@ -136,7 +136,7 @@ extension Table {
     }
 
     private func columns(of table: String, _ connection: Connection) throws -> [Column] {
-        let statement = try Statement(db: connection.handle, sql: "PRAGMA table_info(\(quoted(table)))", persistent: false)
+        let statement = try connection.oneOffStatement("PRAGMA table_info(\(quoted(table)))")
         var columns: [Column] = []
         while try statement.step() {
             columns.append(
@@ -162,8 +162,7 @@ extension Table {
     }
 
     private func hasForeignKey(_ foreignKey: ForeignKey, _ connection: Connection) throws -> Bool {
-        let statement = try Statement(
-            db: connection.handle, sql: "PRAGMA foreign_key_list(\(quoted(name)))", persistent: false)
+        let statement = try connection.oneOffStatement("PRAGMA foreign_key_list(\(quoted(name)))")
         while try statement.step() {
             // id, seq, table, from, to, on_update, on_delete, match
             if statement.text(2) == foreignKey.parentTable, statement.text(3) == foreignKey.column,
@@ -178,8 +177,7 @@ extension Table {
 
     /// The column of the foreign key the table holds, if it holds one.
     private func storedForeignKeyColumn(_ connection: Connection) throws -> String? {
-        let statement = try Statement(
-            db: connection.handle, sql: "PRAGMA foreign_key_list(\(quoted(name)))", persistent: false)
+        let statement = try connection.oneOffStatement("PRAGMA foreign_key_list(\(quoted(name)))")
         // id, seq, table, from, to, on_update, on_delete, match
         return try statement.step() ? statement.text(3) : nil
     }
@@ -246,7 +244,7 @@ final class SchemaSession {
     /// The schema recorded for `entity`, if any.
     func storedSchema(of entity: String) throws -> EntitySchema? {
         guard hasMetadataTable else { return nil }
-        let statement = try connection.statement("SELECT value FROM \(quoted(Self.metadataTable)) WHERE key = ?1")
+        let statement = try connection.oneOffStatement("SELECT value FROM \(quoted(Self.metadataTable)) WHERE key = ?1")
         defer { statement.reset() }
         try statement.bind(StoreMetadataKey.schema(entity), at: 1)
         guard try statement.step(), let bytes = statement.blob(0) else { return nil }
@@ -256,7 +254,7 @@ final class SchemaSession {
     /// Every schema the metadata table records.
     func storedSchemas() throws -> [EntitySchema] {
         guard hasMetadataTable else { return [] }
-        let statement = try connection.statement(
+        let statement = try connection.oneOffStatement(
             "SELECT key, value FROM \(quoted(Self.metadataTable)) WHERE key >= 'schema/' AND key < 'schema0'")
         defer { statement.reset() }
         let prefix = StoreMetadataKey.schema("")
@@ -271,7 +269,7 @@ final class SchemaSession {
     /// Records `schema` as the entity's stored schema.
     func record(_ schema: EntitySchema) throws {
         try write {
-            let statement = try connection.statement(
+            let statement = try connection.oneOffStatement(
                 "INSERT OR REPLACE INTO \(quoted(Self.metadataTable)) (key, value) VALUES (?1, ?2)")
             try statement.bind(StoreMetadataKey.schema(schema.entity), at: 1)
             try schema.encoded().withUnsafeBytes { try statement.bind(blob: $0, at: 2) }
@@ -300,8 +298,7 @@ final class SchemaSession {
     /// document.
     func holdsRowsOnTheirOwn(_ child: String, holder: String) throws -> Bool {
         guard try holdsRows(child) else { return false }
-        let foreignKeys = try Statement(
-            db: connection.handle, sql: "PRAGMA foreign_key_list(\(quoted(child)))", persistent: false)
+        let foreignKeys = try connection.oneOffStatement("PRAGMA foreign_key_list(\(quoted(child)))")
         // id, seq, table, from, to, on_update, on_delete, match
         while try foreignKeys.step() {
             if foreignKeys.text(2) == holder { return false }
@@ -312,14 +309,14 @@ final class SchemaSession {
     /// Whether `table` exists and holds a row.
     private func holdsRows(_ table: String) throws -> Bool {
         guard try Self.exists(table: table, connection) else { return false }
-        let rows = try Statement(db: connection.handle, sql: "SELECT 1 FROM \(quoted(table)) LIMIT 1", persistent: false)
+        let rows = try connection.oneOffStatement("SELECT 1 FROM \(quoted(table)) LIMIT 1")
         return try rows.step()
     }
 
     /// The table that SQLite takes for `table` (names ignore ASCII case)
     /// under another spelling, if there is one.
     func table(namedAlike table: String) throws -> String? {
-        let statement = try connection.statement(
+        let statement = try connection.oneOffStatement(
             "SELECT name FROM sqlite_master WHERE type = 'table' AND name = ?1 COLLATE NOCASE AND name <> ?1")
         defer { statement.reset() }
         try statement.bind(table, at: 1)
@@ -327,7 +324,7 @@ final class SchemaSession {
     }
 
     private static func exists(table: String, _ connection: Connection) throws -> Bool {
-        let statement = try connection.statement("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1")
+        let statement = try connection.oneOffStatement("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1")
         defer { statement.reset() }
         try statement.bind(table, at: 1)
         return try statement.step()

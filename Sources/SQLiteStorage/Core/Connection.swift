@@ -80,6 +80,24 @@ final class Connection {
         return statement
     }
 
+    /// A statement for `sql` prepared for one use and not cached: for reading
+    /// the schema while opening a storage. A cached statement that reads the
+    /// schema and is run again after this connection's (or another's) `CREATE`
+    /// is prepared again by SQLite, which then keeps the "schema has changed"
+    /// message in the connection until it closes, and every later statement
+    /// reset on it copies that error state (about 22 instructions a step).
+    func oneOffStatement(_ sql: String) throws -> Statement {
+        try Statement(db: handle, sql: sql, persistent: false)
+    }
+
+    /// Drops the cached statements (each is finalized once no caller holds
+    /// it), after this connection changed the schema: one prepared before the
+    /// change would be prepared again on its next step, leaving SQLite's
+    /// error state set (``oneOffStatement(_:)``).
+    func dropCachedStatements() {
+        cache.removeAll(keepingCapacity: true)
+    }
+
     /// Runs one or more SQL statements that take no parameters.
     func execute(_ sql: String) throws {
         var message: UnsafeMutablePointer<CChar>?
