@@ -239,15 +239,24 @@ public struct SQLiteStorage<Record: DAOCore.Record>: Storage {
                 return erased
             }
             return try connection.transaction(immediate: true) {
-                if predicate == nil {
-                    for link in table.links {
-                        try link.eraseAllChildren(connection)
-                    }
-                }
                 if plan.isExact {
+                    let parameters = plan.condition?.parameters ?? []
+                    // The children first, deepest first, as erasing by key
+                    // does: the parents' delete then cascades to nothing.
+                    if plan.condition == nil {
+                        for link in table.links {
+                            try link.eraseAllChildren(connection)
+                        }
+                    } else if table.hasLinks {
+                        for sql in descendantDeletesSQL(plan) {
+                            let delete = try connection.statement(sql)
+                            try delete.bind(parameters)
+                            try delete.run()
+                        }
+                    }
                     let statement = try connection.statement(
                         statementSQL(plan, DeleteStatement.self, all: table.deleteAllSQL, where: table.deleteSQL(where:)))
-                    try statement.bind(plan.condition?.parameters ?? [])
+                    try statement.bind(parameters)
                     try statement.run()
                     return connection.changes
                 }
@@ -344,6 +353,16 @@ public struct SQLiteStorage<Record: DAOCore.Record>: Storage {
         guard let condition = plan.condition else { return all }
         guard let template = plan.sqlTemplate else { return SQLText(sql: build(condition.sql)) }
         return template.memo(TableText<Record, Kind>.self) { TableText() }.sql(for: table) { build(condition.sql) }
+    }
+
+    /// The `DELETE`s of the descendants of the rows an exact plan's condition
+    /// selects (``Table/deleteDescendantsSQL(where:)``), kept with the plan's
+    /// template for this table when it has one.
+    private func descendantDeletesSQL(_ plan: Plan) -> [SQLText] {
+        guard let condition = plan.condition else { return [] }
+        func build() -> [String] { table.deleteDescendantsSQL(where: condition.sql) }
+        guard let template = plan.sqlTemplate else { return build().map(SQLText.init(sql:)) }
+        return template.memo(TableText<Record, DescendantDeletes>.self) { TableText() }.texts(for: table, build)
     }
 
     private func erase(_ keys: [Record.PrimaryKey], _ connection: Connection) throws -> Int {
@@ -534,17 +553,24 @@ private final class SelectText: Sendable {
 private enum CountStatement {}
 /// Names the `DELETE` text of a plan's shape.
 private enum DeleteStatement {}
+/// ``TableText`` of the `DELETE`s of an exact erasure's descendants.
+private enum DescendantDeletes {}
 
 /// The text of one kind of statement (`Kind`) for a plan's shape, for each
 /// table it ran on, kept with the core's ``PlanTemplate``. The table is held,
 /// so its identity cannot be reused by another table while the text is kept.
 private final class TableText<Record: DAOCore.Record, Kind>: Sendable {
-    private let texts = Mutex<[ObjectIdentifier: (table: Table<Record>, sql: SQLText)]>([:])
+    private let texts = Mutex<[ObjectIdentifier: (table: Table<Record>, sql: [SQLText])]>([:])
 
     func sql(for table: Table<Record>, _ build: () -> String) -> SQLText {
+        texts(for: table) { [build()] }[0]
+    }
+
+    /// The kept texts of `Kind` for `table`, made by `build` the first time.
+    func texts(for table: Table<Record>, _ build: () -> [String]) -> [SQLText] {
         let key = ObjectIdentifier(table)
         if let kept = texts.withLock({ $0[key] }), kept.table === table { return kept.sql }
-        let sql = SQLText(sql: build())
+        let sql = build().map(SQLText.init(sql:))
         texts.withLock { texts in
             // A few tables at most (one per open database); start over past that.
             if texts.count >= 16 { texts.removeAll() }

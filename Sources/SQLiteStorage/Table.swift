@@ -152,6 +152,17 @@ final class Table<R: Record>: Sendable {
     /// `DELETE … WHERE condition`.
     func deleteSQL(where condition: String) -> String { deleteAllSQL.sql + " WHERE " + condition }
 
+    /// The `DELETE`s of every row below the rows that meet `condition` (SQL
+    /// over this table's own columns), deepest first, each with the
+    /// condition once (so the same parameters), run before
+    /// ``deleteSQL(where:)``: the cascade then finds nothing. A condition
+    /// over the children would change as they are deleted; conditions
+    /// compiled to SQL never read another table.
+    func deleteDescendantsSQL(where condition: String) -> [String] {
+        let keys = "SELECT \(quoted(entity.primaryKeyField.name)) FROM \(quoted(name)) WHERE \(condition)"
+        return links.flatMap { $0.deletes(ofChildrenOf: keys) }
+    }
+
     /// `SELECT … WHERE condition ORDER BY terms, key LIMIT ?` (each part
     /// optional). Without `keyLast` the primary key is left out of the
     /// `ORDER BY` (the caller orders rows with equal terms itself).

@@ -264,6 +264,64 @@ struct EraseAllTests {
         }
     }
 
+    /// The virtual-machine steps run by the writer's prepared statement whose
+    /// text starts with `prefix` (the first one found), since it was last
+    /// asked (which sets the count back to zero); `nil` when there is none.
+    static func steps(_ database: SQLiteDatabase, startingWith prefix: String) throws -> Int32? {
+        try database.withConnection(.read, entity: "shelves") { connection in
+            var statement = sqlite3_next_stmt(connection.handle, nil)
+            while let current = statement {
+                if let text = sqlite3_sql(current), String(cString: text).hasPrefix(prefix) {
+                    return sqlite3_stmt_status(current, Int32(SQLITE_STMTSTATUS_VM_STEP), 1)
+                }
+                statement = sqlite3_next_stmt(connection.handle, current)
+            }
+            return nil
+        }
+    }
+
+    @Test("an exact erase(where:) deletes the descendants of the records it matches first, at every depth, and nothing of the others")
+    func eraseWhereThreeLevels() throws {
+        try withShelves { database, shelves, books, pages in
+            try shelves.persist([Self.shelf(1), Self.shelf(2), Self.shelf(3)])
+            #expect(try shelves.erase(where: #Predicate { $0.id != 2 }) == 2)
+            #expect(try shelves.readAll() == [Self.shelf(2)])
+            #expect(try books.count() == 3)
+            #expect(try pages.count() == 12)
+            // The shelves' own DELETE found no book left to cascade to: a
+            // cascade runs a trigger program over each of the 6 books and
+            // 24 pages, counted in the statement's steps (885 then, against
+            // 67 when it finds nothing).
+            let shelfSteps = try #require(try Self.steps(database, startingWith: "DELETE FROM \"shelves\" WHERE"))
+            #expect(shelfSteps < 200, "the shelves' DELETE ran \(shelfSteps) steps")
+            #expect(try books.erase(where: #Predicate { $0.shelfId == 2 && $0.id > 21 }) == 2)
+            #expect(try pages.count() == 4)
+            #expect(try pages.readAll().map(\.bookId) == [21, 21, 21, 21])
+            #expect(try shelves.readAll() == [ShelfRecord(id: 2, books: [Self.shelf(2).books[0]])])
+            // A predicate that holds for every record empties the tables below.
+            #expect(try shelves.erase(where: #Predicate<ShelfRecord> { _ in true }) == 1)
+            #expect(try books.count() == 0)
+            #expect(try pages.count() == 0)
+        }
+    }
+
+    @Test("another program's table referring to a grandchild makes an exact erase(where:) fail and erase nothing")
+    func eraseWhereRefused() throws {
+        try withOtherProgram(
+            "CREATE TABLE marks(id INTEGER PRIMARY KEY, page INTEGER NOT NULL REFERENCES pages(id)); INSERT INTO marks VALUES (1, 111)"
+        ) { database in
+            let shelves = try database.storage(for: ShelfRecord.self)
+            #expect {
+                try shelves.erase(where: #Predicate { $0.id >= 1 })
+            } throws: { error in
+                (error as? StorageError)?.kind == .constraint
+            }
+            #expect(try shelves.readAll() == [Self.shelf(1), Self.shelf(2)])
+            #expect(try shelves.erase(where: #Predicate { $0.id >= 2 }) == 1)
+            #expect(try shelves.readAll() == [Self.shelf(1)])
+        }
+    }
+
     @Test("another program's table referring to a grandchild makes erasing by key fail and erase nothing")
     func eraseByKeyRefused() throws {
         try withOtherProgram(
