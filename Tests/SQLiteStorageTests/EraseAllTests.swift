@@ -305,36 +305,27 @@ struct EraseAllTests {
         }
     }
 
-    @Test("another program's table referring to a grandchild makes an exact erase(where:) fail and erase nothing")
-    func eraseWhereRefused() throws {
-        try withOtherProgram(
-            "CREATE TABLE marks(id INTEGER PRIMARY KEY, page INTEGER NOT NULL REFERENCES pages(id)); INSERT INTO marks VALUES (1, 111)"
-        ) { database in
-            let shelves = try database.storage(for: ShelfRecord.self)
-            #expect {
-                try shelves.erase(where: #Predicate { $0.id >= 1 })
-            } throws: { error in
-                (error as? StorageError)?.kind == .constraint
-            }
-            #expect(try shelves.readAll() == [Self.shelf(1), Self.shelf(2)])
-            #expect(try shelves.erase(where: #Predicate { $0.id >= 2 }) == 1)
-            #expect(try shelves.readAll() == [Self.shelf(1)])
+    @Test(
+        "another program's table referring to a grandchild makes erasing by key or by an exact condition fail and erase nothing",
+        arguments: [false, true])
+    func eraseRefused(byCondition: Bool) throws {
+        // Shelves 1 and 2, or shelf 2 alone; mark 1 refers to page 111, on shelf 1.
+        func erase(_ shelves: SQLiteStorage<ShelfRecord>, from first: Int64) throws -> Int {
+            byCondition
+                ? try shelves.erase(where: #Predicate { $0.id >= first })
+                : try shelves.erase(primaryKeys: Array((first...2).reversed()))
         }
-    }
-
-    @Test("another program's table referring to a grandchild makes erasing by key fail and erase nothing")
-    func eraseByKeyRefused() throws {
         try withOtherProgram(
             "CREATE TABLE marks(id INTEGER PRIMARY KEY, page INTEGER NOT NULL REFERENCES pages(id)); INSERT INTO marks VALUES (1, 111)"
         ) { database in
             let shelves = try database.storage(for: ShelfRecord.self)
             #expect {
-                try shelves.erase(primaryKeys: [2, 1])
+                try erase(shelves, from: 1)
             } throws: { error in
                 (error as? StorageError)?.kind == .constraint
             }
             #expect(try shelves.readAll() == [Self.shelf(1), Self.shelf(2)])
-            #expect(try shelves.erase(primaryKeys: [2]) == 1)
+            #expect(try erase(shelves, from: 2) == 1)
             #expect(try shelves.readAll() == [Self.shelf(1)])
         }
     }
