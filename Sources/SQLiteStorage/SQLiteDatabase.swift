@@ -162,6 +162,9 @@ public final class SQLiteDatabase: Store, Sendable {
         }
         if !isUpToDate {
             try withConnection(.open, entity: R.entity.name) { connection in
+                // Also when the transaction fails: rolling back its DDL
+                // changes the schema as well.
+                defer { connection.dropCachedStatements() }
                 try connection.transaction(immediate: true) {
                     let session = try SchemaSession(connection, mode: .create)
                     // Again under the write lock: another process may have
@@ -172,7 +175,6 @@ public final class SQLiteDatabase: Store, Sendable {
                         R.self, recorded: recorded, holdsRecordsOnTheirOwn: session.holdsRowsOnTheirOwn)
                     try setUpSchema(table, session)
                 }
-                connection.dropCachedStatements()
             }
         }
         handedOutStorage.withLock { $0 = true }
