@@ -202,7 +202,6 @@ struct IndexSet {
     static func indexes(of table: String, _ connection: Connection) throws -> [String] {
         let statement = try connection.oneOffStatement(
             "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = ?1 AND sql IS NOT NULL")
-        defer { statement.reset() }
         try statement.bind(table, at: 1)
         var names: [String] = []
         while try statement.step() {
@@ -213,7 +212,6 @@ struct IndexSet {
 
     private static func indexExists(_ name: String, _ connection: Connection) throws -> Bool {
         let statement = try connection.oneOffStatement("SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = ?1")
-        defer { statement.reset() }
         try statement.bind(name, at: 1)
         return try statement.step()
     }

@@ -245,7 +245,6 @@ final class SchemaSession {
     func storedSchema(of entity: String) throws -> EntitySchema? {
         guard hasMetadataTable else { return nil }
         let statement = try connection.oneOffStatement("SELECT value FROM \(quoted(Self.metadataTable)) WHERE key = ?1")
-        defer { statement.reset() }
         try statement.bind(StoreMetadataKey.schema(entity), at: 1)
         guard try statement.step(), let bytes = statement.blob(0) else { return nil }
         return try EntitySchema.decode(bytes, entity: entity)
@@ -256,7 +255,6 @@ final class SchemaSession {
         guard hasMetadataTable else { return [] }
         let statement = try connection.oneOffStatement(
             "SELECT key, value FROM \(quoted(Self.metadataTable)) WHERE key >= 'schema/' AND key < 'schema0'")
-        defer { statement.reset() }
         let prefix = StoreMetadataKey.schema("")
         var schemas: [EntitySchema] = []
         while try statement.step() {
@@ -318,14 +316,12 @@ final class SchemaSession {
     func table(namedAlike table: String) throws -> String? {
         let statement = try connection.oneOffStatement(
             "SELECT name FROM sqlite_master WHERE type = 'table' AND name = ?1 COLLATE NOCASE AND name <> ?1")
-        defer { statement.reset() }
         try statement.bind(table, at: 1)
         return try statement.step() ? statement.text(0) : nil
     }
 
     private static func exists(table: String, _ connection: Connection) throws -> Bool {
         let statement = try connection.oneOffStatement("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1")
-        defer { statement.reset() }
         try statement.bind(table, at: 1)
         return try statement.step()
     }

@@ -83,7 +83,7 @@ final class Table<R: Record>: Sendable {
         self.links = links
         hasLinks = !links.isEmpty
         treeNames = [entity.name] + links.flatMap(\.tableNames)
-        deleteDescendantsSQL = links.flatMap { $0.deletes(ofChildrenOf: "?1") }.map(SQLText.init(sql:))
+        deleteDescendantsSQL = Self.descendantDeletes(links, ofKeys: "?1").map(SQLText.init(sql:))
         fieldBinder = (R.self as? any FieldwiseRecord.Type).map { makeFieldBinder($0, for: R.self) }
         rowsReader = (R.self as? any FieldwiseRecord.Type).flatMap { makeRowsReader($0, for: R.self) }
         rowsWriter = (R.self as? any FieldwiseRecord.Type).flatMap { makeRowsWriter($0, for: R.self) }
@@ -159,8 +159,14 @@ final class Table<R: Record>: Sendable {
     /// over the children would change as they are deleted; conditions
     /// compiled to SQL never read another table.
     func deleteDescendantsSQL(where condition: String) -> [String] {
-        let keys = "SELECT \(quoted(entity.primaryKeyField.name)) FROM \(quoted(name)) WHERE \(condition)"
-        return links.flatMap { $0.deletes(ofChildrenOf: keys) }
+        Self.descendantDeletes(
+            links, ofKeys: "SELECT \(quoted(entity.primaryKeyField.name)) FROM \(quoted(name)) WHERE \(condition)")
+    }
+
+    /// The `DELETE`s below the rows whose keys `keys` gives (a parameter or a
+    /// `SELECT`), through `links`, deepest first.
+    private static func descendantDeletes(_ links: [any ChildLink<R>], ofKeys keys: String) -> [String] {
+        links.flatMap { $0.deletes(ofChildrenOf: keys) }
     }
 
     /// `SELECT … WHERE condition ORDER BY terms, key LIMIT ?` (each part
