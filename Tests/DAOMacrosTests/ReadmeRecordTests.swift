@@ -3,7 +3,7 @@ import DAOMacros
 import Foundation
 import Testing
 
-// The README's record declaration, as written there.
+// README.md's record declaration ("Quick start"), as written there.
 @StoredRecord("notes", indexes: [Index("notes_by_pinned", on: ["pinned"])])
 struct NoteRecord: Equatable {
     var id: Int64
@@ -84,7 +84,7 @@ struct ReadmeRecordTests {
     }
 }
 
-// The README's relation example, as written there.
+// README.md's relation example ("Children"), as written there.
 @StoredRecord("authors")
 struct AuthorRecord: Equatable {
     var id: String

@@ -5,7 +5,7 @@ import Foundation
 import TestSupport
 import Testing
 
-/// The library example of README.md, as written there, but for the directory:
+/// README.md's "The example domain", as written there, but for the directory:
 /// if this stops compiling or passing, the README is wrong.
 @Test("the README's library example compiles and does what it says")
 func readmeExample() throws {

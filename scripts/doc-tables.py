@@ -1,0 +1,249 @@
+#!/usr/bin/env python3
+"""Regenerates the result tables of the docs from the committed reports.
+
+Every table the docs quote from a benchmark report sits between two marker
+comments, and this script writes what is between them:
+
+    <!-- table:ratios -->
+    ... generated ...
+    <!-- /table -->
+
+    python3 scripts/doc-tables.py           # rewrite the tables in place
+    python3 scripts/doc-tables.py --check   # exit 1 when a table is out of date
+
+The tables come from results/baseline.csv (`make bench`, durability full) and
+results/baseline-smoke.csv (`make bench-smoke`, durability none, with
+instruction and allocation counts). Renew a baseline, run this script, and
+commit both. The files scanned are README.md, docs/*.md and the DocC articles
+(Sources/*/*.docc/**/*.md); a marker naming no table here is an error.
+"""
+import csv
+import glob
+import os
+import re
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BASELINE = "results/baseline.csv"
+SMOKE = "results/baseline-smoke.csv"
+DAO_BACKENDS = ["json", "plist", "sqlite", "lmdb"]
+SINGULAR = {"messages": "message", "lookups": "lookup", "queries": "query", "dialogs": "dialog",
+            "messages erased": "message erased"}
+BLOCK = re.compile(r"(<!-- table:([a-z0-9-]+) -->\n)(.*?)(<!-- /table -->)", re.S)
+
+
+def load(path):
+    with open(os.path.join(ROOT, path), newline="", encoding="utf-8") as handle:
+        return [row for row in csv.DictReader(handle) if not row.get("error")]
+
+
+def ordered(rows, key):
+    return list(dict.fromkeys(row[key] for row in rows))
+
+
+def human(value):
+    value = float(f"{value:.3g}")  # round first, so 999.6 k reads 1 M
+    for limit, suffix in ((1e9, " G"), (1e6, " M"), (1e3, " k")):
+        if value >= limit:
+            return f"{value / limit:.3g}{suffix}"
+    return f"{value:.3g}"
+
+
+def mib(value):
+    return f"{float(value) / 1048576:.1f} MiB"
+
+
+def ratio(value):
+    value = float(value)
+    return f"{value:.2f}" if value >= 0.1 else f"{value:.2g}"
+
+
+def caption(path, rows, what):
+    """One line naming the report and the run's conditions, all read from it."""
+    first = rows[0]
+    sizes = ", ".join(f"D={d} × M={m}" for d, m in dict.fromkeys((r["dialogs"], r["messages_per_dialog"]) for r in rows))
+    durability = ", ".join(ordered(rows, "durability"))
+    iterations = sorted(int(r["iterations"]) for r in rows)
+    spread = f"{iterations[0]}" if iterations[0] == iterations[-1] else f"{iterations[0]}–{iterations[-1]}"
+    return (f"*{what}. From `{path}`: {sizes}, durability {durability}, {spread} measured iterations a row, "
+            f"Swift {first['swift_version']} {first['build']} build, {first['cpu']}.*\n\n")
+
+
+def table(header, lines, numeric=True):
+    out = "| " + " | ".join(header) + " |\n"
+    out += "| " + " | ".join("---" if i == 0 or not numeric else "---:" for i in range(len(header))) + " |\n"
+    for line in lines:
+        out += "| " + " | ".join(line) + " |\n"
+    return out
+
+
+def cells(rows):
+    return {(r["operation"], r["backend"]): r for r in rows}
+
+
+def throughput():
+    """README: the median throughput of every backend × operation."""
+    rows = load(BASELINE)
+    backends, cell = ordered(rows, "backend"), cells(rows)
+    lines = []
+    for operation in ordered(rows, "operation"):
+        unit = next(cell[(operation, b)]["unit"] for b in backends if (operation, b) in cell)
+        line = [f"{operation} ({unit}/s)"]
+        for backend in backends:
+            row = cell.get((operation, backend))
+            line.append(human(float(row["throughput_per_s"])) if row else "–")
+        lines.append(line)
+    return caption(BASELINE, rows, "Median throughput, units per second (`throughput_per_s`)") + \
+        table(["operation"] + [f"`{b}`" for b in backends], lines)
+
+
+def ratios():
+    """Each DAO backend (and GRDB) divided by its raw engine, round by round, with the 95% interval."""
+    rows = load(BASELINE)
+    cell = cells(rows)
+    measured = [b for b in ordered(rows, "backend") if any(r["backend"] == b and r["ratio_paired"] for r in rows)]
+    reference = {b: next(r["reference"] for r in rows if r["backend"] == b) for b in measured}
+    lines = []
+    for operation in ordered(rows, "operation"):
+        line = [operation]
+        for backend in measured:
+            row = cell.get((operation, backend))
+            if row is None or not row["ratio_paired"]:
+                line.append("–")
+            else:
+                line.append(f"{ratio(row['ratio_paired'])} ({ratio(row['ratio_paired_low'])}–"
+                            f"{ratio(row['ratio_paired_high'])})")
+        lines.append(line)
+    return caption(BASELINE, rows, "Throughput ÷ the raw engine's, the median of the per-round ratios "
+                   "(`ratio_paired`) with its 95% interval (`ratio_paired_low`–`ratio_paired_high`)") + \
+        table(["operation"] + [f"`{b}` ÷ `{reference[b]}`" for b in measured], lines)
+
+
+def instructions():
+    """Instructions and allocations per counted unit, under callgrind."""
+    rows = [r for r in load(SMOKE) if r["instructions"]]
+    backends, cell = ordered(rows, "backend"), cells(rows)
+    lines = []
+    for operation in ordered(rows, "operation"):
+        unit = next(cell[(operation, b)]["unit"] for b in backends if (operation, b) in cell)
+        line = [f"{operation} (per {SINGULAR.get(unit, unit)})"]
+        for backend in backends:
+            row = cell.get((operation, backend))
+            if row is None:
+                line.append("–")
+                continue
+            units = float(row["units"])
+            line.append(f"{human(float(row['instructions']) / units)} / {human(float(row['allocations']) / units)}")
+        lines.append(line)
+    return caption(SMOKE, rows, "Instructions / allocations per unit in the timed regions only "
+                   "(`instructions` and `allocations` ÷ `units`)") + \
+        table(["operation"] + [f"`{b}`" for b in backends], lines)
+
+
+def instruction_ratios():
+    """The raw engine's instructions per unit ÷ the backend's (`ratio_instructions`)."""
+    rows = [r for r in load(SMOKE) if r["ratio_instructions"]]
+    backends, cell = ordered(rows, "backend"), cells(rows)
+    reference = {b: next(r["reference"] for r in rows if r["backend"] == b) for b in backends}
+    lines = []
+    for operation in ordered(rows, "operation"):
+        line = [operation]
+        for backend in backends:
+            row = cell.get((operation, backend))
+            line.append(ratio(row["ratio_instructions"]) if row else "–")
+        lines.append(line)
+    return caption(SMOKE, rows, "The raw engine's instructions per unit ÷ the backend's (`ratio_instructions`; "
+                   "1 = as few as the raw engine)") + \
+        table(["operation"] + [f"`{reference[b]}` ÷ `{b}`" for b in backends], lines)
+
+
+def footprint():
+    """Bytes on disk after update, the backend's own memory peak, and the decoded graph."""
+    rows = load(BASELINE)
+    lines = []
+    for backend in ordered(rows, "backend"):
+        mine = [r for r in rows if r["backend"] == backend]
+        update = next(r for r in mine if r["operation"] == "update")
+        read_all = next((r for r in mine if r["operation"] == "read-all"), None)
+        lines.append([
+            f"`{backend}`",
+            mib(update["bytes_on_disk"]),
+            mib(update["peak_rss_workload_bytes"]),
+            mib(read_all["op_peak_rss_bytes"]) if read_all and read_all["op_peak_rss_bytes"] else "–",
+            mib(read_all["decoded_bytes"]) if read_all and read_all["decoded_bytes"] else "–",
+        ])
+    return caption(BASELINE, rows, "Disk and memory: `bytes_on_disk` after update, the worker's rise above the "
+                   "workload's data (`peak_rss_workload_bytes`), read-all's rise (`op_peak_rss_bytes`) and "
+                   "the decoded graph (`decoded_bytes`)") + \
+        table(["backend", "on disk", "memory peak", "read-all's rise", "decoded graph"], lines)
+
+
+def settings():
+    """The settings each backend reported in force."""
+    rows = load(BASELINE)
+    lines = [[f"`{b}`", f"`{next(r['settings'] for r in rows if r['backend'] == b)}`"]
+             for b in ordered(rows, "backend")]
+    return caption(BASELINE, rows, "Settings in force, as each store read them back (`settings`)") + \
+        table(["backend", "settings"], lines, numeric=False)
+
+
+TABLES = {
+    "throughput": throughput,
+    "ratios": ratios,
+    "instructions": instructions,
+    "instruction-ratios": instruction_ratios,
+    "footprint": footprint,
+    "settings": settings,
+}
+
+
+def documents():
+    paths = ["README.md"] + sorted(glob.glob(os.path.join(ROOT, "docs", "*.md")))
+    paths += sorted(glob.glob(os.path.join(ROOT, "Sources", "*", "*.docc", "**", "*.md"), recursive=True))
+    return [os.path.relpath(os.path.join(ROOT, p), ROOT) for p in paths]
+
+
+def main(argv):
+    check = "--check" in argv[1:]
+    unknown = [a for a in argv[1:] if a != "--check"]
+    if unknown:
+        print(f"doc-tables: unknown argument {unknown[0]}; usage: doc-tables.py [--check]", file=sys.stderr)
+        return 64
+    generated, stale, errors = {}, [], []
+    for path in documents():
+        with open(os.path.join(ROOT, path), encoding="utf-8") as handle:
+            text = handle.read()
+
+        def fill(match):
+            name = match.group(2)
+            if name not in TABLES:
+                errors.append(f"{path}: no table named {name!r} (known: {', '.join(TABLES)})")
+                return match.group(0)
+            if name not in generated:
+                generated[name] = TABLES[name]()
+            return match.group(1) + "\n" + generated[name] + "\n" + match.group(4)
+
+        new = BLOCK.sub(fill, text)
+        opened, closed = text.count("<!-- table:"), text.count("<!-- /table -->")
+        if opened != closed or opened != len(BLOCK.findall(text)):
+            errors.append(f"{path}: {opened} table markers opened, {closed} closed")
+        if new != text:
+            stale.append(path)
+            if not check:
+                with open(os.path.join(ROOT, path), "w", encoding="utf-8") as handle:
+                    handle.write(new)
+    for error in errors:
+        print(f"doc-tables: {error}", file=sys.stderr)
+    if check and stale:
+        for path in stale:
+            print(f"doc-tables: {path} has a table that differs from the results files; "
+                  "run python3 scripts/doc-tables.py", file=sys.stderr)
+        return 1
+    if not check:
+        for path in stale:
+            print(f"doc-tables: rewrote {path}")
+    return 2 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
