@@ -47,7 +47,7 @@ REPORT ?= results/latest.csv
 
 BENCH = $(SWIFT) run -c release --skip-build storage-bench
 
-.PHONY: setup setup-instructions build test torture bench bench-release bench-smoke bench-scale compare plot clean
+.PHONY: setup setup-instructions build test docs torture bench bench-release bench-smoke bench-scale compare plot clean
 
 setup:
 	@bash scripts/setup.sh
@@ -62,6 +62,14 @@ build: setup
 test: setup
 	@bash scripts/build-checked.sh --build-tests
 	$(SWIFT) test --skip-build
+
+# `make docs`: the DocC catalogs of the library (Sources/*/*.docc), built with
+# swift-docc-plugin into .build/docs/<target> by scripts/build-docs.sh, which
+# fails on a broken link or symbol; then a check that every result table of
+# the docs is the one scripts/doc-tables.py makes from results/*.csv.
+docs: setup
+	@bash scripts/build-docs.sh
+	python3 scripts/doc-tables.py --check
 
 # `make torture`: the crash and corruption tests (Tests/CrashTests) with many
 # more cases than `make test` runs: 150 SIGKILLs per backend and every damage

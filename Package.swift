@@ -30,6 +30,8 @@ let package = Package(
         .package(url: "https://github.com/groue/GRDB.swift", exact: "7.10.0"),
         // Only for the `@StoredRecord` macro (DAOMacros); DAOCore and the adapters do not need it.
         .package(url: "https://github.com/swiftlang/swift-syntax", exact: "602.0.0"),
+        // Only for `make docs` (swift package generate-documentation); nothing links it.
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
         // C libraries, reached through system-library targets.

@@ -77,6 +77,7 @@ public enum ChildHolders {
     /// recorded or written.
     ///
     /// - Parameters:
+    ///   - type: the record type whose storage is about to be opened.
     ///   - recorded: as for ``checkOpening(_:recorded:)``.
     ///   - holdsRecordsOnTheirOwn: the adapter's answer, whether the entity
     ///     `child` holds records stored on their own, not as children of

@@ -315,7 +315,7 @@ public struct ColumnRows {
     /// The columns (numeric or NULL) the statement orders its rows by, when
     /// the adapter left the primary key out of its `ORDER BY`: each row's
     /// values in them are compared with the previous row's as it is read
-    /// (``watchTies()``), and ``tied`` tells the adapter whether it must sort.
+    /// (`watchTies()`), and ``tied`` tells the adapter whether it must sort.
     public var sortColumns: [Int32] = []
     /// Whether two neighbouring rows had equal values in every one of
     /// ``sortColumns``, or a value in one was neither a number nor NULL
@@ -549,7 +549,7 @@ public enum ColumnWriteFailure: Sendable {
 /// A ``FieldWriter`` that binds a record's fields to a statement's parameters
 /// 1…n in order, through ``ColumnBindFunctions`` (text and bytes through the
 /// adapter's closures, which may keep the bytes). It keeps the primary key
-/// (parameter 1) and the value of ``parentParameter`` of the record last
+/// (parameter 1) and the value of `parentParameter` of the record last
 /// written, for the adapter's relation writers.
 ///
 /// A concrete type with inlinable members, so that a record's
@@ -570,7 +570,7 @@ public struct ColumnRowWriter: FieldWriter {
     /// The primary key of the record last written, when it was an integer or
     /// text (`.null` otherwise).
     public var capturedKey: StoredValue = .null
-    /// The value written to ``parentParameter`` for the record last written,
+    /// The value written to `parentParameter` for the record last written,
     /// likewise.
     public var capturedParent: StoredValue = .null
 

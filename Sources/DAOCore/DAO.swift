@@ -276,7 +276,7 @@ where S.Record == T.Record, T.PlainObject.ID == S.Record.PrimaryKey {
 }
 
 /// A query of a ``DAO`` prepared with parameters
-/// (``DAO/prepare(where:sortedBy:limit:)``): each call binds its values.
+/// (`DAO.prepare(where:sortedBy:limit:)`): each call binds its values.
 /// `Parameters` is the parameter's type, or the tuple of their types.
 /// `Sendable`; safe from any number of tasks at once.
 public struct PreparedObjectQuery<S: Storage, T: Translator, Parameters: Sendable>: Sendable

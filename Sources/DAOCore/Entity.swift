@@ -68,7 +68,7 @@ public protocol ToManyRelation<Parent>: Sendable {
     var foreignKeyField: String { get }
 }
 
-/// The concrete to-many relation; declare one with ``Relation/init(_:_:foreignKey:)``.
+/// The concrete to-many relation; declare one with `Relation(_:_:foreignKey:_:)`.
 public struct Relation<Parent: Record, Child: Record>: ToManyRelation {
     public let name: String
     public let children: WritableKeyPath<Parent, [Child]> & Sendable

@@ -146,6 +146,7 @@ public struct EntitySchema: Codable, Sendable, Hashable {
 
     /// Reads a stored form written by ``encoded()``.
     ///
+    /// - Parameter bytes: the stored form.
     /// - Parameter entity: the entity the bytes were stored for, for errors.
     /// - Throws: ``StorageError/Kind/corrupt`` when the bytes are not a schema;
     ///   ``StorageError/Kind/schemaMismatch`` when they were written in a later

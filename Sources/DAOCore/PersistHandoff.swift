@@ -6,7 +6,7 @@
 /// ``Storage/persist(_:)`` on an array saw every record before writing any,
 /// and the ``DAO`` translated every plain object before that; so its errors
 /// came in this order: the first translation error, then the first record
-/// that no backend stores (``Entity/checkStorable(_:)``), then what stopped
+/// that no backend stores (``Entity/checkStorable(_:)-(Root)``), then what stopped
 /// the write. Handed over one at a time, a record can fail to be written
 /// before a later plain object fails to translate or a later record is
 /// refused. So after the first failure ``run(_:stoppingAt:write:)`` goes on
@@ -34,7 +34,7 @@ public struct PersistHandoff<Record: DAOCore.Record> {
     private var kept: [Record] = []
     /// The error that stopped the writes of the last run.
     private var failure: (any Error)?
-    /// The first error ``Entity/checkStorable(_:)`` threw for a record of the
+    /// The first error ``Entity/checkStorable(_:)-(Root)`` threw for a record of the
     /// last run that was not written.
     private var refused: (any Error)?
     /// What `produce` itself threw, as it threw it.
@@ -55,7 +55,7 @@ public struct PersistHandoff<Record: DAOCore.Record> {
     /// afresh (a transaction started again runs it again).
     ///
     /// After `write` throws, the records that follow (and the one that
-    /// failed) are only checked with ``Entity/checkStorable(_:)``, and
+    /// failed) are only checked with ``Entity/checkStorable(_:)-(Root)``, and
     /// `produce` goes on to its end, so that its own error, if it has one,
     /// still comes first. An error that `stopsAt` accepts (one after which
     /// the transaction is started again, as LMDB's full map) ends the run at
@@ -123,7 +123,7 @@ public struct PersistHandoff<Record: DAOCore.Record> {
     /// throws `produce`'s own error if it threw one; runs `produce` once
     /// more, only checking, if it never ran to its end (so its error and
     /// the records' refusals are found); and returns the first record's
-    /// refusal (``Entity/checkStorable(_:)``), which the call reports
+    /// refusal (``Entity/checkStorable(_:)-(Root)``), which the call reports
     /// instead of `error`, or `nil` when no record was refused.
     /// - Throws: what `produce` throws.
     public mutating func refusal(

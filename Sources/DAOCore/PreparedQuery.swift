@@ -18,7 +18,7 @@ import Synchronization
 /// let records = try storage.read(unread.query(7))
 /// ```
 ///
-/// Through a ``DAO``, ``DAO/prepare(where:sortedBy:limit:)`` gives the same
+/// Through a ``DAO``, `DAO.prepare(where:sortedBy:limit:)` gives the same
 /// query over plain objects.
 ///
 /// **Semantics.** A call answers exactly what the same predicate answers with
@@ -121,7 +121,7 @@ public struct PreparedQuery<Record: DAOCore.Record, Parameters: Sendable>: Senda
     }
 
     /// The query for these values of the parameters (all of them, as a
-    /// tuple for more than one): what ``Storage/read(_:)`` answers.
+    /// tuple for more than one): what ``Storage/read(_:)-(Query<Self.Record>)`` answers.
     public func query(values: Parameters) -> Query<Record> {
         Query(where: predicate(values: values), sortedBy: sortedBy, limit: limit)
     }
@@ -136,7 +136,7 @@ public struct PreparedQuery<Record: DAOCore.Record, Parameters: Sendable>: Senda
     }
 
     /// The call of this query with these values of the parameters: what
-    /// ``Storage/read(_:)-(PreparedQueryCall<Record>)`` answers, the records
+    /// `Storage.read(_:)` answers for a call, the records
     /// ``query(values:)`` gives.
     public func call(values: Parameters) -> PreparedQueryCall<Record> {
         PreparedQueryCall(call: bound(values), sortedBy: sortedBy, limit: limit)

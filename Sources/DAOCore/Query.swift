@@ -44,7 +44,7 @@ public struct Query<Record: DAOCore.Record>: Sendable {
     }
 
     /// Answers the query in memory over `records`: filter, sort (descriptors, then
-    /// primary key), limit, with the library's semantics (``QueryPlan/finish(_:)``).
+    /// primary key), limit, with the library's semantics (``QueryPlan/finish(_:filtered:)``).
     ///
     /// - Throws: ``StorageError`` when the predicate throws or the limit is negative.
     public func apply(to records: some Sequence<Record>) throws -> [Record] {

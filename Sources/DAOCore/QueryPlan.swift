@@ -16,7 +16,7 @@ import Foundation
 /// ```
 ///
 /// Adapters keep only what is engine-specific: how to walk the access path,
-/// how to run ``engineCondition`` (SQL), how to commit.
+/// how to run ``QueryPlan/engineCondition`` (SQL), how to commit.
 /// How a query's candidates are found: ``QueryPlan/access``. Not nested in
 /// the generic ``QueryPlan``, so code that is not specialized for the record
 /// type handles it without looking up its metadata.
@@ -179,7 +179,7 @@ public struct QueryPlan<R: Record>: Sendable {
 
     /// Whether evaluating the predicate or the sort may read the record's
     /// relations (or anything else Foundation evaluates), so candidates must be
-    /// complete, with their children, before ``matches(_:)`` and ``finish(_:)``.
+    /// complete, with their children, before ``matches(_:)`` and ``finish(_:filtered:)``.
     public var needsCompleteRecords: Bool {
         (condition?.hasOpaqueParts ?? false) || sort.readsOpaqueValues
     }
@@ -207,6 +207,7 @@ public struct QueryPlan<R: Record>: Sendable {
     /// The answer from `candidates`: filtered (unless `filtered` says they
     /// all meet the predicate already), sorted, limited.
     ///
+    /// - Parameter candidates: the records the access path gave.
     /// - Parameter filtered: `true` when the adapter found exactly the records
     ///   that meet the predicate (an exact access path walked in full, or an
     ///   engine that ran the whole ``engineCondition``).

@@ -159,7 +159,7 @@ enum CachedPlan<R: Record>: Sendable {
 /// gives the plan ``QueryPlan/init(fresh:parts:)`` would make for it.
 ///
 /// Adapters keep what they derive from a plan's shape (SQL text) in
-/// ``memo(_:)``.
+/// `memo(_:)`.
 public final class PlanTemplate<R: Record>: Sendable {
     let expression: ExpressionTemplate<R>?
     let slotCount: Int
@@ -174,7 +174,7 @@ public final class PlanTemplate<R: Record>: Sendable {
     /// checked on; `nil` otherwise (or when the access path is exact).
     let otherEqualities: [OtherEquality]?
     let sort: SortPlan<R>
-    /// The fields of ``otherEqualities``, in the order of a bound call's
+    /// The fields of `otherEqualities`, in the order of a bound call's
     /// ``BoundPlan/otherEqualities``; `nil` when the template has none.
     /// An adapter resolves them once per template.
     public var otherEqualityFields: [String]? { otherEqualities?.map(\.field) }

@@ -67,7 +67,7 @@ public protocol Storage<Record>: Sendable {
     /// - Throws: ``StorageError``.
     func read(_ query: Query<Record>) throws -> [Record]
 
-    /// Reads the records that answer `query`, as ``read(_:)-(Query<Record>)``
+    /// Reads the records that answer `query`, as ``Storage/read(_:)-(Query<Self.Record>)``
     /// does, and hands each to `body` in that order instead of returning
     /// them: a reader that turns each record into something else (the DAO
     /// its plain objects) does so while the record is fresh in the cache,
@@ -78,9 +78,9 @@ public protocol Storage<Record>: Sendable {
     /// read transaction, so it must not read or write the same store (a
     /// translator must not). When it throws, no record is handed out after
     /// it, and its error is rethrown unless the storage failed to read a
-    /// record, whose error then comes first, as with ``read(_:)-(Query<Record>)``.
+    /// record, whose error then comes first, as with ``Storage/read(_:)-(Query<Self.Record>)``.
     ///
-    /// The default implementation reads the array with ``read(_:)-(Query<Record>)``
+    /// The default implementation reads the array with ``Storage/read(_:)-(Query<Self.Record>)``
     /// and hands its records over one by one; the LMDB adapter hands out
     /// each record of a read of every record (no predicate, sort or limit)
     /// of a record type with children and no parent entity as it decodes it.
@@ -147,9 +147,9 @@ extension Storage {
         try persist(records)
     }
 
-    /// Reads the records of `query` with ``read(_:)-(Query<Record>)`` and
+    /// Reads the records of `query` with ``Storage/read(_:)-(Query<Self.Record>)`` and
     /// hands them to `body` with ``handOut(_:to:)``.
-    /// - Throws: what ``read(_:)-(Query<Record>)`` or `body` throws.
+    /// - Throws: what ``Storage/read(_:)-(Query<Self.Record>)`` or `body` throws.
     @inlinable
     public func read(_ query: Query<Record>, handingOut body: RecordHandoff<Record>) throws {
         try handOut(read(query), to: body)
@@ -159,7 +159,7 @@ extension Storage {
     /// ``read(_:handingOut:)``'s work once the array is read, for an adapter
     /// that hands out only some reads as it makes them. The array is held
     /// until the last record is handed over, as a caller of
-    /// ``read(_:)-(Query<Record>)`` holds it: letting each record go as it
+    /// ``Storage/read(_:)-(Query<Self.Record>)`` holds it: letting each record go as it
     /// is handed over (reversing the array, then popping its last record)
     /// cost more than three times as much in the adapters' generic code.
     /// - Throws: what `body` throws; no record is handed out after it.

@@ -15,6 +15,9 @@ extension DAO {
     /// A change to a parent's children is a modification of the parent. See
     /// ``Observation`` for what is guaranteed.
     ///
+    /// - Parameter predicate: the records to observe; `nil` for all of them.
+    /// - Parameter sortedBy: the order of the results, then primary key.
+    /// - Parameter limit: the most results; `nil` for all of them.
     /// - Parameter pollInterval: how often to check for commits made by other
     ///   processes (SQLite, LMDB); `nil` notices only the commits of this store
     ///   instance. The file stores hold their directory exclusively, so no other
@@ -34,6 +37,7 @@ extension DAO {
     /// hold the object, or nothing when there is none. A change to its children
     /// is a modification.
     ///
+    /// - Parameter key: the primary key of the object to observe.
     /// - Parameter pollInterval: as for ``observe(where:sortedBy:limit:pollInterval:)``.
     public func observe(primaryKey key: PlainObject.ID, pollInterval: Duration? = nil) -> Observation<PlainObject> {
         observation(of: .key(key), pollInterval: pollInterval)
