@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Prints a storage-bench report as the Markdown table the README quotes:
+"""Prints a storage-bench report as Markdown tables:
 median throughput per operation and backend, the 95% interval of the median
 relative to it (or, for reports without one, the relative standard deviation
 of the iterations), p50 latency for the per-lookup operations, instructions per

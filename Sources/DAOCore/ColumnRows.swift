@@ -204,7 +204,7 @@ public struct ColumnRowReader: FieldReader {
     // mutex: the adapter opens its connections without one
     // (`SQLITE_OPEN_NOMUTEX`) and uses each from one thread at a time.
     // One `value` call and two cheap reads cost about what one
-    // `sqlite3_column_int64` did (docs/DESIGN.md).
+    // `sqlite3_column_int64` did.
     @inlinable @inline(__always)
     mutating func integer() throws -> Int64 {
         let column = try advance()

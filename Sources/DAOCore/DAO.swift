@@ -47,14 +47,14 @@ where S.Record == T.Record, T.PlainObject.ID == S.Record.PrimaryKey {
     /// transaction, and its record is written and let go before the next
     /// one is made (``Storage/persist(handingOver:)``): the call never holds
     /// every record at once, and each is written while it is still in the
-    /// cache (docs/DESIGN.md, "Core, tenth round"). A translation error
+    /// cache (docs/ARCHITECTURE.md, "The write path"). A translation error
     /// still leaves the store as it was.
     ///
     /// Inlinable, so that the caller's module specializes the translation
     /// loop for its plain, record and storage types: unspecialized, every
     /// plain object was fetched through the sequence's witness table (a
     /// heap-allocated frame each) and translated through the translator's
-    /// (docs/DESIGN.md, "The DAO's write path").
+    /// (docs/ARCHITECTURE.md, "The write path").
     @inlinable
     public func persist(_ plains: some Sequence<PlainObject>) throws {
         // An array, which the storage may walk more than once (a transaction
@@ -265,7 +265,7 @@ where S.Record == T.Record, T.PlainObject.ID == S.Record.PrimaryKey {
         // translated (from a reversed array, last first), so a large read
         // holds a record's children and the plain objects made from them
         // together for one record at a time, not for all of them
-        // (docs/DESIGN.md, "SQLite, third round").
+        // (docs/ARCHITECTURE.md, "The read path").
         var remaining = consume records
         remaining.reverse()
         while let record = remaining.popLast() {

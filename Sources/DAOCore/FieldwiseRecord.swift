@@ -183,7 +183,7 @@ extension FieldWriter {
 // with an optional goes through `Optional`'s conformance. The compiler prefers
 // these non-generic overloads when the field's type is exactly one of them: a
 // test of the optional and one call to the writer's requirement. Writing is the
-// same either way. See docs/DESIGN.md, "Robustness leftovers".
+// same either way.
 extension FieldWriter {
     /// Writes `value` as the next field, or null when it is `nil`.
     @inlinable @inline(__always)
@@ -403,7 +403,7 @@ extension FieldReader {
 // matches it exactly, and these go straight to the reader's requirement: one
 // call per field. A field of another type (an optional through `decode()`, an
 // enum, `Int32`, …) still matches only the generic version; reading is the
-// same either way. See docs/DESIGN.md, "SQLite, third round".
+// same either way.
 extension FieldReader {
     /// Reads the next field as an `Int64`.
     @inlinable @inline(__always)

@@ -11,8 +11,8 @@
 /// SE-0464). Bytes that are not valid UTF-8 go the standard library's way
 /// and are repaired as before (each ill-formed sequence becomes U+FFFD), so
 /// the result is the same `String` for every input. The LMDB and SQLite
-/// adapters build every stored text this way. See docs/DESIGN.md, "LMDB,
-/// fifth round" and "Text validated by words".
+/// adapters build every stored text this way (docs/ARCHITECTURE.md,
+/// "Values").
 public enum UTF8Text {
     /// The text whose UTF-8 bytes are `bytes`, with ill-formed sequences
     /// repaired as `String(decoding:as:)` repairs them.
@@ -43,7 +43,7 @@ public enum UTF8Text {
     /// two bytes, goes through a shift-based state machine (a row of next
     /// states per byte), one table load and one shift a byte. The last bytes
     /// are checked as a word padded with zeros, which a sequence cut short
-    /// fails. See docs/DESIGN.md, "Text validated by words".
+    /// fails.
     public static func isValid(_ bytes: UnsafeRawBufferPointer) -> Bool {
         guard let base = bytes.baseAddress else { return true }
         return rows.withUnsafeBufferPointer { rows in

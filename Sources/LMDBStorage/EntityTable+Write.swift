@@ -21,7 +21,7 @@ extension EntityTable {
     /// (a strong reference was retained and released per child). Called
     /// through `_withUnsafeGuaranteedRef`: an `unowned(unsafe)` reference
     /// was still retained and released around each call of `take`, two
-    /// atomic operations per child (docs/DESIGN.md, "LMDB, tenth round").
+    /// atomic operations per child.
     struct LentChildren {
         let children: Unmanaged<StoredChildren>
 
@@ -54,8 +54,7 @@ extension EntityTable {
     /// by the caller, and used when ``writesFieldwise``: read here from the
     /// table (or bound from an optional), its closure's context was
     /// retained and released per record, two atomic operations that cost
-    /// few instructions but about 5% of `update`'s time (docs/DESIGN.md,
-    /// "LMDB, tenth round").
+    /// few instructions but about 5% of `update`'s time.
     func persist(
         _ record: UnsafePointer<R>, in txn: borrowing Transaction, codecs: Codecs, parent: ParentContext = .unknown,
         writeFields: FieldsWriter<R>
@@ -358,7 +357,7 @@ extension EntityTable {
 
 /// The children stored under one parent whose children are being
 /// replaced, found as the new children are written (the fused walk,
-/// docs/DESIGN.md, "LMDB, sixteenth round"), and which of them the parent
+/// docs/ARCHITECTURE.md, "The LMDB adapter"), and which of them the parent
 /// still holds.
 ///
 /// While the children come in the stored order, each is matched against

@@ -377,8 +377,7 @@ final class EntityTable<R: Record>: Sendable {
     }
 
     /// Codecs kept between write calls: making them and freeing them cost
-    /// about 17k instructions per call (docs/DESIGN.md, "LMDB, seventh
-    /// round"), a twentieth of persisting one dialog of 100 messages.
+    /// about 17k instructions per call, a twentieth of persisting one dialog of 100 messages.
     private let keptWriteCodecs = Mutex<KeptCodecs?>(nil)
 
     /// Calls `body` with codecs for a write call, which must close their

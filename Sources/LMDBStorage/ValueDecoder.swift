@@ -578,7 +578,7 @@ extension ValueDecoder {
     /// stored fields are in declaration order already. It lays the value out
     /// as it reads it (each field's offset recorded in ``offsets``, as
     /// ``layOut(from:at:)`` records it), so a value is walked once
-    /// (docs/DESIGN.md, "LMDB, fifth round"). It holds the decoder
+    /// (docs/ARCHITECTURE.md, "The LMDB adapter"). It holds the decoder
     /// `unowned(unsafe)`: it lives only inside the decoder's own
     /// ``decodeFieldwise(_:into:)`` (or `(_:as:)`).
     @inline(__always)

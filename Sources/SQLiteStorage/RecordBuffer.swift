@@ -7,8 +7,8 @@
 /// copy of a record (a sorted copy, a slice per parent) retains its strings
 /// and releases them again. A buffer of `R` needs only `R`'s own metadata,
 /// which generic code is handed, and its records leave it by move. Measured
-/// on the workload (callgrind, instructions per unit): see docs/DESIGN.md,
-/// "Reading records fast".
+/// on the workload (callgrind, instructions per unit): see docs/ARCHITECTURE.md,
+/// "The SQLite adapter".
 struct RecordBuffer<Element>: ~Copyable {
     private var base: UnsafeMutablePointer<Element>
     private var capacity: Int

@@ -33,7 +33,7 @@ let foreignFiles: [String: Data] = [
 /// Of `foreignFiles`, those a file store does not take for its own documents:
 /// a directory holding a store document (of any store, or a file named like a
 /// version 1 document that reads as one) but no manifest is refused as a store
-/// whose manifest was lost (README, "The file store"), so the others are
+/// whose manifest was lost (docs/ARCHITECTURE.md, "The file store"), so the others are
 /// planted once the store exists.
 let neutralFileNames: Set<String> = ["notes.txt", "backup-2023.json", "library.sqlite.bak", ".hidden"]
 

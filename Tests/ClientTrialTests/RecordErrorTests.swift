@@ -81,7 +81,7 @@ struct RecordErrorTests {
         defer { try? store.close() }  // test clean-up
         if ["json", "plist"].contains(backend.name) {
             // The file stores decode every record when a storage is opened
-            // (README, "The file store"), so that is where the record refuses.
+            // (docs/ARCHITECTURE.md, "The file store"), so that is where the record refuses.
             let error = expectStorageError(.decoding) { _ = try store.anyStorage(for: GradedRecord.self) }
             #expect(error?.operation == .open)
             #expect(error?.entity == "trial_graded")

@@ -89,7 +89,7 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
     /// grows only by the pages written. A write that fills the map is aborted
     /// and run again after the map doubles, so a small first map made a large
     /// first persist do its work about twice (64 MiB measured 0.51× the
-    /// throughput per message at 1M messages as at 100k; see docs/DESIGN.md).
+    /// throughput per message at 1M messages as at 100k).
     public static let defaultMapSize = 1 << 30
 
     /// Opens (creating if missing) the environment in `directory`.
