@@ -237,14 +237,21 @@ struct Compare: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Compare a report with a baseline, row by row.",
         discussion: """
-            Rows are matched by backend × durability × size × operation. Time is compared as each \
+            Rows are matched by backend × durability × size × operation; sizes or durabilities that only \
+            one report has are named in one line, not compared. Time is compared as each \
             row's throughput divided by a reference backend's in its own run (--normalize; by \
-            default the reference the row declares, else B-raw, where both reports have it), which cancels the machine's speed; a \
+            default the reference the row declares, else B-raw, where both reports have it); a \
             row regresses when that fell by more than --threshold and the two runs' 95% confidence \
-            intervals do not overlap. Instruction and allocation counts (run --instructions) are \
-            deterministic and compared directly against --instructions-threshold. Exit status: 0 when nothing regressed and no baseline row is missing; 1 when a row \
-            regressed or now fails; 2 when nothing regressed but baseline rows are missing (or the \
-            reports cannot be compared); 64 for invalid arguments.
+            intervals do not overlap. Time judges a row only when both runs have such an interval \
+            (6 iterations or more) and ran on the same CPU model and host; otherwise one line says \
+            why it was not judged. Instruction and allocation counts (run --instructions) are \
+            deterministic and compared directly against --instructions-threshold, on any machine. \
+            Regressions are listed first, then improvements and missing rows, then a count of the \
+            rest (--verbose lists every row). A third-party library's rows (GRDB) are shown but \
+            never decide the exit status. Exit status: 0 when nothing regressed and no baseline row \
+            is missing; 1 when a row regressed or now fails; 2 when nothing regressed but baseline \
+            rows are missing, the reports cannot be compared, or one cannot be read (the message \
+            names the file); 64 for invalid arguments.
             """
     )
 
@@ -268,6 +275,9 @@ struct Compare: ParsableCommand {
 
     @Option(help: "text or markdown (for a CI job summary).")
     var format = "text"
+
+    @Flag(help: "List every compared row, not only the regressed, improved and missing ones.")
+    var verbose = false
 
     func validate() throws {
         do {
@@ -297,12 +307,12 @@ struct Compare: ParsableCommand {
                 threshold: try parseThreshold(threshold),
                 instructionThreshold: try parseThreshold(instructionsThreshold),
                 normalization: try Comparison.Normalization(parsing: normalize),
-                metrics: Comparison.Metrics(rawValue: metric) ?? .all)
+                metrics: Comparison.Metrics(rawValue: metric) ?? .all, roles: BackendRegistry.withReferences.roles)
         } catch {
             FileHandle.standardError.write(Data("storage-bench compare: \(error)\n".utf8))
             throw ExitCode(Comparison.exitMissing)
         }
-        print(comparison.render(markdown: format == "markdown"), terminator: "")
+        print(comparison.render(markdown: format == "markdown", verbose: verbose), terminator: "")
         throw ExitCode(comparison.exitStatus)
     }
 }

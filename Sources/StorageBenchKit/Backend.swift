@@ -25,6 +25,9 @@ import Foundation
 public struct Backend: Sendable {
     /// The name used on the command line and in reports (`sqlite`, `json`, …).
     public let name: String
+    /// What the backend is to a reader of a report: a choice a user can make,
+    /// an engine used directly, or another library measured for comparison.
+    public let role: BackendRole
     /// For a store that rewrites a whole file per call: how many of the
     /// `persist-single` calls are timed (the rest are persisted in one untimed
     /// call, so the store holds the same data afterwards), or `nil` to time all.
@@ -49,7 +52,7 @@ public struct Backend: Sendable {
         open: @escaping @Sendable (_ directory: URL, _ durability: Durability) throws -> any Store
     ) {
         self.init(
-            name: name, singleCallLimit: singleCallLimit, reference: reference,
+            name: name, singleCallLimit: singleCallLimit, reference: reference, role: .choice,
             subject: { directory, durability in try DAOSubject(store: open(directory, durability)) })
     }
 
@@ -59,17 +62,41 @@ public struct Backend: Sendable {
     ///   - name: the backend's name: lowercase letters, digits and `-`.
     ///   - singleCallLimit: the number of `persist-single` calls to time, or `nil` for all.
     ///   - reference: the backend whose throughput the report divides this one's by, or `nil`.
+    ///   - role: what the backend is to a reader (default ``BackendRole/raw``: a
+    ///     reference that uses an engine directly).
     ///   - subject: opens the subject in a fresh, empty directory with a durability.
     public init(
         name: String,
         singleCallLimit: Int? = nil,
         reference: String? = nil,
+        role: BackendRole = .raw,
         subject: @escaping @Sendable (_ directory: URL, _ durability: Durability) throws -> any WorkloadSubject
     ) {
         self.name = name
+        self.role = role
         self.singleCallLimit = singleCallLimit
         self.reference = reference
         self.open = subject
+    }
+}
+
+/// What a backend is to a reader of a report. Summaries and the HTML report
+/// rank only the choices; `compare` never lets a third-party library decide
+/// its exit status.
+public enum BackendRole: String, Sendable, Hashable, Codable, CaseIterable {
+    /// A backend a user of this package can choose (an adapter through the DAO).
+    case choice
+    /// An engine's API used directly: the limit the choice on it is measured against.
+    case raw
+    /// Another library on the same engine, measured for comparison (GRDB).
+    case thirdParty = "third-party"
+
+    /// The role a report without a `role` column implies for `backend`:
+    /// `known` first (a registry's roles), then `-raw` names as ``raw``,
+    /// the rest as ``choice``.
+    public static func inferred(for backend: String, known: [String: BackendRole] = [:]) -> BackendRole {
+        if let role = known[backend] { return role }
+        return backend.hasSuffix("-raw") ? .raw : .choice
     }
 }
 
@@ -96,6 +123,11 @@ public struct BackendRegistry: Sendable {
 
     /// The names of the registered backends, in order.
     public var names: [String] { backends.map(\.name) }
+
+    /// Each registered backend's role, by name.
+    public var roles: [String: BackendRole] {
+        Dictionary(backends.map { ($0.name, $0.role) }, uniquingKeysWith: { first, _ in first })
+    }
 
     /// The backend named `name`, or `nil`.
     public func backend(named name: String) -> Backend? {

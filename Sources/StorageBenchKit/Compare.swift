@@ -7,11 +7,17 @@ import Foundation
 ///   ratio to a reference backend of the same run, which cancels the machine's
 ///   speed. A row has **regressed** when it fell by more than the threshold
 ///   *and* the two runs' 95% confidence intervals of the median (`ci_low` …
-///   `ci_high`; min … max for reports without them) do not overlap; past the
-///   threshold with overlapping intervals is `noise`.
+///   `ci_high`) do not overlap; past the threshold with overlapping intervals
+///   is `noise`. Time judges a row only when both runs have such an interval
+///   (at least ``fewestForInterval`` iterations, or paired rounds for a
+///   ratio) and ran on the same CPU model and host; otherwise it is
+///   `not judged`, and a note says why.
 /// - **instructions** and **allocations** per iteration, counted under
 ///   callgrind: deterministic, so a change past ``instructionThreshold`` is a
-///   verdict by itself.
+///   verdict by itself, on any machine.
+///
+/// A third-party library's rows (``BackendRole/thirdParty``, GRDB) are
+/// compared and shown, but never decide ``exitStatus``.
 public struct Comparison: Sendable {
     /// How one row compares.
     public enum Verdict: String, Sendable, Hashable {
@@ -34,6 +40,9 @@ public struct Comparison: Sendable {
         /// A reference backend's own throughput, shown for information: it
         /// measures the machine, so it is not judged.
         case reference
+        /// A wall-time figure that cannot judge the row (``Unjudged``): the
+        /// counts, where counted, judge it instead.
+        case notJudged = "not judged"
     }
 
     /// What a comparison compares time against.
@@ -128,6 +137,16 @@ public struct Comparison: Sendable {
         case instructions
     }
 
+    /// Why a wall-time figure was not judged.
+    public enum Unjudged: Sendable, Hashable {
+        /// The two rows were measured on another CPU model or host: their
+        /// times measure the machines as much as the code.
+        case otherMachine
+        /// A side has fewer iterations (or paired rounds) than a 95% interval
+        /// of the median needs, so a difference cannot be told from noise.
+        case noInterval
+    }
+
     /// One compared row and metric.
     public struct Entry: Sendable, Hashable {
         /// The row key: backend/durability/DxM/operation.
@@ -145,6 +164,35 @@ public struct Comparison: Sendable {
         public let verdict: Verdict
         /// The counted unit.
         public let unit: String
+        /// Whether the verdict counts towards the exit status: `false` for a
+        /// third-party library's rows (``BackendRole/thirdParty``), which are
+        /// shown for information only.
+        public var decides: Bool = true
+        /// Why a ``Verdict/notJudged`` figure was not judged.
+        public var unjudged: Unjudged? = nil
+
+        /// Creates an entry.
+        public init(
+            key: String, metric: Metric, baseline: Double?, current: Double?, change: Double?, verdict: Verdict,
+            unit: String, decides: Bool = true, unjudged: Unjudged? = nil
+        ) {
+            self.key = key
+            self.metric = metric
+            self.baseline = baseline
+            self.current = current
+            self.change = change
+            self.verdict = verdict
+            self.unit = unit
+            self.decides = decides
+            self.unjudged = unjudged
+        }
+
+        /// This entry with another verdict.
+        func with(_ verdict: Verdict, unjudged: Unjudged? = nil) -> Entry {
+            Entry(
+                key: key, metric: metric, baseline: baseline, current: current, change: change, verdict: verdict,
+                unit: unit, decides: decides, unjudged: unjudged)
+        }
     }
 
     /// Exit status when nothing regressed and no row is missing.
@@ -155,6 +203,11 @@ public struct Comparison: Sendable {
     /// current report, or the reports cannot be compared.
     public static let exitMissing: Int32 = 2
 
+    /// The fewest iterations (or paired rounds) whose median has a 95%
+    /// distribution-free interval (``MedianInterval``): 6. A wall-time figure
+    /// with fewer on either side is not judged.
+    public static let fewestForInterval = 6
+
     /// The compared rows, in the baseline's order, then the new ones.
     public let entries: [Entry]
     /// The time threshold, as a fraction (0.1 for 10%).
@@ -163,29 +216,78 @@ public struct Comparison: Sendable {
     public let instructionThreshold: Double
     /// How time was normalized.
     public let normalization: Normalization
+    /// One line each on what differs between the reports as a whole (a
+    /// workload version, sizes, durabilities) and on why wall times were
+    /// not judged (another machine, no interval); printed before the rows.
+    public let notes: [String]
+    /// Whether the reports could be compared at all: the same workload and at
+    /// least one row in both.
+    public let comparable: Bool
 
     /// Compares `current` with `baseline`.
+    ///
+    /// Rows are matched by backend × durability × size × operation. Rows of a
+    /// size or durability that only one report has are counted in a note,
+    /// not compared. A row's wall time (throughput, or its ratio to a
+    /// reference) is judged only when both sides have a 95% interval
+    /// (``fewestForInterval``) and were measured on the same CPU model and
+    /// host; otherwise it is ``Verdict/notJudged`` and only the instruction
+    /// and allocation counts judge the row. A third-party library's rows
+    /// never decide the exit status.
     ///
     /// - Parameters:
     ///   - threshold: the largest change of time (or of its ratio) that is not a verdict, as a fraction.
     ///   - instructionThreshold: the same for instruction and allocation counts (default 1%).
     ///   - normalization: what time is compared against.
     ///   - metrics: which metrics to compare.
-    /// - Throws: ``ConfigurationError`` when the reports are of different workloads.
+    ///   - roles: the roles of backends whose rows do not carry one (reports
+    ///     made before the `role` column), e.g. a registry's ``BackendRegistry/roles``.
+    /// - Throws: nothing today; reports that cannot be compared give a note
+    ///   and ``exitMissing`` instead.
     public init(
         baseline: Report, current: Report, threshold: Double, instructionThreshold: Double = 0.01,
-        normalization: Normalization = .none, metrics: Metrics = .all
+        normalization: Normalization = .none, metrics: Metrics = .all, roles: [String: BackendRole] = [:]
     ) throws {
         self.threshold = threshold
         self.instructionThreshold = instructionThreshold
         self.normalization = normalization
+        var notes: [String] = []
         let baselineWorkloads = Set(baseline.rows.map(\.workload))
         let currentWorkloads = Set(current.rows.map(\.workload))
-        guard baselineWorkloads.count <= 1, currentWorkloads.count <= 1,
-            baselineWorkloads.isEmpty || currentWorkloads.isEmpty || baselineWorkloads == currentWorkloads
-        else {
-            throw ConfigurationError(
-                "the reports are of different workloads (\(baselineWorkloads.sorted()) and \(currentWorkloads.sorted())); they cannot be compared")
+        guard baselineWorkloads.isEmpty || currentWorkloads.isEmpty || baselineWorkloads == currentWorkloads else {
+            notes.append(
+                "The workload differs (baseline \(baselineWorkloads.sorted().joined(separator: ", ")), current "
+                    + "\(currentWorkloads.sorted().joined(separator: ", "))): its figures measure other work, so no row is compared.")
+            self.notes = notes
+            self.entries = []
+            self.comparable = false
+            return
+        }
+        // Sizes and durabilities that only one report has: one line, not a row each.
+        func group(_ row: ReportRow) -> String { "\(row.workload)/\(row.durability)/\(row.dialogs)x\(row.messagesPerDialog)" }
+        let baselineGroups = Set(baseline.rows.map(group))
+        let currentGroups = Set(current.rows.map(group))
+        let sharedGroups = baselineGroups.intersection(currentGroups)
+        if baselineGroups != currentGroups {
+            func list<S: Sequence>(_ values: S) -> String where S.Element == String {
+                let sorted = Set(values).sorted()
+                return sorted.isEmpty ? "none" : sorted.joined(separator: ", ")
+            }
+            var parts: [String] = []
+            let baselineSizes = list(baseline.rows.map { "\($0.dialogs)x\($0.messagesPerDialog)" })
+            let currentSizes = list(current.rows.map { "\($0.dialogs)x\($0.messagesPerDialog)" })
+            if baselineSizes != currentSizes { parts.append("size \(baselineSizes) → \(currentSizes)") }
+            let baselineDurabilities = list(baseline.rows.map(\.durability))
+            let currentDurabilities = list(current.rows.map(\.durability))
+            if baselineDurabilities != currentDurabilities {
+                parts.append("durability \(baselineDurabilities) → \(currentDurabilities)")
+            }
+            if parts.isEmpty { parts.append("the sizes run at each durability differ") }
+            let onlyBaseline = baseline.rows.filter { !sharedGroups.contains(group($0)) }.count
+            let onlyCurrent = current.rows.filter { !sharedGroups.contains(group($0)) }.count
+            notes.append(
+                "The reports differ: \(parts.joined(separator: "; ")); \(onlyBaseline) baseline and \(onlyCurrent) "
+                    + "current rows outside what both ran are not compared.")
         }
         var currentByKey: [String: ReportRow] = [:]
         for row in current.rows { currentByKey[row.key] = row }
@@ -196,6 +298,7 @@ public struct Comparison: Sendable {
         for row in baseline.rows + current.rows where !row.reference.isEmpty { declared[row.backend] = row.reference }
         let references = Set(
             available.compactMap { normalization.reference(for: $0, declared: declared[$0] ?? "", available: available) })
+        func role(_ row: ReportRow) -> BackendRole { row.role ?? BackendRole.inferred(for: row.backend, known: roles) }
 
         /// The same operation's row of `backend` in the same run.
         func sibling(of row: ReportRow, backend: String, in rows: [String: ReportRow]) -> ReportRow? {
@@ -203,46 +306,70 @@ public struct Comparison: Sendable {
             other.backend = backend
             return rows[other.key]
         }
+        /// Whether the two rows were measured on the same CPU model and host.
+        func sameMachine(_ base: ReportRow, _ now: ReportRow) -> Bool {
+            base.provenance.cpu == now.provenance.cpu && base.provenance.host == now.provenance.host
+        }
 
         var seen: Set<String> = []
         var entries: [Entry] = []
-        for base in baseline.rows {
+        var machines: Set<String> = []
+        for base in baseline.rows where sharedGroups.contains(group(base)) {
             seen.insert(base.key)
+            let decides = role(base) != .thirdParty
+            func add(_ entry: Entry) {
+                var entry = entry
+                entry.decides = decides
+                entries.append(entry)
+            }
             guard let now = currentByKey[base.key] else {
-                entries.append(
+                add(
                     Entry(
                         key: base.key, metric: .throughput, baseline: base.throughputPerSecond, current: nil,
                         change: nil, verdict: .missing, unit: base.unit))
                 continue
             }
+            let machine = sameMachine(base, now)
+            if !machine {
+                machines.insert(
+                    "the baseline ran on \(base.provenance.cpu) (host \(base.provenance.host)), this run on "
+                        + "\(now.provenance.cpu) (host \(now.provenance.host))")
+            }
             if metrics != .instructions {
+                var entry: Entry
                 if let reference = normalization.reference(
                     for: base.backend, declared: declared[base.backend] ?? "", available: available)
                 {
-                    entries.append(
-                        Self.compareRatio(
-                            base, now, reference: reference,
-                            baseReference: sibling(of: base, backend: reference, in: baselineByKey),
-                            nowReference: sibling(of: now, backend: reference, in: currentByKey), threshold: threshold))
+                    entry = Self.compareRatio(
+                        base, now, reference: reference,
+                        baseReference: sibling(of: base, backend: reference, in: baselineByKey),
+                        nowReference: sibling(of: now, backend: reference, in: currentByKey), threshold: threshold)
                 } else {
-                    var entry = Self.compare(base, now, threshold: threshold)
-                    if references.contains(base.backend), entry.change != nil {
-                        entry = Entry(
-                            key: entry.key, metric: entry.metric, baseline: entry.baseline, current: entry.current,
-                            change: entry.change, verdict: .reference, unit: entry.unit)
-                    }
-                    entries.append(entry)
+                    entry = Self.compare(base, now, threshold: threshold)
+                    if references.contains(base.backend), entry.change != nil { entry = entry.with(.reference) }
                 }
+                if entry.change != nil, entry.verdict != .reference {
+                    if !machine {
+                        entry = entry.with(.notJudged, unjudged: .otherMachine)
+                    } else if !Self.hasInterval(
+                        base, now, reference: entry.metric,
+                        baseReference: { sibling(of: base, backend: $0, in: baselineByKey) },
+                        nowReference: { sibling(of: now, backend: $0, in: currentByKey) })
+                    {
+                        entry = entry.with(.notJudged, unjudged: .noInterval)
+                    }
+                }
+                add(entry)
             }
             if metrics != .time {
                 if let b = base.instructions, let n = now.instructions {
-                    entries.append(
+                    add(
                         Self.compareCount(
                             key: base.key, metric: .instructions, Double(b), Double(n), threshold: instructionThreshold,
                             unit: base.unit))
                 }
                 if let b = base.allocations, let n = now.allocations {
-                    entries.append(
+                    add(
                         Self.compareCount(
                             key: base.key, metric: .allocations, Double(b), Double(n), threshold: instructionThreshold,
                             unit: base.unit))
@@ -250,7 +377,7 @@ public struct Comparison: Sendable {
                 if metrics == .instructions, base.instructions == nil || now.instructions == nil,
                     base.error.isEmpty, now.error.isEmpty
                 {
-                    entries.append(
+                    add(
                         Entry(
                             key: base.key, metric: .instructions, baseline: base.instructions.map(Double.init),
                             current: now.instructions.map(Double.init), change: nil,
@@ -258,13 +385,57 @@ public struct Comparison: Sendable {
                 }
             }
         }
-        for row in current.rows where !seen.contains(row.key) {
+        for row in current.rows where !seen.contains(row.key) && sharedGroups.contains(group(row)) {
             entries.append(
                 Entry(
                     key: row.key, metric: .throughput, baseline: nil, current: row.throughputPerSecond, change: nil,
-                    verdict: .new, unit: row.unit))
+                    verdict: .new, unit: row.unit, decides: role(row) != .thirdParty))
         }
+        let otherMachine = entries.filter { $0.unjudged == .otherMachine }.count
+        if otherMachine > 0 {
+            var line = "Wall times not judged: " + machines.sorted().joined(separator: "; ")
+            line += "; \(otherMachine) time figures measure the machines as much as the code, so rows are judged by "
+            line += "instructions and allocations only"
+            let keysWithCounts = Set(entries.filter { $0.metric.isCount }.map(\.key))
+            let uncounted = Set(entries.filter { $0.unjudged == .otherMachine && !keysWithCounts.contains($0.key) }.map(\.key))
+            line += uncounted.isEmpty ? "." : " (\(uncounted.count) rows were not counted in both reports: not judged at all)."
+            notes.append(line)
+        }
+        let noInterval = entries.filter { $0.unjudged == .noInterval }.count
+        if noInterval > 0 {
+            notes.append(
+                "\(noInterval) wall-time figures not judged: a side has fewer than \(Self.fewestForInterval) iterations "
+                    + "(or paired rounds), too few for a 95% interval; their rows are judged by counts where counted.")
+        }
+        if entries.isEmpty {
+            notes.append("No row is in both reports: nothing was compared.")
+        }
+        self.notes = notes
         self.entries = entries
+        self.comparable = !entries.isEmpty
+    }
+
+    /// Whether both sides of a wall-time figure have a 95% interval: for a
+    /// throughput, both rows at least ``fewestForInterval`` iterations; for a
+    /// paired ratio, that many rounds on both sides; for a ratio of medians,
+    /// the rows and their references that many iterations.
+    static func hasInterval(
+        _ base: ReportRow, _ now: ReportRow, reference metric: Metric, baseReference: (String) -> ReportRow?,
+        nowReference: (String) -> ReportRow?
+    ) -> Bool {
+        func enough(_ row: ReportRow?) -> Bool { (row?.iterations ?? 0) >= fewestForInterval }
+        switch metric {
+        case .ratio(let name):
+            func side(_ row: ReportRow, _ reference: ReportRow?) -> Bool {
+                if row.reference == name, row.ratioPaired != nil, row.ratioPairedLow != nil {
+                    return (row.ratioPairedRounds?.count ?? row.iterations) >= fewestForInterval
+                }
+                return enough(row) && enough(reference)
+            }
+            return side(base, baseReference(name)) && side(now, nowReference(name))
+        default:
+            return enough(base) && enough(now)
+        }
     }
 
     /// A row's throughput interval: from the confidence interval of its median
@@ -367,18 +538,25 @@ public struct Comparison: Sendable {
     }
 
     /// The exit status: ``exitRegressed`` when a row regressed or failed, else
-    /// ``exitMissing`` when a baseline row is missing, else ``exitOK``.
+    /// ``exitMissing`` when a baseline row is missing or nothing could be
+    /// compared, else ``exitOK``. A third-party library's rows (``Entry/decides``
+    /// false) never count.
     public var exitStatus: Int32 {
-        if entries.contains(where: { $0.verdict == .regressed || $0.verdict == .failed }) { return Self.exitRegressed }
-        if entries.contains(where: { $0.verdict == .missing }) { return Self.exitMissing }
+        let deciding = entries.filter(\.decides)
+        if deciding.contains(where: { $0.verdict == .regressed || $0.verdict == .failed }) { return Self.exitRegressed }
+        if !comparable || deciding.contains(where: { $0.verdict == .missing }) { return Self.exitMissing }
         return Self.exitOK
     }
 
-    /// The comparison as a table, plain text or Markdown (for a CI job summary).
-    public func render(markdown: Bool) -> String {
+    /// The verdicts listed row by row (the rest are counted), in this order.
+    static let listed: [Verdict] = [.regressed, .failed, .improved, .missing]
+
+    /// The comparison as text or Markdown (for a CI job summary): the
+    /// outcome, the notes, the regressed and failed rows, the improved ones,
+    /// the missing ones, then a count of the rest (every row with `verbose`).
+    public func render(markdown: Bool, verbose: Bool = false) -> String {
         let header = ["row", "metric", "baseline", "current", "change", "verdict"]
-        var rows: [[String]] = []
-        for entry in entries {
+        func cells(_ entry: Entry) -> [String] {
             let change = entry.change.map { String(format: "%+.1f%%", $0 * 100) } ?? ""
             func figure(_ value: Double?) -> String {
                 guard let value else { return "" }
@@ -388,45 +566,82 @@ public struct Comparison: Sendable {
                 case .instructions, .allocations: return Format.compact(value)
                 }
             }
-            rows.append([
-                entry.key, entry.metric.description, figure(entry.baseline), figure(entry.current), change,
-                entry.verdict.rawValue,
-            ])
+            var verdict = entry.verdict.rawValue
+            if !entry.decides, Self.listed.contains(entry.verdict) { verdict += " (third-party, not judged)" }
+            return [entry.key, entry.metric.description, figure(entry.baseline), figure(entry.current), change, verdict]
         }
-        let counts = Dictionary(grouping: entries, by: \.verdict).mapValues(\.count)
-        let order: [Verdict] = [
-            .regressed, .failed, .missing, .noise, .improved, .unchanged, .reference, .new, .noFigures,
-        ]
-        let summary = order.compactMap { verdict in counts[verdict].map { "\($0) \(verdict.rawValue)" } }
-            .joined(separator: ", ")
         let outcome: String
         switch exitStatus {
         case Self.exitRegressed: outcome = "REGRESSION"
-        case Self.exitMissing: outcome = "MISSING ROWS"
+        case Self.exitMissing: outcome = comparable ? "MISSING ROWS" : "NOT COMPARABLE"
         default: outcome = "OK"
         }
+        let deciding = entries.filter(\.decides)
+        func count(_ verdict: Verdict) -> Int { deciding.filter { $0.verdict == verdict }.count }
+        var headline = "\(count(.regressed)) regressed"
+        if count(.failed) > 0 { headline += ", \(count(.failed)) failed" }
+        headline += ", \(count(.improved)) improved"
+        if count(.missing) > 0 { headline += ", \(count(.missing)) missing" }
         let basis: String
         switch normalization {
         case .none: basis = "absolute throughput"
-        case .automatic: basis = "each backend's throughput ÷ its reference's (its raw engine) where both reports have it"
+        case .automatic: basis = "throughput ÷ the raw engine's in the same run where both reports have it"
         case .backends(let map):
             basis = "throughput ÷ " + map.sorted { $0.key < $1.key }
                 .map { $0.key == "*" ? $0.value : "\($0.value) for \($0.key)" }.joined(separator: ", ")
         }
-        let thresholds = "time threshold \(Format.percent(threshold)) (\(basis); past it and outside both runs' 95% intervals), counts threshold \(Format.percent(instructionThreshold))"
-        if markdown {
-            var text = "### Benchmark comparison: \(outcome)\n\n\(thresholds). \(summary).\n\n"
-            text += "| " + header.joined(separator: " | ") + " |\n"
-            text += "| --- | --- | ---: | ---: | ---: | --- |\n"
-            for row in rows {
-                var cells = row
-                if cells[5] == Verdict.regressed.rawValue || cells[5] == Verdict.failed.rawValue {
-                    cells[5] = "**\(cells[5])**"
-                }
-                text += "| " + cells.joined(separator: " | ") + " |\n"
+        let thresholds = "Judged: time past \(Format.percent(threshold)) and outside both runs' 95% intervals "
+            + "(\(basis)); instruction and allocation counts past \(Format.percent(instructionThreshold))."
+        var sections: [(title: String, rows: [[String]])] = []
+        let shown = verbose ? entries : entries.filter { Self.listed.contains($0.verdict) }
+        if verbose {
+            sections.append(("Every row", shown.map(cells)))
+        } else {
+            let titles: [(Verdict, String)] = [
+                (.regressed, "Regressed"), (.failed, "Failed"), (.improved, "Improved"), (.missing, "Missing"),
+            ]
+            // Judged rows first, each verdict's own; the third-party ones after them.
+            for (verdict, title) in titles {
+                let rows = shown.filter { $0.verdict == verdict && $0.decides }.map(cells)
+                if !rows.isEmpty { sections.append(("\(title) (\(rows.count))", rows)) }
             }
+            let thirdParty = shown.filter { !$0.decides }.map(cells)
+            if !thirdParty.isEmpty {
+                sections.append(("Third-party references (for information; never decide the outcome)", thirdParty))
+            }
+        }
+        let rest = verbose ? [] : entries.filter { !Self.listed.contains($0.verdict) }
+        let order: [Verdict] = [.unchanged, .noise, .notJudged, .reference, .new, .noFigures]
+        let restCounts = order.compactMap { verdict -> String? in
+            let n = rest.filter { $0.verdict == verdict }.count
+            return n == 0 ? nil : "\(n) \(verdict.rawValue)"
+        }
+        let restLine = restCounts.isEmpty ? "" : "Not listed: " + restCounts.joined(separator: ", ") + " (--verbose lists every row)."
+        if markdown {
+            var text = "### Benchmark comparison: \(outcome)\n\n\(headline).\n\n"
+            for note in notes { text += "- \(note)\n" }
+            text += "- \(thresholds)\n\n"
+            for section in sections {
+                text += "#### \(section.title)\n\n"
+                text += "| " + header.joined(separator: " | ") + " |\n"
+                text += "| --- | --- | ---: | ---: | ---: | --- |\n"
+                for row in section.rows {
+                    var row = row.map { $0.replacingOccurrences(of: "|", with: "\\|") }
+                    if row[5] == Verdict.regressed.rawValue || row[5] == Verdict.failed.rawValue { row[5] = "**\(row[5])**" }
+                    text += "| " + row.joined(separator: " | ") + " |\n"
+                }
+                text += "\n"
+            }
+            if !restLine.isEmpty { text += restLine + "\n" }
             return text
         }
-        return "Comparison: \(outcome); \(summary)\n\(thresholds)\n" + SummaryTable.align([header] + rows)
+        var text = "Comparison: \(outcome); \(headline)\n"
+        for note in notes { text += note + "\n" }
+        text += thresholds + "\n"
+        for section in sections {
+            text += "\(section.title):\n" + SummaryTable.align([header] + section.rows)
+        }
+        if !restLine.isEmpty { text += restLine + "\n" }
+        return text
     }
 }

@@ -47,7 +47,7 @@ public struct ReportRow: Sendable, Hashable {
         "bytes_on_disk", "peak_rss_bytes", "seed", "warmup", "note", "error", "settings", "reference", "ratio_to_raw",
         "instructions", "allocations", "ci_low", "ci_high", "ratio_paired", "ratio_paired_low", "ratio_paired_high",
         "ratio_instructions", "peak_rss_workload_bytes", "op_peak_rss_bytes", "decoded_bytes",
-        "runs_in_place", "ratio_paired_rounds",
+        "runs_in_place", "ratio_paired_rounds", "role",
     ]
 
     /// The workload name and version (`dialog-graph-v1`).
@@ -158,6 +158,13 @@ public struct ReportRow: Sendable, Hashable {
     /// the median of its runs); `nil` for the other operations. Reports
     /// written before `erase-all` ran in place named the column `read_runs`.
     public var runsInPlace: Int?
+    /// What the backend is to a reader (``BackendRole``): a choice, a raw
+    /// engine, or a third-party library. `nil` in reports made before the
+    /// column (``Report/assigningRoles(_:)`` infers it).
+    public var role: BackendRole?
+
+    /// The row's role, or the one its name implies (``BackendRole/inferred(for:known:)``).
+    public var effectiveRole: BackendRole { role ?? BackendRole.inferred(for: backend) }
 
     /// Creates a row.
     public init(
@@ -214,6 +221,7 @@ public struct ReportRow: Sendable, Hashable {
             text(peakRSSWorkloadBytes), text(operationPeakRSSBytes), text(decodedBytes),
             text(runsInPlace),
             ratioPairedRounds.map { $0.map { String(format: "%.6g", $0) }.joined(separator: ";") } ?? "",
+            role?.rawValue ?? "",
         ]
     }
 
@@ -290,6 +298,13 @@ public struct ReportRow: Sendable, Hashable {
         operationPeakRSSBytes = try optional("op_peak_rss_bytes")
         decodedBytes = try optional("decoded_bytes")
         runsInPlace = try optional("runs_in_place") ?? optional("read_runs")
+        if let text = byName["role"], !text.isEmpty {
+            guard let value = BackendRole(rawValue: text) else {
+                throw ConfigurationError(
+                    "'\(text)' in column role is not a role (\(BackendRole.allCases.map(\.rawValue).joined(separator: ", ")))")
+            }
+            role = value
+        }
         if let rounds = byName["ratio_paired_rounds"], !rounds.isEmpty {
             ratioPairedRounds = try rounds.split(separator: ";").map { item in
                 guard let value = Double(item) else {
@@ -319,6 +334,17 @@ public struct Report: Sendable, Hashable {
     /// A report of `rows`.
     public init(rows: [ReportRow]) {
         self.rows = rows
+    }
+
+    /// This report with each row that has no ``ReportRow/role`` given the one
+    /// `known` (a registry's ``BackendRegistry/roles``) or its name implies.
+    public func assigningRoles(_ known: [String: BackendRole]) -> Report {
+        Report(
+            rows: rows.map { row in
+                var row = row
+                if row.role == nil { row.role = BackendRole.inferred(for: row.backend, known: known) }
+                return row
+            })
     }
 
     /// The report as CSV with ``ReportRow/columns`` as its header.
@@ -406,16 +432,32 @@ public struct Report: Sendable, Hashable {
             guard record.count == header.count else {
                 throw ConfigurationError("row \(index + 1) has \(record.count) fields; the header has \(header.count)")
             }
-            rows.append(try ReportRow(fields: record, header: header))
+            do {
+                rows.append(try ReportRow(fields: record, header: header))
+            } catch let error as ConfigurationError {
+                throw ConfigurationError("row \(index + 1): \(error.message)")
+            }
         }
         self.rows = rows
     }
 
     /// Reads the CSV report at `url`.
-    /// - Throws: when it cannot be read or parsed.
+    /// - Throws: ``ConfigurationError`` whose message begins with the file's
+    ///   path, when it cannot be read or is not a report.
     public init(contentsOf url: URL) throws {
-        let data = try Data(contentsOf: url)
-        try self.init(csv: String(decoding: data, as: UTF8.self))
+        let data: Data
+        do {
+            data = try Data(contentsOf: url)
+        } catch {
+            throw ConfigurationError("\(url.relativePath): cannot be read: \(error.localizedDescription)")
+        }
+        do {
+            try self.init(csv: String(decoding: data, as: UTF8.self))
+        } catch let error as ConfigurationError {
+            throw ConfigurationError("\(url.relativePath): \(error.message)")
+        } catch let error as CSV.ParseError {
+            throw ConfigurationError("\(url.relativePath): not CSV: \(error.description)")
+        }
     }
 }
 

@@ -734,6 +734,7 @@ public enum ReportBuilder {
                             operation, results: mine, backend: backend.name, size: size,
                             durability: durability, configuration: configuration, provenance: provenance)
                         row.reference = backend.reference ?? ""
+                        row.role = backend.role
                         if let reference = backend.reference, row.error.isEmpty {
                             let theirs = results.filter {
                                 $0.job.backend == reference && $0.job.size == size && $0.job.durability == durability

@@ -10,7 +10,7 @@ extension BackendRegistry {
     /// file stores' documents directly (`json-raw`, `plist-raw`). The DAO backends of ``standard`` name the raw ones as
     /// their ``Backend/reference``.
     public static let reference = BackendRegistry([
-        Backend(name: "grdb", reference: "sqlite-raw", subject: { try GRDBSubject(directory: $0, durability: $1) }),
+        Backend(name: "grdb", reference: "sqlite-raw", role: .thirdParty, subject: { try GRDBSubject(directory: $0, durability: $1) }),
         Backend(name: "sqlite-raw", subject: { try SQLiteRawSubject(directory: $0, durability: $1) }),
         Backend(name: "lmdb-raw", subject: { try LMDBRawSubject(directory: $0, durability: $1) }),
         Backend(name: "json-raw", singleCallLimit: 10, subject: {
