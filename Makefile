@@ -1,9 +1,11 @@
 # The project's entry points. Each target installs what it needs (scripts/setup.sh).
 SWIFT ?= swift
 
-# `make bench`: every backend at the default size of WORKLOAD.md, 6 measured
-# iterations after 1 warm-up (6: the fewest that give a 95% interval of a
-# median), durability full. Override with BENCH_ARGS, e.g.
+# `make bench`: `storage-bench run` with its defaults, which are this method:
+# every backend at the default size of WORKLOAD.md, 6 measured iterations
+# after 1 warm-up (6: the fewest that give a 95% interval of a median),
+# durability full. It prints a one-screen summary and writes the CSV and the
+# HTML report (results/report.html, docs/REPORT.md). Override with BENCH_ARGS, e.g.
 #   make bench BENCH_ARGS="--sizes 100x10,1000x100 --backends json,plist --format csv,markdown"
 # Backends whose ratios to their raw engine (taken round by round; for a
 # backend without one, its medians) are not known within ±3% (95% interval)
@@ -22,7 +24,11 @@ SWIFT ?= swift
 # untimed to what it held before update (the dialogs as persist wrote them,
 # upserted again in one call and checked), while one more restore and run,
 # each reckoned as long as the last run, fit in 4 s with what was spent.
-BENCH_ARGS ?= --backends all --dialogs 1000 --messages-per-dialog 100 --iterations 6 --max-iterations 30 --time-limit 360 --warmup 1 --durability full --read-runs 9 --read-time 0.25 --min-read-runs 5 --erase-runs 21 --erase-time 1 --update-runs 3 --update-time 4
+# The defaults spelled out: --backends all --dialogs 1000 --messages-per-dialog 100
+# --iterations 6 --max-iterations 30 --time-limit 360 --warmup 1 --durability full
+# --read-runs 9 --read-time 0.25 --min-read-runs 5 --erase-runs 21 --erase-time 1
+# --update-runs 3 --update-time 4
+BENCH_ARGS ?=
 # `make bench-smoke`: a tiny size, every backend, about a minute: at least 6
 # timed iterations (the fewest that give a 95% interval of the median), up to
 # 12 or 10 s more; no syncs, so that the wall times measure the code and not
@@ -37,17 +43,21 @@ SMOKE_ARGS ?= --backends all --dialogs 100 --messages-per-dialog 10 --iterations
 # update and erase-all run in place as in `make bench` (the same settings),
 # so that both sizes, and this table and `make bench`'s, time the same thing.
 SCALE_ARGS ?= --backends sqlite,sqlite-raw,lmdb,lmdb-raw --sizes 1000x100,10000x100 --iterations 3 --warmup 0 --durability full --read-runs 9 --read-time 0.25 --min-read-runs 5 --erase-runs 21 --erase-time 1 --update-runs 3 --update-time 4 --output results/scale.csv
-# `make compare`: the newest report against the committed baseline.
+# `make compare`: the newest report of the default results folder (a `make bench`)
+# against the committed baseline; `make compare CURRENT=results/smoke.csv
+# BASELINE=results/baseline-smoke.csv` for a smoke run.
 BASELINE ?= results/baseline.csv
 CURRENT ?= results/latest.csv
 THRESHOLD ?= 10%
 COMPARE_ARGS ?=
-# `make plot`: PNGs next to this report.
+# `make report`: the one-screen summary and the HTML report (REPORT.html beside
+# it) of this report, against BASELINE_REPORT when given. `make plot` is the same.
 REPORT ?= results/latest.csv
+BASELINE_REPORT ?=
 
 BENCH = $(SWIFT) run -c release --skip-build storage-bench
 
-.PHONY: setup setup-instructions build test docs torture bench bench-release bench-smoke bench-scale compare plot clean
+.PHONY: setup setup-instructions setup-browser build test docs torture bench bench-release bench-smoke bench-scale compare report plot check-report clean
 
 setup:
 	@bash scripts/setup.sh
@@ -55,6 +65,10 @@ setup:
 # valgrind before the build: the harness is built with its headers to count instructions.
 setup-instructions:
 	@bash scripts/setup.sh instructions
+
+# Debian's chromium, for the HTML report's browser test (make check-report).
+setup-browser:
+	@bash scripts/setup.sh browser
 
 build: setup
 	@bash scripts/build-checked.sh
@@ -108,9 +122,15 @@ bench-scale: bench-release
 compare: bench-release
 	@$(BENCH) compare $(BASELINE) $(CURRENT) --threshold $(THRESHOLD) $(COMPARE_ARGS)
 
-plot:
-	@bash scripts/setup.sh plot
-	python3 scripts/plot.py $(REPORT)
+report: bench-release
+	@$(BENCH) report $(REPORT) $(if $(BASELINE_REPORT),--baseline $(BASELINE_REPORT))
+
+plot: report
+
+# `make check-report`: opens the smoke run's HTML report in headless chromium and
+# fails on a console error, a chart without its backends, or a blank page.
+check-report: setup-browser
+	python3 scripts/check-report-html.py results/smoke.html --csv results/smoke.csv
 
 clean:
 	rm -rf .build

@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Installs what the project needs on a Debian or Ubuntu machine, only when it is
 # missing: the C libraries behind the SQLite and LMDB adapters (and pkg-config to
-# find them). `scripts/setup.sh plot` also installs matplotlib for `make plot`;
-# `scripts/setup.sh instructions` installs valgrind (whose headers the harness
-# is built with, to count instructions under callgrind) and binutils (objcopy).
+# find them). `scripts/setup.sh instructions` installs valgrind (whose headers
+# the harness is built with, to count instructions under callgrind) and
+# binutils (objcopy); `scripts/setup.sh browser` installs Debian's chromium,
+# which scripts/check-report-html.py opens the HTML report in, headless.
 set -euo pipefail
 
 need=()
 packages=(libsqlite3-dev liblmdb-dev pkg-config)
 [ "${1:-}" = "instructions" ] && packages+=(valgrind binutils)
+[ "${1:-}" = "browser" ] && packages+=(chromium)
 for package in "${packages[@]}"; do
   dpkg -s "$package" >/dev/null 2>&1 || need+=("$package")
 done
@@ -23,13 +25,6 @@ if [ ${#need[@]} -gt 0 ]; then
   echo "setup: installing ${need[*]}" >&2
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}" >/dev/null
-fi
-
-if [ "${1:-}" = "plot" ]; then
-  if ! python3 -c 'import matplotlib' >/dev/null 2>&1; then
-    echo "setup: installing matplotlib" >&2
-    python3 -m pip install --quiet matplotlib
-  fi
 fi
 
 if ! command -v swift >/dev/null 2>&1; then

@@ -9,7 +9,11 @@ struct StorageBench: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "storage-bench",
         abstract: "Benchmarks the storage backends on the dialog-graph workload (WORKLOAD.md).",
-        subcommands: [Run.self, Compare.self, Backends.self, Operations.self, Worker.self, Observe.self, Migrate.self]
+        version: StorageBenchVersion.text,
+        subcommands: [
+            Run.self, Compare.self, ReportPage.self, Backends.self, Operations.self, Worker.self, Observe.self,
+            Migrate.self,
+        ]
     )
 }
 
@@ -29,50 +33,50 @@ struct Run: ParsableCommand {
     @Option(help: "Comma-separated backends, or all (\(BackendRegistry.withReferences.names.joined(separator: ", "))).")
     var backends = "all"
 
-    @Option(help: "Dialogs in the graph (D; default 1000). Not with --sizes.")
+    @Option(parsing: .unconditional, help: "Dialogs in the graph (D; default 1000). Not with --sizes.")
     var dialogs: Int?
 
-    @Option(name: .customLong("messages-per-dialog"), help: "Messages per dialog (M; default 100). Not with --sizes.")
+    @Option(name: .customLong("messages-per-dialog"), parsing: .unconditional, help: "Messages per dialog (M; default 100). Not with --sizes.")
     var messagesPerDialog: Int?
 
     @Option(help: "A sweep of sizes DxM, comma-separated, e.g. 100x10,1000x100,10000x100.")
     var sizes: String?
 
-    @Option(help: "Measured iterations per backend and size.")
-    var iterations = 5
+    @Option(parsing: .unconditional, help: "Measured iterations per backend and size (default 6, the fewest that give a 95% interval of a median).")
+    var iterations: Int?
 
-    @Option(help: "Warm-up iterations run first and discarded.")
+    @Option(parsing: .unconditional, help: "Warm-up iterations run first and discarded.")
     var warmup = 1
 
-    @Option(name: .customLong("max-iterations"), help: "Measured iterations at most: after --iterations, backends whose ratios to their reference (without one in the run: medians) are not yet known within --precision run more rounds, each up to where it takes the most interval width off for its time, up to this many (default: --iterations, no extra rounds).")
+    @Option(name: .customLong("max-iterations"), parsing: .unconditional, help: "Measured iterations at most: after --iterations, backends whose ratios to their reference (without one in the run: medians) are not yet known within --precision run more rounds, each up to where it takes the most interval width off for its time, up to this many (default: 30 when --iterations is not given, else --iterations: no extra rounds).")
     var maxIterations: Int?
 
-    @Option(help: "The half-width of the 95% confidence interval of each paired ratio (or median) to reach with extra rounds, e.g. 3%.")
+    @Option(parsing: .unconditional, help: "The half-width of the 95% confidence interval of each paired ratio (or median) to reach with extra rounds, more than 0% and less than 100%, e.g. 3%.")
     var precision = "3%"
 
-    @Option(name: .customLong("time-limit"), help: "The most seconds of extra rounds per size and durability: a backend and its reference start an extra round only when it is expected to end within them.")
-    var timeLimit: Double = 60
+    @Option(name: .customLong("time-limit"), parsing: .unconditional, help: "The most seconds of extra rounds per size and durability: a backend and its reference start an extra round only when it is expected to end within them.")
+    var timeLimit: Double = 360
 
-    @Option(name: .customLong("read-runs"), help: "The most runs of each read-only operation (read-all, read-by-id, query) per iteration: it runs again in place, on the unchanged store, while its runs are fewer than --min-read-runs or add up to less than --read-time; the iteration's time is the median of its runs (1: one run).")
-    var readRuns = 1
+    @Option(name: .customLong("read-runs"), parsing: .unconditional, help: "The most runs of each read-only operation (read-all, read-by-id, query) per iteration: it runs again in place, on the unchanged store, while its runs are fewer than --min-read-runs or add up to less than --read-time; the iteration's time is the median of its runs (1: one run).")
+    var readRuns = 9
 
-    @Option(name: .customLong("read-time"), help: "The seconds the runs of a read-only operation may add up to before no further run starts (with --read-runs), once it has run --min-read-runs times.")
+    @Option(name: .customLong("read-time"), parsing: .unconditional, help: "The seconds the runs of a read-only operation may add up to before no further run starts (with --read-runs), once it has run --min-read-runs times.")
     var readTime: Double = 0.25
 
-    @Option(name: .customLong("min-read-runs"), help: "The fewest runs of each read-only operation per iteration, whatever --read-time says (up to --read-runs). A backend and its reference, run in step, take as many runs as the first of them to stop.")
-    var minReadRuns = 1
+    @Option(name: .customLong("min-read-runs"), parsing: .unconditional, help: "The fewest runs of each read-only operation per iteration, whatever --read-time says (up to --read-runs). A backend and its reference, run in step, take as many runs as the first of them to stop.")
+    var minReadRuns = 5
 
-    @Option(name: .customLong("erase-runs"), help: "The most runs of erase-all per iteration: after each run, the store is put back untimed (what it erased, persisted again in one call and checked) and it runs again, while its runs and restores add up to less than --erase-time; the iteration's time is the median of its runs (1: one run). A backend and its reference, run in step, take as many runs as the first of them to stop.")
-    var eraseRuns = 1
+    @Option(name: .customLong("erase-runs"), parsing: .unconditional, help: "The most runs of erase-all per iteration: after each run, the store is put back untimed (what it erased, persisted again in one call and checked) and it runs again, while its runs and restores add up to less than --erase-time; the iteration's time is the median of its runs (1: one run). A backend and its reference, run in step, take as many runs as the first of them to stop.")
+    var eraseRuns = 21
 
-    @Option(name: .customLong("erase-time"), help: "The seconds the runs of erase-all and the restores before them may add up to before no further run starts (with --erase-runs).")
+    @Option(name: .customLong("erase-time"), parsing: .unconditional, help: "The seconds the runs of erase-all and the restores before them may add up to before no further run starts (with --erase-runs).")
     var eraseTime: Double = 1
 
-    @Option(name: .customLong("update-runs"), help: "The most runs of update per iteration: after each run, the store is put back untimed to what it held before update (the dialogs as persist wrote them, upserted again in one call and checked) and update runs again, checked as the first run, while one more restore and run (each reckoned as long as the last run) fit in --update-time with what was spent; the iteration's time is the median of its runs (1: one run). A backend and its reference, run in step, take as many runs as the first of them to stop.")
-    var updateRuns = 1
+    @Option(name: .customLong("update-runs"), parsing: .unconditional, help: "The most runs of update per iteration: after each run, the store is put back untimed to what it held before update (the dialogs as persist wrote them, upserted again in one call and checked) and update runs again, checked as the first run, while one more restore and run (each reckoned as long as the last run) fit in --update-time with what was spent; the iteration's time is the median of its runs (1: one run). A backend and its reference, run in step, take as many runs as the first of them to stop.")
+    var updateRuns = 3
 
-    @Option(name: .customLong("update-time"), help: "The seconds the runs of update and the restores around them may add up to: a further run starts only when it and its restore, each reckoned as long as the last run, fit (with --update-runs).")
-    var updateTime: Double = 1
+    @Option(name: .customLong("update-time"), parsing: .unconditional, help: "The seconds the runs of update and the restores around them may add up to: a further run starts only when it and its restore, each reckoned as long as the last run, fit (with --update-runs).")
+    var updateTime: Double = 4
 
     @Flag(name: .customLong("random-hashing"), help: "Let each timed worker hash with a random seed of its own, instead of Swift's fixed seed (SWIFT_DETERMINISTIC_HASHING=1, which the callgrind workers always use): a dictionary's layout, and with it a read's time, then changes from iteration to iteration.")
     var randomHashing = false
@@ -80,10 +84,10 @@ struct Run: ParsableCommand {
     @Flag(help: "Also run each backend under valgrind's callgrind and report the instructions and allocations of each operation's timed region.")
     var instructions = false
 
-    @Option(name: .customLong("instruction-iterations"), help: "Callgrind iterations per backend and size with --instructions (the median is reported).")
+    @Option(name: .customLong("instruction-iterations"), parsing: .unconditional, help: "Callgrind iterations per backend and size with --instructions (the median is reported).")
     var instructionIterations = 1
 
-    @Option(help: "The generator seed.")
+    @Option(parsing: .unconditional, help: "The generator seed.")
     var seed: UInt64 = 42
 
     @Option(help: "full or none (or both, comma-separated).")
@@ -92,14 +96,20 @@ struct Run: ParsableCommand {
     @Option(help: "Comma-separated operations to report, or all (\(BenchOperation.allCases.map(\.rawValue).joined(separator: ", "))).")
     var operations = "all"
 
-    @Option(help: "The report file (default results/<UTC date-time>-<host>.csv); other formats take its name with their extension.")
+    @Option(help: "The report file (default results/<UTC date-time>-<host>.csv, copied to results/latest.csv); other formats, and report.html, go beside it. latest.csv is written only in the default folder.")
     var output: String?
 
     @Option(help: "csv, json or markdown; repeat or comma-separate for several.")
     var format: [String] = ["csv"]
 
+    @Option(help: "A baseline report (CSV) to compare this run with in the HTML report (as storage-bench compare does).")
+    var baseline: String?
+
     @Flag(name: .customLong("no-progress"), help: "Do not show progress on standard error.")
     var noProgress = false
+
+    @Flag(help: "Print every figure (the detailed tables) and every warning, not only the one-screen summary and a count of warnings.")
+    var verbose = false
 
     @Flag(name: .customLong("one-after-another"), help: "Run a backend's worker and its reference's one after the other, each through its whole iteration, instead of in step, operation by operation.")
     var oneAfterAnother = false
@@ -127,9 +137,9 @@ struct Run: ParsableCommand {
             }
             let configuration = try RunConfiguration(
                 backends: chosen, sizes: sweep, durabilities: try parseDurabilities(durability),
-                operations: try BenchOperation.parseList(operations), iterations: iterations, warmup: warmup,
-                seed: seed, showsProgress: !noProgress, maxIterations: maxIterations,
-                precision: try parseThreshold(precision, option: "--precision"), timeLimit: timeLimit,
+                operations: try BenchOperation.parseList(operations), iterations: iterations ?? 6, warmup: warmup,
+                seed: seed, showsProgress: !noProgress, maxIterations: maxIterations ?? (iterations == nil ? 30 : nil),
+                precision: try parsePrecision(precision), timeLimit: timeLimit,
                 instructionIterations: instructions ? instructionIterations : 0, readRuns: readRuns,
                 readRunSeconds: readTime, minReadRuns: minReadRuns, eraseRuns: eraseRuns, eraseRunSeconds: eraseTime,
                 updateRuns: updateRuns, updateRunSeconds: updateTime)
@@ -144,6 +154,9 @@ struct Run: ParsableCommand {
             }
             let formats = try ReportFormat.parseList(format.joined(separator: ","))
             if let output { try ReportWriter.validate(URL(fileURLWithPath: output)) }
+            if let baseline, !FileManager.default.fileExists(atPath: baseline) {
+                throw ConfigurationError("--baseline: no report at \(baseline)")
+            }
             return Plan(configuration: configuration, formats: formats)
         } catch let error as ConfigurationError {
             throw ValidationError(error.message)
@@ -201,30 +214,28 @@ struct Run: ParsableCommand {
         let outputURL = output.map { URL(fileURLWithPath: $0) }
             ?? ReportWriter.defaultOutput(startedAt: started, host: host)
         let written = try ReportWriter.write(report, to: outputURL, formats: plan.formats)
+        let roles = BackendRegistry.withReferences.roles
+        var comparison: Comparison?
+        if let baseline {
+            do {
+                comparison = try Comparison(
+                    baseline: try Report(contentsOf: URL(fileURLWithPath: baseline)), current: report, threshold: 0.1,
+                    normalization: .automatic, roles: roles)
+            } catch {
+                FileHandle.standardError.write(Data("storage-bench: the HTML report has no comparison: \(error)\n".utf8))
+            }
+        }
+        let pages = try ReportWriter.writeHTML(report, beside: outputURL, comparison: comparison, roles: roles)
         // Unbuffered, so that the table comes before the warnings when both go to one file.
-        FileHandle.standardOutput.write(Data(SummaryTable.render(report).utf8))
-        let noisy = SummaryTable.noisyRows(report, precision: plan.configuration.precision)
-        if !noisy.isEmpty {
-            var warning = "storage-bench: warning: \(noisy.count) of \(report.rows.count) rows are too noisy to compare on wall time "
-            warning += "(after \(plan.configuration.maxIterations) iterations at most); compare them by ratio or instructions:\n"
-            for (row, reason) in noisy {
-                warning += "  \(row.backend) \(row.operation) \(row.dialogs)x\(row.messagesPerDialog) \(row.durability): \(reason)\n"
-            }
-            FileHandle.standardError.write(Data(warning.utf8))
+        FileHandle.standardOutput.write(Data(SummaryTable.render(report, roles: roles).utf8))
+        let warnings = RunWarnings(report: report, configuration: plan.configuration)
+        if verbose {
+            FileHandle.standardOutput.write(Data(("\n" + SummaryTable.detailed(report)).utf8))
+            FileHandle.standardError.write(Data(warnings.detailed.utf8))
+        } else if let line = warnings.oneLine {
+            FileHandle.standardError.write(Data((line + "\n").utf8))
         }
-        let unsettled = SummaryTable.unsettledRatioRows(report, precision: plan.configuration.precision)
-        if !unsettled.isEmpty {
-            var warning = "storage-bench: warning: \(unsettled.count) ratios to a reference are not settled within "
-            warning += "±\(String(format: "%g%%", plan.configuration.precision * 100)) (after \(plan.configuration.maxIterations) iterations or "
-            warning += "\(Int(plan.configuration.timeLimit)) s of extra rounds at most); compare them by instructions, or expect them to move between runs:\n"
-            for (row, reason) in unsettled {
-                warning += "  \(row.backend) \(row.operation) \(row.dialogs)x\(row.messagesPerDialog) \(row.durability): \(reason)\n"
-            }
-            FileHandle.standardError.write(Data(warning.utf8))
-        }
-        for url in written {
-            FileHandle.standardError.write(Data("wrote \(url.relativePath)\n".utf8))
-        }
+        FileHandle.standardError.write(Data(ReportWriter.wroteLines(written + pages).utf8))
         if report.rows.contains(where: { !$0.error.isEmpty }) {
             FileHandle.standardError.write(Data("storage-bench: a backend failed; see the error column\n".utf8))
             throw ExitCode(3)
@@ -261,10 +272,10 @@ struct Compare: ParsableCommand {
     @Argument(help: "The current report (CSV).")
     var current: String
 
-    @Option(help: "The largest change of a throughput (or of its ratio to a reference) that is not a verdict, e.g. 10%.")
+    @Option(parsing: .unconditional, help: "The largest change of a throughput (or of its ratio to a reference) that is not a verdict, e.g. 10%.")
     var threshold = "10%"
 
-    @Option(name: .customLong("instructions-threshold"), help: "The largest change of an instruction or allocation count that is not a verdict, e.g. 1%.")
+    @Option(name: .customLong("instructions-threshold"), parsing: .unconditional, help: "The largest change of an instruction or allocation count that is not a verdict, e.g. 1%.")
     var instructionsThreshold = "1%"
 
     @Option(help: "What each throughput is divided by, in its own run: auto (each backend by the reference its rows declare, else B by B-raw, where both reports have it), none (absolute), a backend (every row by it), or pairs B=REF,… (e.g. grdb=sqlite-raw).")
@@ -314,6 +325,56 @@ struct Compare: ParsableCommand {
         }
         print(comparison.render(markdown: format == "markdown", verbose: verbose), terminator: "")
         throw ExitCode(comparison.exitStatus)
+    }
+}
+
+/// `storage-bench report`: the one-screen summary and the HTML report of a CSV report.
+struct ReportPage: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "report",
+        abstract: "Print a report's one-screen summary and write its HTML page (what every run writes).",
+        discussion: """
+            Reads a CSV report (of run or migrate), prints the summary run prints, and writes the \
+            self-contained HTML report beside it (REPORT.html; --output names another file), with \
+            the comparison with --baseline when given. Exit status: 0, or 2 when a report cannot be \
+            read (the message names the file), 64 for invalid arguments.
+            """
+    )
+
+    @Argument(help: "The report (CSV).")
+    var report: String
+
+    @Option(help: "A baseline report (CSV) to compare with, as storage-bench compare does.")
+    var baseline: String?
+
+    @Option(help: "The HTML file (default: the report's name with .html).")
+    var output: String?
+
+    func validate() throws {
+        for path in [report] + (baseline.map { [$0] } ?? []) where !FileManager.default.fileExists(atPath: path) {
+            throw ValidationError("no report at \(path)")
+        }
+    }
+
+    func run() throws {
+        let roles = BackendRegistry.withReferences.roles
+        let current: Report
+        var comparison: Comparison?
+        do {
+            current = try Report(contentsOf: URL(fileURLWithPath: report))
+            if let baseline {
+                comparison = try Comparison(
+                    baseline: try Report(contentsOf: URL(fileURLWithPath: baseline)), current: current,
+                    threshold: 0.1, normalization: .automatic, roles: roles)
+            }
+        } catch {
+            FileHandle.standardError.write(Data("storage-bench report: \(error)\n".utf8))
+            throw ExitCode(Comparison.exitMissing)
+        }
+        let url = URL(fileURLWithPath: output ?? report).deletingPathExtension().appendingPathExtension("html")
+        try HTMLReport.write(current, to: url, comparison: comparison, roles: roles)
+        FileHandle.standardOutput.write(Data(SummaryTable.render(current, roles: roles).utf8))
+        FileHandle.standardError.write(Data(ReportWriter.wroteLines([url]).utf8))
     }
 }
 

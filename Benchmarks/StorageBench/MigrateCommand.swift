@@ -11,33 +11,37 @@ struct Migrate: ParsableCommand {
             Outside workload v1. Each backend × iteration writes a fresh store with the first \
             message version, reopens it, times the migration (migrate-add-field) and reading every \
             dialog back in the second version (read-migrated), in this process. Rows use the \
-            report's CSV columns. Exit status: 0 when every backend ran, 3 when one failed.
+            report's CSV columns; the summary is run's, and an HTML report is written beside the \
+            CSV. Exit status: 0 when every backend ran, 3 when one failed, 64 for invalid arguments.
             """
     )
 
     @Option(help: "Comma-separated backends, or all (\(MigrateBenchmark.standardSubjects.map(\.name).joined(separator: ", "))).")
     var backends = "all"
 
-    @Option(help: "Dialogs in the graph (D).")
+    @Option(parsing: .unconditional, help: "Dialogs in the graph (D).")
     var dialogs = 100
 
-    @Option(name: .customLong("messages-per-dialog"), help: "Messages per dialog (M).")
+    @Option(name: .customLong("messages-per-dialog"), parsing: .unconditional, help: "Messages per dialog (M).")
     var messagesPerDialog = 100
 
-    @Option(help: "Measured iterations per backend.")
+    @Option(parsing: .unconditional, help: "Measured iterations per backend (1 to 1000).")
     var iterations = 3
 
-    @Option(help: "Warm-up iterations run first and discarded.")
+    @Option(parsing: .unconditional, help: "Warm-up iterations run first and discarded (0 to 100).")
     var warmup = 1
 
-    @Option(help: "The generator seed.")
+    @Option(parsing: .unconditional, help: "The generator seed.")
     var seed: UInt64 = 42
 
     @Option(help: "full or none.")
     var durability = "full"
 
-    @Option(help: "The CSV report file (default results/migrate-<UTC date-time>-<host>.csv).")
+    @Option(help: "The report file (default results/migrate-<UTC date-time>-<host>.csv); other formats and the HTML report take its name with their extension. Never latest.csv.")
     var output: String?
+
+    @Option(help: "csv, json or markdown; repeat or comma-separate for several.")
+    var format: [String] = ["csv"]
 
     func benchmark() throws -> MigrateBenchmark {
         do {
@@ -45,7 +49,13 @@ struct Migrate: ParsableCommand {
             guard durabilities.count == 1, let chosen = durabilities.first else {
                 throw ConfigurationError("give one durability")
             }
-            guard iterations > 0, warmup >= 0 else { throw ConfigurationError("iterations must be positive") }
+            guard (1...1000).contains(iterations) else {
+                throw ConfigurationError("--iterations must be between 1 and 1000, not \(iterations)")
+            }
+            guard (0...100).contains(warmup) else {
+                throw ConfigurationError("--warmup must be between 0 and 100, not \(warmup)")
+            }
+            _ = try ReportFormat.parseList(format.joined(separator: ","))
             return MigrateBenchmark(
                 backends: try MigrateBenchmark.select(backends),
                 size: try BenchSize(dialogs: dialogs, messagesPerDialog: messagesPerDialog), durability: chosen,
@@ -69,15 +79,15 @@ struct Migrate: ParsableCommand {
             os: SystemInfo.os, cpu: SystemInfo.cpu, swiftVersion: SystemInfo.swiftVersion, build: SystemInfo.build)
         let rows = benchmark.run(provenance: provenance)
         let url = output.map { URL(fileURLWithPath: $0) }
-            ?? URL(fileURLWithPath: "results/migrate-\(ReportWriter.compactTimestamp(started))-\(host).csv")
-        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
-        try Data(CSV.document(header: ReportRow.columns, rows: rows.map(\.fields)).utf8).write(to: url, options: .atomic)
-        for row in rows {
-            let median = row.medianSeconds.map { String(format: "%.4f s", $0) } ?? "-"
-            let throughput = row.throughputPerSecond.map { String(format: "%.0f messages/s", $0) } ?? ""
-            print("\(row.backend)\t\(row.operation)\t\(median)\t\(throughput)\t\(row.error)")
-        }
-        FileHandle.standardError.write(Data("wrote \(url.relativePath)\n".utf8))
+            ?? ReportWriter.defaultDirectory.appendingPathComponent(
+                "migrate-\(ReportWriter.compactTimestamp(started))-\(host).csv")
+        let report = Report(rows: rows)
+        let formats = try ReportFormat.parseList(format.joined(separator: ","))
+        let written = try ReportWriter.write(report, to: url, formats: formats, latestDirectory: nil)
+        let roles = BackendRegistry.withReferences.roles
+        let pages = try ReportWriter.writeHTML(report, beside: url, roles: roles, latestDirectory: nil)
+        FileHandle.standardOutput.write(Data(SummaryTable.render(report, roles: roles).utf8))
+        FileHandle.standardError.write(Data(ReportWriter.wroteLines(written + pages).utf8))
         if rows.contains(where: { !$0.error.isEmpty }) { throw ExitCode(3) }
     }
 }

@@ -19,13 +19,13 @@ struct Observe: ParsableCommand {
     @Option(help: "Comma-separated backends, or all (\(BackendRegistry.standard.names.joined(separator: ", "))).")
     var backends = "all"
 
-    @Option(help: "Dialogs in the initial graph.")
+    @Option(parsing: .unconditional, help: "Dialogs in the initial graph.")
     var dialogs = 200
 
-    @Option(name: .customLong("messages-per-dialog"), help: "Messages per dialog.")
+    @Option(name: .customLong("messages-per-dialog"), parsing: .unconditional, help: "Messages per dialog.")
     var messagesPerDialog = 20
 
-    @Option(help: "Single-dialog persists per run.")
+    @Option(parsing: .unconditional, help: "Single-dialog persists per run (1 to 1,000,000).")
     var calls = 1000
 
     @Option(help: "Comma-separated observer counts (0, the reference, always runs).")
@@ -34,15 +34,36 @@ struct Observe: ParsableCommand {
     @Option(help: "full or none.")
     var durability = "full"
 
-    @Option(help: "Runs of each observer count, taking turns; throughput is their median, latencies are pooled.")
+    @Option(parsing: .unconditional, help: "Runs of each observer count (1 to 100), taking turns; throughput is their median, latencies are pooled.")
     var rounds = 3
 
-    @Option(help: "Also write the rows as CSV to this file.")
+    @Option(help: "Also write the rows to this file (other formats take its name with their extension).")
     var output: String?
 
+    @Option(help: "The formats written with --output: csv or markdown; repeat or comma-separate for several.")
+    var format: [String] = ["csv"]
+
+    /// The formats asked for, checked.
+    func formats() throws -> [ReportFormat] {
+        let formats = try ReportFormat.parseList(format.joined(separator: ","))
+        guard !formats.contains(.json) else {
+            throw ConfigurationError("observe writes csv or markdown, not json")
+        }
+        return formats
+    }
+
     func validate() throws {
-        guard dialogs >= 1, messagesPerDialog >= 1, calls >= 1, rounds >= 1 else {
-            throw ValidationError("--dialogs, --messages-per-dialog, --calls and --rounds must be at least 1")
+        do {
+            _ = try BenchSize(dialogs: dialogs, messagesPerDialog: messagesPerDialog)
+            guard (1...1_000_000).contains(calls) else {
+                throw ConfigurationError("--calls must be between 1 and 1000000, not \(calls)")
+            }
+            guard (1...100).contains(rounds) else {
+                throw ConfigurationError("--rounds must be between 1 and 100, not \(rounds)")
+            }
+            _ = try formats()
+        } catch let error as ConfigurationError {
+            throw ValidationError(error.message)
         }
     }
 
@@ -72,9 +93,17 @@ struct Observe: ParsableCommand {
             FileHandle.standardError.write(Data("observe: \(backend.name)…\n".utf8))
             rows += try waitFor { try await ObserveBenchmark.run(configuration, backend: backend) }
         }
-        print(ObserveBenchmark.markdown(rows), terminator: "")
+        print(ObserveBenchmark.table(rows), terminator: "")
         if let output {
-            try ObserveBenchmark.csv(rows).write(toFile: output, atomically: true, encoding: .utf8)
+            let base = URL(fileURLWithPath: output).deletingPathExtension()
+            var written: [URL] = []
+            for format in try formats() {
+                let url = base.appendingPathExtension(format.fileExtension)
+                let text = format == .csv ? ObserveBenchmark.csv(rows) : ObserveBenchmark.markdown(rows)
+                try text.write(to: url, atomically: true, encoding: .utf8)
+                written.append(url)
+            }
+            FileHandle.standardError.write(Data(ReportWriter.wroteLines(written).utf8))
         }
     }
 

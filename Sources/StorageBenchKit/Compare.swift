@@ -298,7 +298,11 @@ public struct Comparison: Sendable {
         for row in baseline.rows + current.rows where !row.reference.isEmpty { declared[row.backend] = row.reference }
         let references = Set(
             available.compactMap { normalization.reference(for: $0, declared: declared[$0] ?? "", available: available) })
-        func role(_ row: ReportRow) -> BackendRole { row.role ?? BackendRole.inferred(for: row.backend, known: roles) }
+        /// The role either report gives the row's backend (the current one first), else the one `roles` or its name implies.
+        func role(_ row: ReportRow) -> BackendRole {
+            return currentByKey[row.key]?.role ?? baselineByKey[row.key]?.role ?? row.role
+                ?? BackendRole.inferred(for: row.backend, known: roles)
+        }
 
         /// The same operation's row of `backend` in the same run.
         func sibling(of row: ReportRow, backend: String, in rows: [String: ReportRow]) -> ReportRow? {

@@ -116,12 +116,29 @@ public func parseThreshold(_ text: String, option: String = "a threshold") throw
     let trimmed = text.trimmingCharacters(in: .whitespaces)
     let isPercent = trimmed.hasSuffix("%")
     let number = isPercent ? String(trimmed.dropLast()) : trimmed
-    guard let value = Double(number), value.isFinite, value >= 0 else {
+    guard let value = Double(number), value.isFinite else {
         throw ConfigurationError("'\(text)' is not a valid \(option); write a percentage such as 10%")
     }
-    let fraction = isPercent || value >= 1 ? value / 100 : value
-    guard fraction <= 10 else {
-        throw ConfigurationError("a threshold of \(text) is more than 1000%")
+    let fraction = isPercent || abs(value) >= 1 ? value / 100 : value
+    guard (0...10).contains(fraction) else {
+        throw ConfigurationError("\(option) must be between 0% and 1000%, not \(text)")
+    }
+    return fraction
+}
+
+/// Parses `--precision`: a percentage as ``parseThreshold(_:option:)`` reads
+/// it, more than 0% and less than 100%.
+/// - Returns: the precision as a fraction (0.03 for 3%).
+/// - Throws: ``ConfigurationError`` with the range for anything else.
+public func parsePrecision(_ text: String) throws -> Double {
+    let fraction: Double
+    do {
+        fraction = try parseThreshold(text, option: "--precision")
+    } catch {
+        throw ConfigurationError("--precision must be more than 0% and less than 100%, e.g. 3%, not \(text)")
+    }
+    guard fraction > 0, fraction < 1 else {
+        throw ConfigurationError("--precision must be more than 0% and less than 100%, e.g. 3%, not \(text)")
     }
     return fraction
 }

@@ -123,6 +123,10 @@ public struct MigrateBenchmark: Sendable {
                     bytesOnDisk: operation == "migrate-add-field" ? timings.compactMap(\.bytesOnDisk).sorted().middle : nil,
                     seed: seed, warmup: warmup, note: "in process; outside workload v1", error: failure)
                 row.settings = timings.first?.settings ?? ""
+                if failure.isEmpty, let interval = MedianInterval(seconds) {
+                    row.ciLowSeconds = interval.low
+                    row.ciHighSeconds = interval.high
+                }
                 rows.append(row)
             }
         }

@@ -315,6 +315,33 @@ public enum ObserveBenchmark {
         return lines.joined(separator: "\n") + "\n"
     }
 
+    /// The measurements as run's summary lays its tables out: per observer
+    /// count, the backends ranked by the writer's throughput, each with its
+    /// ratio to no observer and the snapshot latencies.
+    public static func table(_ measurements: [Measurement]) -> String {
+        var counts: [Int] = []
+        for m in measurements where !counts.contains(m.observers) { counts.append(m.observers) }
+        var table: [[String]] = [[
+            "observers, backend", "writer calls/s", "÷ no observer", "p50 µs", "p99 µs", "writer CPU µs/call",
+            "coalesced", "rereads",
+        ]]
+        for count in counts {
+            table.append(["\(count) observer\(count == 1 ? "" : "s")"] + Array(repeating: "", count: 7))
+            let ranked = measurements.filter { $0.observers == count }.sorted { $0.writerCallsPerSecond > $1.writerCallsPerSecond }
+            for (rank, m) in ranked.enumerated() {
+                table.append([
+                    "  \(rank + 1) \(m.backend)", Format.compact(m.writerCallsPerSecond),
+                    m.writerRatio.map { Format.ratio($0) } ?? "–", Format.micro(m.latencyP50Micros),
+                    Format.micro(m.latencyP99Micros), Format.micro(m.writerCPUMicrosPerCall), String(m.coalesced),
+                    String(m.rereads),
+                ])
+            }
+        }
+        var text = "change observation: single-dialog persists with observers watching other dialogs\n"
+        text += "  latency: from a persist's return to the snapshot's delivery (all rounds pooled)\n"
+        return text + SummaryTable.align(table)
+    }
+
     /// The measurements as a Markdown table.
     public static func markdown(_ measurements: [Measurement]) -> String {
         var lines = [

@@ -1,11 +1,14 @@
 import Foundation
 
-/// Writes reports to files: the requested formats, and `latest.csv` beside them.
+/// Writes reports to files: the requested formats, and, in the default
+/// results folder, `latest.csv`.
 public enum ReportWriter {
+    /// The default results folder, `results` in the current directory.
+    public static var defaultDirectory: URL { URL(fileURLWithPath: "results", isDirectory: true) }
+
     /// `results/<UTC date-time>-<host>.csv`, e.g. `results/20261122T031500Z-build1.csv`.
     public static func defaultOutput(startedAt date: Date, host: String) -> URL {
-        URL(fileURLWithPath: "results", isDirectory: true)
-            .appendingPathComponent("\(compactTimestamp(date))-\(host).csv")
+        defaultDirectory.appendingPathComponent("\(compactTimestamp(date))-\(host).csv")
     }
 
     /// A UTC date-time usable in a file name: `20261122T031500Z`.
@@ -19,12 +22,19 @@ public enum ReportWriter {
 
     /// Writes `report` in each of `formats`: to `output` with its extension
     /// replaced by the format's (`.csv`, `.json`, `.md`), creating the directory;
-    /// a CSV report is also copied to `latest.csv` in the same directory.
+    /// a CSV report written into the default results folder
+    /// (``defaultDirectory``) is also copied to `latest.csv` there, so that
+    /// `make compare` finds the newest run; elsewhere no `latest.csv` is written.
     ///
     /// - Returns: the files written.
     /// - Throws: when a directory or file cannot be written.
+    /// - Parameter latestDirectory: the folder where `latest.csv` is kept
+    ///   (``defaultDirectory``; a test names another), or `nil` for a report
+    ///   that is not a `run`'s (migrate), which never becomes `latest.csv`.
     @discardableResult
-    public static func write(_ report: Report, to output: URL, formats: [ReportFormat]) throws -> [URL] {
+    public static func write(
+        _ report: Report, to output: URL, formats: [ReportFormat], latestDirectory: URL? = defaultDirectory
+    ) throws -> [URL] {
         let directory = output.deletingLastPathComponent()
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let base = output.deletingPathExtension()
@@ -39,13 +49,66 @@ public enum ReportWriter {
             }
             try Data(text.utf8).write(to: url, options: .atomic)
             written.append(url)
-            if format == .csv, url.lastPathComponent != "latest.csv" {
+            if format == .csv, url.lastPathComponent != "latest.csv",
+                directory.standardizedFileURL.path == latestDirectory?.standardizedFileURL.path
+            {
                 let latest = directory.appendingPathComponent("latest.csv")
                 try Data(text.utf8).write(to: latest, options: .atomic)
                 written.append(latest)
             }
         }
         return written
+    }
+
+    /// Writes the HTML report (``HTMLReport``) of `report` beside the CSV
+    /// `output`, with its name and `.html`; in the folder of `latest.csv`
+    /// (``defaultDirectory``) also as `report.html`.
+    ///
+    /// - Returns: the files written.
+    /// - Throws: when a file cannot be written.
+    @discardableResult
+    public static func writeHTML(
+        _ report: Report, beside output: URL, comparison: Comparison? = nil, roles: [String: BackendRole] = [:],
+        latestDirectory: URL? = defaultDirectory
+    ) throws -> [URL] {
+        let directory = output.deletingLastPathComponent()
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let page = Data(HTMLReport.render(report, comparison: comparison, roles: roles).utf8)
+        let url = output.deletingPathExtension().appendingPathExtension("html")
+        try page.write(to: url, options: .atomic)
+        var written = [url]
+        if directory.standardizedFileURL.path == latestDirectory?.standardizedFileURL.path,
+            url.lastPathComponent != "report.html"
+        {
+            let latest = directory.appendingPathComponent("report.html")
+            try page.write(to: latest, options: .atomic)
+            written.append(latest)
+        }
+        return written
+    }
+
+    /// `wrote a.csv, latest.csv` and `wrote a.html, report.html`: the files
+    /// written, one line per kind, each file after the first by its name only
+    /// when it is in the same folder.
+    public static func wroteLines(_ urls: [URL]) -> String {
+        var kinds: [(String, [URL])] = []
+        for url in urls {
+            let kind = url.pathExtension
+            if let index = kinds.firstIndex(where: { $0.0 == kind }) {
+                kinds[index].1.append(url)
+            } else {
+                kinds.append((kind, [url]))
+            }
+        }
+        return kinds.map { _, files in
+            guard let first = files.first else { return "" }
+            let folder = first.deletingLastPathComponent().standardizedFileURL.path
+            let names = files.map { file in
+                file == first || file.deletingLastPathComponent().standardizedFileURL.path != folder
+                    ? file.relativePath : file.lastPathComponent
+            }
+            return "wrote " + names.joined(separator: ", ") + "\n"
+        }.joined()
     }
 
     /// Checks that `output` can be written before any work starts: its directory

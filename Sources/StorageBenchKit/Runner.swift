@@ -99,8 +99,9 @@ public struct RunConfiguration: Sendable {
             throw ConfigurationError(
                 "--max-iterations must be between --iterations (\(iterations)) and 1000, not \(maxIterations)")
         }
-        guard precision > 0, precision.isFinite else {
-            throw ConfigurationError("--precision must be a positive percentage, e.g. 3%")
+        guard precision > 0, precision < 1 else {
+            throw ConfigurationError(
+                "--precision must be more than 0% and less than 100%, e.g. 3%, not \(Format.percent(precision))")
         }
         guard confidence > 0, confidence < 1 else {
             throw ConfigurationError("the confidence must be between 0 and 1, not \(confidence)")
@@ -874,11 +875,14 @@ public enum ReportBuilder {
     }
 }
 
-/// The table printed after a run: operations as rows, backends as columns,
-/// throughput with its unit and each backend's ratio to the fastest.
+/// The tables printed after a run. ``render(_:)`` (in Summary.swift) is the
+/// one-screen summary; ``detailed(_:)`` is every figure: operations as rows,
+/// backends as columns, throughput with its unit and each backend's ratio to
+/// the fastest, the ratios to the raw engine, counts, memory and scale.
 public enum SummaryTable {
-    /// The table(s) of `report`, one per durability × size, as plain text.
-    public static func render(_ report: Report) -> String {
+    /// The detailed table(s) of `report`, one per durability × size, as plain
+    /// text (`storage-bench run --verbose`).
+    public static func detailed(_ report: Report) -> String {
         var groups: [(String, [ReportRow])] = []
         for row in report.rows {
             let title = "\(row.workload), \(row.dialogs) dialogs × \(row.messagesPerDialog) messages, durability \(row.durability)"
@@ -1122,7 +1126,9 @@ public enum SummaryTable {
                 if let row, let ratio = row.ratioPaired {
                     var cell = Format.ratio(ratio)
                     if let low = row.ratioPairedLow, let high = row.ratioPairedHigh {
-                        cell += " (" + String(Format.ratio(low).dropLast()) + "–" + Format.ratio(high) + ")"
+                        let range = String(Format.ratio(low).dropLast()) + "–" + Format.ratio(high)
+                        let rounds = row.ratioPairedRounds?.count ?? row.iterations
+                        cell += rounds >= Comparison.fewestForInterval ? " (\(range))" : " [\(range)]"
                     }
                     line.append(cell)
                 } else if let ratio = row?.ratioToRaw {
@@ -1134,8 +1140,9 @@ public enum SummaryTable {
             table.append(line)
         }
         var text = "  ratio to the raw engine: the median over rounds of throughput ÷ the raw engine's throughput "
-        text += "in the same round, run side by side (95% interval in brackets; 1.00× = as fast as its C API "
-        text += "used directly; – = the reference did not run)\n"
+        text += "in the same round, run side by side ((…) its 95% interval, from 6 rounds or more; […] the lowest "
+        text += "and highest of fewer rounds, no 95% interval; 1.00× = as fast as its C API used directly; "
+        text += "– = the reference did not run)\n"
         text += align(table)
         guard rows.contains(where: { $0.ratioInstructions != nil }) else { return text }
         var counts: [[String]] = [["operation"] + measured.map { "\($0.0) ÷ \($0.1)" }]

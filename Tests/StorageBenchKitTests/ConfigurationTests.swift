@@ -58,6 +58,21 @@ import Testing
         for bad in ["", "ten", "-5%", "5000%", "nan"] {
             #expect(throws: ConfigurationError.self, "\(bad)") { try parseThreshold(bad) }
         }
+        let negative = try #require(throws: ConfigurationError.self) { try parseThreshold("-5", option: "--threshold") }
+        #expect(negative.message == "--threshold must be between 0% and 1000%, not -5")
+    }
+
+    @Test func aPrecisionIsBetweenNothingAndAHundredPercent() throws {
+        #expect(try parsePrecision("3%") == 0.03)
+        #expect(try parsePrecision("0.5") == 0.5)
+        for bad in ["150", "150%", "100%", "0%", "-3%", "-5", "three"] {
+            let error = try #require(throws: ConfigurationError.self, "\(bad)") { try parsePrecision(bad) }
+            #expect(error.message == "--precision must be more than 0% and less than 100%, e.g. 3%, not \(bad)")
+        }
+        let size = try BenchSize(dialogs: 2, messagesPerDialog: 2)
+        #expect(throws: ConfigurationError.self) {
+            try RunConfiguration(backends: [TestBackends.memory], sizes: [size], precision: 1.5)
+        }
     }
 
     @Test func runConfigurationChecksItsCounts() throws {

@@ -307,7 +307,7 @@ import Testing
         // still 0.5, and the interval reaches down to 0.25.
         let readAll = try row("dao", .readAll)
         #expect(readAll.ratioPaired == 0.5 && readAll.ratioPairedLow == 0.25 && readAll.ratioPairedHigh == 0.5)
-        #expect(SummaryTable.render(report).contains("median of 6–10 iterations"))
+        #expect(SummaryTable.detailed(report).contains("median of 6–10 iterations"))
     }
 
     /// Returns scripted timings for the operations each job asks for, and

@@ -110,7 +110,7 @@ import Testing
                 #expect(row.ratioPaired == nil)
             }
         }
-        let table = SummaryTable.render(report)
+        let table = SummaryTable.detailed(report)
         #expect(table.contains("in the same round"))
     }
 
@@ -133,7 +133,7 @@ import Testing
         uncounted.instructions = nil
         let rows = ReportBuilder.ratiosToRaw([dao, raw, uncounted, Self.row("raw", "query")])
         #expect(rows.map(\.ratioInstructions) == [0.25, nil, nil, nil])
-        let table = SummaryTable.render(Report(rows: rows))
+        let table = SummaryTable.detailed(Report(rows: rows))
         #expect(table.contains("by instructions"))
         #expect(table.contains("0.25×"))
     }
@@ -157,13 +157,13 @@ import Testing
         let report = Report(rows: [dao, raw])
         let back = try Report(csv: report.csv())
         #expect(back == report)
-        #expect(report.csv().contains(",0.5;0.45;0.56;0.125;2.5e-07\r\n"))
+        #expect(report.csv().contains(",0.5;0.45;0.56;0.125;2.5e-07,\r\n"))
         #expect(try report.json().contains("\"ratio_paired\" : 0.5"))
         #expect(throws: ConfigurationError.self) {
             try Report(csv: report.csv().replacingOccurrences(of: ";0.125;", with: ";x;"))
         }
-        let table = SummaryTable.render(report)
-        #expect(table.contains("0.50× (0.45–0.56×)"))
+        let table = SummaryTable.detailed(report)
+        #expect(table.contains("0.50× [0.45–0.56×]"))  // 5 rounds: no 95% interval
         #expect(table.contains("peak RSS above the data"))
         #expect(table.contains("1.50×"))  // peak memory and bytes on disk against the raw engine's
         #expect(table.contains("read-all: peak ÷ graph"))
@@ -201,10 +201,10 @@ import Testing
         small.throughputPerSecond = 200
         var large = Self.row("dao", "persist", dialogs: 100)
         large.throughputPerSecond = 150
-        let table = SummaryTable.render(Report(rows: [small, large]))
+        let table = SummaryTable.detailed(Report(rows: [small, large]))
         #expect(table.contains("Scale, durability full: throughput at 100 × 2 ÷ throughput at 10 × 2"))
         #expect(table.contains("0.75×"))
-        #expect(!SummaryTable.render(Report(rows: [small])).contains("Scale"))
+        #expect(!SummaryTable.detailed(Report(rows: [small])).contains("Scale"))
     }
 
     #if os(Linux)

@@ -198,7 +198,7 @@ import Testing
             #expect(!row.error.isEmpty)
             #expect(row.throughputPerSecond == nil && row.medianSeconds == nil)
         }
-        let table = SummaryTable.render(report)
+        let table = SummaryTable.detailed(report)
         #expect(table.contains("1.00×"))
         #expect(table.contains("error"))
         #expect(table.contains("6 dialogs × 2 messages"))
@@ -228,7 +228,7 @@ import Testing
         ])
         #expect(rows.map(\.ratioToRaw) == [0.25, nil, 3, nil, nil, nil, nil, nil])
         let report = Report(rows: rows)
-        let table = SummaryTable.render(report)
+        let table = SummaryTable.detailed(report)
         #expect(table.contains("dao ÷ raw"))
         #expect(table.contains("0.25×"))
         #expect(table.contains("3.00×"))
@@ -242,7 +242,7 @@ import Testing
         #expect(report.markdown().contains("0.25× raw"))
         #expect(try report.json().contains("\"ratio_to_raw\" : 0.25"))
         // A table without any ratio has no ratio section.
-        #expect(!SummaryTable.render(Report(rows: [row("raw", "persist", 10, 200)])).contains("ratio to the raw engine"))
+        #expect(!SummaryTable.detailed(Report(rows: [row("raw", "persist", 10, 200)])).contains("ratio to the raw engine"))
     }
 
     @Test func aRunWithTheReferenceFillsTheRatioColumn() throws {
@@ -279,11 +279,18 @@ import Testing
                     operation: "persist", dialogs: 1, messagesPerDialog: 1, units: 1, unit: "messages",
                     iterations: 1, medianSeconds: 0.5, throughputPerSecond: 2)
             ])
+            let out = directory.appendingPathComponent("out", isDirectory: true)
             let written = try ReportWriter.write(
-                report, to: directory.appendingPathComponent("out/run.csv"), formats: [.csv, .json, .markdown])
+                report, to: out.appendingPathComponent("run.csv"), formats: [.csv, .json, .markdown],
+                latestDirectory: out)
             #expect(written.map(\.lastPathComponent) == ["run.csv", "latest.csv", "run.json", "run.md"])
             let latest = try Report(contentsOf: directory.appendingPathComponent("out/latest.csv"))
             #expect(latest == report)
+            // Anywhere but the results folder, no latest.csv.
+            let elsewhere = try ReportWriter.write(
+                report, to: directory.appendingPathComponent("elsewhere/run.csv"), formats: [.csv], latestDirectory: out)
+            #expect(elsewhere.map(\.lastPathComponent) == ["run.csv"])
+            #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent("elsewhere/latest.csv").path))
             let json = try String(contentsOf: directory.appendingPathComponent("out/run.json"), encoding: .utf8)
             #expect(json.contains("\"throughput_per_s\" : 2"))
             let markdown = try String(contentsOf: directory.appendingPathComponent("out/run.md"), encoding: .utf8)
