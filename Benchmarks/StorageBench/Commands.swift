@@ -278,6 +278,9 @@ struct Compare: ParsableCommand {
     @Option(name: .customLong("instructions-threshold"), parsing: .unconditional, help: "The largest change of an instruction or allocation count that is not a verdict, e.g. 1%.")
     var instructionsThreshold = "1%"
 
+    @Option(name: .customLong("other-machine-threshold"), parsing: .unconditional, help: "The same for the counts of rows measured on another CPU model or host, where the C library's CPU-specific routines count differently, e.g. 3%.")
+    var otherMachineThreshold = "3%"
+
     @Option(help: "What each throughput is divided by, in its own run: auto (each backend by the reference its rows declare, else B by B-raw, where both reports have it), none (absolute), a backend (every row by it), or pairs B=REF,… (e.g. grdb=sqlite-raw).")
     var normalize = "auto"
 
@@ -294,6 +297,7 @@ struct Compare: ParsableCommand {
         do {
             _ = try parseThreshold(threshold, option: "--threshold")
             _ = try parseThreshold(instructionsThreshold, option: "--instructions-threshold")
+            _ = try parseThreshold(otherMachineThreshold, option: "--other-machine-threshold")
             _ = try Comparison.Normalization(parsing: normalize)
         } catch let error as ConfigurationError {
             throw ValidationError(error.message)
@@ -317,6 +321,7 @@ struct Compare: ParsableCommand {
                 current: try Report(contentsOf: URL(fileURLWithPath: current)),
                 threshold: try parseThreshold(threshold),
                 instructionThreshold: try parseThreshold(instructionsThreshold),
+                otherMachineInstructionThreshold: try parseThreshold(otherMachineThreshold),
                 normalization: try Comparison.Normalization(parsing: normalize),
                 metrics: Comparison.Metrics(rawValue: metric) ?? .all, roles: BackendRegistry.withReferences.roles)
         } catch {

@@ -214,6 +214,12 @@ public struct Comparison: Sendable {
     public let threshold: Double
     /// The threshold for instruction and allocation counts, as a fraction.
     public let instructionThreshold: Double
+    /// The threshold for counts of rows measured on another CPU model or
+    /// host: the same program counts a little differently there, because the
+    /// C library and runtime pick CPU-specific versions of their routines
+    /// (glibc's string and memory functions), so it is wider than
+    /// ``instructionThreshold``.
+    public let otherMachineInstructionThreshold: Double
     /// How time was normalized.
     public let normalization: Normalization
     /// One line each on what differs between the reports as a whole (a
@@ -238,6 +244,9 @@ public struct Comparison: Sendable {
     /// - Parameters:
     ///   - threshold: the largest change of time (or of its ratio) that is not a verdict, as a fraction.
     ///   - instructionThreshold: the same for instruction and allocation counts (default 1%).
+    ///   - otherMachineInstructionThreshold: the same for counts of rows
+    ///     measured on another CPU model or host (default 3%; never below
+    ///     `instructionThreshold`).
     ///   - normalization: what time is compared against.
     ///   - metrics: which metrics to compare.
     ///   - roles: the roles of backends whose rows do not carry one (reports
@@ -246,10 +255,12 @@ public struct Comparison: Sendable {
     ///   and ``exitMissing`` instead.
     public init(
         baseline: Report, current: Report, threshold: Double, instructionThreshold: Double = 0.01,
-        normalization: Normalization = .none, metrics: Metrics = .all, roles: [String: BackendRole] = [:]
+        otherMachineInstructionThreshold: Double = 0.03, normalization: Normalization = .none,
+        metrics: Metrics = .all, roles: [String: BackendRole] = [:]
     ) throws {
         self.threshold = threshold
         self.instructionThreshold = instructionThreshold
+        self.otherMachineInstructionThreshold = max(otherMachineInstructionThreshold, instructionThreshold)
         self.normalization = normalization
         var notes: [String] = []
         let baselineWorkloads = Set(baseline.rows.map(\.workload))
@@ -366,16 +377,17 @@ public struct Comparison: Sendable {
                 add(entry)
             }
             if metrics != .time {
+                let countThreshold = machine ? instructionThreshold : self.otherMachineInstructionThreshold
                 if let b = base.instructions, let n = now.instructions {
                     add(
                         Self.compareCount(
-                            key: base.key, metric: .instructions, Double(b), Double(n), threshold: instructionThreshold,
+                            key: base.key, metric: .instructions, Double(b), Double(n), threshold: countThreshold,
                             unit: base.unit))
                 }
                 if let b = base.allocations, let n = now.allocations {
                     add(
                         Self.compareCount(
-                            key: base.key, metric: .allocations, Double(b), Double(n), threshold: instructionThreshold,
+                            key: base.key, metric: .allocations, Double(b), Double(n), threshold: countThreshold,
                             unit: base.unit))
                 }
                 if metrics == .instructions, base.instructions == nil || now.instructions == nil,
@@ -399,7 +411,8 @@ public struct Comparison: Sendable {
         if otherMachine > 0 {
             var line = "Wall times not judged: " + machines.sorted().joined(separator: "; ")
             line += "; \(otherMachine) time figures measure the machines as much as the code, so rows are judged by "
-            line += "instructions and allocations only"
+            line += "instructions and allocations only, past \(Format.percent(self.otherMachineInstructionThreshold)) "
+            line += "(library routines picked for the CPU count differently)"
             let keysWithCounts = Set(entries.filter { $0.metric.isCount }.map(\.key))
             let uncounted = Set(entries.filter { $0.unjudged == .otherMachine && !keysWithCounts.contains($0.key) }.map(\.key))
             line += uncounted.isEmpty ? "." : " (\(uncounted.count) rows were not counted in both reports: not judged at all)."

@@ -69,15 +69,18 @@ extension SummaryTable {
         func find(_ backend: String, _ operation: String) -> ReportRow? {
             rows.first { $0.backend == backend && $0.operation == operation }
         }
-        var header = ["operation, choice", "throughput", "95% interval"]
+        var header = ["choice", "throughput", "95% interval"]
         if hasReference { header += ["÷ raw engine", "raw engine"] }
         header += thirdParty
         if counted { header.append("instr/unit") }
         var table: [[String]] = [header]
+        // Each operation's title goes above its ranked rows, outside the
+        // aligned columns, so that a long name does not widen the first one.
+        var titles: [(before: Int, text: String)] = []
         for operation in operations {
             let unit = BenchOperation(rawValue: operation)?.shortUnit
                 ?? rows.first(where: { $0.operation == operation }).map { "\($0.unit)/s" } ?? "/s"
-            table.append(["\(operation) (\(unit))"] + Array(repeating: "", count: header.count - 1))
+            titles.append((table.count, "  \(operation) (\(unit))"))
             let ranked = choices.filter { $0.operation == operation }.sorted { a, b in
                 switch (a.error.isEmpty ? a.throughputPerSecond : nil, b.error.isEmpty ? b.throughputPerSecond : nil) {
                 case let (x?, y?): return x > y
@@ -133,9 +136,10 @@ extension SummaryTable {
         }
         if counted { legend.append("  instr/unit: callgrind instructions per unit, timed region only (no I/O wait)") }
         text += legend.map { $0 + "\n" }.joined()
-        // The operations' rows are blank past their name: no trailing spaces.
-        text += align(table).split(separator: "\n", omittingEmptySubsequences: false)
-            .map { line in String(line.reversed().drop { $0 == " " }.reversed()) }.joined(separator: "\n")
+        // align's lines: the header, its rule, then the table's rows in order.
+        var lines = align(table).split(separator: "\n").map(String.init)
+        for title in titles.reversed() { lines.insert(title.text, at: title.before + 1) }
+        text += lines.map { $0 + "\n" }.joined()
         text += screenMemory(rows: rows, choices: orderedUnique(choices.map(\.backend)))
         return text
     }
