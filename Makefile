@@ -43,6 +43,13 @@ SMOKE_ARGS ?= --backends all --dialogs 100 --messages-per-dialog 10 --iterations
 # update and erase-all run in place as in `make bench` (the same settings),
 # so that both sizes, and this table and `make bench`'s, time the same thing.
 SCALE_ARGS ?= --backends sqlite,sqlite-raw,lmdb,lmdb-raw --sizes 1000x100,10000x100 --iterations 3 --warmup 0 --durability full --read-runs 9 --read-time 0.25 --min-read-runs 5 --erase-runs 21 --erase-time 1 --update-runs 3 --update-time 4 --output results/scale.csv
+# `make bench-load`: every built-in load mix (YCSB A-F and chat, WORKLOAD.md,
+# "Outside the workload: load mixes") on every backend at 1, 2, 4 and 8
+# clients, 10 s each after 1 s of warm-up, durability full; writes
+# results/load-<date>-<host>.csv and .json.
+LOAD_ARGS ?= --mix all --backends all --clients 1,2,4,8 --duration 10 --warmup 1 --durability full
+# The short load phase of `make bench`: mixes B and C at 1 and 2 clients, 3 s each.
+BENCH_LOAD_ARGS ?= --mix ycsb-b,ycsb-c --backends all --clients 1,2 --duration 3 --warmup 0.5 --durability full
 # `make compare`: the newest report of the default results folder (a `make bench`)
 # against the committed baseline; `make compare CURRENT=results/smoke.csv
 # BASELINE=results/baseline-smoke.csv` for a smoke run.
@@ -57,7 +64,7 @@ BASELINE_REPORT ?=
 
 BENCH = $(SWIFT) run -c release --skip-build storage-bench
 
-.PHONY: setup setup-instructions setup-browser build test docs torture bench bench-release bench-smoke bench-scale compare report plot check-report clean
+.PHONY: setup setup-instructions setup-browser build test docs torture bench bench-release bench-smoke bench-scale bench-load compare report plot check-report clean
 
 setup:
 	@bash scripts/setup.sh
@@ -112,12 +119,16 @@ bench-release: setup
 
 bench: bench-release
 	$(BENCH) run $(BENCH_ARGS)
+	$(BENCH) load $(BENCH_LOAD_ARGS)
 
 bench-smoke: setup-instructions bench-release
 	$(BENCH) run $(SMOKE_ARGS)
 
 bench-scale: bench-release
 	$(BENCH) run $(SCALE_ARGS)
+
+bench-load: bench-release
+	$(BENCH) load $(LOAD_ARGS)
 
 compare: bench-release
 	@$(BENCH) compare $(BASELINE) $(CURRENT) --threshold $(THRESHOLD) $(COMPARE_ARGS)

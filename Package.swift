@@ -80,6 +80,8 @@ let package = Package(
                 "DAOCore", "DialogGraph", "FileStorage", "SQLiteStorage", "LMDBStorage", "CCallgrind",
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
             ],
+            // The built-in load mixes (`storage-bench load --mix ycsb-a`), as mix files.
+            resources: [.copy("Load/Mixes")],
         ),
         // Reference backends for the harness, not part of any library product:
         // each engine's C API used directly, and GRDB.

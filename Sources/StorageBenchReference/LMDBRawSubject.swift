@@ -196,6 +196,56 @@ public final class LMDBRawSubject: WorkloadSubject {
         }
     }
 
+    // MARK: Under load (the load command)
+
+    /// Up to `limit` messages of dialog `id` by date, oldest first or newest
+    /// first, in one read-only transaction (safe from any number of threads at
+    /// once: each call has its own transaction).
+    ///
+    /// The cursor walks the dialog's range in id order from its start or from
+    /// its end and stops after `limit` messages: the workload's message ids
+    /// grow with their dates, so these are the oldest or newest by date; the
+    /// sort by date afterwards only checks that, for ordered input.
+    /// - Throws: ``ReferenceError`` when LMDB fails.
+    public func messages(dialogId id: Int64, limit: Int, newestFirst: Bool) throws -> [Message] {
+        var result = try read { transaction in
+            try withCursor(transaction, messages) { cursor in
+                var found: [Message] = []
+                found.reserveCapacity(limit)
+                var start = (UInt64(bitPattern: newestFirst ? id + 1 : id).bigEndian, UInt64(0))
+                try withUnsafeMutableBytes(of: &start) { raw in
+                    var key = MDB_val(mv_size: 16, mv_data: raw.baseAddress)
+                    var value = MDB_val()
+                    var code = mdb_cursor_get(cursor, &key, &value, MDB_SET_RANGE)
+                    if newestFirst {
+                        // The entry before the next dialog's first (or the last entry).
+                        code = mdb_cursor_get(cursor, &key, &value, code == MDB_NOTFOUND ? MDB_LAST : MDB_PREV)
+                    }
+                    while code == MDB_SUCCESS, found.count < limit, Self.dialogId(of: key) == id {
+                        found.append(try Self.message(key, value))
+                        code = mdb_cursor_get(cursor, &key, &value, newestFirst ? MDB_PREV : MDB_NEXT)
+                    }
+                    if code != MDB_SUCCESS && code != MDB_NOTFOUND { throw Self.error(code, "mdb_cursor_get") }
+                }
+                return found
+            }
+        }
+        if newestFirst {
+            result.sort { $0.date != $1.date ? $0.date > $1.date : $0.uniqueId < $1.uniqueId }
+        } else {
+            result.sort { $0.date != $1.date ? $0.date < $1.date : $0.uniqueId < $1.uniqueId }
+        }
+        return result
+    }
+
+    /// Puts one message into its (existing) dialog, in a transaction of its own.
+    /// - Throws: ``ReferenceError`` when LMDB fails.
+    public func append(_ message: Message) throws {
+        var scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 4096, alignment: 8)
+        defer { scratch.deallocate() }
+        try write { try put(message, $0, scratch: &scratch) }
+    }
+
     // MARK: The checks
 
     public func read(dialogIds ids: [Int64]) throws -> [Dialog] {
@@ -281,7 +331,7 @@ public final class LMDBRawSubject: WorkloadSubject {
         var scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 4096, alignment: 8)
         defer { scratch.deallocate() }
         for dialog in items {
-            var key = (UInt64(bitPattern: dialog.uniqueId).bigEndian, UInt64(0))
+            var key = UInt64(bitPattern: dialog.uniqueId).bigEndian
             var pinned: UInt8 = dialog.isPinned ? 1 : 0
             let code = withUnsafeMutableBytes(of: &key) { keyBytes in
                 withUnsafeMutableBytes(of: &pinned) { pinnedBytes in
@@ -291,31 +341,38 @@ public final class LMDBRawSubject: WorkloadSubject {
                 }
             }
             try Self.check(code, "mdb_put dialog \(dialog.uniqueId)")
-            for message in dialog.messages {
-                key.1 = UInt64(bitPattern: message.uniqueId).bigEndian
-                var text = message.text
-                let code = text.withUTF8 { utf8 in
-                    let size = Self.fixedBytes + utf8.count
-                    if scratch.count < size {
-                        scratch.deallocate()
-                        scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: size * 2, alignment: 8)
-                    }
-                    scratch.storeBytes(of: message.date.timeIntervalSince1970, toByteOffset: 0, as: Double.self)
-                    scratch.storeBytes(of: message.senderId, toByteOffset: 8, as: Int64.self)
-                    scratch.storeBytes(of: message.receiverId, toByteOffset: 16, as: Int64.self)
-                    scratch.storeBytes(of: Int32(truncatingIfNeeded: message.type), toByteOffset: 24, as: Int32.self)
-                    scratch.storeBytes(of: message.isIncoming ? 1 : 0, toByteOffset: 28, as: UInt8.self)
-                    scratch.storeBytes(of: message.isRead ? 1 : 0, toByteOffset: 29, as: UInt8.self)
-                    UnsafeMutableRawBufferPointer(rebasing: scratch[Self.fixedBytes...]).copyMemory(from: UnsafeRawBufferPointer(utf8))
-                    return withUnsafeMutableBytes(of: &key) { keyBytes in
-                        var k = MDB_val(mv_size: 16, mv_data: keyBytes.baseAddress)
-                        var v = MDB_val(mv_size: size, mv_data: scratch.baseAddress)
-                        return mdb_put(transaction, messages, &k, &v, 0)
-                    }
-                }
-                try Self.check(code, "mdb_put message \(message.uniqueId)")
+            for message in dialog.messages { try put(message, transaction, scratch: &scratch) }
+        }
+    }
+
+    /// Puts one message under (its dialog's id, its id), encoding it in `scratch`
+    /// (grown when too small).
+    @inline(__always)
+    private func put(
+        _ message: Message, _ transaction: OpaquePointer, scratch: inout UnsafeMutableRawBufferPointer
+    ) throws {
+        var key = (UInt64(bitPattern: message.dialogId).bigEndian, UInt64(bitPattern: message.uniqueId).bigEndian)
+        var text = message.text
+        let code = text.withUTF8 { utf8 in
+            let size = Self.fixedBytes + utf8.count
+            if scratch.count < size {
+                scratch.deallocate()
+                scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: size * 2, alignment: 8)
+            }
+            scratch.storeBytes(of: message.date.timeIntervalSince1970, toByteOffset: 0, as: Double.self)
+            scratch.storeBytes(of: message.senderId, toByteOffset: 8, as: Int64.self)
+            scratch.storeBytes(of: message.receiverId, toByteOffset: 16, as: Int64.self)
+            scratch.storeBytes(of: Int32(truncatingIfNeeded: message.type), toByteOffset: 24, as: Int32.self)
+            scratch.storeBytes(of: message.isIncoming ? 1 : 0, toByteOffset: 28, as: UInt8.self)
+            scratch.storeBytes(of: message.isRead ? 1 : 0, toByteOffset: 29, as: UInt8.self)
+            UnsafeMutableRawBufferPointer(rebasing: scratch[Self.fixedBytes...]).copyMemory(from: UnsafeRawBufferPointer(utf8))
+            return withUnsafeMutableBytes(of: &key) { keyBytes in
+                var k = MDB_val(mv_size: 16, mv_data: keyBytes.baseAddress)
+                var v = MDB_val(mv_size: size, mv_data: scratch.baseAddress)
+                return mdb_put(transaction, messages, &k, &v, 0)
             }
         }
+        try Self.check(code, "mdb_put message \(message.uniqueId)")
     }
 
     /// The dialog `id` with its messages, or `nil`.

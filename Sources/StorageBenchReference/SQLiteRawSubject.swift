@@ -63,13 +63,18 @@ public final class SQLiteRawSubject: WorkloadSubject {
     private let countDialogs: Statement
     private let countMessages: Statement
     private let countUnread: Statement
+    private let selectOldest: Statement
+    private let selectNewest: Statement
 
     /// The settings read back from SQLite: journal mode, synchronous, foreign keys, version.
     public let settingsDescription: String
 
     /// Creates `store.sqlite` in `directory` with the schema, and prepares every statement.
+    ///
+    /// With `createSchema: false`, opens another connection to a store that
+    /// such a call created (the load command's read connection per client).
     /// - Throws: ``ReferenceError`` when SQLite fails.
-    public init(directory: URL, durability: Durability) throws {
+    public init(directory: URL, durability: Durability, createSchema: Bool = true) throws {
         let path = directory.appendingPathComponent("store.sqlite").path
         var handle: OpaquePointer?
         let code = sqlite3_open_v2(path, &handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nil)
@@ -110,7 +115,9 @@ public final class SQLiteRawSubject: WorkloadSubject {
         try exec("PRAGMA journal_mode = WAL")
         try exec(durability == .full ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = OFF")
         try exec("PRAGMA foreign_keys = ON")
-        try exec(
+        sqlite3_busy_timeout(db, 5000)
+        if createSchema {
+            try exec(
             """
             BEGIN IMMEDIATE;
             CREATE TABLE dialogs(id INTEGER PRIMARY KEY, is_pinned INTEGER NOT NULL);
@@ -122,6 +129,7 @@ public final class SQLiteRawSubject: WorkloadSubject {
             CREATE INDEX messages_dialog_id_date ON messages(dialog_id, date);
             COMMIT;
             """)
+        }
         let columns = Self.messageColumns
         beginRead = try prepare("BEGIN")
         beginWrite = try prepare("BEGIN IMMEDIATE")
@@ -153,6 +161,8 @@ public final class SQLiteRawSubject: WorkloadSubject {
         countDialogs = try prepare("SELECT count(*) FROM dialogs")
         countMessages = try prepare("SELECT count(*) FROM messages")
         countUnread = try prepare("SELECT count(*) FROM messages WHERE is_read = 0")
+        selectOldest = try prepare("SELECT \(columns) FROM messages WHERE dialog_id = ? ORDER BY date LIMIT ?")
+        selectNewest = try prepare("SELECT \(columns) FROM messages WHERE dialog_id = ? ORDER BY date DESC LIMIT ?")
         let synchronous = ["0": "OFF", "1": "NORMAL", "2": "FULL", "3": "EXTRA"]
         let level = try pragma("synchronous")
         let journalMode = try pragma("journal_mode")
@@ -265,6 +275,35 @@ public final class SQLiteRawSubject: WorkloadSubject {
         return try result.get()
     }
 
+    // MARK: Under load (the load command)
+
+    /// Up to `limit` messages of dialog `id` by date, oldest first or newest
+    /// first, in one read transaction.
+    /// - Throws: ``ReferenceError`` when SQLite fails.
+    public func messages(dialogId id: Int64, limit: Int, newestFirst: Bool) throws -> [Message] {
+        let query = newestFirst ? selectNewest : selectOldest
+        return try read {
+            let statement = query.handle
+            defer { sqlite3_reset(statement) }
+            sqlite3_bind_int64(statement, 1, id)
+            sqlite3_bind_int64(statement, 2, Int64(limit))
+            var result: [Message] = []
+            result.reserveCapacity(limit)
+            while try step(query) { result.append(Self.message(statement)) }
+            return result
+        }
+    }
+
+    /// Inserts one message into its (existing) dialog, in a transaction of its own.
+    /// - Throws: ``ReferenceError`` when SQLite fails.
+    public func append(_ message: Message) throws {
+        try write {
+            let m = insertMessage.handle
+            defer { sqlite3_clear_bindings(m) }
+            try bind(message, insertMessage)
+        }
+    }
+
     // MARK: The checks
 
     public func read(dialogIds ids: [Int64]) throws -> [Dialog] {
@@ -348,26 +387,32 @@ public final class SQLiteRawSubject: WorkloadSubject {
             sqlite3_bind_int64(d, 1, item.uniqueId)
             sqlite3_bind_int(d, 2, item.isPinned ? 1 : 0)
             try run(dialog)
-            for row in item.messages {
-                sqlite3_bind_int64(m, 1, row.uniqueId)
-                sqlite3_bind_int64(m, 2, row.dialogId)
-                sqlite3_bind_double(m, 3, row.date.timeIntervalSince1970)
-                sqlite3_bind_int64(m, 5, row.senderId)
-                sqlite3_bind_int64(m, 6, row.receiverId)
-                sqlite3_bind_int64(m, 7, Int64(row.type))
-                sqlite3_bind_int(m, 8, row.isIncoming ? 1 : 0)
-                sqlite3_bind_int(m, 9, row.isRead ? 1 : 0)
-                var text = row.text
-                try text.withUTF8 { bytes in
-                    if let base = bytes.baseAddress {
-                        let chars = UnsafeRawPointer(base).assumingMemoryBound(to: CChar.self)
-                        sqlite3_bind_text(m, 4, chars, Int32(bytes.count), sqliteStatic)
-                    } else {
-                        sqlite3_bind_text(m, 4, "", 0, sqliteTransient)
-                    }
-                    try run(message)
-                }
+            for row in item.messages { try bind(row, message) }
+        }
+    }
+
+    /// Binds `row` to the message statement `message` and runs it (the text
+    /// stays bound: the caller clears the bindings).
+    @inline(__always)
+    private func bind(_ row: Message, _ message: Statement) throws {
+        let m = message.handle
+        sqlite3_bind_int64(m, 1, row.uniqueId)
+        sqlite3_bind_int64(m, 2, row.dialogId)
+        sqlite3_bind_double(m, 3, row.date.timeIntervalSince1970)
+        sqlite3_bind_int64(m, 5, row.senderId)
+        sqlite3_bind_int64(m, 6, row.receiverId)
+        sqlite3_bind_int64(m, 7, Int64(row.type))
+        sqlite3_bind_int(m, 8, row.isIncoming ? 1 : 0)
+        sqlite3_bind_int(m, 9, row.isRead ? 1 : 0)
+        var text = row.text
+        try text.withUTF8 { bytes in
+            if let base = bytes.baseAddress {
+                let chars = UnsafeRawPointer(base).assumingMemoryBound(to: CChar.self)
+                sqlite3_bind_text(m, 4, chars, Int32(bytes.count), sqliteStatic)
+            } else {
+                sqlite3_bind_text(m, 4, "", 0, sqliteTransient)
             }
+            try run(message)
         }
     }
 

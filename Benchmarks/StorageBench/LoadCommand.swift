@@ -1,0 +1,128 @@
+import ArgumentParser
+import DAOCore
+import Foundation
+import StorageBenchKit
+import StorageBenchReference
+
+/// `storage-bench load`: operation mixes with concurrent clients (WORKLOAD.md, "Load mixes").
+struct Load: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Run operation mixes (YCSB A–F, chat, or a mix file) with concurrent clients on every backend.",
+        discussion: """
+            For each mix, each backend runs on a fresh store loaded with the mix's dialogs, at each client \
+            count in turn, for a duration or a number of operations. Reports throughput and latency \
+            percentiles per operation type (HDR histograms merged across clients), errors and retries, and \
+            each DAO backend's throughput and p99 divided by its raw engine's in the same run. Exit status: \
+            0 when every run ran without an error, 3 when a backend failed or counted errors (the rows say \
+            which), 64 for invalid arguments or a refused mix file.
+            """
+    )
+
+    @Option(help: "Comma-separated mixes: built-in names (\(LoadMix.builtInNames.joined(separator: ", "))), all, or mix files (JSON).")
+    var mix = "all"
+
+    @Option(help: "Comma-separated backends, or all (\(LoadBackendRegistry.withReferences.names.joined(separator: ", "))).")
+    var backends = "all"
+
+    @Option(help: "Comma-separated client counts, e.g. 1,2,4,8 (default: each mix's own).")
+    var clients: String?
+
+    @Option(help: "Seconds measured per run (default: each mix's own).")
+    var duration: Double?
+
+    @Option(name: .customLong("operations"), help: "Operations per run over all clients, instead of a duration.")
+    var operationCount: Int?
+
+    @Option(name: .customLong("target-rate"), help: "Operations per second over all clients; latencies are then also measured from each operation's intended start.")
+    var targetRate: Double?
+
+    @Option(help: "Seconds each duration run runs before it is measured.")
+    var warmup: Double = 1
+
+    @Option(help: "full or none.")
+    var durability = "full"
+
+    @Option(help: "The report file (default results/load-<UTC date-time>-<host>.csv); other formats take its name with their extension.")
+    var output: String?
+
+    @Option(help: "csv, json, or both comma-separated.")
+    var format = "csv,json"
+
+    @Flag(name: .customLong("no-progress"), help: "Do not show progress on standard error.")
+    var noProgress = false
+
+    struct Plan {
+        var options: LoadSweepOptions
+        var formats: [String]
+    }
+
+    func plan() throws -> Plan {
+        do {
+            let mixes = try LoadMix.select(mix)
+            let chosen = try LoadBackendRegistry.withReferences.select(backends)
+            let counts = try clients.map(LoadSweepOptions.parseClients)
+            if let duration, !(duration > 0 && duration <= 86_400) {
+                throw ConfigurationError("--duration must be above 0 and at most 86400 seconds")
+            }
+            if let operationCount, operationCount < 1 { throw ConfigurationError("--operations must be at least 1") }
+            if duration != nil && operationCount != nil {
+                throw ConfigurationError("give either --duration or --operations, not both")
+            }
+            if let targetRate, !(targetRate > 0) { throw ConfigurationError("--target-rate must be above 0") }
+            guard warmup >= 0, warmup <= 3600 else { throw ConfigurationError("--warmup must be 0 to 3600 seconds") }
+            let durabilities = try parseDurabilities(durability)
+            guard durabilities.count == 1, let durability = durabilities.first else {
+                throw ConfigurationError("--durability takes one value here")
+            }
+            let formats = try LoadSweepOptions.parseFormats(format)
+            return Plan(
+                options: LoadSweepOptions(
+                    mixes: mixes, backends: chosen, clients: counts, durationSeconds: duration,
+                    operationCount: operationCount, targetRate: targetRate, warmupSeconds: warmup,
+                    durability: durability),
+                formats: formats)
+        } catch let error as ConfigurationError {
+            throw ValidationError(error.message)
+        } catch let error as LoadMixError {
+            throw ValidationError(error.description)
+        }
+    }
+
+    func validate() throws {
+        _ = try plan()
+    }
+
+    func run() throws {
+        let plan = try plan()
+        if SystemInfo.build != "release" {
+            FileHandle.standardError.write(
+                Data("storage-bench: warning: this is a \(SystemInfo.build) build; measure with -c release (make bench-load)\n".utf8))
+        }
+        let started = Date()
+        let quiet = noProgress
+        let results = LoadSweep.run(plan.options) { line in
+            if !quiet { FileHandle.standardError.write(Data((line + "\n").utf8)) }
+        }
+        let rows = LoadReport.rows(results)
+        let base =
+            output.map { URL(fileURLWithPath: $0).deletingPathExtension() }
+            ?? URL(fileURLWithPath: "results", isDirectory: true)
+            .appendingPathComponent("load-\(ReportWriter.compactTimestamp(started))-\(SystemInfo.host)")
+        try FileManager.default.createDirectory(at: base.deletingLastPathComponent(), withIntermediateDirectories: true)
+        var written: [URL] = []
+        for format in plan.formats {
+            let url = base.appendingPathExtension(format)
+            let text = format == "csv" ? LoadReport.csv(rows) : try LoadReport.json(rows)
+            try text.write(to: url, atomically: true, encoding: .utf8)
+            written.append(url)
+        }
+        FileHandle.standardOutput.write(Data(LoadReport.summary(results).utf8))
+        for url in written {
+            FileHandle.standardError.write(Data("wrote \(url.relativePath)\n".utf8))
+        }
+        if results.contains(where: { $0.errorCount > 0 }) {
+            FileHandle.standardError.write(Data("storage-bench: a backend failed or counted errors under load; see the error column\n".utf8))
+            throw ExitCode(3)
+        }
+    }
+}

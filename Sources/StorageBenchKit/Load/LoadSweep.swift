@@ -1,0 +1,184 @@
+import DAOCore
+import DialogGraph
+import Foundation
+
+/// A `storage-bench load` invocation: mixes × backends × client counts.
+public struct LoadSweepOptions: Sendable {
+    /// The mixes, in order.
+    public var mixes: [LoadMix]
+    /// The backends, in order.
+    public var backends: [LoadBackend]
+    /// Client counts for every mix, or `nil` for each mix's own.
+    public var clients: [Int]?
+    /// Seconds per run for every mix, or `nil` for each mix's own.
+    public var durationSeconds: Double?
+    /// Operations per run for every mix, or `nil` for each mix's own.
+    public var operationCount: Int?
+    /// Operations per second for every mix, or `nil` for each mix's own.
+    public var targetRate: Double?
+    /// Seconds run before each measured run of a duration (not measured).
+    public var warmupSeconds: Double
+    /// The durability of every store.
+    public var durability: Durability
+
+    /// Creates options.
+    public init(
+        mixes: [LoadMix], backends: [LoadBackend], clients: [Int]?, durationSeconds: Double?, operationCount: Int?,
+        targetRate: Double?, warmupSeconds: Double, durability: Durability
+    ) {
+        self.mixes = mixes
+        self.backends = backends
+        self.clients = clients
+        self.durationSeconds = durationSeconds
+        self.operationCount = operationCount
+        self.targetRate = targetRate
+        self.warmupSeconds = warmupSeconds
+        self.durability = durability
+    }
+
+    /// Parses `--clients`: comma-separated counts from 1 to 1024.
+    /// - Throws: ``ConfigurationError`` for an empty list or a count out of range.
+    public static func parseClients(_ text: String) throws -> [Int] {
+        try parseList(text, option: "--clients").map { item in
+            guard let count = Int(item), (1...1024).contains(count) else {
+                throw ConfigurationError("--clients takes counts from 1 to 1024 such as 1,2,4,8, not '\(item)'")
+            }
+            return count
+        }
+    }
+
+    /// Parses `--format`: `csv`, `json` or both.
+    /// - Throws: ``ConfigurationError`` for another format.
+    public static func parseFormats(_ text: String) throws -> [String] {
+        let formats = try parseList(text, option: "--format")
+        for item in formats where item != "csv" && item != "json" {
+            throw ConfigurationError("unknown format '\(item)' in --format; use csv or json")
+        }
+        return formats
+    }
+
+    /// The run settings of `mix` at `clients`, the options' overrides applied.
+    public func settings(_ mix: LoadMix, clients: Int) -> LoadRunSettings {
+        LoadRunSettings(
+            mix: mix, clients: clients, durationSeconds: durationSeconds ?? mix.durationSeconds,
+            operationCount: operationCount ?? (durationSeconds == nil ? mix.operationCount : nil),
+            targetRate: targetRate ?? mix.targetRate, warmupSeconds: warmupSeconds)
+    }
+}
+
+/// Runs a sweep: for each mix, each backend on a fresh store in a fresh
+/// temporary directory, loaded once with the mix's dialogs, then run at each
+/// client count in turn. A backend whose store fails to open or load gets a
+/// failed row for each client count; errors under load are counted per
+/// operation; neither stops the other backends.
+public enum LoadSweep {
+    /// Runs `options`, telling `progress` what starts, and returns a result per
+    /// backend × mix × client count.
+    public static func run(_ options: LoadSweepOptions, progress: (String) -> Void) -> [LoadRunResult] {
+        var results: [LoadRunResult] = []
+        for mix in options.mixes {
+            let data = LoadData(mix: mix)
+            let counts = options.clients ?? mix.clients
+            for backend in options.backends {
+                results += runBackend(backend, mix: mix, data: data, counts: counts, options: options, progress: progress)
+            }
+        }
+        return results
+    }
+
+    static func runBackend(
+        _ backend: LoadBackend, mix: LoadMix, data: LoadData, counts: [Int], options: LoadSweepOptions,
+        progress: (String) -> Void
+    ) -> [LoadRunResult] {
+        func failed(_ reason: String) -> [LoadRunResult] {
+            progress("load: \(backend.name) \(mix.name): \(reason)")
+            return counts.map { clients in
+                LoadRunResult(
+                    backend: backend.name, reference: backend.reference, mix: mix.name,
+                    mixDescription: mix.proportionsDescription, clients: clients, api: "", settings: "",
+                    durability: options.durability.rawValue, dialogs: mix.dialogs,
+                    messagesPerDialog: mix.messagesPerDialog, seconds: 0, targetRate: options.settings(mix, clients: clients).targetRate,
+                    seed: mix.seed, observerSnapshots: nil, peakResidentRise: nil, figures: [], failure: reason)
+            }
+        }
+        let directory = FileManager.default.temporaryDirectory
+            .appendingPathComponent("storage-bench-load-\(UUID().uuidString)", isDirectory: true)
+        do {
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        } catch {
+            return failed("cannot create a temporary directory: \(error)")
+        }
+        defer {
+            // The directory is this run's own, made above.
+            do {
+                try FileManager.default.removeItem(at: directory)
+            } catch {
+                progress("load: cannot remove \(directory.path): \(error)")
+            }
+        }
+        var memory = MemoryProbeHandle()
+        let subject: any LoadSubject
+        do {
+            subject = try backend.open(directory, options.durability)
+        } catch {
+            return failed("the store did not open: \(error)")
+        }
+        defer {
+            do {
+                try subject.close()
+            } catch {
+                progress("load: \(backend.name): closing failed: \(error)")
+            }
+        }
+        progress("load: \(backend.name) \(mix.name): loading \(mix.dialogs) dialogs × \(mix.messagesPerDialog) messages")
+        do {
+            try subject.load(data.initial)
+        } catch {
+            return failed("the initial dialogs did not load: \(error)")
+        }
+        let shared = LoadShared(mix: mix, data: data)
+        var results: [LoadRunResult] = []
+        for clients in counts {
+            let settings = options.settings(mix, clients: clients)
+            let length =
+                settings.operationCount.map { "\($0) operations" }
+                ?? "\(String(format: "%g", settings.durationSeconds)) s"
+            progress("load: \(backend.name) \(mix.name) at \(clients) client\(clients == 1 ? "" : "s"), \(length)")
+            let result = LoadRunner.run(
+                settings, subject: subject, shared: shared, backend: backend, durability: options.durability,
+                memory: &memory)
+            if let failure = result.failure {
+                progress("load: \(backend.name) \(mix.name): \(failure)")
+            } else if let all = result.all, all.errors > 0 {
+                progress("load: \(backend.name) \(mix.name): \(all.errors) errors; first: \(all.firstError ?? "?")")
+            }
+            results.append(result)
+        }
+        return results
+    }
+}
+
+/// A backend's throughput and p99 divided by its reference's at the same mix,
+/// client count and operation.
+public struct LoadRatio: Sendable, Hashable {
+    /// Throughput ÷ the reference's.
+    public var throughput: Double?
+    /// p99 ÷ the reference's.
+    public var p99: Double?
+
+    /// The ratio of `figures` (of `result`) to its reference's in `results`.
+    public static func of(
+        _ figures: LoadOperationFigures, in result: LoadRunResult, among results: [LoadRunResult]
+    ) -> LoadRatio {
+        guard let reference = result.reference,
+            let other = results.first(where: {
+                $0.backend == reference && $0.mix == result.mix && $0.clients == result.clients && $0.failure == nil
+            }),
+            let theirs = other.figures.first(where: { $0.operation == figures.operation }),
+            result.failure == nil
+        else { return LoadRatio(throughput: nil, p99: nil) }
+        return LoadRatio(
+            throughput: theirs.throughput > 0 ? figures.throughput / theirs.throughput : nil,
+            p99: theirs.p99 > 0 ? figures.p99 / theirs.p99 : nil)
+    }
+}
