@@ -184,9 +184,10 @@ struct KeyChooserTests {
         var counts: [Int64: Int] = [:]
         for _ in 0..<100_000 { counts[chooser.next(&random, latest: 1000), default: 0] += 1 }
         let hottest = counts.sorted { $0.value > $1.value }.prefix(10).map(\.key)
-        // The ten hottest take far more than 1% of the draws, and are not 1…10.
+        // The ten hottest take far more than the 1% they would take uniformly
+        // (YCSB's ten hottest items of 10¹⁰ take about 11%), and are not 1…10.
         let share = Double(hottest.reduce(0) { $0 + (counts[$1] ?? 0) }) / 100_000
-        #expect(share > 0.2, "\(share)")
+        #expect(share > 0.08, "\(share)")
         #expect(Set(hottest) != Set(1...10))
         #expect(KeyChooser.hottest(5, distribution: .zipfian, count: 1000).first == hottest.first)
     }

@@ -388,13 +388,21 @@ public enum LoadRunner {
         }
         var observers: (any LoadObservers)?
         if mix.observers > 0 {
+            let observed = KeyChooser.hottest(
+                mix.observers, distribution: mix.writer?.distribution ?? mix.distribution, count: mix.dialogs)
             do {
-                observers = try subject.observe(
-                    dialogIds: KeyChooser.hottest(mix.observers, distribution: mix.writer?.distribution ?? mix.distribution, count: mix.dialogs),
-                    pageSize: mix.pageSize)
+                observers = try subject.observe(dialogIds: observed, pageSize: mix.pageSize)
             } catch {
                 result.failure = "the observers did not start: \(error)"
                 return result
+            }
+            // The dialogs are open before the load starts: each observer has
+            // its first results (or has failed) before the clients run, or 10 s passed.
+            if let observers {
+                let giveUp = monotonicNanoseconds() + 10_000_000_000
+                while observers.snapshots + observers.errors < observed.count && monotonicNanoseconds() < giveUp {
+                    usleep(1000)
+                }
             }
         }
 
