@@ -163,6 +163,9 @@ final class GRDBLoadSubject: LoadSubject, LoadClient, AsyncLoadClient {
             _ = try GRDBSubject(directory: directory, durability: durability)
         }
         var configuration = Configuration()
+        // A writer that finds the database locked waits, as the DAO's store and
+        // sqlite-raw do (busy_timeout 5000 ms), instead of failing at once.
+        configuration.busyMode = .timeout(5)
         let synchronous = durability == .full ? "FULL" : "OFF"
         configuration.prepareDatabase { db in
             try db.execute(sql: "PRAGMA synchronous = \(synchronous)")
@@ -179,7 +182,7 @@ final class GRDBLoadSubject: LoadSubject, LoadClient, AsyncLoadClient {
             let foreignKeys = try Bool.fetchOne(db, sql: "PRAGMA foreign_keys") == true ? "ON" : "OFF"
             let version = try String.fetchOne(db, sql: "SELECT sqlite_version()") ?? "?"
             return "journal_mode=\(journalMode) synchronous=\(names[level] ?? level) foreign_keys=\(foreignKeys) "
-                + "sqlite=\(version) grdb=7.10.0 readers=\(readers) (DatabasePool)"
+                + "busy_timeout=5000ms sqlite=\(version) grdb=7.10.0 readers=\(readers) (DatabasePool)"
         }
     }
 
