@@ -41,6 +41,11 @@ def main() -> int:
                     problems.append(f"{where}: no row per operation type")
                 if row["reference"] in backends and not row["throughput_ratio_to_raw"]:
                     problems.append(f"{where}: no ratio to {row['reference']}")
+                # The DAO backends observe the chat mix's hot dialogs: at least
+                # each observer's first results arrive.
+                if mix == "chat" and not backend.endswith("-raw") and backend != "grdb":
+                    if not row["observer_snapshots"] or int(row["observer_snapshots"]) < 1:
+                        problems.append(f"{where}: no observer snapshots")
     for problem in problems:
         print(f"check-load-csv: {problem}", file=sys.stderr)
     if not problems:
