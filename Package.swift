@@ -21,6 +21,7 @@ let package = Package(
         .library(name: "StorageBenchKit", targets: ["StorageBenchKit"]),
         .executable(name: "storage-bench", targets: ["StorageBench"]),
         .executable(name: "observe-table", targets: ["ObserveTable"]),
+        .executable(name: "reader-writer", targets: ["ReaderWriter"]),
         .executable(name: "record-cost", targets: ["RecordCost"]),
     ],
     dependencies: [
@@ -117,6 +118,12 @@ let package = Package(
             name: "ObserveTable",
             dependencies: ["DAOCore", "DialogGraph", "FileStorage", "SQLiteStorage", "LMDBStorage"],
             path: "Examples/ObserveTable",
+        ),
+        // A reader task and a writer task through the async API, on any backend.
+        .executableTarget(
+            name: "ReaderWriter",
+            dependencies: ["DAOCore", "DialogGraph", "FileStorage", "SQLiteStorage", "LMDBStorage"],
+            path: "Examples/ReaderWriter",
         ),
 
         // The child process of the crash and corruption tests.

@@ -83,7 +83,7 @@ func runScenario(backend: String, directory: URL) async throws {
     let messages = DAO(storage: try store.anyStorage(for: MessageRecord.self), translator: MessageTranslator())
     guard let commits = messages.storage.commits else { throw ExampleError("the store cannot be observed") }
 
-    try dialogs.persist([
+    try await dialogs.persist([
         Dialog(uniqueId: 1, isPinned: true, messages: [
             message(10, dialog: 1, minute: 1, text: "hi"),
             message(11, dialog: 1, minute: 2, text: "are you there?"),
@@ -133,7 +133,7 @@ func runScenario(backend: String, directory: URL) async throws {
     }
     controller.stop()
 
-    let expected = try messages.read(
+    let expected = try await messages.read(
         where: #Predicate { $0.dialogId == 1 && !$0.isRead }, sortedBy: [SortDescriptor(\.date, order: .reverse)])
     guard view.rows == expected else {
         throw ExampleError("the view shows \(view.rows.map(\.text)), the store holds \(expected.map(\.text))")

@@ -124,6 +124,13 @@ public protocol Storage<Record>: Sendable {
     /// storage that does: from an array read first, handing them over one by
     /// one only adds a call per record to the DAO's own loop.
     var handsOutWhileReading: Bool { get }
+
+    /// The threads the `async` calls of this storage run on: its store's
+    /// ``StoreExecutor``, with as many reader threads as the store reads side
+    /// by side. The default is ``StoreExecutor/shared``, so an adapter that
+    /// names none keeps working; the adapters of this package name their
+    /// store's own.
+    var executor: StoreExecutor { get }
 }
 
 /// How ``Storage/persist(handingOver:)`` receives its records, and
@@ -137,6 +144,9 @@ extension Storage {
 
     /// `false`: ``read(_:handingOut:)`` reads the array first.
     public var handsOutWhileReading: Bool { false }
+
+    /// ``StoreExecutor/shared``.
+    public var executor: StoreExecutor { StoreExecutor.shared }
 
     /// Collects the records `produce` hands over into an array and persists
     /// them with ``persist(_:)``: nothing is written when `produce` throws.

@@ -82,4 +82,5 @@ public struct AnyStorage<Record: DAOCore.Record>: Storage {
     @discardableResult
     public func erase(where predicate: Predicate<Record>?) throws -> Int { try base.erase(where: predicate) }
     public var commits: CommitBroadcaster? { base.commits }
+    public var executor: StoreExecutor { base.executor }
 }

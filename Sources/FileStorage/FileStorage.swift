@@ -15,6 +15,8 @@ public struct FileStorage<R: Record>: Storage {
 
     /// The store's broadcaster.
     public var commits: CommitBroadcaster? { store.commits }
+    /// The store's threads for `async` calls (``FileStore/executor``).
+    public var executor: StoreExecutor { store.executor }
 
     public func persist(_ records: [R]) throws {
         try store.write(.persist, R.entity.name) { state in

@@ -58,6 +58,9 @@ public final class FileStore: Store {
     /// Tells observers what each commit changed. Only this instance writes the
     /// directory (it holds it exclusively), so observation is in-process only.
     public let commits = CommitBroadcaster()
+    /// The threads the `async` calls of the store's storages run on: one
+    /// writer thread and ``StoreExecutor/defaultReaderCount`` reader threads.
+    public let executor = StoreExecutor(readers: StoreExecutor.defaultReaderCount, name: "filestore")
     private let lock: DirectoryLock
     let state: Mutex<StoreState>
 

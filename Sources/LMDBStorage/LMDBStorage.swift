@@ -30,6 +30,8 @@ public struct LMDBStorage<Record: DAOCore.Record>: Storage {
 
     /// The environment's broadcaster.
     public var commits: CommitBroadcaster? { table.environment.commits }
+    /// The environment's threads for `async` calls (``LMDBEnvironment/executor``).
+    public var executor: StoreExecutor { table.environment.executor }
 
     init(environment: LMDBEnvironment) throws {
         do {

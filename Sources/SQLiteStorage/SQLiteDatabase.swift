@@ -60,8 +60,18 @@ public final class SQLiteDatabase: Store, Sendable {
     /// Set once a storage was handed out: a migration must come before.
     let handedOutStorage = Mutex(false)
     private let readers: [LockedConnection]
-    /// How many reader connections the database keeps.
-    public static let readerCount = 2
+    /// How many reader connections the database keeps, and so how many reader
+    /// threads its ``executor`` has: as many reads run side by side.
+    public let readerCount: Int
+    /// The reader count of a database opened without one: the number of
+    /// active processor cores, at least 2 and at most 8
+    /// (``StoreExecutor/defaultReaderCount``).
+    public static var defaultReaderCount: Int { StoreExecutor.defaultReaderCount }
+    /// The threads the `async` calls of the database's storages run on: one
+    /// writer thread, which uses the writer connection, and one reader thread
+    /// per reader connection, so a reader thread seldom waits for a free
+    /// connection, and no thread of Swift's cooperative pool ever does.
+    public let executor: StoreExecutor
 
     /// Opens the database at `path`, creating the file (and its parent directory)
     /// when missing.
@@ -72,11 +82,18 @@ public final class SQLiteDatabase: Store, Sendable {
     ///   be opened or created, a directory stands where its `-wal` or
     ///   `-shm` file goes, or a file SQLite did not write for this database
     ///   stands where its rollback journal (`-journal`) goes.
-    public init(path: URL, durability: Durability = .full) throws {
+    ///
+    /// - Parameter readers: how many reader connections to keep (at least
+    ///   one; ``defaultReaderCount`` when `nil`): how many reads, synchronous
+    ///   or `async`, run side by side beside the one writer.
+    public init(path: URL, durability: Durability = .full, readers: Int? = nil) throws {
         let filePath = path.path(percentEncoded: false)
         self.location = path
         self.durability = durability
         self.path = filePath
+        let readerCount = max(1, readers ?? Self.defaultReaderCount)
+        self.readerCount = readerCount
+        executor = StoreExecutor(readers: readerCount, name: "sqlite")
         do {
             try FileManager.default.createDirectory(
                 at: path.deletingLastPathComponent(), withIntermediateDirectories: true)
@@ -107,7 +124,7 @@ public final class SQLiteDatabase: Store, Sendable {
                 foreignKeys: try connection.scalarInt("PRAGMA foreign_keys") == 1,
                 busyTimeoutMilliseconds: Int(try connection.scalarInt("PRAGMA busy_timeout") ?? 0),
                 sqliteVersion: String(cString: sqlite3_libversion()))
-            readers = try (0..<Self.readerCount).map { _ in
+            self.readers = try (0..<readerCount).map { _ in
                 let reader = try Connection(path: filePath, flags: flags)
                 sqlite3_busy_timeout(reader.handle, Self.busyTimeoutMilliseconds)
                 try reader.execute("PRAGMA query_only = ON")

@@ -28,6 +28,8 @@ public struct SQLiteStorage<Record: DAOCore.Record>: Storage {
 
     /// The database's broadcaster.
     public var commits: CommitBroadcaster? { database.commits }
+    /// The database's threads for `async` calls (``SQLiteDatabase/executor``).
+    public var executor: StoreExecutor { database.executor }
 
     private var entityName: String { table.entity.name }
     private var hasChildren: Bool { table.hasLinks }

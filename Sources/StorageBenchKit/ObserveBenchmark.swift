@@ -200,7 +200,7 @@ public enum ObserveBenchmark {
         }
         let dialogs = DAO(storage: try store.anyStorage(for: DialogRecord.self), translator: DialogTranslator())
         let messages = DAO(storage: try store.anyStorage(for: MessageRecord.self), translator: MessageTranslator())
-        try dialogs.persist(data.initial)
+        try await dialogs.persist(data.initial)
         let written = Array(data.extra.prefix(100))
         guard !written.isEmpty, configuration.calls > 0 else {
             throw ConfigurationError("the observe measurement needs at least one dialog and one call")

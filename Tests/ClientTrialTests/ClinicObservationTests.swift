@@ -19,7 +19,7 @@ struct ClinicObservationTests {
         let visitsDAO = DAO(storage: clinic.visits, translator: Same<VisitRecord>())
         let labsDAO = DAO(storage: clinic.labs, translator: Same<LabResultRecord>())
         let patients = clinicPatients(seed: 31)
-        try clinic.patients.persist(patients)
+        try await clinic.patients.persist(patients)
         let patient = try #require(patients.first { $0.visits.count >= 2 })
         let mrn = patient.mrn
         let ofPatient = #Predicate<VisitRecord> { $0.patientMrn == mrn }
@@ -61,9 +61,9 @@ struct ClinicObservationTests {
         ]
         for (name, step) in steps {
             try step()
-            let freshVisits = try clinic.visits.read(Query(where: ofPatient, sortedBy: sort))
-            let freshPatient = try clinic.patients.read(primaryKey: mrn).map { [$0] } ?? []
-            let freshLabs = try clinic.labs.read(Query(where: noValue, sortedBy: [SortDescriptor(\.taken)]))
+            let freshVisits = try await clinic.visits.read(Query(where: ofPatient, sortedBy: sort))
+            let freshPatient = try await clinic.patients.read(primaryKey: mrn).map { [$0] } ?? []
+            let freshLabs = try await clinic.labs.read(Query(where: noValue, sortedBy: [SortDescriptor(\.taken)]))
             if freshVisits != visitRows {
                 let snapshot = try #require(try await nextSnapshot(visitsIterator), "\(name) on \(backend.name)")
                 let changes = try #require(snapshot.changes)
@@ -95,13 +95,13 @@ struct ClinicObservationTests {
         let reader = try SQLiteDatabase(path: path)
         let writer = try SQLiteDatabase(path: path)
         let patients = clinicPatients(seed: 32)
-        try writer.anyStorage(for: PatientRecord.self).persist(patients)
+        try await writer.anyStorage(for: PatientRecord.self).persist(patients)
         let labs = DAO(storage: try reader.anyStorage(for: LabResultRecord.self), translator: Same<LabResultRecord>())
         let iterator = labs.observe(where: #Predicate { $0.code == "NEW" }, pollInterval: .milliseconds(20)).makeAsyncIterator()
         #expect(try await nextSnapshot(iterator)?.results.isEmpty == true)
         let visit = try #require(patients.flatMap(\.visits).first)
         let lab = LabResultRecord(id: "new", visitId: visit.id, code: "NEW", value: 1, taken: nil, flag: nil)
-        try writer.anyStorage(for: LabResultRecord.self).persist([lab])
+        try await writer.anyStorage(for: LabResultRecord.self).persist([lab])
         let snapshot = try #require(try await nextSnapshot(iterator))
         #expect(snapshot.results == [lab])
         try writer.close()

@@ -23,7 +23,7 @@ struct LogisticsObservationTests {
         let shipments = ["north", "south", "east"].map {
             Logistics.shipment($0, parcels: 2, &random, next: &next, oneSpelling: spelled)
         }
-        try daos.shipments.persist(shipments)
+        try await daos.shipments.persist(shipments)
         var parcel = shipments[0].parcels[0]
         let id = parcel.uniqueId
         let failing = #Predicate<ShipmentRecord> { shipment in
@@ -73,9 +73,9 @@ struct LogisticsObservationTests {
         }))
         for (name, step) in steps {
             try step()
-            let freshParcel = try daos.parcels.read(byPrimaryKey: id).map { [$0] } ?? []
-            let freshScans = try daos.scans.read(where: ofParcel, sortedBy: [SortDescriptor(\.at, order: .reverse)])
-            let freshShipments = try daos.shipments.read(where: failing, sortedBy: [SortDescriptor(\.parcels.count)])
+            let freshParcel = try await daos.parcels.read(byPrimaryKey: id).map { [$0] } ?? []
+            let freshScans = try await daos.scans.read(where: ofParcel, sortedBy: [SortDescriptor(\.at, order: .reverse)])
+            let freshShipments = try await daos.shipments.read(where: failing, sortedBy: [SortDescriptor(\.parcels.count)])
             if !sameBits(freshParcel, parcelRows) {
                 let snapshot = try #require(try await nextSnapshot(parcelIterator), "\(name) on \(backend.name)")
                 parcelRows = snapshot.results

@@ -14,15 +14,15 @@ struct ObservationTrialTests {
         let directory = try TemporaryDirectory()
         let store = try backend.open(directory.url)
         let daos = try LibraryDAOs(store)
-        try daos.libraries.persist(Sample.corpus())
+        try await daos.libraries.persist(Sample.corpus())
         let sort = [SortDescriptor<ShelfRecord>(\.floor, order: .reverse), SortDescriptor(\.label)]
         let central = #Predicate<ShelfRecord> { $0.libraryCode == "central" }
         let iterator = daos.shelves.observe(where: central, sortedBy: sort).makeAsyncIterator()
-        let book = try #require(try daos.books.read(byPrimaryKey: 2))
+        let book = try await #require(try daos.books.read(byPrimaryKey: 2))
         let bookIterator = daos.books.observe(primaryKey: 2).makeAsyncIterator()
 
         var rows = try #require(try await nextSnapshot(iterator)).results
-        #expect(rows == (try daos.shelves.read(where: central, sortedBy: sort)))
+        #expect(rows == (try await daos.shelves.read(where: central, sortedBy: sort)))
         #expect(try #require(try await nextSnapshot(bookIterator)).results == [book])
 
         let changes: [(String, () throws -> Void)] = [
@@ -56,7 +56,7 @@ struct ObservationTrialTests {
         for (name, change) in changes {
             try change()
             let snapshot = try #require(try await nextSnapshot(iterator), "\(name)")
-            let fresh = try daos.shelves.read(where: central, sortedBy: sort)
+            let fresh = try await daos.shelves.read(where: central, sortedBy: sort)
             let delivered = try #require(snapshot.changes, "\(name): a later snapshot carries its changes")
             rows = try #require(applying(delivered, to: rows, from: snapshot.results), "\(name): indexes out of range")
             #expect(snapshot.results == fresh, "\(name)")
@@ -65,9 +65,9 @@ struct ObservationTrialTests {
         // Book 2 moved to central-c before central-a was erased, so it lives on.
         let moved = try #require(try await nextSnapshot(bookIterator))
         #expect(moved.results.map(\.shelfId) == ["central-c"])
-        #expect(try daos.books.read(byPrimaryKey: 2)?.title == "moved across")
+        #expect(try await daos.books.read(byPrimaryKey: 2)?.title == "moved across")
 
-        #expect(try daos.libraries.erase(byPrimaryKey: "central"))
+        #expect(try await daos.libraries.erase(byPrimaryKey: "central"))
         let erased = try #require(try await nextSnapshot(iterator))
         #expect(erased.results.isEmpty)
         #expect(erased.changes?.deletions.count == rows.count)

@@ -18,7 +18,7 @@ struct TrackerObservationTests {
         var random = TrackerRandom(seed: 41)
         var project = Tracker.project("caf\u{E9}", version: 1, firstIssue: 1, issues: 6, random: &random)
         if oneSpelling(backend) { project = Tracker.oneSpelling(project) }
-        try daos.projects.persist(project)
+        try await daos.projects.persist(project)
         let slug = project.uniqueId
         let issue = try #require(project.issues.first)
         let issueId = issue.uniqueId
@@ -75,9 +75,9 @@ struct TrackerObservationTests {
         ]
         for (name, step) in steps {
             try step()
-            let freshProject = try daos.projects.read(byPrimaryKey: slug).map { [$0] } ?? []
-            let freshIssues = try daos.issues.read(where: openOfProject, sortedBy: issueSort)
-            let freshComments = try daos.comments.read(where: ofIssue, sortedBy: commentSort)
+            let freshProject = try await daos.projects.read(byPrimaryKey: slug).map { [$0] } ?? []
+            let freshIssues = try await daos.issues.read(where: openOfProject, sortedBy: issueSort)
+            let freshComments = try await daos.comments.read(where: ofIssue, sortedBy: commentSort)
             if !exactly(freshProject, projectRows) {
                 let snapshot = try #require(try await nextSnapshot(projectIterator), "\(name) on \(backend.name)")
                 projectRows = snapshot.results

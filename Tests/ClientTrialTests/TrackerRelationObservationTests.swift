@@ -19,7 +19,7 @@ struct TrackerRelationObservationTests {
             Tracker.project(slug, version: 1, firstIssue: Int64(index) * 10, issues: 3, random: &random, payloadBytes: 4)
         }
         if oneSpelling(backend) { projects = projects.map(Tracker.oneSpelling) }
-        try daos.projects.persist(projects)
+        try await daos.projects.persist(projects)
         let busy = #Predicate<IssueRecord> { $0.comments.count >= 2 }
         let byComments = [SortDescriptor<IssueRecord>(\.comments.count, order: .reverse)]
         let nonEmpty = #Predicate<ProjectRecord> { !$0.issues.isEmpty }
@@ -54,8 +54,8 @@ struct TrackerRelationObservationTests {
         steps.append(("every comment erased", { _ = try daos.comments.erase() }))
         for (name, step) in steps {
             try step()
-            let freshIssues = try daos.issues.read(where: busy, sortedBy: byComments, limit: 4)
-            let freshProjects = try daos.projects.read(where: nonEmpty, sortedBy: [SortDescriptor(\.title)], limit: 2)
+            let freshIssues = try await daos.issues.read(where: busy, sortedBy: byComments, limit: 4)
+            let freshProjects = try await daos.projects.read(where: nonEmpty, sortedBy: [SortDescriptor(\.title)], limit: 2)
             if !exactly(freshIssues, issueRows) {
                 let snapshot = try #require(try await nextSnapshot(issuesIterator), "\(name) on \(backend.name)")
                 let changes = try #require(snapshot.changes)

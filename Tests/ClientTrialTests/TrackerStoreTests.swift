@@ -166,7 +166,7 @@ struct TrackerStoreTests {
         try writeTracker(backend, in: directory.url, calls: 0..<2)
         let store = try backend.open(directory.url)
         let daos = try TrackerDAOs(store)
-        let before = try daos.projects.read()
+        let before = try await daos.projects.read()
         let observed = daos.projects.observe(where: nil, sortedBy: [], pollInterval: .milliseconds(20)).makeAsyncIterator()
         let first = try #require(try await nextSnapshot(observed))
         #expect(exactly(first.results, before))
@@ -180,10 +180,10 @@ struct TrackerStoreTests {
         let expected = TrackerWrites.state(after: 5, oneSpelling: oneSpelling(backend))
         if backend.name == "json" || backend.name == "plist" {
             #expect(done == 0 && status != 0 && errors.contains("(busy)"), "\(backend.name): \(status) \(errors)")
-            #expect(exactly(try daos.projects.read(), before))
+            #expect(exactly(try await daos.projects.read(), before))
         } else {
             #expect(done == 3 && status == 0, "\(backend.name): \(status) \(errors)")
-            #expect(exactly(try daos.projects.read(), expected), "the other process's writes on \(backend.name)")
+            #expect(exactly(try await daos.projects.read(), expected), "the other process's writes on \(backend.name)")
             var latest = first.results
             while !exactly(latest, expected) {
                 guard let snapshot = try await nextSnapshot(observed) else { break }

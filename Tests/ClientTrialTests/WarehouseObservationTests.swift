@@ -28,7 +28,7 @@ struct WarehouseObservationTests {
                 grade: nil, tags: tags)
         }
         let opened = Date(timeIntervalSinceReferenceDate: 0)
-        try warehouses.persist([
+        try await warehouses.persist([
             WarehouseRecord(code: "W1", name: "one", region: nil, opened: opened, aisles: [
                 AisleRecord(id: "A1", warehouseCode: "W1", number: 1, zone: .cold, items: [
                     item("I1", "A1", [TagRecord(id: 1, itemId: "I1", label: "red", score: nil)]),
@@ -61,25 +61,25 @@ struct WarehouseObservationTests {
         }
 
         // A tag three levels under W1 is relabelled: W1 is modified, and tag 1 leaves the red tags.
-        try tags.persist(TagRecord(id: 1, itemId: "I1", label: "green", score: nil))
+        try await tags.persist(TagRecord(id: 1, itemId: "I1", label: "green", score: nil))
         try await follow(warehouseIterator, &warehouseRows, fresh: try warehouses.read(where: regionless), "tag 1 relabelled")
         try await follow(tagIterator, &tagRows, fresh: try tags.read(where: red, sortedBy: sortByScore), "tag 1 relabelled")
         #expect(warehouseRows.first?.aisles.first?.items.first?.tags.first?.label == "green")
         #expect(tagRows.map(\.id) == [3])
 
         // A red tag moves to an item of W2 (out of the observed warehouses).
-        try tags.persist(TagRecord(id: 3, itemId: "J1", label: "red", score: 5))
+        try await tags.persist(TagRecord(id: 3, itemId: "J1", label: "red", score: 5))
         try await follow(warehouseIterator, &warehouseRows, fresh: try warehouses.read(where: regionless), "tag 3 moved to W2")
         try await follow(tagIterator, &tagRows, fresh: try tags.read(where: red, sortedBy: sortByScore), "tag 3 moved to W2")
 
         // An item of W2 gets a red tag, written through the items' storage.
-        try items.persist(item("J1", "B1", [TagRecord(id: 3, itemId: "J1", label: "red", score: 5),
+        try await items.persist(item("J1", "B1", [TagRecord(id: 3, itemId: "J1", label: "red", score: 5),
                                            TagRecord(id: 4, itemId: "J1", label: "red", score: nil)]))
         try await follow(tagIterator, &tagRows, fresh: try tags.read(where: red, sortedBy: sortByScore), "tag 4 added to J1")
         #expect(tagRows.map(\.id) == [3, 4])
 
         // W2, three levels up, drops aisle B1 (with J1 and its red tags), and loses its region: it enters.
-        try warehouses.persist(WarehouseRecord(code: "W2", name: "two", region: nil, opened: opened, aisles: []))
+        try await warehouses.persist(WarehouseRecord(code: "W2", name: "two", region: nil, opened: opened, aisles: []))
         try await follow(tagIterator, &tagRows, fresh: try tags.read(where: red, sortedBy: sortByScore), "W2 dropped B1")
         try await follow(warehouseIterator, &warehouseRows, fresh: try warehouses.read(where: regionless), "W2 dropped B1")
         #expect(tagRows.isEmpty)

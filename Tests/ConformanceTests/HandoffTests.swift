@@ -298,7 +298,7 @@ extension HandoffTests {
                             items: [ItemRecord(id: Int64($0.count), cardId: $0, text: "a\u{0}b", checked: true)])
                     })
             }
-            try boards.persist(board("b-1", cards: ["c-1"]))
+            try await boards.persist(board("b-1", cards: ["c-1"]))
             let started = DispatchSemaphore(value: 0)
             let resume = DispatchSemaphore(value: 0)
             let dao = DAO(storage: boards, translator: PausingTranslator(waitAt: "b-2", started: started, resume: resume))
@@ -345,7 +345,7 @@ extension HandoffTests {
             guard commits.rereadCount > rereads else { return }
             let next = try #require(try await nextSnapshot(iterator))
             #expect(next.results.map(\.id) == ["c-1", "c-2", "c-3"])
-            #expect(next.results == (try cards.read(sortedBy: [SortDescriptor(\.id)])))
+            #expect(next.results == (try await cards.read(sortedBy: [SortDescriptor(\.id)])))
         }
     }
 }

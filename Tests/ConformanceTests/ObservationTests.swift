@@ -41,7 +41,7 @@ struct ObservationTests {
         let boardIds = ["b-1", "b-2", "b-3"]
 
         // Start with every board holding some cards.
-        try boards.persist(boardIds.map { board in
+        try await boards.persist(boardIds.map { board in
             BoardRecord(id: board, title: titles[pick(titles.count)], cards: [])
         })
 
@@ -64,9 +64,9 @@ struct ObservationTests {
             case 0, 1, 2:
                 // A card written through the cards' storage, maybe moving it to another board.
                 let board = boardIds[pick(3)]
-                if try boards.read(byPrimaryKey: board) != nil { try cards.persist(card(board)) }
+                if try await boards.read(byPrimaryKey: board) != nil { try await cards.persist(card(board)) }
             case 3:
-                try cards.erase(byPrimaryKey: "c-\(pick(14))")
+                try await cards.erase(byPrimaryKey: "c-\(pick(14))")
             case 4:
                 // A board rewritten with new children: the old ones it no longer holds go.
                 let board = boardIds[pick(3)]
@@ -76,26 +76,26 @@ struct ObservationTests {
                     fresh[written.id] = written
                 }
                 // A card of another board cannot be taken over silently: drop those.
-                let others = Set(try cards.read(where: #Predicate { $0.boardId != board }).map(\.id))
-                try boards.persist(BoardRecord(
+                let others = Set(try await cards.read(where: #Predicate { $0.boardId != board }).map(\.id))
+                try await boards.persist(BoardRecord(
                     id: board, title: titles[pick(titles.count)],
                     cards: fresh.values.filter { !others.contains($0.id) }.sorted { $0.id < $1.id }))
             case 5:
-                if pick(3) == 0 { try boards.erase(byPrimaryKey: boardIds[pick(3)]) }
+                if pick(3) == 0 { try await boards.erase(byPrimaryKey: boardIds[pick(3)]) }
             case 6:
                 let rank = Int64(pick(6))
-                try cards.erase(where: #Predicate { $0.rank > rank && $0.done })
+                try await cards.erase(where: #Predicate { $0.rank > rank && $0.done })
             case 7:
                 // A third-level child: the card that holds it is modified.
-                let existing = try cards.read()
+                let existing = try await cards.read()
                 if !existing.isEmpty {
                     let owner = existing[pick(existing.count)]
-                    try items.persist(ItemRecord(id: Int64(50_000 + pick(20)), cardId: owner.id, text: titles[pick(titles.count)], checked: pick(2) == 0))
+                    try await items.persist(ItemRecord(id: Int64(50_000 + pick(20)), cardId: owner.id, text: titles[pick(titles.count)], checked: pick(2) == 0))
                 }
             default:
                 // The same records written again: a commit that changes nothing.
-                let existing = try cards.read()
-                if !existing.isEmpty { try cards.persist(existing[pick(existing.count)]) }
+                let existing = try await cards.read()
+                if !existing.isEmpty { try await cards.persist(existing[pick(existing.count)]) }
             }
             await commits.drained()
             try await observers.catchUp()
@@ -138,7 +138,7 @@ struct ObservationTests {
                     uniqueId: id, dialogId: dialog, date: Date(timeIntervalSince1970: 1_700_000_000 + Double(pick(50))),
                     text: "m\(id)", senderId: 1, receiverId: 2, type: 0, isIncoming: true, isRead: pick(3) == 0)
             }
-            try dialogs.persist((1...4).map { Dialog(uniqueId: $0, isPinned: false, messages: []) })
+            try await dialogs.persist((1...4).map { Dialog(uniqueId: $0, isPinned: false, messages: []) })
             var unread = Watched(
                 "unread of dialog 2, newest first",
                 messages.observe(where: #Predicate { $0.dialogId == 2 && !$0.isRead }, sortedBy: [SortDescriptor(\.date, order: .reverse)]),
@@ -150,15 +150,15 @@ struct ObservationTests {
                 let dialog = Int64(1 + pick(4))
                 switch pick(5) {
                 case 0:
-                    try dialogs.persist(Dialog(uniqueId: dialog, isPinned: pick(2) == 0, messages: (0..<pick(4)).map { message(dialog * 100 + Int64($0 * 7 % 10), dialog) }))
+                    try await dialogs.persist(Dialog(uniqueId: dialog, isPinned: pick(2) == 0, messages: (0..<pick(4)).map { message(dialog * 100 + Int64($0 * 7 % 10), dialog) }))
                 case 1:
-                    if pick(2) == 0 { try dialogs.erase(byPrimaryKey: dialog) }
+                    if pick(2) == 0 { try await dialogs.erase(byPrimaryKey: dialog) }
                 case 2:
-                    if try dialogs.read(byPrimaryKey: dialog) != nil { try messages.persist(message(dialog * 100 + Int64(pick(10)), dialog)) }
+                    if try await dialogs.read(byPrimaryKey: dialog) != nil { try await messages.persist(message(dialog * 100 + Int64(pick(10)), dialog)) }
                 case 3:
-                    try messages.erase(where: #Predicate { $0.isRead })
+                    try await messages.erase(where: #Predicate { $0.isRead })
                 default:
-                    try messages.erase(byPrimaryKey: Int64(200 + pick(10)))
+                    try await messages.erase(byPrimaryKey: Int64(200 + pick(10)))
                 }
                 await commits.drained()
                 try await unread.catchUp()
@@ -177,25 +177,25 @@ struct ObservationTests {
             let boards = DAO(storage: try store.anyStorage(for: BoardRecord.self), translator: Same<BoardRecord>())
             let cards = DAO(storage: try store.anyStorage(for: CardRecord.self), translator: Same<CardRecord>())
             let commits = try #require(cards.storage.commits)
-            try boards.persist(BoardRecord(id: "b", title: "board", cards: []))
+            try await boards.persist(BoardRecord(id: "b", title: "board", cards: []))
             let iterator = cards.observe(sortedBy: [SortDescriptor(\.rank)]).makeAsyncIterator()
             let first = try #require(try await nextSnapshot(iterator))
             #expect(first.results.isEmpty)
 
             // Twenty commits while the consumer is away.
             for index in 0..<20 {
-                try cards.persist(CardRecord(id: "c\(index)", boardId: "b", title: "t", rank: Int64(index), done: false, estimate: nil, items: []))
+                try await cards.persist(CardRecord(id: "c\(index)", boardId: "b", title: "t", rank: Int64(index), done: false, estimate: nil, items: []))
             }
-            try cards.erase(byPrimaryKey: "c0")
+            try await cards.erase(byPrimaryKey: "c0")
             await commits.drained()
 
             let coalesced = try #require(try await nextSnapshot(iterator))
             #expect(coalesced.results.map(\.id) == (1..<20).map { "c\($0)" })
             #expect(coalesced.changes == ObservedChanges(insertions: Array(0..<19)))
-            #expect(coalesced.results == (try cards.read(sortedBy: [SortDescriptor(\.rank)])))
+            #expect(coalesced.results == (try await cards.read(sortedBy: [SortDescriptor(\.rank)])))
 
             // Nothing else is waiting: the next snapshot is the next commit's.
-            try cards.persist(CardRecord(id: "marker", boardId: "b", title: "t", rank: -1, done: false, estimate: nil, items: []))
+            try await cards.persist(CardRecord(id: "marker", boardId: "b", title: "t", rank: -1, done: false, estimate: nil, items: []))
             let marker = try #require(try await nextSnapshot(iterator))
             #expect(marker.changes == ObservedChanges(insertions: [0]))
             #expect(marker.results.first?.id == "marker")
@@ -212,7 +212,7 @@ struct ObservationTests {
             func card(_ id: String, _ board: String, rank: Int64 = 1, done: Bool = false) -> CardRecord {
                 CardRecord(id: id, boardId: board, title: id, rank: rank, done: done, estimate: nil, items: [])
             }
-            try boards.persist([
+            try await boards.persist([
                 BoardRecord(id: "mine", title: "m", cards: [card("m1", "mine"), card("m2", "mine", done: true)]),
                 BoardRecord(id: "other", title: "o", cards: [card("o1", "other")]),
             ])
@@ -223,22 +223,22 @@ struct ObservationTests {
             let rereads = commits.rereadCount
 
             // None of these can change the open cards of "mine".
-            try cards.persist(card("o2", "other"))
-            try cards.erase(byPrimaryKey: "o1")
-            try boards.persist(BoardRecord(id: "other", title: "o2", cards: [card("o3", "other")]))
-            try boards.erase(byPrimaryKey: "other")
-            try boards.persist(BoardRecord(id: "third", title: "t", cards: [card("t1", "third")]))
-            try users.persist(User(uniqueId: "u", name: "n", bio: nil, email: nil, birthDate: nil, gender: nil))
-            try cards.persist(card("m2", "mine", rank: 9, done: true))  // a done card stays out
+            try await cards.persist(card("o2", "other"))
+            try await cards.erase(byPrimaryKey: "o1")
+            try await boards.persist(BoardRecord(id: "other", title: "o2", cards: [card("o3", "other")]))
+            try await boards.erase(byPrimaryKey: "other")
+            try await boards.persist(BoardRecord(id: "third", title: "t", cards: [card("t1", "third")]))
+            try await users.persist(User(uniqueId: "u", name: "n", bio: nil, email: nil, birthDate: nil, gender: nil))
+            try await cards.persist(card("m2", "mine", rank: 9, done: true))  // a done card stays out
             await commits.drained()
             #expect(commits.rereadCount == rereads, "commits that cannot affect the query read it again")
 
             // This one may (it rewrites an observed card) but changes nothing: read, no snapshot.
-            try cards.persist(card("m1", "mine"))
+            try await cards.persist(card("m1", "mine"))
             await commits.drained()
             #expect(commits.rereadCount == rereads + 1)
 
-            try cards.persist(card("m3", "mine", rank: 0))
+            try await cards.persist(card("m3", "mine", rank: 0))
             let next = try #require(try await nextSnapshot(iterator))
             #expect(next.changes == ObservedChanges(insertions: [1]))
             #expect(next.results.map(\.id) == ["m1", "m3"])
@@ -252,18 +252,18 @@ struct ObservationTests {
             let cards = DAO(storage: try store.anyStorage(for: CardRecord.self), translator: Same<CardRecord>())
             let items = DAO(storage: try store.anyStorage(for: ItemRecord.self), translator: Same<ItemRecord>())
             let card = CardRecord(id: "c", boardId: "b", title: "t", rank: 0, done: false, estimate: nil, items: [])
-            try boards.persist([BoardRecord(id: "a", title: "a", cards: []), BoardRecord(id: "b", title: "b", cards: [card])])
+            try await boards.persist([BoardRecord(id: "a", title: "a", cards: []), BoardRecord(id: "b", title: "b", cards: [card])])
             let iterator = boards.observe().makeAsyncIterator()
             #expect(try await nextSnapshot(iterator)?.results.count == 2)
 
-            try items.persist(ItemRecord(id: 1, cardId: "c", text: "grandchild", checked: false))
+            try await items.persist(ItemRecord(id: 1, cardId: "c", text: "grandchild", checked: false))
             let modified = try #require(try await nextSnapshot(iterator))
             #expect(modified.changes == ObservedChanges(modifications: [1]))
             #expect(modified.results[1].cards.first?.items.map(\.text) == ["grandchild"])
 
             let cardIterator = cards.observe().makeAsyncIterator()
             #expect(try await nextSnapshot(cardIterator)?.results.map(\.id) == ["c"])
-            try boards.erase(byPrimaryKey: "b")
+            try await boards.erase(byPrimaryKey: "b")
             #expect(try await nextSnapshot(iterator)?.changes == ObservedChanges(deletions: [1]))
             #expect(try await nextSnapshot(cardIterator)?.changes == ObservedChanges(deletions: [0]))
         }
@@ -282,7 +282,7 @@ struct ObservationTests {
             weakStore = store as AnyObject
             let boards = DAO(storage: try store.anyStorage(for: BoardRecord.self), translator: Same<BoardRecord>())
             commits = try #require(boards.storage.commits)
-            try boards.persist(BoardRecord(id: "b", title: "t", cards: []))
+            try await boards.persist(BoardRecord(id: "b", title: "t", cards: []))
 
             // A task that iterates until it is cancelled.
             let (started, startedContinuation) = AsyncStream<Void>.makeStream()
@@ -316,7 +316,7 @@ struct ObservationTests {
                 #expect(commits.activeObservers == 1)
             }
             #expect(commits.activeObservers == 0)
-            try boards.persist(BoardRecord(id: "b2", title: "t", cards: []))
+            try await boards.persist(BoardRecord(id: "b2", title: "t", cards: []))
             // The queue may still be returning from the last first read.
             await commits.drained()
         }
@@ -379,7 +379,7 @@ struct CrossProcessObservationTests {
         try await withAsyncStore(backend, durability: .full) { store, directory in
             let dialogs = DAO(storage: try store.anyStorage(for: DialogRecord.self), translator: DialogTranslator())
             let messages = DAO(storage: try store.anyStorage(for: MessageRecord.self), translator: MessageTranslator())
-            try dialogs.persist(Dialog(uniqueId: 1, isPinned: false, messages: []))
+            try await dialogs.persist(Dialog(uniqueId: 1, isPinned: false, messages: []))
             let iterator = messages.observe(
                 where: #Predicate { $0.dialogId == 7 && !$0.isRead }, pollInterval: .milliseconds(20)
             ).makeAsyncIterator()
@@ -396,7 +396,7 @@ struct CrossProcessObservationTests {
             let snapshot = try #require(try await nextSnapshot(iterator))
             #expect(snapshot.results.map(\.uniqueId) == [7000, 7001, 7002])
             #expect(snapshot.changes == ObservedChanges(insertions: [0, 1, 2]))
-            #expect(snapshot.results == (try messages.read(where: #Predicate { $0.dialogId == 7 && !$0.isRead })))
+            #expect(snapshot.results == (try await messages.read(where: #Predicate { $0.dialogId == 7 && !$0.isRead })))
         }
     }
 }
@@ -434,18 +434,18 @@ struct ResultsControllerTests {
             func card(_ id: String, rank: Int64) -> CardRecord {
                 CardRecord(id: id, boardId: "b", title: id, rank: rank, done: false, estimate: nil, items: [])
             }
-            try boards.persist(BoardRecord(id: "b", title: "b", cards: [card("x", rank: 1)]))
+            try await boards.persist(BoardRecord(id: "b", title: "b", cards: [card("x", rank: 1)]))
             let delegate = RowsDelegate()
             var heard = delegate.heard.makeAsyncIterator()
             let controller = ResultsController(cards.observe(sortedBy: [SortDescriptor(\.rank)]))
             controller.start(delegate: delegate)
             await heard.next(isolation: #isolation)
-            try cards.persist(card("y", rank: 0))
+            try await cards.persist(card("y", rank: 0))
             await heard.next(isolation: #isolation)
-            try cards.persist(CardRecord(id: "x", boardId: "b", title: "renamed", rank: 1, done: false, estimate: nil, items: []))
+            try await cards.persist(CardRecord(id: "x", boardId: "b", title: "renamed", rank: 1, done: false, estimate: nil, items: []))
             await heard.next(isolation: #isolation)
             #expect(delegate.calls == ["initial", "update [] [0] []", "update [] [] [1]"])
-            #expect(delegate.rows == (try cards.read(sortedBy: [SortDescriptor(\.rank)])))
+            #expect(delegate.rows == (try await cards.read(sortedBy: [SortDescriptor(\.rank)])))
             controller.stop()
             await controller.finished()
             #expect(cards.storage.commits?.activeObservers == 0)
@@ -462,7 +462,7 @@ struct SteadyWriterObservationTests {
     func firstSnapshotUnderLoad(backend: Backend) async throws {
         try await withAsyncStore(backend) { store, _ in
             let boards = DAO(storage: try store.anyStorage(for: BoardRecord.self), translator: Same<BoardRecord>())
-            try boards.persist(BoardRecord(id: "b", title: "0", cards: []))
+            try await boards.persist(BoardRecord(id: "b", title: "0", cards: []))
             // Observers that every commit affects keep the broadcaster's queue
             // busier than the writer.
             var busy: [Observation<BoardRecord>.Iterator] = []

@@ -525,7 +525,7 @@ struct PreparedDAOTests {
     func concurrent(backend: Backend) async throws {
         let directory = try TemporaryDirectory()
         let store = try backend.open(directory.url, .full)
-        try store.anyStorage(for: DialogRecord.self).persist(Self.dialogs())
+        try await store.anyStorage(for: DialogRecord.self).persist(Self.dialogs())
         let messages = DAO(storage: try store.anyStorage(for: MessageRecord.self), translator: MessageTranslator())
         let unread = try messages.prepare(where: Self.unreadPredicate, sortedBy: Self.newestFirst)
         var expected: [Int64: [Message]] = [:]

@@ -201,7 +201,7 @@ struct WriteTests {
             }
             try await group.waitForAll()
         }
-        #expect(try users.readAll() == all.sorted { $0.id < $1.id })
+        #expect(try await users.readAll() == all.sorted { $0.id < $1.id })
     }
 
     @Test("children stored in interleaved order read back whole, in key order, at every level", arguments: allBackends)

@@ -160,7 +160,7 @@ struct EnvironmentTests {
             for try await reads in group { total += reads }
             #expect(total == 8 * 40)
         }
-        #expect(try dialogs.readAll() == records)
+        #expect(try await dialogs.readAll() == records)
         #expect(try env.mapSize > 128 << 10)
     }
 }

@@ -35,7 +35,7 @@ struct KeptReaderTests {
         do {
             let env = try LMDBEnvironment(directory: directory.store, durability: .none)
             let dialogs = try env.storage(for: DialogRecord.self)
-            try dialogs.persist(records)
+            try await dialogs.persist(records)
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for _ in 0..<(LMDBEnvironment.maxKeptReaders * 3) {
                     group.addTask {
@@ -51,7 +51,7 @@ struct KeptReaderTests {
             #expect(storageError { _ = try dialogs.readAll() }?.kind == .closed)
         }
         let env = try LMDBEnvironment(directory: directory.store, durability: .none)
-        #expect(try env.storage(for: DialogRecord.self).readAll() == records)
+        #expect(try await env.storage(for: DialogRecord.self).readAll() == records)
         env.close()
     }
 
@@ -65,9 +65,9 @@ struct KeptReaderTests {
         // The child's storage first: its reads keep codecs before the
         // parent's storage exists.
         let messages = try env.storage(for: MessageRecord.self)
-        #expect(try messages.readAll().isEmpty)
+        #expect(try await messages.readAll().isEmpty)
         let dialogs = try env.storage(for: DialogRecord.self)
-        try dialogs.persist(records)
+        try await dialogs.persist(records)
         let all = records.flatMap(\.messages)
         try await withThrowingTaskGroup(of: Void.self) { group in
             for task in 0..<8 {
@@ -87,7 +87,7 @@ struct KeptReaderTests {
             }
             try await group.waitForAll()
         }
-        #expect(try messages.readAll().count == all.count)
+        #expect(try await messages.readAll().count == all.count)
     }
 
     @Test("codecs kept between read calls hold no part of a record once its read has returned")

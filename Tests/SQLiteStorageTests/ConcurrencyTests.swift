@@ -40,7 +40,7 @@ struct ConcurrencyTests {
         }
 
         let kept = tasks * (perTask - perTask / 5)
-        #expect(try dialogs.count() == kept)
-        #expect(try messages.count() == kept * 4)
+        #expect(try await dialogs.count() == kept)
+        #expect(try await messages.count() == kept * 4)
     }
 }

@@ -52,6 +52,11 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
     /// are noticed by polling the environment's last transaction id
     /// (`mdb_env_info`), which this process's own commits advance too.
     public let commits = CommitBroadcaster()
+    /// The threads the `async` calls of the environment's storages run on:
+    /// one writer thread and ``StoreExecutor/defaultReaderCount`` reader
+    /// threads, each reading in a read-only transaction of its own, which
+    /// never waits for the writer.
+    public let executor = StoreExecutor(readers: StoreExecutor.defaultReaderCount, name: "lmdb")
     let handle: OpaquePointer
     let path: String
     private let writeLock = NSLock()
@@ -78,8 +83,9 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
     /// instructions). At most ``maxKeptReaders``; a reset transaction keeps
     /// its reader slot but no snapshot, so it holds back no page reuse.
     private let keptReaders = Mutex(KeptReaders())
-    /// The most reset read transactions kept.
-    static let maxKeptReaders = 4
+    /// The most reset read transactions kept: enough for every reader thread
+    /// of the ``executor`` and a few synchronous callers.
+    static let maxKeptReaders = StoreExecutor.defaultReaderCount + 2
 
     /// The most databases one environment holds (entities, indexes, lookups).
     static let maxDatabases: UInt32 = 256
