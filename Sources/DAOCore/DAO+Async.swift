@@ -65,7 +65,7 @@ extension DAO {
     }
 
     /// The object with `uniqueId == key`, or `nil`, read on a reader thread.
-    /// - Throws: as ``read()-(_)``.
+    /// - Throws: as `read()`.
     @inlinable
     public func read(byPrimaryKey key: PlainObject.ID) async throws -> PlainObject? {
         try await storage.executor.read { _ in try self.read(byPrimaryKey: key) }
@@ -73,7 +73,7 @@ extension DAO {
 
     /// The objects with these keys, in the order of `keys`, read on a reader
     /// thread.
-    /// - Throws: as ``read()-(_)``.
+    /// - Throws: as `read()`.
     @inlinable
     public func read(byPrimaryKeys keys: [PlainObject.ID]) async throws -> [PlainObject] {
         try await storage.executor.read { _ in try self.read(byPrimaryKeys: keys) }
@@ -81,7 +81,7 @@ extension DAO {
 
     /// The objects whose records meet `predicate`, sorted by `sortedBy` and
     /// then by key, at most `limit` of them, read on a reader thread.
-    /// - Throws: as ``read()-(_)``.
+    /// - Throws: as `read()`.
     @inlinable
     public func read(
         where predicate: Predicate<Record>? = nil,
@@ -95,7 +95,7 @@ extension DAO {
 
     /// How many objects have records that meet `predicate` (all when `nil`),
     /// counted on a reader thread.
-    /// - Throws: as ``read()-(_)``.
+    /// - Throws: as `read()`.
     public func count(where predicate: Predicate<Record>? = nil) async throws -> Int {
         try await storage.executor.read { _ in try self.storage.count(where: predicate) }
     }
@@ -113,7 +113,7 @@ extension DAO {
 
     /// Erases the object with `uniqueId == key` and what it owns; returns
     /// whether there was one.
-    /// - Throws: as ``erase()-(_)``.
+    /// - Throws: as `erase()`.
     @discardableResult
     public func erase(byPrimaryKey key: PlainObject.ID) async throws -> Bool {
         try await storage.executor.write { _ in try self.storage.erase(primaryKeys: [key]) > 0 }
@@ -121,7 +121,7 @@ extension DAO {
 
     /// Erases the objects with these keys in one transaction; returns how
     /// many were erased.
-    /// - Throws: as ``erase()-(_)``.
+    /// - Throws: as `erase()`.
     @discardableResult
     public func erase(byPrimaryKeys keys: [PlainObject.ID]) async throws -> Int {
         try await storage.executor.write { _ in try self.storage.erase(primaryKeys: keys) }
@@ -129,7 +129,7 @@ extension DAO {
 
     /// Erases the objects whose records meet `predicate` in one transaction;
     /// returns how many were erased.
-    /// - Throws: as ``erase()-(_)``.
+    /// - Throws: as `erase()`.
     @discardableResult
     public func erase(where predicate: Predicate<Record>) async throws -> Int {
         try await storage.executor.write { _ in try self.storage.erase(where: predicate) }
@@ -149,7 +149,7 @@ extension PreparedObjectQuery {
 
     /// How many objects have records that meet the predicate with these
     /// values, counted on a reader thread.
-    /// - Throws: as ``read(values:)-(_)``.
+    /// - Throws: as `read(values:)`.
     public func count(values: Parameters) async throws -> Int {
         let predicate = prepared.predicate(values: values)
         return try await dao.storage.executor.read { _ in try self.dao.storage.count(where: predicate) }
@@ -168,41 +168,41 @@ extension PreparedObjectQuery {
 }
 
 extension PreparedObjectQuery where Parameters: FieldValue {
-    /// ``read(values:)-(_)`` with this value of the parameter.
+    /// `read(values:)` with this value of the parameter.
     @inlinable
     public func read(_ a: Parameters) async throws -> [T.PlainObject] { try await read(values: a) }
-    /// ``count(values:)-(_)`` with this value of the parameter.
+    /// `count(values:)` with this value of the parameter.
     public func count(_ a: Parameters) async throws -> Int { try await count(values: a) }
-    /// ``erase(values:)-(_)`` with this value of the parameter.
+    /// `erase(values:)` with this value of the parameter.
     @discardableResult
     public func erase(_ a: Parameters) async throws -> Int { try await erase(values: a) }
 }
 
 extension PreparedObjectQuery {
-    /// ``read(values:)-(_)`` with these values of the parameters.
+    /// `read(values:)` with these values of the parameters.
     @inlinable
     public func read<A, B>(_ a: A, _ b: B) async throws -> [T.PlainObject] where Parameters == (A, B) {
         try await read(values: (a, b))
     }
-    /// ``count(values:)-(_)`` with these values of the parameters.
+    /// `count(values:)` with these values of the parameters.
     public func count<A, B>(_ a: A, _ b: B) async throws -> Int where Parameters == (A, B) {
         try await count(values: (a, b))
     }
-    /// ``erase(values:)-(_)`` with these values of the parameters.
+    /// `erase(values:)` with these values of the parameters.
     @discardableResult
     public func erase<A, B>(_ a: A, _ b: B) async throws -> Int where Parameters == (A, B) {
         try await erase(values: (a, b))
     }
-    /// ``read(values:)-(_)`` with these values of the parameters.
+    /// `read(values:)` with these values of the parameters.
     @inlinable
     public func read<A, B, C>(_ a: A, _ b: B, _ c: C) async throws -> [T.PlainObject] where Parameters == (A, B, C) {
         try await read(values: (a, b, c))
     }
-    /// ``count(values:)-(_)`` with these values of the parameters.
+    /// `count(values:)` with these values of the parameters.
     public func count<A, B, C>(_ a: A, _ b: B, _ c: C) async throws -> Int where Parameters == (A, B, C) {
         try await count(values: (a, b, c))
     }
-    /// ``erase(values:)-(_)`` with these values of the parameters.
+    /// `erase(values:)` with these values of the parameters.
     @discardableResult
     public func erase<A, B, C>(_ a: A, _ b: B, _ c: C) async throws -> Int where Parameters == (A, B, C) {
         try await erase(values: (a, b, c))

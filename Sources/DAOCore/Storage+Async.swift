@@ -20,7 +20,7 @@ extension Storage {
     // MARK: Writes
 
     /// Inserts or replaces the records with their children in one
-    /// transaction, on the store's writer thread (``persist(_:)-(_)``).
+    /// transaction, on the store's writer thread (`persist(_:)`).
     ///
     /// - Throws: `CancellationError` when the task is cancelled before the
     ///   transaction commits (before the job starts or between two records):
@@ -41,7 +41,7 @@ extension Storage {
 
     /// Inserts or replaces one record with its children, on the store's
     /// writer thread.
-    /// - Throws: as ``persist(_:)-(Array<Record>)``.
+    /// - Throws: as `persist(_:)` of an array.
     public func persist(_ record: Record) async throws {
         try await executor.write { cancellation in
             try self.persist(handingOver: { hand in
@@ -53,7 +53,7 @@ extension Storage {
 
     /// Inserts or replaces the records `produce` hands over, in one
     /// transaction on the store's writer thread
-    /// (``persist(handingOver:)-(_)``). `produce` runs on that thread.
+    /// (`persist(handingOver:)`). `produce` runs on that thread.
     ///
     /// - Throws: `CancellationError` when the task is cancelled before the
     ///   job starts or before a record is handed over: the transaction rolls
@@ -93,14 +93,14 @@ extension Storage {
 
     /// Erases the record with primary key `key` and its children; returns
     /// whether there was one.
-    /// - Throws: as ``erase(primaryKeys:)-(_)``.
+    /// - Throws: as `erase(primaryKeys:)`.
     @discardableResult
     public func erase(primaryKey key: Record.PrimaryKey) async throws -> Bool {
         try await executor.write { _ in try self.erase(primaryKeys: [key]) > 0 }
     }
 
     /// Erases every record of this entity and their children.
-    /// - Throws: as ``erase(where:)-(_)``.
+    /// - Throws: as `erase(where:)`.
     @discardableResult
     public func eraseAll() async throws -> Int {
         try await executor.write { _ in try self.erase(where: nil) }
@@ -117,27 +117,27 @@ extension Storage {
 
     /// The records with these primary keys, in the order of `keys`, read on a
     /// reader thread.
-    /// - Throws: as ``read(primaryKey:)-(_)``.
+    /// - Throws: as `read(primaryKey:)`.
     public func read(primaryKeys keys: [Record.PrimaryKey]) async throws -> [Record] {
         try await executor.read { _ in try self.read(primaryKeys: keys) }
     }
 
     /// The records that answer `query`, read on a reader thread.
-    /// - Throws: as ``read(primaryKey:)-(_)``.
+    /// - Throws: as `read(primaryKey:)`.
     public func read(_ query: Query<Record>) async throws -> [Record] {
         try await executor.read { _ in try self.read(query) }
     }
 
     /// The records that answer one call of a prepared query, read on a
     /// reader thread.
-    /// - Throws: as ``read(primaryKey:)-(_)``.
+    /// - Throws: as `read(primaryKey:)`.
     public func read(_ call: PreparedQueryCall<Record>) async throws -> [Record] {
         try await executor.read { _ in try self.read(call) }
     }
 
     /// The records that answer `prepared` with these values of its
     /// parameters, read on a reader thread.
-    /// - Throws: as ``read(primaryKey:)-(_)``.
+    /// - Throws: as `read(primaryKey:)`.
     public func read<Parameters>(_ prepared: PreparedQuery<Record, Parameters>, values: Parameters) async throws
         -> [Record]
     {
@@ -145,19 +145,19 @@ extension Storage {
     }
 
     /// The records that answer `prepared` with this value of its parameter.
-    /// - Throws: as ``read(primaryKey:)-(_)``.
+    /// - Throws: as `read(primaryKey:)`.
     public func read<A: FieldValue>(_ prepared: PreparedQuery<Record, A>, _ a: A) async throws -> [Record] {
         try await read(prepared.call(values: a))
     }
 
     /// The records that answer `prepared` with these values of its parameters.
-    /// - Throws: as ``read(primaryKey:)-(_)``.
+    /// - Throws: as `read(primaryKey:)`.
     public func read<A, B>(_ prepared: PreparedQuery<Record, (A, B)>, _ a: A, _ b: B) async throws -> [Record] {
         try await read(prepared.call(values: (a, b)))
     }
 
     /// The records that answer `prepared` with these values of its parameters.
-    /// - Throws: as ``read(primaryKey:)-(_)``.
+    /// - Throws: as `read(primaryKey:)`.
     public func read<A, B, C>(_ prepared: PreparedQuery<Record, (A, B, C)>, _ a: A, _ b: B, _ c: C) async throws
         -> [Record]
     {
@@ -165,14 +165,14 @@ extension Storage {
     }
 
     /// Every record, ordered by primary key, read on a reader thread.
-    /// - Throws: as ``read(primaryKey:)-(_)``.
+    /// - Throws: as `read(primaryKey:)`.
     public func readAll() async throws -> [Record] {
         try await executor.read { _ in try self.read(Query()) }
     }
 
     /// The records where `predicate` holds, sorted, up to `limit`, read on a
     /// reader thread.
-    /// - Throws: as ``read(primaryKey:)-(_)``.
+    /// - Throws: as `read(primaryKey:)`.
     public func read(
         where predicate: Predicate<Record>? = nil,
         sortedBy: [SortDescriptor<Record>] = [],
@@ -183,13 +183,13 @@ extension Storage {
 
     /// How many records meet `predicate` (all when `nil`), counted on a
     /// reader thread.
-    /// - Throws: as ``read(primaryKey:)-(_)``.
+    /// - Throws: as `read(primaryKey:)`.
     public func count(where predicate: Predicate<Record>?) async throws -> Int {
         try await executor.read { _ in try self.count(where: predicate) }
     }
 
     /// How many records there are, counted on a reader thread.
-    /// - Throws: as ``read(primaryKey:)-(_)``.
+    /// - Throws: as `read(primaryKey:)`.
     public func count() async throws -> Int {
         try await executor.read { _ in try self.count(where: nil) }
     }

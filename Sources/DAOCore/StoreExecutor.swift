@@ -136,7 +136,7 @@ public final class StoreExecutor: Sendable {
 /// What a store thread runs: a job of ``StoreExecutor``.
 ///
 /// `@unchecked Sendable`: its only mutable state besides the atomic flag is
-/// the continuation of ``StoreExecutor/Job``, set before the job is queued
+/// the continuation of `StoreExecutor.Job`, set before the job is queued
 /// (the queue's mutex orders that write before the thread's read) and used
 /// once, by the thread.
 class JobBase: @unchecked Sendable {

@@ -32,7 +32,7 @@ struct ConcurrencyTests {
             let transfers = 12
             let readers = 112
             let readsEach = 6
-            let checked = try await withWatchdog(seconds: 300, "mixed tasks on \(backend.name)") {
+            let checked = try await withWatchdog(seconds: 900, "mixed tasks on \(backend.name)") {
                 try await withThrowingTaskGroup(of: Int.self) { group in
                     // One writer task per ledger, which alone writes it, so it
                     // knows the ledger's state and writes no lost update.
@@ -118,7 +118,7 @@ struct ConcurrencyTests {
                     try hand(changed)
                 })
             }
-            try await withWatchdog(seconds: 300, "reads beside an open write on \(backend.name)") {
+            try await withWatchdog(seconds: 900, "reads beside an open write on \(backend.name)") {
                 // The writer thread is inside the handoff: wait for it on a
                 // thread of its own, not on the pool's.
                 await withCheckedContinuation { continuation in
@@ -168,7 +168,7 @@ struct ConcurrencyTests {
                     }
                 })
             }
-            try await withWatchdog(seconds: 120, "cancelled batch on \(backend.name)") {
+            try await withWatchdog(seconds: 900, "cancelled batch on \(backend.name)") {
                 await withCheckedContinuation { continuation in
                     Thread {
                         handedSome.wait()
@@ -239,7 +239,7 @@ struct ConcurrencyTests {
                     return 42
                 }
             }
-            try await withWatchdog(seconds: 120, "cancelled after commit on \(backend.name)") {
+            try await withWatchdog(seconds: 900, "cancelled after commit on \(backend.name)") {
                 await withCheckedContinuation { continuation in
                     Thread {
                         committed.wait()
