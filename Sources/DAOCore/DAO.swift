@@ -141,7 +141,7 @@ where S.Record == T.Record, T.PlainObject.ID == S.Record.PrimaryKey {
     /// let inDialog7 = try unread.read(7)
     /// ```
     ///
-    /// A call answers what ``read(where:sortedBy:limit:)`` answers for the
+    /// A call answers what `read(where:sortedBy:limit:)` answers for the
     /// same predicate with the values written in as constants.
     /// - Throws: ``StorageError`` of kind ``StorageError/Kind/invalidArgument``
     ///   for a negative limit; no predicate is refused for its form.
@@ -318,45 +318,45 @@ where S.Record == T.Record, T.PlainObject.ID == S.Record.PrimaryKey {
 }
 
 extension PreparedObjectQuery where Parameters: FieldValue {
-    /// ``read(values:)`` with this value of the parameter.
+    /// `read(values:)` with this value of the parameter.
     /// - Throws: ``StorageError``.
     @inlinable
     public func read(_ a: Parameters) throws -> [T.PlainObject] { try read(values: a) }
-    /// ``count(values:)`` with this value of the parameter.
+    /// `count(values:)` with this value of the parameter.
     /// - Throws: ``StorageError``.
     public func count(_ a: Parameters) throws -> Int { try count(values: a) }
-    /// ``erase(values:)`` with this value of the parameter.
+    /// `erase(values:)` with this value of the parameter.
     /// - Throws: ``StorageError``; nothing is erased then.
     @discardableResult
     public func erase(_ a: Parameters) throws -> Int { try erase(values: a) }
 }
 
 extension PreparedObjectQuery {
-    /// ``read(values:)`` with these values of the parameters.
+    /// `read(values:)` with these values of the parameters.
     /// - Throws: ``StorageError``.
     @inlinable
     public func read<A, B>(_ a: A, _ b: B) throws -> [T.PlainObject] where Parameters == (A, B) {
         try read(values: (a, b))
     }
-    /// ``count(values:)`` with these values of the parameters.
+    /// `count(values:)` with these values of the parameters.
     /// - Throws: ``StorageError``.
     public func count<A, B>(_ a: A, _ b: B) throws -> Int where Parameters == (A, B) { try count(values: (a, b)) }
-    /// ``erase(values:)`` with these values of the parameters.
+    /// `erase(values:)` with these values of the parameters.
     /// - Throws: ``StorageError``; nothing is erased then.
     @discardableResult
     public func erase<A, B>(_ a: A, _ b: B) throws -> Int where Parameters == (A, B) { try erase(values: (a, b)) }
-    /// ``read(values:)`` with these values of the parameters.
+    /// `read(values:)` with these values of the parameters.
     /// - Throws: ``StorageError``.
     @inlinable
     public func read<A, B, C>(_ a: A, _ b: B, _ c: C) throws -> [T.PlainObject] where Parameters == (A, B, C) {
         try read(values: (a, b, c))
     }
-    /// ``count(values:)`` with these values of the parameters.
+    /// `count(values:)` with these values of the parameters.
     /// - Throws: ``StorageError``.
     public func count<A, B, C>(_ a: A, _ b: B, _ c: C) throws -> Int where Parameters == (A, B, C) {
         try count(values: (a, b, c))
     }
-    /// ``erase(values:)`` with these values of the parameters.
+    /// `erase(values:)` with these values of the parameters.
     /// - Throws: ``StorageError``; nothing is erased then.
     @discardableResult
     public func erase<A, B, C>(_ a: A, _ b: B, _ c: C) throws -> Int where Parameters == (A, B, C) {

@@ -120,7 +120,7 @@ public protocol Storage<Record>: Sendable {
 
     /// Whether ``read(_:handingOut:)`` hands out the records of a read of
     /// every record as it reads them, rather than reading the array first
-    /// (the default, `false`). ``DAO/read()`` hands records over only to a
+    /// (the default, `false`). `DAO.read()` hands records over only to a
     /// storage that does: from an array read first, handing them over one by
     /// one only adds a call per record to the DAO's own loop.
     var handsOutWhileReading: Bool { get }

@@ -83,9 +83,13 @@ public final class SQLiteDatabase: Store, Sendable {
     ///   `-shm` file goes, or a file SQLite did not write for this database
     ///   stands where its rollback journal (`-journal`) goes.
     ///
-    /// - Parameter readers: how many reader connections to keep (at least
-    ///   one; ``defaultReaderCount`` when `nil`): how many reads, synchronous
-    ///   or `async`, run side by side beside the one writer.
+    /// - Parameters:
+    ///   - path: the database file.
+    ///   - durability: whether each commit is synced to disk before the call
+    ///     returns (`.full`, the default) or never (`.none`).
+    ///   - readers: how many reader connections to keep (at least one;
+    ///     ``defaultReaderCount`` when `nil`): how many reads, synchronous or
+    ///     `async`, run side by side beside the one writer.
     public init(path: URL, durability: Durability = .full, readers: Int? = nil) throws {
         let filePath = path.path(percentEncoded: false)
         self.location = path
