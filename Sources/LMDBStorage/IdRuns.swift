@@ -205,9 +205,9 @@ enum IdRuns {
         // (`IdRun.assign(key:value:)`) cost about 460 instructions more per
         // run the eraser reads.
         guard
-            let run = try IdRun(
-                key: txn.environment.lent(k, txn.operation),
-                value: txn.environment.lent(v, txn.operation))
+            let run = IdRun(
+                key: UnsafeRawBufferPointer(start: k.mv_data, count: k.mv_size),
+                value: UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size))
         else { throw notARun(v, txn) }
         return run
     }
@@ -218,7 +218,7 @@ enum IdRuns {
     ///   (the checks of ``IdRun/init(key:value:)``).
     @inline(__always)
     static func lastKey(ofRun v: MDB_val, _ txn: borrowing Transaction) throws -> UnsafeRawBufferPointer {
-        let value = try txn.environment.lent(v, txn.operation)
+        let value = UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size)
         guard value.count >= 2 else { throw notARun(v, txn) }
         let lastCount = Int(value[0]) << 8 | Int(value[1])
         guard lastCount > 0, 2 + lastCount <= value.count else { throw notARun(v, txn) }
@@ -235,9 +235,9 @@ enum IdRuns {
     /// - Throws: ``StorageError/Kind/corrupt`` when the entry is not a run.
     static func run(_ k: MDB_val, _ v: MDB_val, _ txn: borrowing Transaction, into run: inout IdRun) throws {
         guard
-            try run.assign(
-                key: txn.environment.lent(k, txn.operation),
-                value: txn.environment.lent(v, txn.operation))
+            run.assign(
+                key: UnsafeRawBufferPointer(start: k.mv_data, count: k.mv_size),
+                value: UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size))
         else { throw notARun(v, txn) }
     }
 
@@ -273,7 +273,7 @@ enum IdRuns {
         if code == MDB_NOTFOUND { return nil }
         try txn.check(code, "mdb_cursor_get")
         guard k.hasPrefix(parent), k.mv_size > parent.count else { return nil }
-        let found = try txn.environment.lent(k, txn.operation)
+        let found = UnsafeRawBufferPointer(start: k.mv_data, count: k.mv_size)
         return [UInt8](found[parent.count...])
     }
 }

@@ -24,8 +24,6 @@ final class RangeRows: PackedRows {
     private let sortKeys: SortKeys?
     private let operation: StorageError.Operation
     private let path: String
-    /// What each value is checked against before it is read (``LMDBEnvironment/lent(_:_:)``).
-    private let environment: LMDBEnvironment
     @exclusivity(unchecked) private var started = false
     @exclusivity(unchecked) private var key = MDB_val()
     @exclusivity(unchecked) private var value = MDB_val()
@@ -46,7 +44,6 @@ final class RangeRows: PackedRows {
         self.sortKeys = sortKeys
         operation = txn.operation
         path = txn.environment.path
-        environment = txn.environment
     }
 
     /// Closes the cursor; called once, before the transaction ends.
@@ -81,12 +78,12 @@ final class RangeRows: PackedRows {
         guard let filter else {
             guard code == MDB_SUCCESS else { return try end(code) }
             guard inRange() else { return nil }
-            try decoder.begin(environment.lent(value, operation))
+            try decoder.begin(UnsafeRawBufferPointer(start: value.mv_data, count: value.mv_size))
             return try decoder.packedReader()
         }
         while code == MDB_SUCCESS {
             guard inRange() else { return nil }
-            let bytes = try environment.lent(value, operation)
+            let bytes = UnsafeRawBufferPointer(start: value.mv_data, count: value.mv_size)
             // As the callback scan: the fixed-width fields at the value's
             // end first, then (undecided) the fields compared, before the
             // checksum; a value the filter skips is read no further, as one

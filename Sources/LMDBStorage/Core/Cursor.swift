@@ -100,8 +100,8 @@ extension Transaction {
         var code = cursor.moveToEnd(withPrefix: prefix, backwards: backwards, &k, &v)
         while code == MDB_SUCCESS {
             guard k.hasPrefix(prefix) else { return }
-            let key = try environment.lent(k, operation)
-            guard try body(key, environment.lent(v, operation)) else { return }
+            let key = UnsafeRawBufferPointer(start: k.mv_data, count: k.mv_size)
+            guard try body(key, UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size)) else { return }
             code = cursor.move(&k, &v, step)
         }
         if code != MDB_NOTFOUND { try check(code, "mdb_cursor_get") }
@@ -124,10 +124,10 @@ extension Transaction {
         var code = cursor.moveToEnd(withPrefix: prefix, backwards: backwards, &k, &v)
         while code == MDB_SUCCESS {
             guard k.hasPrefix(prefix) else { return }
-            let value = try environment.lent(v, operation)
+            let value = UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size)
             let verdict = filter.verdict(value)
             if verdict != .fails {
-                let key = try environment.lent(k, operation)
+                let key = UnsafeRawBufferPointer(start: k.mv_data, count: k.mv_size)
                 guard try body(key, value, verdict == .passes) else { return }
             }
             code = cursor.move(&k, &v, step)
@@ -157,8 +157,8 @@ extension Transaction {
         }
         while code == MDB_SUCCESS {
             guard k.hasPrefix(prefix) else { return removed }
-            let key = try environment.lent(k, operation)
-            try body(key, environment.lent(v, operation))
+            let key = UnsafeRawBufferPointer(start: k.mv_data, count: k.mv_size)
+            try body(key, UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size))
             try check(mdb_cursor_del(cursor.handle, 0), "mdb_cursor_del")
             removed += 1
             // After a delete, MDB_NEXT yields the entry that followed it.

@@ -20,7 +20,7 @@ import Synchronization
 /// retried, transparently.
 ///
 /// LMDB forbids opening the same environment twice in one process at the same
-/// time: a second ``init(directory:durability:mapSize:readOnly:fileCheck:)`` for an
+/// time: a second ``init(directory:durability:mapSize:readOnly:)`` for an
 /// environment that is still open in this process (by any path to it: the
 /// directory or file is identified by device and inode, so a symbolic link or
 /// a second hard link is the same environment) throws
@@ -76,14 +76,6 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
     let handedOutStorage = Mutex(false)
     /// The environment's identity in the registry of open environments.
     private let identity: FileIdentity
-    /// Where liblmdb mapped the data file (``MapBounds``): set at open and
-    /// after every change of the map size, with `resizeLock` held
-    /// exclusively; read inside transactions, which hold it shared.
-    var map = MapBounds()
-    /// How many bytes of the data file are known to be there: what values
-    /// read from the map are checked against (``lent(_:_:)``); read again
-    /// from the file when a value lies past it, since the file grows.
-    let knownFileLength = Atomic<UInt>(0)
 
     /// Read-only transactions that ended, reset (`mdb_txn_reset`) for reuse
     /// by a later read (`mdb_txn_renew`): beginning one allocates and zeroes
@@ -118,17 +110,10 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
     ///     whenever a write needs more.
     ///   - readOnly: opens with `MDB_RDONLY`; every write then throws
     ///     ``StorageError/Kind/readOnly``.
-    ///   - fileCheck: how much of an existing data file is read before liblmdb
-    ///     maps it: ``FileCheck/everyPage`` (the default) walks every page in
-    ///     use, ``FileCheck/metaPages`` only the meta and root pages, for a
-    ///     caller who trusts the disk and wants the open to cost nothing that
-    ///     grows with the store (see docs/LMDB.md, "Damaged files").
-    /// - Throws: ``StorageError``: ``StorageError/Kind/corrupt`` naming the
-    ///   data file and the page when the file is not an LMDB environment
-    ///   (`MDB_INVALID`, `MDB_VERSION_MISMATCH`), is shorter than its meta page
-    ///   says, has a damaged meta page or (with ``FileCheck/everyPage``) any
-    ///   damaged page in use, or is missing or empty beside an existing lock
-    ///   file (see docs/LMDB.md),
+    /// - Throws: ``StorageError``: ``StorageError/Kind/corrupt`` when the file is
+    ///   not an LMDB environment (`MDB_INVALID`, `MDB_VERSION_MISMATCH`), is
+    ///   shorter than its meta page says, has a damaged meta or root page, or is
+    ///   missing or empty beside an existing lock file (see docs/LMDB.md),
     ///   ``StorageError/Kind/io`` when the directory cannot be created or opened,
     ///   ``StorageError/Kind/busy`` when this process has it open already
     ///   (through any path); ``StorageError/Kind/schemaMismatch`` when its
@@ -138,7 +123,7 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
     ///   docs/LMDB.md, "Layout version").
     public init(
         directory: URL, durability: Durability = .full, mapSize: Int = LMDBEnvironment.defaultMapSize,
-        readOnly: Bool = false, fileCheck: FileCheck = .everyPage
+        readOnly: Bool = false
     ) throws {
         self.durability = durability
         self.isReadOnly = readOnly
@@ -168,9 +153,8 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
         self.location = canonical
         self.path = canonical.path
         // liblmdb would map a truncated file and die of SIGBUS, or abort on a
-        // damaged page: refuse those first.
-        try DataFileCheck.check(
-            path: path, isFile: exists && !isDirectory.boolValue, walkingPages: fileCheck == .everyPage)
+        // garbage root page: refuse those first.
+        try DataFileCheck.check(path: path, isFile: exists && !isDirectory.boolValue)
         let identity = try FileIdentity(path: path)
         self.identity = identity
         guard openEnvironments.insert(identity) else {
@@ -219,8 +203,6 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
         }
         self.handle = env
         self.resizeLock = resizeLock
-        map = try currentMap(.open)
-        knownFileLength.store(try dataFileLength(.open), ordering: .relaxed)
         // Before any entity's database is opened or created: a layout this
         // build does not know, or an environment it did not write, is refused
         // (deinit closes the handle then).
@@ -231,24 +213,6 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
             guard let self else { return 0 }
             return try self.lastTransactionId()
         }
-    }
-
-    /// How much of an existing data file ``init(directory:durability:mapSize:readOnly:fileCheck:)``
-    /// reads before liblmdb maps it. liblmdb trusts its file: a damaged page
-    /// can crash the process that reads it, so the adapter checks first.
-    public enum FileCheck: Sendable, Equatable {
-        /// The meta pages, then every page reachable from the meta page in use:
-        /// every database's branch, leaf and overflow pages, sub-databases and
-        /// sub-pages, and the free list (see docs/LMDB.md, "Damaged files").
-        /// A damaged page is ``StorageError/Kind/corrupt`` naming it, before
-        /// liblmdb reads the file. It reads every page in use once, so its
-        /// cost grows with the store (docs/LMDB.md, "Damaged files").
-        case everyPage
-        /// The meta pages, the two root pages' headers, and the file's length
-        /// against its meta page (a few `pread`s): for a caller who trusts the
-        /// disk. Damage inside the trees is then found, if at all, by liblmdb
-        /// as it reads, and can crash the reading process.
-        case metaPages
     }
 
     deinit {
@@ -518,7 +482,6 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
             throw StorageError(.full, operation, path: path, engineCode: MDB_MAP_FULL, message: "the map cannot grow further")
         }
         try LMDBError.check(mdb_env_set_mapsize(handle, current * 2), operation, path: path, call: "mdb_env_set_mapsize")
-        map = try currentMap(operation)
         let grown = try currentMapSize(operation)
         guard grown > current else {
             throw StorageError(
@@ -536,7 +499,6 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
         defer { pthread_rwlock_unlock(resizeLock) }
         guard !isClosed else { throw StorageError.closed(operation, path: path) }
         try LMDBError.check(mdb_env_set_mapsize(handle, 0), operation, path: path, call: "mdb_env_set_mapsize")
-        map = try currentMap(operation)
     }
 
     // MARK: - Named databases
@@ -757,10 +719,10 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
             var k = MDB_val()
             var v = MDB_val()
             try txn.check(mdb_cursor_get(cursor, &k, &v, MDB_GET_CURRENT), "mdb_cursor_get")
-            let key = try txn.environment.lent(k, txn.operation)
+            let key = UnsafeRawBufferPointer(start: k.mv_data, count: k.mv_size)
             guard key.starts(with: prefix) else { break }
             let entity = String(decoding: key.dropFirst(prefix.count), as: UTF8.self)
-            schemas.append(try EntitySchema.decode(txn.environment.lent(v, txn.operation), entity: entity))
+            schemas.append(try EntitySchema.decode(UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size), entity: entity))
             code = mdb_cursor_get(cursor, &k, &v, MDB_NEXT)
         }
         if code != MDB_SUCCESS, code != MDB_NOTFOUND { try txn.check(code, "mdb_cursor_get") }

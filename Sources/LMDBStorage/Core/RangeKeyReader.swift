@@ -53,7 +53,7 @@ final class RangeKeyReader {
         var code = Cursor.moveToFirst(cursor, withPrefix: prefix, &k, &v)
         while code == MDB_SUCCESS {
             guard k.hasPrefix(prefix) else { return }
-            body(try txn.environment.lent(k, txn.operation))
+            body(UnsafeRawBufferPointer(start: k.mv_data, count: k.mv_size))
             code = mdb_cursor_get(cursor, &k, &v, MDB_NEXT)
         }
         if code != MDB_NOTFOUND { try txn.check(code, "mdb_cursor_get") }

@@ -74,7 +74,7 @@ struct Transaction: ~Copyable {
         }
         if code == MDB_NOTFOUND { return nil }
         try check(code, "mdb_get")
-        return try body(environment.lent(v, operation))
+        return try body(UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size))
     }
 
     /// Whether `key` is stored.
