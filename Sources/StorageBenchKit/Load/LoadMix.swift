@@ -259,16 +259,28 @@ enum JSONValue: Decodable {
         let container = try decoder.singleValueContainer()
         if container.decodeNil() {
             self = .null
-        } else if let value = try? container.decode(Bool.self) {
+        } else if let value = try Self.decode(Bool.self, container) {
             self = .bool(value)
-        } else if let value = try? container.decode(Double.self) {
+        } else if let value = try Self.decode(Double.self, container) {
             self = .number(value)
-        } else if let value = try? container.decode(String.self) {
+        } else if let value = try Self.decode(String.self, container) {
             self = .string(value)
-        } else if let value = try? container.decode([JSONValue].self) {
+        } else if let value = try Self.decode([JSONValue].self, container) {
             self = .array(value)
         } else {
             self = .object(try container.decode([String: JSONValue].self))
+        }
+    }
+
+    /// The value as a `T`, or `nil` when it is of another JSON type; any other
+    /// decoding error (a damaged document) is thrown as it is.
+    private static func decode<T: Decodable>(
+        _ type: T.Type, _ container: any SingleValueDecodingContainer
+    ) throws -> T? {
+        do {
+            return try container.decode(type)
+        } catch DecodingError.typeMismatch {
+            return nil
         }
     }
 }
