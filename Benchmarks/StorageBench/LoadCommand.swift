@@ -5,7 +5,7 @@ import StorageBenchKit
 import StorageBenchReference
 
 /// `storage-bench load`: operation mixes with concurrent clients (WORKLOAD.md, "Load mixes").
-struct Load: ParsableCommand {
+struct Load: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Run operation mixes (YCSB A–F, chat, or a mix file) with concurrent clients on every backend.",
         discussion: """
@@ -92,7 +92,7 @@ struct Load: ParsableCommand {
         _ = try plan()
     }
 
-    func run() throws {
+    func run() async throws {
         let plan = try plan()
         if SystemInfo.build != "release" {
             FileHandle.standardError.write(
@@ -100,7 +100,7 @@ struct Load: ParsableCommand {
         }
         let started = Date()
         let quiet = noProgress
-        let results = LoadSweep.run(plan.options) { line in
+        let results = await LoadSweep.run(plan.options) { line in
             if !quiet { FileHandle.standardError.write(Data((line + "\n").utf8)) }
         }
         let rows = LoadReport.rows(results)

@@ -216,9 +216,9 @@ struct LoadRunTests {
         return try LoadMix.parse(try JSONSerialization.data(withJSONObject: object), file: "test.json")
     }
 
-    static func run(_ mix: LoadMix, backends: [String], clients: [Int], operations: Int?, rate: Double? = nil, duration: Double? = nil) throws -> [LoadRunResult] {
+    static func run(_ mix: LoadMix, backends: [String], clients: [Int], operations: Int?, rate: Double? = nil, duration: Double? = nil) async throws -> [LoadRunResult] {
         let chosen = try LoadBackendRegistry.standard.select(backends.joined(separator: ","))
-        return LoadSweep.run(
+        return await LoadSweep.run(
             LoadSweepOptions(
                 mixes: [mix], backends: chosen, clients: clients, durationSeconds: duration, operationCount: operations,
                 targetRate: rate, warmupSeconds: 0, durability: .none),
@@ -235,9 +235,9 @@ struct LoadRunTests {
         ["read": 0.4, "update": 0.2, "scan": 0.2, "read-modify-write": 0.2],
         ["page": 0.5, "scan": 0.3, "append": 0.2],
     ])
-    func everyBackendDoesTheSameWork(_ operations: [String: Double]) throws {
+    func everyBackendDoesTheSameWork(_ operations: [String: Double]) async throws {
         let mix = try Self.mix(operations)
-        let results = try Self.run(mix, backends: ["json", "plist", "sqlite", "lmdb"], clients: [1, 3], operations: 300)
+        let results = try await Self.run(mix, backends: ["json", "plist", "sqlite", "lmdb"], clients: [1, 3], operations: 300)
         #expect(results.count == 8)
         for result in results {
             #expect(result.failure == nil, "\(result.backend): \(result.failure ?? "")")
@@ -260,9 +260,9 @@ struct LoadRunTests {
         #expect(scan.rows == scan.operations * 4)
     }
 
-    @Test func insertsTakeNewIdsAndLatestReadsThem() throws {
+    @Test func insertsTakeNewIdsAndLatestReadsThem() async throws {
         let mix = try Self.mix(["read": 0.5, "insert": 0.5], distribution: "latest")
-        let results = try Self.run(mix, backends: ["sqlite", "lmdb"], clients: [2], operations: 200)
+        let results = try await Self.run(mix, backends: ["sqlite", "lmdb"], clients: [2], operations: 200)
         for result in results {
             let all = try #require(result.all)
             #expect(all.errors == 0, "\(result.backend): \(all.firstError ?? "")")
@@ -271,9 +271,9 @@ struct LoadRunTests {
         }
     }
 
-    @Test func aTargetRateGivesLatenciesFromTheIntendedStart() throws {
+    @Test func aTargetRateGivesLatenciesFromTheIntendedStart() async throws {
         let mix = try Self.mix(["read": 1])
-        let results = try Self.run(mix, backends: ["lmdb"], clients: [2], operations: 100, rate: 1000)
+        let results = try await Self.run(mix, backends: ["lmdb"], clients: [2], operations: 100, rate: 1000)
         let all = try #require(results.first?.all)
         let intended = try #require(all.intendedP99)
         #expect(intended >= all.p50)
@@ -282,9 +282,9 @@ struct LoadRunTests {
         #expect(try #require(results.first).seconds >= 0.09)
     }
 
-    @Test func aDurationRunStopsOnTime() throws {
+    @Test func aDurationRunStopsOnTime() async throws {
         let mix = try Self.mix(["read": 0.9, "update": 0.1])
-        let results = try Self.run(mix, backends: ["sqlite"], clients: [2], operations: nil, duration: 0.3)
+        let results = try await Self.run(mix, backends: ["sqlite"], clients: [2], operations: nil, duration: 0.3)
         let result = try #require(results.first)
         #expect(result.seconds >= 0.3 && result.seconds < 2, "\(result.seconds)")
         #expect((result.all?.operations ?? 0) > 0)
@@ -294,11 +294,11 @@ struct LoadRunTests {
     /// observers' snapshots arrive on Swift's cooperative pool, which the
     /// test runner's parallel tests can hold for longer than a run lasts:
     /// scripts/check-load-csv.py checks them in CI's load run instead.)
-    @Test func theChatMixsWriterAppendsBesideTheReaders() throws {
+    @Test func theChatMixsWriterAppendsBesideTheReaders() async throws {
         let mix = try Self.mix(
             ["page": 1], distribution: "zipfian",
             extra: ["writer": ["operations": ["append": 1], "distribution": "zipfian"], "observers": 3])
-        let results = try Self.run(mix, backends: ["sqlite", "lmdb"], clients: [2], operations: 200)
+        let results = try await Self.run(mix, backends: ["sqlite", "lmdb"], clients: [2], operations: 200)
         for result in results {
             #expect(result.all?.errors == 0, "\(result.all?.firstError ?? "")")
             #expect(result.figures.first { $0.operation == "page" }?.operations == 200)
@@ -308,9 +308,9 @@ struct LoadRunTests {
         }
     }
 
-    @Test func theReportHasARowPerOperationAndFitsTheTerminal() throws {
+    @Test func theReportHasARowPerOperationAndFitsTheTerminal() async throws {
         let mix = try Self.mix(["read": 0.5, "update": 0.5])
-        let results = try Self.run(mix, backends: ["json", "lmdb"], clients: [1, 2], operations: 50)
+        let results = try await Self.run(mix, backends: ["json", "lmdb"], clients: [1, 2], operations: 50)
         let rows = LoadReport.rows(results)
         #expect(rows.count == 2 * 2 * 3)
         let csv = try CSV.parse(LoadReport.csv(rows))
@@ -324,13 +324,13 @@ struct LoadRunTests {
         #expect(json.contains("\"throughputPerSecond\""))
     }
 
-    @Test func aBackendThatFailsIsCountedAndTheOthersRun() throws {
+    @Test func aBackendThatFailsIsCountedAndTheOthersRun() async throws {
         let mix = try Self.mix(["read": 1])
         let failing = LoadBackend(name: "broken") { _, _ in
             throw StorageError(.engine, .open, message: "this backend always fails to open")
         }
         let working = try LoadBackendRegistry.standard.select("lmdb")
-        let results = LoadSweep.run(
+        let results = await LoadSweep.run(
             LoadSweepOptions(
                 mixes: [mix], backends: [failing] + working, clients: [1], durationSeconds: nil, operationCount: 20,
                 targetRate: nil, warmupSeconds: 0, durability: .none),

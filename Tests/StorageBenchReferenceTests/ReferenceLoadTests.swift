@@ -16,7 +16,7 @@ struct ReferenceLoadTests {
         (["page": 0.5, "scan": 0.3, "append": 0.2], Durability.none),
         (["read": 0.5, "update": 0.2, "scan": 0.1, "page": 0.1, "read-modify-write": 0.1], Durability.full),
     ])
-    func theReferencesDoTheSameWorkAsTheDAO(_ operations: [String: Double], _ durability: Durability) throws {
+    func theReferencesDoTheSameWorkAsTheDAO(_ operations: [String: Double], _ durability: Durability) async throws {
         let object: [String: Any] = [
             "name": "every-operation", "dialogs": 30, "messagesPerDialog": 5,
             "operations": operations,
@@ -25,7 +25,7 @@ struct ReferenceLoadTests {
         let mix = try LoadMix.parse(try JSONSerialization.data(withJSONObject: object), file: "every-operation.json")
         let backends = LoadBackendRegistry.withReferences
         #expect(backends.names == ["json", "plist", "sqlite", "sqlite-raw", "grdb", "lmdb", "lmdb-raw"])
-        let results = LoadSweep.run(
+        let results = await LoadSweep.run(
             LoadSweepOptions(
                 mixes: [mix], backends: try backends.select("sqlite,sqlite-raw,grdb,lmdb,lmdb-raw"), clients: [2],
                 durationSeconds: nil, operationCount: 200, targetRate: nil, warmupSeconds: 0, durability: durability),

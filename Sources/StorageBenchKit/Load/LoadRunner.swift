@@ -346,7 +346,7 @@ public enum LoadRunner {
     static func run(
         _ settings: LoadRunSettings, subject: any LoadSubject, shared: LoadShared, backend: LoadBackend,
         durability: Durability, memory: inout MemoryProbeHandle
-    ) -> LoadRunResult {
+    ) async -> LoadRunResult {
         let mix = settings.mix
         let clients = settings.clients
         var result = LoadRunResult(
@@ -401,7 +401,11 @@ public enum LoadRunner {
             if let observers {
                 let giveUp = monotonicNanoseconds() + 10_000_000_000
                 while observers.snapshots + observers.errors < observed.count && monotonicNanoseconds() < giveUp {
-                    usleep(1000)
+                    do {
+                        try await Task.sleep(nanoseconds: 1_000_000)
+                    } catch {
+                        break
+                    }
                 }
             }
         }
@@ -413,6 +417,7 @@ public enum LoadRunner {
             deadline: settings.operationCount == nil ? start + warmup + UInt64(settings.durationSeconds * 1e9) : .max,
             paceStart: start)
         let collected = Collected(count: scripts.count)
+        // Synchronous clients run on a thread each; the group tells when the last ends.
         let group = DispatchGroup()
         var asyncClients: [(Int, any AsyncLoadClient, ClientScript)] = []
         for (index, (handle, script)) in zip(handles, scripts).enumerated() {
@@ -431,23 +436,20 @@ public enum LoadRunner {
                 asyncClients.append((index, client, script))
             }
         }
-        if !asyncClients.isEmpty {
-            group.enter()
-            let clients = asyncClients
-            Task {
-                await withTaskGroup(of: Void.self) { tasks in
-                    for (index, client, script) in clients {
-                        tasks.addTask {
-                            var script = script
-                            await LoadRunner.runAsync(client, script: &script, window: window)
-                            collected.finish(index, script)
-                        }
-                    }
+        // `async` clients are a task each; the store's executor runs their calls.
+        await withTaskGroup(of: Void.self) { tasks in
+            for (index, client, script) in asyncClients {
+                tasks.addTask {
+                    var script = script
+                    await LoadRunner.runAsync(client, script: &script, window: window)
+                    collected.finish(index, script)
                 }
-                group.leave()
             }
         }
-        group.wait()
+        // Waiting for the threads holds no thread of the cooperative pool.
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            group.notify(queue: .global()) { continuation.resume() }
+        }
         observers?.stop()
         let end = collected.lastEnd.load(ordering: .acquiring)
         let seconds = Double(end &- window.measureStart) / 1e9

@@ -153,9 +153,10 @@ public struct LoadBackendRegistry: Sendable {
 
 /// Runs a mix through the public ``DAO`` on any ``Store``.
 ///
-/// The clients call the DAO's synchronous API, each on a dedicated thread of
-/// the runner's (never on Swift's cooperative pool): the `async` API is not in
-/// the library yet. ``DAOLoadClient`` is where its `await` calls go.
+/// The clients await the DAO's `async` calls, from a task each: the store runs
+/// them on its own threads (its writer and its readers), so no client waits on
+/// a thread of Swift's cooperative pool. ``DAOLoadClient`` also keeps the
+/// synchronous form, for a subject made with `callsAsync: false`.
 public final class DAOLoadSubject: LoadSubject {
     /// The store.
     public let store: any Store
@@ -175,14 +176,17 @@ public final class DAOLoadSubject: LoadSubject {
     /// Whether the clients await the DAO's `async` calls (from a task each)
     /// rather than making its synchronous calls (from a thread each). The GRDB
     /// peer follows, so that the two compare like for like.
-    public static let callsAsync = false
+    public static let callsAsync = true
 
-    public var apiDescription: String { "DAO synchronous calls, a thread per client (no async API yet)" }
+    public var apiDescription: String {
+        Self.callsAsync ? "DAO async calls, a task per client" : "DAO synchronous calls, a thread per client"
+    }
 
     public func load(_ dialogs: [Dialog]) throws { try self.dialogs.persist(dialogs) }
 
     public func client(index: Int, scanLength: Int, pageSize: Int) throws -> LoadClientHandle {
-        .sync(try DAOLoadClient(dialogs: dialogs, messages: messages, scanLength: scanLength, pageSize: pageSize))
+        let client = try DAOLoadClient(dialogs: dialogs, messages: messages, scanLength: scanLength, pageSize: pageSize)
+        return Self.callsAsync ? .async(client) : .sync(client)
     }
 
     public func observe(dialogIds: [Int64], pageSize: Int) throws -> (any LoadObservers)? {
@@ -194,7 +198,7 @@ public final class DAOLoadSubject: LoadSubject {
 }
 
 /// One client of ``DAOLoadSubject``: the DAO's calls, its queries prepared once.
-struct DAOLoadClient: LoadClient {
+struct DAOLoadClient: LoadClient, AsyncLoadClient {
     let dialogs: DAO<AnyStorage<DialogRecord>, DialogTranslator>
     let messages: DAO<AnyStorage<MessageRecord>, MessageTranslator>
     let oldest: PreparedObjectQuery<AnyStorage<MessageRecord>, MessageTranslator, Int64>
@@ -239,6 +243,32 @@ struct DAOLoadClient: LoadClient {
 
     func append(_ message: Message) throws -> Int {
         try messages.persist(message)
+        return 1
+    }
+
+    // The same calls, awaited: each runs on a thread of the store's executor.
+
+    func read(dialogId id: Int64) async throws -> Int {
+        guard let dialog = try await dialogs.read(byPrimaryKey: id) else { return 0 }
+        return 1 + dialog.messages.count
+    }
+
+    func write(_ dialog: Dialog) async throws -> Int {
+        try await dialogs.persist(dialog)
+        return 1 + dialog.messages.count
+    }
+
+    func messages(dialogId id: Int64, limit: Int, newestFirst: Bool) async throws -> Int {
+        if newestFirst {
+            precondition(limit == pageSize, "the page query was prepared with the mix's page size")
+            return try await newest.read(id).count
+        }
+        precondition(limit == scanLength, "the scan query was prepared with the mix's scan length")
+        return try await oldest.read(id).count
+    }
+
+    func append(_ message: Message) async throws -> Int {
+        try await messages.persist(message)
         return 1
     }
 }

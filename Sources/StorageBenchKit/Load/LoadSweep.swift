@@ -74,13 +74,19 @@ public struct LoadSweepOptions: Sendable {
 public enum LoadSweep {
     /// Runs `options`, telling `progress` what starts, and returns a result per
     /// backend × mix × client count.
-    public static func run(_ options: LoadSweepOptions, progress: (String) -> Void) -> [LoadRunResult] {
+    ///
+    /// No step holds a thread of Swift's cooperative pool while it waits: a
+    /// store is opened, loaded and closed on a thread of the sweep's own,
+    /// synchronous clients run on a thread each, and `async` clients await the
+    /// store's executor.
+    public static func run(_ options: LoadSweepOptions, progress: (String) -> Void) async -> [LoadRunResult] {
         var results: [LoadRunResult] = []
         for mix in options.mixes {
             let data = LoadData(mix: mix)
             let counts = options.clients ?? mix.clients
             for backend in options.backends {
-                results += runBackend(backend, mix: mix, data: data, counts: counts, options: options, progress: progress)
+                results += await runBackend(
+                    backend, mix: mix, data: data, counts: counts, options: options, progress: progress)
             }
         }
         return results
@@ -89,7 +95,7 @@ public enum LoadSweep {
     static func runBackend(
         _ backend: LoadBackend, mix: LoadMix, data: LoadData, counts: [Int], options: LoadSweepOptions,
         progress: (String) -> Void
-    ) -> [LoadRunResult] {
+    ) async -> [LoadRunResult] {
         func failed(_ reason: String) -> [LoadRunResult] {
             progress("load: \(backend.name) \(mix.name): \(reason)")
             return counts.map { clients in
@@ -119,21 +125,16 @@ public enum LoadSweep {
         var memory = MemoryProbeHandle()
         let subject: any LoadSubject
         do {
-            subject = try backend.open(directory, options.durability)
+            let durability = options.durability
+            subject = try await onOwnThread { try backend.open(directory, durability) }
         } catch {
             return failed("the store did not open: \(error)")
         }
-        defer {
-            do {
-                try subject.close()
-            } catch {
-                progress("load: \(backend.name): closing failed: \(error)")
-            }
-        }
         progress("load: \(backend.name) \(mix.name): loading \(mix.dialogs) dialogs × \(mix.messagesPerDialog) messages")
         do {
-            try subject.load(data.initial)
+            try await onOwnThread { try subject.load(data.initial) }
         } catch {
+            await close(subject, backend: backend, progress: progress)
             return failed("the initial dialogs did not load: \(error)")
         }
         let shared = LoadShared(mix: mix, data: data)
@@ -144,7 +145,7 @@ public enum LoadSweep {
                 settings.operationCount.map { "\($0) operations" }
                 ?? "\(String(format: "%g", settings.durationSeconds)) s"
             progress("load: \(backend.name) \(mix.name) at \(clients) client\(clients == 1 ? "" : "s"), \(length)")
-            let result = LoadRunner.run(
+            let result = await LoadRunner.run(
                 settings, subject: subject, shared: shared, backend: backend, durability: options.durability,
                 memory: &memory)
             if let failure = result.failure {
@@ -154,7 +155,28 @@ public enum LoadSweep {
             }
             results.append(result)
         }
+        await close(subject, backend: backend, progress: progress)
         return results
+    }
+
+    /// Closes `subject` on a thread of its own, telling `progress` when it fails.
+    static func close(_ subject: any LoadSubject, backend: LoadBackend, progress: (String) -> Void) async {
+        do {
+            try await onOwnThread { try subject.close() }
+        } catch {
+            progress("load: \(backend.name): closing failed: \(error)")
+        }
+    }
+}
+
+/// Runs `body` on a new thread and awaits its result, so that a call that
+/// blocks (a store's open, a bulk load, a close) never holds a thread of Swift's
+/// cooperative pool.
+func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        let thread = Thread { continuation.resume(with: Result { try body() }) }
+        thread.stackSize = 8 << 20
+        thread.start()
     }
 }
 

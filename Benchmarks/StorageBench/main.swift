@@ -1,2 +1,0 @@
-// The `storage-bench` executable: argument parsing only; the work is in StorageBenchKit.
-StorageBench.main()
