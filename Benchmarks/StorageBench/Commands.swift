@@ -5,9 +5,7 @@ import StorageBenchKit
 import StorageBenchReference
 
 /// `storage-bench`: runs the dialog-graph workload on every backend and compares reports.
-/// The executable is argument parsing only; the work is in StorageBenchKit.
-@main
-struct StorageBench: AsyncParsableCommand {
+struct StorageBench: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "storage-bench",
         abstract: "Benchmarks the storage backends on the dialog-graph workload (WORKLOAD.md).",

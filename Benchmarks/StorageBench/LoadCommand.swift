@@ -5,7 +5,7 @@ import StorageBenchKit
 import StorageBenchReference
 
 /// `storage-bench load`: operation mixes with concurrent clients (WORKLOAD.md, "Load mixes").
-struct Load: AsyncParsableCommand {
+struct Load: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Run operation mixes (YCSB A–F, chat, or a mix file) with concurrent clients on every backend.",
         discussion: """
@@ -92,7 +92,7 @@ struct Load: AsyncParsableCommand {
         _ = try plan()
     }
 
-    func run() async throws {
+    func run() throws {
         let plan = try plan()
         if SystemInfo.build != "release" {
             FileHandle.standardError.write(
@@ -100,8 +100,11 @@ struct Load: AsyncParsableCommand {
         }
         let started = Date()
         let quiet = noProgress
-        let results = await LoadSweep.run(plan.options) { line in
-            if !quiet { FileHandle.standardError.write(Data((line + "\n").utf8)) }
+        let options = plan.options
+        let results = try waitForTask {
+            await LoadSweep.run(options) { line in
+                if !quiet { FileHandle.standardError.write(Data((line + "\n").utf8)) }
+            }
         }
         let rows = LoadReport.rows(results)
         let base =
