@@ -48,6 +48,9 @@ func openStore(_ backend: String, _ directory: URL) throws -> any Store {
     case "plist": try FileStore(directory: directory, format: .propertyList)
     case "sqlite": try SQLiteDatabase(path: directory.appending(path: "store.sqlite"))
     case "lmdb": try LMDBEnvironment(directory: directory)
+    // LMDB without the open check's page walk: what is then left to the
+    // per-value bounds check.
+    case "lmdb-metapages": try LMDBEnvironment(directory: directory, fileCheck: .metaPages)
     default:
         throw StorageError(.invalidArgument, .open, message: "unknown backend '\(backend)'")
     }
@@ -247,6 +250,39 @@ func main() -> Int32 {
                 let store = try openStore(backend, directory)
                 _ = try Handles(store).authors.count()
             }
+            say("ok")
+            return 0
+        case "fill":
+            // Persists <count> dialogs of the workload (100 messages each):
+            // a store with branch pages in its databases.
+            let store = try openStore(backend, directory)
+            let data = WorkloadData(dialogs: count, messagesPerDialog: 100, seed: seed)
+            let translator = DialogTranslator()
+            try store.anyStorage(for: DialogRecord.self).persist(data.initial.map { try translator.record(from: $0) })
+            say("ok")
+            return 0
+        case "read-filled":
+            // Opens a store `fill` wrote and reads every dialog.
+            let store = try openStore(backend, directory)
+            let read = try store.anyStorage(for: DialogRecord.self).readAll()
+            say("ok \(read.count) dialogs, \(read.reduce(0) { $0 + $1.messages.count }) messages")
+            return 0
+        case "lmdb-walk":
+            // Opens an LMDB environment read-only: "walked" when the open
+            // check passed (the environment may still be refused after it, as
+            // one this store did not write), the error when it did not.
+            do {
+                _ = try LMDBEnvironment(directory: directory, readOnly: true)
+            } catch let error as StorageError where !error.message.contains(" is damaged: ") {
+                say("walked (then \(error.kind.rawValue))")
+                return 0
+            }
+            say("walked")
+            return 0
+        case "open-meta-pages-only":
+            // Opens the LMDB environment with only its meta pages checked,
+            // and reads nothing.
+            _ = try LMDBEnvironment(directory: directory, fileCheck: .metaPages)
             say("ok")
             return 0
         case "verify":

@@ -205,9 +205,9 @@ enum IdRuns {
         // (`IdRun.assign(key:value:)`) cost about 460 instructions more per
         // run the eraser reads.
         guard
-            let run = IdRun(
+            let run = try IdRun(
                 key: UnsafeRawBufferPointer(start: k.mv_data, count: k.mv_size),
-                value: UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size))
+                value: txn.bounds.lent(v, txn.operation))
         else { throw notARun(v, txn) }
         return run
     }
@@ -218,7 +218,7 @@ enum IdRuns {
     ///   (the checks of ``IdRun/init(key:value:)``).
     @inline(__always)
     static func lastKey(ofRun v: MDB_val, _ txn: borrowing Transaction) throws -> UnsafeRawBufferPointer {
-        let value = UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size)
+        let value = try txn.bounds.lent(v, txn.operation)
         guard value.count >= 2 else { throw notARun(v, txn) }
         let lastCount = Int(value[0]) << 8 | Int(value[1])
         guard lastCount > 0, 2 + lastCount <= value.count else { throw notARun(v, txn) }
@@ -235,9 +235,9 @@ enum IdRuns {
     /// - Throws: ``StorageError/Kind/corrupt`` when the entry is not a run.
     static func run(_ k: MDB_val, _ v: MDB_val, _ txn: borrowing Transaction, into run: inout IdRun) throws {
         guard
-            run.assign(
+            try run.assign(
                 key: UnsafeRawBufferPointer(start: k.mv_data, count: k.mv_size),
-                value: UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size))
+                value: txn.bounds.lent(v, txn.operation))
         else { throw notARun(v, txn) }
     }
 

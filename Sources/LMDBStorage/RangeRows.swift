@@ -24,6 +24,9 @@ final class RangeRows: PackedRows {
     private let sortKeys: SortKeys?
     private let operation: StorageError.Operation
     private let path: String
+    /// What each value is checked against before it is read
+    /// (``ValueBounds/lent(_:_:)``).
+    private let bounds: ValueBounds
     @exclusivity(unchecked) private var started = false
     @exclusivity(unchecked) private var key = MDB_val()
     @exclusivity(unchecked) private var value = MDB_val()
@@ -44,6 +47,7 @@ final class RangeRows: PackedRows {
         self.sortKeys = sortKeys
         operation = txn.operation
         path = txn.environment.path
+        bounds = txn.bounds
     }
 
     /// Closes the cursor; called once, before the transaction ends.
@@ -78,12 +82,12 @@ final class RangeRows: PackedRows {
         guard let filter else {
             guard code == MDB_SUCCESS else { return try end(code) }
             guard inRange() else { return nil }
-            try decoder.begin(UnsafeRawBufferPointer(start: value.mv_data, count: value.mv_size))
+            try decoder.begin(bounds.lent(value, operation))
             return try decoder.packedReader()
         }
         while code == MDB_SUCCESS {
             guard inRange() else { return nil }
-            let bytes = UnsafeRawBufferPointer(start: value.mv_data, count: value.mv_size)
+            let bytes = try bounds.lent(value, operation)
             // As the callback scan: the fixed-width fields at the value's
             // end first, then (undecided) the fields compared, before the
             // checksum; a value the filter skips is read no further, as one

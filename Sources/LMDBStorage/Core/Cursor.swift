@@ -101,7 +101,7 @@ extension Transaction {
         while code == MDB_SUCCESS {
             guard k.hasPrefix(prefix) else { return }
             let key = UnsafeRawBufferPointer(start: k.mv_data, count: k.mv_size)
-            guard try body(key, UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size)) else { return }
+            guard try body(key, bounds.lent(v, operation)) else { return }
             code = cursor.move(&k, &v, step)
         }
         if code != MDB_NOTFOUND { try check(code, "mdb_cursor_get") }
@@ -124,7 +124,7 @@ extension Transaction {
         var code = cursor.moveToEnd(withPrefix: prefix, backwards: backwards, &k, &v)
         while code == MDB_SUCCESS {
             guard k.hasPrefix(prefix) else { return }
-            let value = UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size)
+            let value = try bounds.lent(v, operation)
             let verdict = filter.verdict(value)
             if verdict != .fails {
                 let key = UnsafeRawBufferPointer(start: k.mv_data, count: k.mv_size)
@@ -158,7 +158,7 @@ extension Transaction {
         while code == MDB_SUCCESS {
             guard k.hasPrefix(prefix) else { return removed }
             let key = UnsafeRawBufferPointer(start: k.mv_data, count: k.mv_size)
-            try body(key, UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size))
+            try body(key, bounds.lent(v, operation))
             try check(mdb_cursor_del(cursor.handle, 0), "mdb_cursor_del")
             removed += 1
             // After a delete, MDB_NEXT yields the entry that followed it.

@@ -14,18 +14,15 @@ import Darwin
 ///
 /// liblmdb trusts its file: a data file shorter than the pages its meta page
 /// names is mapped anyway, and reading past the end kills the process with
-/// `SIGBUS`; a zeroed or garbage root page makes it abort on an assertion. So
-/// before `mdb_env_open` the adapter reads both meta pages itself (LMDB 0.9
-/// data format, version 1) and refuses, with ``StorageError/Kind/corrupt``:
+/// `SIGBUS`; a zeroed or garbage page makes it abort on an assertion or read
+/// through a wild pointer. So before `mdb_env_open` the adapter reads both
+/// meta pages itself (LMDB 0.9 data format, version 1) and refuses, with
+/// ``StorageError/Kind/corrupt`` naming the data file:
 ///
 /// - a meta page that is not one (wrong page number, flags, magic, version or
 ///   page size), or two that disagree on the page size;
-/// - a data file shorter than `(last_pgno + 1) × page size` of the meta page in
-///   use (the one with the larger transaction id), unless every page past its
-///   end is on that meta page's free list (liblmdb does not write pages a
-///   transaction allocated and freed again);
-/// - a root page number beyond `last_pgno`, or a root page that is not a
-///   branch or leaf page of that number;
+/// - a meta page in use (the one with the larger transaction id) that names
+///   an impossible last page;
 /// - a data file that is missing or empty while the lock file exists and
 ///   holds liblmdb's lock table: the environment existed, and opening would
 ///   create an empty one in its place. An empty lock file proves nothing:
@@ -33,8 +30,14 @@ import Darwin
 ///   empty one is what a first open that failed there (a full disk, a file
 ///   size limit) leaves, and such a directory opens as a new environment.
 ///
-/// Damage deeper in the file (interior pages) is not found here; see
-/// docs/LMDB.md for what the adapter guarantees then.
+/// Then, with ``LMDBEnvironment/FileCheck/everyPage`` (the default), it walks
+/// every page reachable from the meta page in use (``PageWalk``, which lists
+/// what it refuses) and names the damaged page. With
+/// ``LMDBEnvironment/FileCheck/metaPages`` it checks only the two root pages'
+/// headers and the file's length: a data file shorter than
+/// `(last_pgno + 1) × page size` is refused unless every page past its end is
+/// on the free list (liblmdb does not write pages a transaction allocated
+/// and freed again). See docs/LMDB.md, "Damaged files".
 enum DataFileCheck {
     /// `MDB_meta` offsets in a meta page (64-bit build: `pgno_t` and `size_t`
     /// are 8 bytes); the page header is 16 bytes.
@@ -44,7 +47,11 @@ enum DataFileCheck {
         static let magic = 16
         static let version = 20
         static let pageSize = 40  // mm_dbs[FREE_DBI].md_pad
+        static let freeFlags = 44
+        static let freeDepth = 46
         static let freeRoot = 80
+        static let mainFlags = 92
+        static let mainDepth = 94
         static let mainRoot = 128
         static let lastPage = 136
         static let transactionID = 144
@@ -67,7 +74,11 @@ enum DataFileCheck {
     /// One meta page, as read.
     struct Meta {
         var pageSize: Int
+        var freeFlags: UInt16
+        var freeDepth: Int
         var freeRoot: UInt64
+        var mainFlags: UInt16
+        var mainDepth: Int
         var mainRoot: UInt64
         var lastPage: UInt64
         var transactionID: UInt64
@@ -78,7 +89,7 @@ enum DataFileCheck {
     ///
     /// - Throws: ``StorageError/Kind/corrupt`` as described on the type,
     ///   ``StorageError/Kind/io`` when the file cannot be read.
-    static func check(path: String, isFile: Bool) throws {
+    static func check(path: String, isFile: Bool, walkingPages: Bool = true) throws {
         let dataPath = isFile ? path : path + "/data.mdb"
         let lockPath = isFile ? path + "-lock" : path + "/lock.mdb"
         var status = stat()
@@ -116,7 +127,7 @@ enum DataFileCheck {
             let before = try transactionIDs(fd, path: dataPath)
             let verdict: StorageError?
             do {
-                try checkRound(fd, path: dataPath)
+                try checkRound(fd, path: dataPath, walkingPages: walkingPages)
                 verdict = nil
             } catch let error as StorageError where error.kind == .corrupt {
                 verdict = error
@@ -151,7 +162,7 @@ enum DataFileCheck {
     /// One reading of the meta pages and the root pages they name. The file's
     /// size is taken after the meta pages are read: data files only grow, and
     /// a commit writes its pages before its meta page.
-    private static func checkRound(_ fd: Int32, path dataPath: String) throws {
+    private static func checkRound(_ fd: Int32, path dataPath: String, walkingPages: Bool) throws {
         let first = try readMeta(fd, at: 0, index: 0, path: dataPath, size: try fileSize(fd, dataPath))
         let second = try readMeta(fd, at: UInt64(first.pageSize), index: 1, path: dataPath, size: try fileSize(fd, dataPath))
         guard first.pageSize == second.pageSize else {
@@ -165,6 +176,10 @@ enum DataFileCheck {
         let (needed, overflow2) = pages.multipliedReportingOverflow(by: pageSize)
         guard meta.lastPage >= 1, !overflow, !overflow2 else {
             throw corrupt(dataPath, "the meta page (transaction \(meta.transactionID)) names an impossible last page \(meta.lastPage)")
+        }
+        if walkingPages {
+            try walk(fd, meta: meta, size: size, path: dataPath)
+            return
         }
         // liblmdb does not write the pages a transaction allocated and freed
         // again (loose pages, overflow pages of a value put and erased): a
@@ -192,6 +207,40 @@ enum DataFileCheck {
                     "the \(name) database's root page \(root) is damaged (it names page \(number), flags \(flags))")
             }
         }
+    }
+
+    /// Walks every page reachable from `meta` (``PageWalk``) through a
+    /// private read-only mapping of the file's `size` bytes.
+    private static func walk(_ fd: Int32, meta: Meta, size: UInt64, path: String) throws {
+        let pageSize = UInt64(meta.pageSize)
+        // Pages past the end of the file must all be on the free list, whose
+        // entries take 8 bytes each: a meta page naming more is damaged
+        // (and the walk's bitmaps, sized by the last page, stay small).
+        let filePages = size / pageSize
+        guard meta.lastPage < filePages + size / 8 else {
+            throw corrupt(
+                path,
+                "the meta page (transaction \(meta.transactionID)) names pages up to \(meta.lastPage), far past the end of the file (\(size) bytes): it was truncated or the meta page is damaged")
+        }
+        guard let length = Int(exactly: size),
+            let mapped = mmap(nil, length, PROT_READ, MAP_PRIVATE, fd, 0),
+            mapped != UnsafeMutableRawPointer(bitPattern: -1)
+        else {
+            let code = errno
+            throw StorageError(
+                .io, .open, path: path, engineCode: code,
+                message: "the data file could not be mapped to check it: \(String(cString: strerror(code)))")
+        }
+        defer { munmap(mapped, length) }
+        var walk = PageWalk(
+            file: UnsafeRawBufferPointer(start: mapped, count: length), path: path, pageSize: meta.pageSize,
+            lastPage: meta.lastPage)
+        try walk.run(
+            free: PageWalk.Tree(
+                kind: .free, name: "the free list", flags: meta.freeFlags, depth: meta.freeDepth, root: meta.freeRoot),
+            main: PageWalk.Tree(
+                kind: .main, name: "the main database", flags: meta.mainFlags, depth: meta.mainDepth,
+                root: meta.mainRoot))
     }
 
     /// Whether every page from `firstMissing` to the meta page's last page is
@@ -321,8 +370,11 @@ enum DataFileCheck {
             throw corrupt(path, "meta page \(index) names a page size of \(pageSize) bytes")
         }
         return Meta(
-            pageSize: pageSize, freeRoot: load(UInt64.self, bytes, Offset.freeRoot),
-            mainRoot: load(UInt64.self, bytes, Offset.mainRoot), lastPage: load(UInt64.self, bytes, Offset.lastPage),
+            pageSize: pageSize, freeFlags: load(UInt16.self, bytes, Offset.freeFlags),
+            freeDepth: Int(load(UInt16.self, bytes, Offset.freeDepth)), freeRoot: load(UInt64.self, bytes, Offset.freeRoot),
+            mainFlags: load(UInt16.self, bytes, Offset.mainFlags),
+            mainDepth: Int(load(UInt16.self, bytes, Offset.mainDepth)), mainRoot: load(UInt64.self, bytes, Offset.mainRoot),
+            lastPage: load(UInt64.self, bytes, Offset.lastPage),
             transactionID: load(UInt64.self, bytes, Offset.transactionID))
     }
 

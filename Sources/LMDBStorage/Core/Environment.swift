@@ -20,7 +20,7 @@ import Synchronization
 /// retried, transparently.
 ///
 /// LMDB forbids opening the same environment twice in one process at the same
-/// time: a second ``init(directory:durability:mapSize:readOnly:)`` for an
+/// time: a second ``init(directory:durability:mapSize:readOnly:fileCheck:)`` for an
 /// environment that is still open in this process (by any path to it: the
 /// directory or file is identified by device and inode, so a symbolic link or
 /// a second hard link is the same environment) throws
@@ -76,6 +76,11 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
     let handedOutStorage = Mutex(false)
     /// The environment's identity in the registry of open environments.
     private let identity: FileIdentity
+    /// What every value read is checked against (``ValueBounds``):
+    /// set at open and after every change of the map size, with
+    /// `resizeLock` held exclusively; read inside transactions, which hold it
+    /// shared. Deallocated with the environment.
+    let valueBounds = ValueBounds.allocate()
 
     /// Read-only transactions that ended, reset (`mdb_txn_reset`) for reuse
     /// by a later read (`mdb_txn_renew`): beginning one allocates and zeroes
@@ -110,10 +115,17 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
     ///     whenever a write needs more.
     ///   - readOnly: opens with `MDB_RDONLY`; every write then throws
     ///     ``StorageError/Kind/readOnly``.
-    /// - Throws: ``StorageError``: ``StorageError/Kind/corrupt`` when the file is
-    ///   not an LMDB environment (`MDB_INVALID`, `MDB_VERSION_MISMATCH`), is
-    ///   shorter than its meta page says, has a damaged meta or root page, or is
-    ///   missing or empty beside an existing lock file (see docs/LMDB.md),
+    ///   - fileCheck: how much of an existing data file is read before liblmdb
+    ///     maps it: ``FileCheck/everyPage`` (the default) walks every page in
+    ///     use, ``FileCheck/metaPages`` only the meta and root pages, for a
+    ///     caller who trusts the disk and wants the open to cost nothing that
+    ///     grows with the store (see docs/LMDB.md, "Damaged files").
+    /// - Throws: ``StorageError``: ``StorageError/Kind/corrupt`` naming the
+    ///   data file and the page when the file is not an LMDB environment
+    ///   (`MDB_INVALID`, `MDB_VERSION_MISMATCH`), is shorter than its meta page
+    ///   says, has a damaged meta page or (with ``FileCheck/everyPage``) any
+    ///   damaged page in use, or is missing or empty beside an existing lock
+    ///   file (see docs/LMDB.md),
     ///   ``StorageError/Kind/io`` when the directory cannot be created or opened,
     ///   ``StorageError/Kind/busy`` when this process has it open already
     ///   (through any path); ``StorageError/Kind/schemaMismatch`` when its
@@ -123,7 +135,7 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
     ///   docs/LMDB.md, "Layout version").
     public init(
         directory: URL, durability: Durability = .full, mapSize: Int = LMDBEnvironment.defaultMapSize,
-        readOnly: Bool = false
+        readOnly: Bool = false, fileCheck: FileCheck = .everyPage
     ) throws {
         self.durability = durability
         self.isReadOnly = readOnly
@@ -153,8 +165,9 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
         self.location = canonical
         self.path = canonical.path
         // liblmdb would map a truncated file and die of SIGBUS, or abort on a
-        // garbage root page: refuse those first.
-        try DataFileCheck.check(path: path, isFile: exists && !isDirectory.boolValue)
+        // damaged page: refuse those first.
+        try DataFileCheck.check(
+            path: path, isFile: exists && !isDirectory.boolValue, walkingPages: fileCheck == .everyPage)
         let identity = try FileIdentity(path: path)
         self.identity = identity
         guard openEnvironments.insert(identity) else {
@@ -203,6 +216,7 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
         }
         self.handle = env
         self.resizeLock = resizeLock
+        try locateMap(.open)
         // Before any entity's database is opened or created: a layout this
         // build does not know, or an environment it did not write, is refused
         // (deinit closes the handle then).
@@ -215,6 +229,24 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
         }
     }
 
+    /// How much of an existing data file ``init(directory:durability:mapSize:readOnly:fileCheck:)``
+    /// reads before liblmdb maps it. liblmdb trusts its file: a damaged page
+    /// can crash the process that reads it, so the adapter checks first.
+    public enum FileCheck: Sendable, Equatable {
+        /// The meta pages, then every page reachable from the meta page in use:
+        /// every database's branch, leaf and overflow pages, sub-databases and
+        /// sub-pages, and the free list (see docs/LMDB.md, "Damaged files").
+        /// A damaged page is ``StorageError/Kind/corrupt`` naming it, before
+        /// liblmdb reads the file. It reads every page in use once, so its
+        /// cost grows with the store (docs/LMDB.md, "Damaged files").
+        case everyPage
+        /// The meta pages, the two root pages' headers, and the file's length
+        /// against its meta page (a few `pread`s): for a caller who trusts the
+        /// disk. Damage inside the trees is then found, if at all, by liblmdb
+        /// as it reads, and can crash the reading process.
+        case metaPages
+    }
+
     deinit {
         if !isClosed {
             abortKeptReaders()
@@ -223,6 +255,7 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
         }
         pthread_rwlock_destroy(resizeLock)
         resizeLock.deallocate()
+        valueBounds.deallocate()
     }
 
     /// Closes the environment: ends its observations
@@ -482,6 +515,7 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
             throw StorageError(.full, operation, path: path, engineCode: MDB_MAP_FULL, message: "the map cannot grow further")
         }
         try LMDBError.check(mdb_env_set_mapsize(handle, current * 2), operation, path: path, call: "mdb_env_set_mapsize")
+        try locateMap(operation)
         let grown = try currentMapSize(operation)
         guard grown > current else {
             throw StorageError(
@@ -499,6 +533,7 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
         defer { pthread_rwlock_unlock(resizeLock) }
         guard !isClosed else { throw StorageError.closed(operation, path: path) }
         try LMDBError.check(mdb_env_set_mapsize(handle, 0), operation, path: path, call: "mdb_env_set_mapsize")
+        try locateMap(operation)
     }
 
     // MARK: - Named databases
@@ -722,7 +757,7 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
             let key = UnsafeRawBufferPointer(start: k.mv_data, count: k.mv_size)
             guard key.starts(with: prefix) else { break }
             let entity = String(decoding: key.dropFirst(prefix.count), as: UTF8.self)
-            schemas.append(try EntitySchema.decode(UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size), entity: entity))
+            schemas.append(try EntitySchema.decode(txn.bounds.lent(v, txn.operation), entity: entity))
             code = mdb_cursor_get(cursor, &k, &v, MDB_NEXT)
         }
         if code != MDB_SUCCESS, code != MDB_NOTFOUND { try txn.check(code, "mdb_cursor_get") }

@@ -12,6 +12,8 @@ import DAOCore
 struct Transaction: ~Copyable {
     let handle: OpaquePointer
     let environment: LMDBEnvironment
+    /// The environment's ``ValueBounds``: every value read is checked against them.
+    let bounds: ValueBounds
     let operation: StorageError.Operation
     private var isFinished = false
     /// A read-only transaction that is reset and kept for reuse when it ends
@@ -21,6 +23,7 @@ struct Transaction: ~Copyable {
     init(_ handle: OpaquePointer, environment: LMDBEnvironment, operation: StorageError.Operation, isReusable: Bool = false) {
         self.handle = handle
         self.environment = environment
+        self.bounds = environment.valueBounds
         self.operation = operation
         self.isReusable = isReusable
     }
@@ -74,7 +77,7 @@ struct Transaction: ~Copyable {
         }
         if code == MDB_NOTFOUND { return nil }
         try check(code, "mdb_get")
-        return try body(UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size))
+        return try body(bounds.lent(v, operation))
     }
 
     /// Whether `key` is stored.

@@ -134,7 +134,8 @@ final class WriteCursor {
             return
         }
         matchedValue = nil
-        if old.mv_size == value.count, let stored = old.mv_data, let new = value.baseAddress,
+        if old.mv_size == value.count, let stored = try txn.bounds.lent(old, txn.operation).baseAddress,
+            let new = value.baseAddress,
             memcmp(stored, new, value.count) == 0
         {
             onLastWrite = true
@@ -168,7 +169,7 @@ final class WriteCursor {
     /// holds the same bytes; otherwise an ordinary put, which searches for it.
     func replace(_ key: [UInt8], _ value: UnsafeRawBufferPointer, in txn: borrowing Transaction) throws {
         let cursor = try cursor(txn)
-        let code = key.withUnsafeBytes { key in
+        let code = try key.withUnsafeBytes { key in
             var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
             var v = MDB_val(mv_size: value.count, mv_data: UnsafeMutableRawPointer(mutating: value.baseAddress))
             if onLastWrite {
@@ -183,7 +184,8 @@ final class WriteCursor {
                 {
                     // The same bytes stored already: nothing to write (the
                     // page is not copied for a write that changes nothing).
-                    if old.mv_size == value.count, let stored = old.mv_data, let new = value.baseAddress,
+                    if old.mv_size == value.count, let stored = try txn.bounds.lent(old, txn.operation).baseAddress,
+                        let new = value.baseAddress,
                         memcmp(stored, new, value.count) == 0
                     {
                         return MDB_SUCCESS
