@@ -227,8 +227,13 @@ public struct ColumnRowReader: FieldReader {
         let value = functions.value(handle, column)
         let type = functions.valueType(value)
         // A real column reads back as a real; an integer is taken as its
-        // value (exact up to 2^53).
+        // value (exact up to 2^53); a NaN is stored as a blob of its 8 bytes,
+        // big-endian (SQLite binds a NaN as NULL).
         guard type == functions.realType || type == functions.integerType else {
+            if type == functions.blobType, functions.valueBytes(value) == 8, let bytes = functions.valueBlob(value) {
+                let real = Double(bitPattern: UInt64(bigEndian: bytes.loadUnaligned(as: UInt64.self)))
+                if real.isNaN { return real }
+            }
             throw access.storageClassError(column: column, found: type)
         }
         return functions.valueDouble(value)
@@ -538,8 +543,6 @@ public struct ColumnBindFunctions: @unchecked Sendable {
 public enum ColumnWriteFailure: Sendable {
     /// A bind function returned this code.
     case code(Int32)
-    /// A real no backend stores as given: NaN, or -0.0.
-    case unstorableReal
     /// The record wrote more fields than the statement has columns.
     case tooManyFields
     /// The record wrote this many fields, fewer than the statement's columns.
@@ -554,8 +557,9 @@ public enum ColumnWriteFailure: Sendable {
 ///
 /// A concrete type with inlinable members, so that a record's
 /// `write(fields:)` specialized for it binds each field with one call into
-/// the engine. Reals are checked as they are bound: NaN and -0.0 fail with
-/// ``ColumnWriteFailure/unstorableReal``.
+/// the engine. A real is handed to the engine's `double` function as it is
+/// (`-0.0` and NaN too): the engine's function stores it so it comes back
+/// bit for bit.
 public struct ColumnRowWriter: FieldWriter {
     @usableFromInline let functions: ColumnBindFunctions
     @usableFromInline let handle: OpaquePointer
@@ -621,11 +625,10 @@ public struct ColumnRowWriter: FieldWriter {
         try check(functions.int64(handle, index, value))
     }
 
-    /// Binds a real; NaN and -0.0 fail.
+    /// Binds a real.
     @inlinable @inline(__always)
     public mutating func encode(_ value: Double) throws {
         let index = try next()
-        if value.isNaN || (value == 0 && value.sign == .minus) { throw access.writeError(.unstorableReal) }
         try check(functions.double(handle, index, value))
     }
 

@@ -115,7 +115,7 @@ public final class Entity<Root: Record>: Sendable {
     /// Field positions by key path and by name, for lookups on hot paths.
     private let positionByKeyPath: [KeyPathKey: Int]
     /// The fields stored as reals (`Double`, `Float`, `Date`), checked by
-    /// `checkStorable(_:)`.
+    /// `checkNoNegativeZero(_:)`.
     let realFields: [Field<Root>]
     /// The `Codable` keys a record may encode: its fields and relations.
     let declaredKeys: Set<String>
@@ -125,13 +125,13 @@ public final class Entity<Root: Record>: Sendable {
     /// whose iteration asks the runtime for the metadata of a constrained
     /// existential (about 400 instructions) even when it is empty.
     @usableFromInline let hasRelations: Bool
-    /// Whether `checkStorable(_:)` has anything to check.
+    /// Whether `checkNoNegativeZero(_:)` has anything to check.
     let hasRealFieldsOrRelations: Bool
     /// For a ``FieldwiseRecord`` with reals: the position of the first real it
-    /// writes that no backend stores, found without key paths.
+    /// writes that is `-0.0`, found without key paths.
     let realChecker: (@Sendable (Root) throws -> Int?)?
     /// For a ``FieldwiseRecord`` with reals and without relations: the first
-    /// of many records (its index) holding a real no backend stores, and the
+    /// of many records (its index) holding a `-0.0`, and the
     /// field's position, in one specialized pass.
     let realsChecker: (@Sendable ([Root]) throws -> (record: Int, field: Int)?)?
     private let positionByName: [String: Int]

@@ -108,7 +108,7 @@ public protocol FieldwiseRecord: Record {
     static func readPacked(rows: PackedRows) throws -> [Self]
 
     /// Writes the record's fields to `scanner` (see ``FieldScanWriter``):
-    /// the first real no backend stores, and the stored values at the
+    /// the first real that is `-0.0`, and the stored values at the
     /// positions it keeps.
     ///
     /// Provided by the protocol (records do not implement it), for the same
@@ -120,9 +120,9 @@ public protocol FieldwiseRecord: Record {
 
     /// Scans each of `records` in turn (``scanFields(_:)``): appends the
     /// stored value at position `first` of each to `firsts` and at `second`
-    /// to `seconds` (-1 for none), and stops at the first record that holds
-    /// a real no backend stores, returning its index and the field's
-    /// position.
+    /// to `seconds` (-1 for none); with `stoppingAtNegativeZero`, stops at
+    /// the first record that holds a `-0.0` (``Entity/checkNoNegativeZero(_:)``),
+    /// returning its index and the field's position.
     ///
     /// Provided by the protocol (records do not implement it), for the same
     /// reason as ``scanFields(_:)``; for many records (a parent's children)
@@ -131,7 +131,7 @@ public protocol FieldwiseRecord: Record {
     /// - Throws: what `write(fields:)` throws, stopping there.
     static func scanFields(
         of records: [Self], keeping first: Int, and second: Int, into firsts: inout [StoredValue],
-        _ seconds: inout [StoredValue]
+        _ seconds: inout [StoredValue], stoppingAtNegativeZero: Bool
     ) throws -> (record: Int, field: Int)?
 }
 

@@ -518,12 +518,6 @@ struct MigrationRunner {
 
     /// Throws unless `value` is of `field`'s storage class (or `null` for an optional field).
     static func check(_ value: StoredValue, fits field: EntitySchema.FieldSchema, entity: String) throws {
-        if case .real(let real) = value, real.isNaN || (real == 0 && real.sign == .minus) {
-            // The rule every storage applies to what it writes (docs/SEMANTICS.md).
-            throw StorageError(
-                .invalidArgument, .open, entity: entity,
-                message: "the value \(value) of field \(field) of '\(entity)' is one no backend stores as given (NaN has no equality or order; SQLite keeps no sign of zero); use nil or 0.0 instead")
-        }
         let fits: Bool
         switch (value, field.type) {
         case (.null, _): fits = field.optional

@@ -9,8 +9,6 @@ public enum PackedWriteFailure: Sendable {
     case mismatch(field: Int, value: StoredValue)
     /// The record wrote nil for field `field`, which is not optional.
     case notOptional(field: Int)
-    /// The record wrote a real no backend stores as given (NaN, -0.0).
-    case unstorableReal(Double)
     /// The adapter could not make room for the value.
     case noRoom
 }
@@ -196,10 +194,9 @@ public struct PackedFieldWriter: FieldWriter {
         }
     }
 
-    /// Writes a real or date field; NaN and -0.0 fail.
+    /// Writes a real or date field, its bits as given (`-0.0` and NaN too).
     @inlinable @inline(__always)
     public mutating func encode(_ value: Double) throws {
-        if value.isNaN || (value == 0 && value.sign == .minus) { throw access.writeError(.unstorableReal(value)) }
         switch try nextType() {
         case .real, .date:
             try begin(reserving: 8)

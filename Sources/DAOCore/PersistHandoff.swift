@@ -5,13 +5,12 @@
 ///
 /// ``Storage/persist(_:)`` on an array saw every record before writing any,
 /// and the ``DAO`` translated every plain object before that; so its errors
-/// came in this order: the first translation error, then the first record
-/// that no backend stores (``Entity/checkStorable(_:)-(Root)``), then what stopped
-/// the write. Handed over one at a time, a record can fail to be written
-/// before a later plain object fails to translate or a later record is
-/// refused. So after the first failure ``run(_:stoppingAt:write:)`` goes on
-/// taking records without writing them, only checking them, and
-/// ``refusal(after:_:)`` picks the error that comes first in that order.
+/// came in this order: the first translation error, then what stopped the
+/// write. Handed over one at a time, a record can fail to be written before
+/// a later plain object fails to translate. So after the first failure
+/// ``run(_:stoppingAt:write:)`` goes on taking records without writing
+/// them, and ``refusal(after:_:)`` reports the translation error, which
+/// comes first in that order.
 ///
 /// ```swift
 /// var handoff = PersistHandoff<Record>(keepingRecords: store.commits.isObserved)
@@ -34,9 +33,6 @@ public struct PersistHandoff<Record: DAOCore.Record> {
     private var kept: [Record] = []
     /// The error that stopped the writes of the last run.
     private var failure: (any Error)?
-    /// The first error ``Entity/checkStorable(_:)-(Root)`` threw for a record of the
-    /// last run that was not written.
-    private var refused: (any Error)?
     /// What `produce` itself threw, as it threw it.
     private var producerError: (any Error)?
     /// Whether `produce` ran to its end (or threw).
@@ -54,10 +50,9 @@ public struct PersistHandoff<Record: DAOCore.Record> {
     /// transaction, which that error then rolls back. Every run starts
     /// afresh (a transaction started again runs it again).
     ///
-    /// After `write` throws, the records that follow (and the one that
-    /// failed) are only checked with ``Entity/checkStorable(_:)-(Root)``, and
-    /// `produce` goes on to its end, so that its own error, if it has one,
-    /// still comes first. An error that `stopsAt` accepts (one after which
+    /// After `write` throws, the records that follow are taken without
+    /// being written, and `produce` goes on to its end, so that its own
+    /// error, if it has one, still comes first. An error that `stopsAt` accepts (one after which
     /// the transaction is started again, as LMDB's full map) ends the run at
     /// once instead.
     /// - Throws: what `produce` throws, as it is; else the first error of
@@ -70,7 +65,6 @@ public struct PersistHandoff<Record: DAOCore.Record> {
         count = 0
         kept.removeAll(keepingCapacity: true)
         failure = nil
-        refused = nil
         produced = false
         var stopped: (any Error)?
         do {
@@ -89,10 +83,7 @@ public struct PersistHandoff<Record: DAOCore.Record> {
                                     throw error
                                 }
                                 failure = error
-                                check(record)
                             }
-                        } else {
-                            check(record)
                         }
                         if keepsRecords { kept.append(record) }
                     }
@@ -108,33 +99,22 @@ public struct PersistHandoff<Record: DAOCore.Record> {
         if let failure { throw failure }
     }
 
-    /// Checks a record that is not written, keeping the first refusal.
-    private mutating func check(_ record: borrowing Record) {
-        guard refused == nil, Record.entity.hasRealFieldsOrRelations else { return }
-        do {
-            try Record.entity.checkStorable(copy record)
-        } catch {
-            refused = error
-        }
-    }
-
     /// After `error` ended the call (thrown by ``run(_:stoppingAt:write:)``,
     /// by the transaction around it, or before the transaction began):
     /// throws `produce`'s own error if it threw one; runs `produce` once
-    /// more, only checking, if it never ran to its end (so its error and
-    /// the records' refusals are found); and returns the first record's
-    /// refusal (``Entity/checkStorable(_:)-(Root)``), which the call reports
-    /// instead of `error`, or `nil` when no record was refused.
+    /// more, writing nothing, if it never ran to its end (so its error is
+    /// found). Returns an error the call reports instead of `error`, or
+    /// `nil` (every record is stored as given, so none is refused before
+    /// the write: `nil` whenever `produce` throws nothing).
     /// - Throws: what `produce` throws.
     public mutating func refusal(
         after error: any Error, _ produce: (_ hand: RecordHandoff<Record>) throws -> Void
     ) throws -> (any Error)? {
         if let producerError { throw producerError }
         if !produced {
-            refused = nil
-            try produce { (record: consuming Record) in check(record) }
+            try produce { (record: consuming Record) in _ = record }
         }
-        return refused
+        return nil
     }
 
     /// What the commit changed, for ``CommitBroadcaster/didCommit(_:)``: the

@@ -743,11 +743,11 @@ public struct QueryPlanParts: OptionSet, Sendable {
 
 /// Sort keys in an ordered form: a field's stored value as a `UInt64` whose
 /// unsigned order is the order ``StoredValue`` compares such values in, and
-/// which are equal exactly when the values are. Integers (and booleans, 0
-/// or 1) and reals (and dates) other than NaN have one; a NaN has none (it
-/// compares equal to every real), nor do text, blobs and `nil`. An adapter
-/// that reads a query's sort keys from stored bytes encodes them so when
-/// every column has one (``QueryPlan/finish(_:orderedKeys:descending:)``).
+/// which are equal exactly when the values tie in that order. Integers (and
+/// booleans, 0 or 1) and reals (and dates) have one; text, blobs and `nil`
+/// have none. An adapter that reads a query's sort keys from stored bytes
+/// encodes them so when every column has one
+/// (``QueryPlan/finish(_:orderedKeys:descending:)``).
 public enum SortKey {
     /// The ordered form of an integer.
     @inlinable
@@ -755,12 +755,25 @@ public enum SortKey {
         UInt64(bitPattern: integer) ^ (1 << 63)
     }
 
-    /// The ordered form of a real; `nil` for NaN. `-0.0` has the form of
-    /// `0.0`, which it equals.
+    /// The ordered form of a real: `-0.0` has the form of `0.0`, which it
+    /// ties with, and every NaN the greatest form, after `+infinity`
+    /// (``nanForm``).
     @inlinable
-    public static func ordered(_ real: Double) -> UInt64? {
-        guard !real.isNaN else { return nil }
+    public static func ordered(_ real: Double) -> UInt64 {
+        guard !real.isNaN else { return nanForm }
         let bits = (real == 0 ? 0.0 : real).bitPattern
         return bits & (1 << 63) != 0 ? ~bits : bits | (1 << 63)
+    }
+
+    /// The ordered form of every NaN: above `+infinity`'s
+    /// (`0xFFF0_0000_0000_0000`), and the form of no other real.
+    public static let nanForm: UInt64 = .max
+
+    /// The real of an ordered form (``ordered(_:)-(Double)``): the canonical NaN
+    /// for ``nanForm``, `0.0` for the form of `±0.0`.
+    @inlinable
+    public static func real(ordered key: UInt64) -> Double {
+        if key == nanForm { return .nan }
+        return Double(bitPattern: key & (1 << 63) != 0 ? key ^ (1 << 63) : ~key)
     }
 }

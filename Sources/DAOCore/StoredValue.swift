@@ -4,7 +4,10 @@ import Foundation
 ///
 /// Adapters use it for keys, index entries and bound query parameters. It orders
 /// values the way SQLite does: `null` first, then numbers (integers and reals
-/// compared by value), then text (by UTF-8 bytes), then blobs (by bytes).
+/// compared by value: `-0.0` ties with `0.0`, and every NaN comes after
+/// `+infinity`, all NaNs tied), then text (by UTF-8 bytes), then blobs (by
+/// bytes). This is the one total order of sorts and indexes; predicates
+/// compare reals as IEEE 754 does (``Semantics/compare(_:_:_:)``).
 ///
 /// Two stored values are equal (`==`, and so the same dictionary key) only when
 /// they are the same value: text with the same Unicode scalars (not Swift's
@@ -88,8 +91,9 @@ extension StoredValue: Comparable {
     public static func < (lhs: StoredValue, rhs: StoredValue) -> Bool {
         switch (lhs, rhs) {
         case let (.integer(a), .integer(b)): return a < b
-        case let (.real(a), .real(b)): return a < b
-        case let (.integer(a), .real(b)): return Double(a) < b
+        // NaN is after every other number, and ties with every NaN.
+        case let (.real(a), .real(b)): return a < b || (b.isNaN && !a.isNaN)
+        case let (.integer(a), .real(b)): return Double(a) < b || b.isNaN
         case let (.real(a), .integer(b)): return a < Double(b)
         case let (.text(a), .text(b)): return a.utf8.lexicographicallyPrecedes(b.utf8)
         case let (.blob(a), .blob(b)): return a.lexicographicallyPrecedes(b)

@@ -1,18 +1,19 @@
 import Foundation
 
-// What every backend stores, and the rules of relations, decided once here and
-// checked by every adapter before it writes (see docs/SEMANTICS.md).
+// The rules of values and relations, decided once here and checked by the
+// adapters before they write (see docs/SEMANTICS.md).
 
 extension Entity {
-    /// Checks that every value of `record`, and of the children it holds, is
-    /// one every backend stores exactly: a real (a `Double`, `Float` or `Date`
-    /// field) may not be NaN or `-0.0`. SQLite stores NaN as NULL and `-0.0` as
-    /// `0.0`, a binary property list merges `-0.0` with `0.0`; rather than give
-    /// back another value on some backends, every backend refuses them.
+    /// Checks that no real of `record` (a `Double`, `Float` or `Date` field),
+    /// nor of the children it holds, is `-0.0`: Foundation's binary
+    /// property-list writer stores equal numbers once per document, so a
+    /// `-0.0` and a `0.0` in one document would come back as one of them.
+    /// Only the property-list store calls it; every other backend stores
+    /// `-0.0` as given (docs/SEMANTICS.md, "Limits of one backend").
     ///
     /// - Throws: ``StorageError`` of kind ``StorageError/Kind/invalidArgument``
     ///   naming the field and the record; the adapter then writes nothing.
-    public func checkStorable(_ record: Root) throws {
+    public func checkNoNegativeZero(_ record: Root) throws {
         if let checkReals = realChecker {
             // A record that writes its fields by position: one pass, without key paths.
             if let position = try checkReals(record) { throw unstorable(record, fields[position]) }
@@ -24,31 +25,31 @@ extension Entity {
         }
         guard hasRelations else { return }
         for relation in relations {
-            try relation.checkStorableChildren(of: record)
+            try relation.checkNoNegativeZeroInChildren(of: record)
         }
     }
 
     static func isStorable(_ value: Double) -> Bool {
-        !(value.isNaN || (value == 0 && value.sign == .minus))
+        !(value == 0 && value.sign == .minus)
     }
 
     func unstorable(_ record: Root, _ field: Field<Root>) -> StorageError {
         let value = field.value(in: record)
         return StorageError(
             .invalidArgument, .persist, entity: name,
-            message: "field '\(field.name)' of record \(record.primaryKey) is \(value), which no backend stores as given (NaN has no equality or order; SQLite keeps no sign of zero); store nil or 0.0 instead")
+            message: "field '\(field.name)' of record \(record.primaryKey) is \(value), which a property-list store cannot keep apart from 0.0 (its format stores equal numbers once); use the JSON format or another backend to store -0.0")
     }
 
-    /// ``checkStorable(_:)`` for each of `records`.
+    /// ``checkNoNegativeZero(_:)`` for each of `records`.
     /// - Throws: ``StorageError`` of kind ``StorageError/Kind/invalidArgument``.
-    public func checkStorable(_ records: [Root]) throws {
+    public func checkNoNegativeZero(_ records: [Root]) throws {
         guard hasRealFieldsOrRelations else { return }
-        for record in records { try checkStorable(record) }
+        for record in records { try checkNoNegativeZero(record) }
     }
 }
 
 extension ToManyRelation {
-    func checkStorableChildren(of parent: Parent) throws {
+    func checkNoNegativeZeroInChildren(of parent: Parent) throws {
         let entity = Child.entity
         if let checkReals = entity.realsChecker {
             // Children without relations of their own, written by position:
@@ -70,7 +71,7 @@ extension ToManyRelation {
             }
         }
         for child in parent[keyPath: children] {
-            try entity.checkStorable(child)
+            try entity.checkNoNegativeZero(child)
         }
     }
 
@@ -89,13 +90,14 @@ extension ToManyRelation {
 }
 
 /// Scans the fields of a ``FieldwiseRecord`` in one pass: finds, by
-/// position, the first real no backend stores, and keeps the stored values
+/// position, the first real that is `-0.0` (which the property-list store
+/// refuses, ``Entity/checkNoNegativeZero(_:)``), and keeps the stored values
 /// (as ``StoredValueWriter`` collects them) at two positions; ignores every
 /// other field. See ``FieldwiseRecord/scanFields(_:)``.
 public struct FieldScanWriter: FieldWriter {
     /// The position of the next field.
     public var position = 0
-    /// The position of the first real that no backend stores, if any.
+    /// The position of the first real that is `-0.0`, if any.
     public var unstorable: Int?
     /// The first position whose value is kept, or -1.
     public let firstKept: Int
@@ -127,10 +129,10 @@ public struct FieldScanWriter: FieldWriter {
     /// Notes an integer.
     @inlinable @inline(__always)
     public mutating func encode(_ value: Int64) throws { take(.integer(value)) }
-    /// Notes a real, and whether it is the first that no backend stores.
+    /// Notes a real, and whether it is the first `-0.0`.
     @inlinable @inline(__always)
     public mutating func encode(_ value: Double) throws {
-        if unstorable == nil && (value.isNaN || (value == 0 && value.sign == .minus)) { unstorable = position }
+        if unstorable == nil && value == 0 && value.sign == .minus { unstorable = position }
         take(.real(value))
     }
     /// Notes a text.
@@ -167,14 +169,14 @@ extension FieldwiseRecord {
     @inlinable
     public static func scanFields(
         of records: [Self], keeping first: Int, and second: Int, into firsts: inout [StoredValue],
-        _ seconds: inout [StoredValue]
+        _ seconds: inout [StoredValue], stoppingAtNegativeZero: Bool
     ) throws -> (record: Int, field: Int)? {
         if first >= 0 { firsts.reserveCapacity(firsts.count + records.count) }
         if second >= 0 { seconds.reserveCapacity(seconds.count + records.count) }
         for index in records.indices {
             var scanner = FieldScanWriter(keeping: first, and: second)
             try records[index].write(fields: &scanner)
-            if let position = scanner.unstorable { return (index, position) }
+            if stoppingAtNegativeZero, let position = scanner.unstorable { return (index, position) }
             if first >= 0 { firsts.append(scanner.first) }
             if second >= 0 { seconds.append(scanner.second) }
         }
@@ -182,19 +184,21 @@ extension FieldwiseRecord {
     }
 }
 
-/// The real check of many records of `F`, which is `Root`: the index of the
-/// first record holding a real no backend stores, and the field's position.
+/// The `-0.0` check of many records of `F`, which is `Root`: the index of the
+/// first record holding a `-0.0`, and the field's position.
 func makeRealsChecker<Root, F: FieldwiseRecord>(
     _ type: F.Type, for root: Root.Type
 ) -> @Sendable ([Root]) throws -> (record: Int, field: Int)? {
     { records in
         var firsts: [StoredValue] = []
         var seconds: [StoredValue] = []
-        return try F.scanFields(of: unsafeBitCast(records, to: [F].self), keeping: -1, and: -1, into: &firsts, &seconds)
+        return try F.scanFields(
+            of: unsafeBitCast(records, to: [F].self), keeping: -1, and: -1, into: &firsts, &seconds,
+            stoppingAtNegativeZero: true)
     }
 }
 
-/// The real check of `F`, which is `Root` (found by casting `Root.self`), so a
+/// The `-0.0` check of `F`, which is `Root` (found by casting `Root.self`), so a
 /// record converts to it without a cast per record.
 func makeRealChecker<Root, F: FieldwiseRecord>(_ type: F.Type, for root: Root.Type) -> @Sendable (Root) throws -> Int? {
     { record in

@@ -35,7 +35,7 @@ private func makeKeyPairReader<Root, F: FieldwiseRecord>(
 
 /// Reads the primary keys and foreign keys of many records in one
 /// specialized pass (``FieldwiseRecord/scanFields(of:keeping:and:into:_:)``),
-/// in order. The records hold no real that no backend stores (checked before).
+/// in order, past any real (a -0.0 does not stop it).
 typealias KeyPairsReader<Root> = @Sendable ([Root]) throws -> (keys: [StoredValue], foreignKeys: [StoredValue])
 
 /// The ``KeyPairsReader`` of `Root`, under the conditions of ``makeKeyPairReader(for:foreignKey:)``.
@@ -52,7 +52,7 @@ private func makeKeyPairsReader<Root, F: FieldwiseRecord>(
     { records in
         var keys: [StoredValue] = []
         var foreignKeys: [StoredValue] = []
-        _ = try F.scanFields(of: unsafeBitCast(records, to: [F].self), keeping: 0, and: foreignKeyPosition, into: &keys, &foreignKeys)
+        _ = try F.scanFields(of: unsafeBitCast(records, to: [F].self), keeping: 0, and: foreignKeyPosition, into: &keys, &foreignKeys, stoppingAtNegativeZero: false)
         return (keys, foreignKeys)
     }
 }
@@ -77,7 +77,7 @@ private func makeFieldPairReader<Root, F: FieldwiseRecord>(
     { records in
         var firsts: [StoredValue] = []
         var seconds: [StoredValue] = []
-        _ = try F.scanFields(of: unsafeBitCast(records, to: [F].self), keeping: first, and: second, into: &firsts, &seconds)
+        _ = try F.scanFields(of: unsafeBitCast(records, to: [F].self), keeping: first, and: second, into: &firsts, &seconds, stoppingAtNegativeZero: false)
         return (firsts, seconds)
     }
 }

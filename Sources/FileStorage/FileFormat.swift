@@ -4,10 +4,14 @@ import Foundation
 /// The encoding of a ``FileStore``'s documents.
 public enum FileFormat: String, Sendable, Hashable, CaseIterable, Codable {
     /// UTF-8 JSON, written by `JSONEncoder`. Dates are stored as seconds since
-    /// 2001-01-01 UTC, so they round-trip bit for bit; infinities as the strings
-    /// `"+Infinity"` and `"-Infinity"`.
+    /// 2001-01-01 UTC, so they round-trip bit for bit; `-0.0` as `-0`;
+    /// infinities and NaN as the strings `"+Infinity"`, `"-Infinity"` and
+    /// `"NaN"` (a NaN comes back as the canonical NaN, `Double.nan`: its
+    /// sign and payload are not kept).
     case json
-    /// Binary property lists, written by `PropertyListEncoder`.
+    /// Binary property lists, written by `PropertyListEncoder`. A NaN comes
+    /// back as the canonical NaN; `-0.0` is refused (the writer stores equal
+    /// numbers once per document, so `-0.0` and `0.0` would merge).
     case propertyList
 
     /// The file name extension of a document.
@@ -45,7 +49,7 @@ struct DocumentCoder {
 
     static let positiveInfinity = "+Infinity"
     static let negativeInfinity = "-Infinity"
-    /// Never written: every backend refuses NaN before encoding (`Entity.checkStorable`).
+    /// A NaN, whatever its sign and payload; read back as `Double.nan`.
     static let notANumber = "NaN"
 
     func encode<T: Encodable>(_ value: T) throws -> Data {

@@ -117,7 +117,9 @@ extension StoreState {
     /// an owned entity must name an owner that exists.
     func persist<T: Record>(_ records: [T], checkOwner: Bool) throws {
         let table = try table(T.self)
-        try T.entity.checkStorable(records)
+        // Foundation's binary property-list writer stores equal numbers once
+        // per document: a -0.0 beside a 0.0 would come back as the other.
+        if coder.format == .propertyList { try T.entity.checkNoNegativeZero(records) }
         try T.entity.checkDeclaredKeys(records)
         if checkOwner, let owner = T.entity.owner {
             try checkOwnersExist(records, owner: owner)

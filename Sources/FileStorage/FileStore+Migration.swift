@@ -272,6 +272,16 @@ struct RowCoder {
             encoder.userInfo[schemaKey] = schema
             return try encoder.encode(document)
         case .propertyList:
+            // As the store refuses a -0.0 (``Entity/checkNoNegativeZero(_:)``):
+            // the writer would merge it with a 0.0 of the same document.
+            for row in rows {
+                for (field, value) in zip(schema.fields, row) {
+                    guard case .real(let real) = value, real == 0, real.sign == .minus else { continue }
+                    throw StorageError(
+                        .invalidArgument, .open, entity: schema.entity,
+                        message: "the value -0.0 of field '\(field.name)' of '\(schema.entity)' cannot be kept apart from 0.0 in a property-list store (its format stores equal numbers once); use nil or 0.0")
+                }
+            }
             let encoder = PropertyListEncoder()
             encoder.outputFormat = .binary
             encoder.userInfo[schemaKey] = schema

@@ -246,7 +246,7 @@ final class Table<R: Record>: AnyTable {
     private static func index(_ state: TableState<R>, on field: Field<R>) -> [StoredValue: Set<StoredValue>] {
         var index: [StoredValue: Set<StoredValue>] = [:]
         for position in 0..<state.records.count where state.live[position] {
-            index[field.value(in: state.records[position]), default: []].insert(state.keys[position])
+            index[indexKey(field.value(in: state.records[position])), default: []].insert(state.keys[position])
         }
         return index
     }
@@ -468,10 +468,19 @@ final class Table<R: Record>: AnyTable {
         return sortKeys
     }
 
+    /// The key of `value` in an equality index: the value, but `0.0` for
+    /// `-0.0`, which it equals, and one NaN for every NaN (which no lookup
+    /// asks for: NaN equals nothing).
+    @inline(__always)
+    static func indexKey(_ value: StoredValue) -> StoredValue {
+        guard case .real(let real) = value, real == 0 || real.isNaN else { return value }
+        return .real(real.isNaN ? .nan : 0)
+    }
+
     /// The primary keys of the records whose `field` holds `value`, if `field` is indexed.
     func keys(where field: String, equals value: StoredValue) -> Set<StoredValue>? {
         guard let position = indexedNames.firstIndex(of: field) else { return nil }
-        return state.indexes[position][value] ?? []
+        return state.indexes[position][Self.indexKey(value)] ?? []
     }
 
     // MARK: Writes
@@ -577,7 +586,7 @@ final class Table<R: Record>: AnyTable {
                 if indexPosition == knownPosition {
                     pending.append(key)
                 } else {
-                    state.indexes[indexPosition][indexedFields[indexPosition].value(in: records[index]), default: []]
+                    state.indexes[indexPosition][Self.indexKey(indexedFields[indexPosition].value(in: records[index])), default: []]
                         .insert(key)
                 }
             }
@@ -590,7 +599,7 @@ final class Table<R: Record>: AnyTable {
 
     /// Adds `keys` to the entry of `value` in the index at `position`.
     private func addToIndex(_ position: Int, _ value: StoredValue, _ keys: [StoredValue]) {
-        Self.insert(keys, into: &state.indexes[position][value, default: []])
+        Self.insert(keys, into: &state.indexes[position][Self.indexKey(value), default: []])
     }
 
     private static func insert(_ keys: [StoredValue], into set: inout Set<StoredValue>) {
@@ -643,7 +652,7 @@ final class Table<R: Record>: AnyTable {
                 if defersKnown && position == knownPosition {
                     addsKnown = true
                 } else {
-                    state.indexes[position][value, default: []].insert(key)
+                    state.indexes[position][Self.indexKey(value), default: []].insert(key)
                 }
             }
             if tracksTexts { forgetTexts(of: old) }
@@ -653,10 +662,10 @@ final class Table<R: Record>: AnyTable {
                     if defersKnown {
                         addsKnown = true
                     } else {
-                        state.indexes[position][knownValue, default: []].insert(key)
+                        state.indexes[position][Self.indexKey(knownValue), default: []].insert(key)
                     }
                 } else {
-                    state.indexes[position][indexedFields[position].value(in: record), default: []].insert(key)
+                    state.indexes[position][Self.indexKey(indexedFields[position].value(in: record)), default: []].insert(key)
                 }
             }
         }
@@ -851,7 +860,7 @@ final class Table<R: Record>: AnyTable {
 
     /// Removes `key` from the entry of `value` in the index at `position`.
     private func removeFromIndex(_ position: Int, _ value: StoredValue, _ key: StoredValue) {
-        guard let index = state.indexes[position].index(forKey: value) else { return }
+        guard let index = state.indexes[position].index(forKey: Self.indexKey(value)) else { return }
         state.indexes[position].values[index].remove(key)
         if state.indexes[position].values[index].isEmpty { state.indexes[position].remove(at: index) }
     }

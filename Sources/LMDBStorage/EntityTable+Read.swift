@@ -397,8 +397,7 @@ extension EntityTable {
 /// are kept in their ordered form (``SortKey``, ``ordered``): read without a
 /// ``StoredValue`` made for each, compared as integers, released as one
 /// buffer (the ``StoredValue`` keys cost about 190 instructions a key over
-/// their life); a NaN, which has no ordered form, is kept aside, and the
-/// keys are then handed over as ``StoredValue``s (``storedKeys``). Used by
+/// their life). Used by
 /// one call on one thread: its keys are not checked for exclusive access at
 /// run time (about 90 instructions per key appended).
 final class SortKeys {
@@ -413,8 +412,6 @@ final class SortKeys {
     /// Each column's ordered form; `nil`: the keys are ``StoredValue``s.
     let columns: [Column]?
     @exclusivity(unchecked) private(set) var keys: [StoredValue] = []
-    /// The positions in the ordered keys that hold a NaN's bits.
-    @exclusivity(unchecked) private(set) var nans: [Int] = []
     /// The ordered keys, in memory of their own (grown by doubling) and
     /// the columns' positions and forms beside them: appending to arrays
     /// held by the class checked their uniqueness and capacity per key.
@@ -470,8 +467,8 @@ final class SortKeys {
         return columns
     }
 
-    /// Whether the keys read are all in ordered form: no NaN met.
-    var isOrdered: Bool { columns != nil && nans.isEmpty }
+    /// Whether the keys read are in ordered form.
+    var isOrdered: Bool { columns != nil }
 
     /// The keys in ordered form (``SortKey``), a row per candidate.
     var ordered: [UInt64] { Array(UnsafeBufferPointer(start: start, count: count)) }
@@ -491,15 +488,9 @@ final class SortKeys {
             case .integer:
                 key = SortKey.ordered(try decoder.integer(at: position))
             case .bool:
-                key = SortKey.ordered(decoder.bool(at: position) ? 1 : 0)
+                key = SortKey.ordered(Int64(decoder.bool(at: position) ? 1 : 0))
             case .real:
-                let real = decoder.real(at: position)
-                if let ordered = SortKey.ordered(real) {
-                    key = ordered
-                } else {
-                    nans.append(count)
-                    key = real.bitPattern
-                }
+                key = SortKey.ordered(decoder.real(at: position))
             }
             (start + count).initialize(to: key)
             count += 1
@@ -520,19 +511,13 @@ final class SortKeys {
         guard width > 0 else { return keys }
         var stored: [StoredValue] = []
         stored.reserveCapacity(count)
-        var nextNaN = 0
         for index in 0..<count {
             let key = start[index]
             switch forms[index % width] {
             case .integer, .bool:
                 stored.append(.integer(Int64(bitPattern: key ^ (1 << 63))))
             case .real:
-                if nextNaN < nans.count, nans[nextNaN] == index {
-                    nextNaN += 1
-                    stored.append(.real(Double(bitPattern: key)))
-                } else {
-                    stored.append(.real(Double(bitPattern: key & (1 << 63) != 0 ? key ^ (1 << 63) : ~key)))
-                }
+                stored.append(.real(SortKey.real(ordered: key)))
             }
         }
         return stored

@@ -161,12 +161,6 @@ final class EntityTable<R: Record>: Sendable {
     /// record). Made once: an optional unwrapped with `?? { ... }` on each
     /// read made a reabstraction thunk, an allocation, every time.
     let fieldsWriter: FieldsWriter<R>
-    /// Whether every record this table writes (its own and its
-    /// descendants') is a ``FieldwiseRecord``, whose reals the value
-    /// encoder checks as it writes them (`PackedFieldWriter.encode(_: Double)`):
-    /// then the core's separate pass (`Entity.checkStorable`) runs only to
-    /// name the error once a write failed.
-    let checksRealsWhileEncoding: Bool
     /// The link to the parent when a parent's table built this one.
     private let declaredLink: ParentLink?
     /// Each field's distance from a value's end when it and every field
@@ -241,7 +235,6 @@ final class EntityTable<R: Record>: Sendable {
             fieldsWriter = { _, _ in }
             writesFieldwise = false
         }
-        checksRealsWhileEncoding = fieldwiseType != nil && relations.allSatisfy(\.checksRealsWhileEncoding)
     }
 
     /// The parent link recorded in the environment by an earlier parent storage.

@@ -7,7 +7,9 @@ import DAOCore
 ///
 /// - integers: 8 bytes big-endian with the sign bit flipped;
 /// - reals: 8 bytes big-endian, sign bit flipped for positives and every bit
-///   flipped for negatives (`-0.0` is stored as `0.0`);
+///   flipped for negatives (`-0.0` is stored as `0.0`, and every NaN as
+///   `FF FF FF FF FF FF FF FF`, after `+infinity`: the core's
+///   ``SortKey/ordered(_:)-(Double)``);
 /// - text and blobs: the bytes with each `0x00` written `0x00 0xFF`, ended by
 ///   `0x00 0x00` (so a text is never empty, which LMDB keys may not be).
 ///
@@ -52,9 +54,7 @@ enum KeyCodec {
 
     /// Appends a real.
     static func append(real value: Double, to bytes: inout [UInt8]) {
-        let bits = (value == 0 ? 0.0 : value).bitPattern
-        let ordered = bits & (1 << 63) != 0 ? ~bits : bits | (1 << 63)
-        withUnsafeBytes(of: ordered.bigEndian) { bytes.append(contentsOf: $0) }
+        withUnsafeBytes(of: SortKey.ordered(value).bigEndian) { bytes.append(contentsOf: $0) }
     }
 
     /// Appends text or blob bytes, escaped and terminated.
@@ -96,13 +96,13 @@ enum KeyCodec {
 
     /// Whether `a` and `b` have the same index key (``append(indexed:to:)``)
     /// without encoding them: nulls alike, integers equal, reals with the
-    /// same bits once `-0.0` is `0.0`, text with the same UTF-8 bytes (not
+    /// same bits once `-0.0` is `0.0` (any two NaNs alike), text with the same UTF-8 bytes (not
     /// Swift's `==`, which is canonical equivalence), blobs equal.
     static func sameKey(_ a: StoredValue, _ b: StoredValue) -> Bool {
         switch (a, b) {
         case (.null, .null): return true
         case (.integer(let a), .integer(let b)): return a == b
-        case (.real(let a), .real(let b)): return (a == 0 ? 0.0 : a).bitPattern == (b == 0 ? 0.0 : b).bitPattern
+        case (.real(let a), .real(let b)): return SortKey.ordered(a) == SortKey.ordered(b)
         case (.text(let a), .text(let b)): return a.utf8.elementsEqual(b.utf8)
         case (.blob(let a), .blob(let b)): return a == b
         default: return false

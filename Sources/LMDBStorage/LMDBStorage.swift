@@ -94,7 +94,6 @@ public struct LMDBStorage<Record: DAOCore.Record>: Storage {
     public func persist(handingOver produce: (_ hand: RecordHandoff<Record>) throws -> Void) throws {
         // Records written by position have their reals checked as they are
         // encoded; the others are checked before they are written.
-        let checkFirst = !table.checksRealsWhileEncoding
         var handoff = PersistHandoff<Record>(keepingRecords: table.environment.commits.isObserved)
         do {
             try table.environment.write(.persist) { txn in
@@ -103,7 +102,6 @@ public struct LMDBStorage<Record: DAOCore.Record>: Storage {
                     // Read once per call, not per record (see `EntityTable.persist`).
                     let writeFields = table.fieldsWriter
                     try handoff.run(produce, stoppingAt: LMDBEnvironment.startsWriteAgain) { record in
-                        if checkFirst { try Record.entity.checkStorable(copy record) }
                         // The record lent where the handoff holds it, not copied.
                         do {
                             try withUnsafePointer(to: record) {

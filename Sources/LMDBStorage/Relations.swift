@@ -22,8 +22,6 @@ protocol ChildWriter: Sendable {
 protocol ChildSet<Parent>: ChildWriter {
     associatedtype Parent: Record
     func makeCodecs() -> Codecs
-    /// ``EntityTable/checksRealsWhileEncoding`` of the child table.
-    var checksRealsWhileEncoding: Bool { get }
     /// The children of the parent with primary key bytes `parentKey`, as `[Child]`.
     func loadChildren(parentKey: [UInt8], in txn: borrowing Transaction, codecs: Codecs) throws -> Any
     /// Reads the children of the parent with primary key bytes `parentKey`
@@ -41,8 +39,6 @@ struct RelationChildren<Relation: ToManyRelation>: ChildSet {
     let table: EntityTable<Relation.Child>
 
     func makeCodecs() -> Codecs { table.makeCodecs() }
-
-    var checksRealsWhileEncoding: Bool { table.checksRealsWhileEncoding }
 
     func loadChildren(parentKey: [UInt8], in txn: borrowing Transaction, codecs: Codecs) throws -> Any {
         try table.readRange(prefix: parentKey, in: txn, codecs: codecs)

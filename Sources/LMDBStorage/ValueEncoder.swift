@@ -138,12 +138,6 @@ final class ValueEncoder: PackedValueAccess, @unchecked Sendable {
             return StorageError(
                 .encoding, .persist, entity: entity,
                 message: "the field '\(schema.names[field])' is not optional but was encoded as nil")
-        case .unstorableReal(let value):
-            // The core's rule (`Entity.checkStorable`): no NaN, no -0.0. The
-            // storage then asks the core for its error (LMDBStorage.persist).
-            return StorageError(
-                .invalidArgument, .persist, entity: entity,
-                message: "a real of '\(entity)' is \(value), which no backend stores as given")
         case .noRoom:
             return StorageError(.encoding, .persist, entity: entity, message: "no room for the value")
         }

@@ -98,6 +98,13 @@ enum PredicateSQL {
                 // comparison to the in-memory evaluation.
                 if nullable { return nil }
                 parameters.append(.value(value))
+                // A real field's NaN is stored as a blob (``bindReal(_:_:_:)``),
+                // which SQLite orders after every number; NaN is greater than
+                // nothing, so `> x` stops before the blobs (`X''` is the least
+                // blob), which keeps the range an index can serve.
+                if comparison == .greater || comparison == .greaterOrEqual, field.type == .real || field.type == .date {
+                    return sql("(\(column) \(comparison.rawValue) ? AND \(column) < X'')")
+                }
                 return sql("\(column) \(comparison.rawValue) ?")
             }
 
@@ -157,8 +164,9 @@ enum PredicateSQL {
     /// `ORDER BY` terms for a sort (without the primary-key tie-break), or `nil`
     /// when the core's sort is Foundation's (a `String` comparator, or a key
     /// path that is not a declared field), which SQLite cannot run. A sort by
-    /// stored values is SQLite's order: NULL first, numbers by value, text and
-    /// blobs by bytes (the BINARY collation).
+    /// stored values is SQLite's order: NULL first, numbers by value (`-0.0`
+    /// tied with `0.0`), then a real field's NaNs, all one blob, then text and
+    /// blobs by bytes (the BINARY collation): the core's order.
     static func orderBy<R: Record>(_ sort: SortPlan<R>) -> [String]? {
         guard let fields = sort.fields else { return nil }
         return fields.map { "\(quoted($0.field.name)) \($0.ascending ? "ASC" : "DESC")" }

@@ -118,7 +118,10 @@ final class RowDecoder: Decoder {
     func double(_ column: Int32) throws -> Double {
         let value = sqlite3_column_value(handle, column)
         let type = sqlite3_value_type(value)
-        guard type == SQLITE_FLOAT || type == SQLITE_INTEGER else { throw layout.storageClassError(column, type) }
+        guard type == SQLITE_FLOAT || type == SQLITE_INTEGER else {
+            if let nan = sqliteNaN(value) { return nan }
+            throw layout.storageClassError(column, type)
+        }
         return sqlite3_value_double(value)
     }
 
@@ -232,7 +235,10 @@ struct ColumnReader: FieldReader {
     private func double(_ column: Int32) throws -> Double {
         let value = sqlite3_column_value(handle, column)
         let type = sqlite3_value_type(value)
-        guard type == SQLITE_FLOAT || type == SQLITE_INTEGER else { throw classError(column, type) }
+        guard type == SQLITE_FLOAT || type == SQLITE_INTEGER else {
+            if let nan = sqliteNaN(value) { return nan }
+            throw classError(column, type)
+        }
         return sqlite3_value_double(value)
     }
 

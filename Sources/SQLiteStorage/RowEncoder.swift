@@ -406,15 +406,11 @@ struct ParameterWriter: FieldWriter {
         if code != SQLITE_OK { try statement.check(code) }
     }
 
-    /// Binds a real, after checking that a backend stores it as given: NaN
-    /// (no equality, no order) and -0.0 (SQLite keeps no sign of zero) throw
-    /// ``UnstorableReal``, which ``SQLiteStorage/persist(_:)`` turns into the
-    /// core's error for the record (``Entity/checkStorable(_:)``).
+    /// Binds a real so that it comes back bit for bit (``bindReal(_:_:_:)``).
     @inline(__always)
     mutating func encode(_ value: Double) throws {
         let index = try next()
-        if value.isNaN || (value == 0 && value.sign == .minus) { throw UnstorableReal() }
-        let code = sqlite3_bind_double(handle, index, value)
+        let code = bindReal(handle, index, value)
         if code != SQLITE_OK { try statement.check(code) }
     }
 
@@ -463,7 +459,3 @@ struct ParameterWriter: FieldWriter {
         }
     }
 }
-
-/// Thrown by ``ParameterWriter`` for a real no backend stores as given; the
-/// storage reports it as the core's ``StorageError`` for the record.
-struct UnstorableReal: Error {}

@@ -143,7 +143,7 @@ final class SQLiteMigrationTransaction: MigrationTransaction {
         let table = quoted(old.entity)
         switch change {
         case .addField(let field, let value):
-            var column = "\(quoted(field.name)) \(sqlType(field.type))"
+            var column = columnDefinition(field.name, field.type)
             var update = false
             if !field.optional {
                 // SQLite adds a NOT NULL column only with a constant default;

@@ -186,15 +186,25 @@ public final class SQLiteDatabase: Store, Sendable {
                 // Also when the transaction fails: rolling back its DDL
                 // changes the schema as well.
                 defer { connection.dropCachedStatements() }
-                try connection.transaction(immediate: true) {
-                    let session = try SchemaSession(connection, mode: .create)
-                    // Again under the write lock: another process may have
-                    // recorded a holder since the check above.
-                    let recorded = try session.storedSchemas()
-                    try ChildHolders.checkOpening(R.self, recorded: recorded)
-                    try ChildHolders.checkStoredOnTheirOwn(
-                        R.self, recorded: recorded, holdsRecordsOnTheirOwn: session.holdsRowsOnTheirOwn)
-                    try setUpSchema(table, session)
+                func create() throws {
+                    try connection.transaction(immediate: true) {
+                        let session = try SchemaSession(connection, mode: .create)
+                        // Again under the write lock: another process may have
+                        // recorded a holder since the check above.
+                        let recorded = try session.storedSchemas()
+                        try ChildHolders.checkOpening(R.self, recorded: recorded)
+                        try ChildHolders.checkStoredOnTheirOwn(
+                            R.self, recorded: recorded, holdsRecordsOnTheirOwn: session.holdsRowsOnTheirOwn)
+                        try setUpSchema(table, session)
+                    }
+                }
+                do {
+                    try create()
+                } catch is ForeignKeysMustBeOff {
+                    // A table other tables' foreign keys name is rebuilt
+                    // (its reals declared `REAL`): with foreign keys off,
+                    // so that dropping it cascades into nothing.
+                    try connection.withForeignKeysOff { try create() }
                 }
             }
         }

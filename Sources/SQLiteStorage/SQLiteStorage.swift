@@ -52,33 +52,18 @@ public struct SQLiteStorage<Record: DAOCore.Record>: Storage {
     /// - Throws: ``StorageError``, or what `produce` throws; nothing is
     ///   written then.
     public func persist(handingOver produce: (_ hand: RecordHandoff<Record>) throws -> Void) throws {
-        // When every record of the tree is bound by position, its reals are
-        // checked as they are bound (the write then stops and rolls back);
-        // otherwise each record is checked before it is written, as the
-        // other backends do.
-        let checkFirst = !table.checksRealsWhileBinding
         var handoff = PersistHandoff<Record>(keepingRecords: database.commits.isObserved)
         do {
             try database.withConnection(.persist, entity: entityName) { connection in
                 try connection.transaction(immediate: true) {
                     let writer = try TableWriter(table, connection)
-                    try handoff.run(produce) { record in
-                        if checkFirst { try Record.entity.checkStorable(copy record) }
-                        do {
-                            try writer.write(record)
-                        } catch is UnstorableReal {
-                            throw StorageError(
-                                .invalidArgument, .persist, entity: entityName,
-                                message: "a record writes a real that no backend stores as given (NaN or -0.0)")
-                        }
-                    }
+                    try handoff.run(produce) { record in try writer.write(record) }
                 }
             }
         } catch {
             // Whatever stopped the write (a record, the engine, the commit),
-            // a record the check before it would have refused is the error to
-            // report, so the answer is the one of checking every record first
-            // (and of the other backends): the same error for the same records.
+            // a translation error of a later plain object is the error to
+            // report, as for an array (and on the other backends).
             if let refused = try handoff.refusal(after: error, produce) {
                 guard let refused = refused as? StorageError else { throw refused }
                 throw refused.with(path: database.path)

@@ -8,14 +8,28 @@ struct ForeignKey: Sendable, Hashable {
     let parentColumn: String
 }
 
-/// The SQL column type of a field type.
+/// The SQL column type of a field type. A real (or date) column is declared
+/// without a type, so it has no affinity and keeps every real bit for bit:
+/// a column of REAL affinity stores an integral real as an integer, and
+/// `-0.0` comes back `0.0`; a NaN is stored as a blob (``bindReal(_:_:_:)``).
 func sqlType(_ type: FieldType) -> String {
     switch type {
     case .integer, .bool: "INTEGER"
-    case .real, .date: "REAL"
+    case .real, .date: ""
     case .text: "TEXT"
     case .blob: "BLOB"
     }
+}
+
+/// The type a real column of a table written before reals were kept bit for
+/// bit is declared with: `REAL` (``Table/ensureSchema(_:foreignKey:)``
+/// rebuilds such a table).
+let legacyRealType = "REAL"
+
+/// `name` and its type (``sqlType(_:)``), as a column definition begins.
+func columnDefinition(_ name: String, _ type: FieldType) -> String {
+    let sql = sqlType(type)
+    return sql.isEmpty ? quoted(name) : "\(quoted(name)) \(sql)"
 }
 
 /// `CREATE TABLE` for an entity of `schema` under `tableName`: one typed
@@ -24,7 +38,7 @@ func sqlType(_ type: FieldType) -> String {
 func tableDDL(for schema: EntitySchema, named tableName: String, foreignKey: ForeignKey?) -> String {
     var definitions: [String] = []
     for (index, field) in schema.fields.enumerated() {
-        var column = "\(quoted(field.name)) \(sqlType(field.type))"
+        var column = columnDefinition(field.name, field.type)
         if index == 0 {
             column += " NOT NULL PRIMARY KEY"
         } else if !field.optional {
@@ -59,7 +73,14 @@ extension Table {
     ///
     /// A child table first created through its own storage has no foreign key
     /// yet; when its parent's storage is opened, the table is rebuilt with it
-    /// (SQLite cannot add a foreign key in place). A table that holds rows
+    /// (SQLite cannot add a foreign key in place). A table whose real columns
+    /// are declared `REAL` (``legacyRealType``, written before reals were kept
+    /// bit for bit) is rebuilt the same way with columns without a type
+    /// (``sqlType(_:)``), every row copied as it is, in key order; the
+    /// rebuild needs foreign keys off (dropping a parent's table would
+    /// cascade into its children), so in a transaction that enforces them it
+    /// throws ``ForeignKeysMustBeOff`` and ``SQLiteDatabase/storage(for:)``
+    /// runs the session again with them off. A table that holds rows
     /// then was written through the child's own storage before its parent's
     /// was opened, and ``SQLiteDatabase/storage(for:)`` refuses the parent
     /// first (``ChildHolders/checkStoredOnTheirOwn(_:recorded:holdsRecordsOnTheirOwn:)``);
@@ -99,9 +120,11 @@ extension Table {
         if existing.isEmpty {
             try session.execute(createTableSQL(named: name, foreignKey: foreignKey))
         } else {
-            try check(existing)
+            let realsDeclaredReal = try check(existing)
             if let foreignKey, try !hasForeignKey(foreignKey, connection) {
                 try session.write { try rebuild(with: foreignKey, connection) }
+            } else if realsDeclaredReal {
+                try session.write { try rebuild(with: try storedForeignKey(connection), connection) }
             }
         }
         if stored == nil {
@@ -147,11 +170,23 @@ extension Table {
         return columns
     }
 
-    private func check(_ existing: [Column]) throws {
+    /// Checks the table's columns against the declaration; `true` when they
+    /// match but for real columns declared `REAL` (``legacyRealType``).
+    private func check(_ existing: [Column]) throws -> Bool {
         let expected = entity.fields.enumerated().map { index, field in
             Column(name: field.name, type: sqlType(field.type), notNull: index == 0 || !field.isOptional, primaryKey: index == 0)
         }
-        guard existing != expected else { return }
+        guard existing != expected else { return false }
+        let legacy = zip(expected, entity.fields).map { column, field in
+            var column = column
+            if field.type == .real || field.type == .date { column.type = legacyRealType }
+            return column
+        }
+        if existing.count == expected.count,
+            zip(existing, zip(expected, legacy)).allSatisfy({ $0 == $1.0 || $0 == $1.1 })
+        {
+            return true
+        }
         func describe(_ columns: [Column]) -> String {
             columns.map { "\($0.name) \($0.type)\($0.notNull ? " NOT NULL" : "")\($0.primaryKey ? " PRIMARY KEY" : "")" }
                 .joined(separator: ", ")
@@ -175,6 +210,16 @@ extension Table {
         return false
     }
 
+    /// The foreign key the table holds, if it holds one.
+    private func storedForeignKey(_ connection: Connection) throws -> ForeignKey? {
+        let statement = try connection.oneOffStatement("PRAGMA foreign_key_list(\(quoted(name)))")
+        // id, seq, table, from, to, on_update, on_delete, match
+        guard try statement.step(), let parent = statement.text(2), let column = statement.text(3),
+            let parentColumn = statement.text(4)
+        else { return nil }
+        return ForeignKey(column: column, parentTable: parent, parentColumn: parentColumn)
+    }
+
     /// The column of the foreign key the table holds, if it holds one.
     private func storedForeignKeyColumn(_ connection: Connection) throws -> String? {
         let statement = try connection.oneOffStatement("PRAGMA foreign_key_list(\(quoted(name)))")
@@ -182,12 +227,39 @@ extension Table {
         return try statement.step() ? statement.text(3) : nil
     }
 
-    private func rebuild(with foreignKey: ForeignKey, _ connection: Connection) throws {
+    /// Rebuilds the table as the declaration makes it, with `foreignKey`:
+    /// creates it under another name, copies every row in key order, drops
+    /// the old one and renames the new one. With foreign keys enforced, a
+    /// table that another table's foreign key names is not rebuilt
+    /// (``ForeignKeysMustBeOff``): dropping it would cascade. With them off,
+    /// the rows are checked against `foreignKey` afterwards.
+    private func rebuild(with foreignKey: ForeignKey?, _ connection: Connection) throws {
+        let enforced = try connection.scalarInt("PRAGMA foreign_keys") == 1
+        if enforced, try isReferenced(connection) { throw ForeignKeysMustBeOff() }
         let temporary = "\(name)__rebuild"
         try connection.execute(createTableSQL(named: temporary, foreignKey: foreignKey))
-        try connection.execute("INSERT INTO \(quoted(temporary)) (\(selectList)) SELECT \(selectList) FROM \(quoted(name))")
+        try connection.execute(
+            "INSERT INTO \(quoted(temporary)) (\(selectList)) SELECT \(selectList) FROM \(quoted(name))"
+                + " ORDER BY \(quoted(entity.fields[0].name))")
         try connection.execute("DROP TABLE \(quoted(name))")
         try connection.execute("ALTER TABLE \(quoted(temporary)) RENAME TO \(quoted(name))")
+        if !enforced, foreignKey != nil {
+            let check = try connection.oneOffStatement("PRAGMA foreign_key_check(\(quoted(name)))")
+            if try check.step() {
+                throw StorageError(
+                    .constraint, .open, entity: entity.name,
+                    message: "table '\(name)' holds a row whose parent is not stored")
+            }
+        }
+    }
+
+    /// Whether another table's foreign key names this table.
+    private func isReferenced(_ connection: Connection) throws -> Bool {
+        let statement = try connection.oneOffStatement(
+            "SELECT 1 FROM sqlite_master AS m, pragma_foreign_key_list(m.name) AS f"
+                + " WHERE m.type = 'table' AND f.\"table\" = ?1 COLLATE NOCASE AND m.name <> ?1 LIMIT 1")
+        try statement.bind(name, at: 1)
+        return try statement.step()
     }
 }
 
@@ -326,3 +398,8 @@ final class SchemaSession {
         return try statement.step()
     }
 }
+
+/// Thrown by a schema session that must rebuild a table other tables' foreign
+/// keys name while foreign keys are enforced; ``SQLiteDatabase/storage(for:)``
+/// runs the session again with them off.
+struct ForeignKeysMustBeOff: Error {}

@@ -29,12 +29,6 @@ final class Table<R: Record>: Sendable {
     let rowsWriter: (any RowsWriter<R>)?
     /// Makes the errors of the ``ColumnRowReader``s over this table's rows.
     let columnAccess: ColumnAccess
-    /// Whether every record written to this table and to the tables below it
-    /// is bound by position (``FieldwiseRecord``), so the real values no
-    /// backend stores (NaN, -0.0) are caught as they are bound
-    /// (``ParameterWriter/encode(_:)-(Double)``) rather than by a pass of
-    /// ``Entity/checkStorable(_:)`` over every record before the write.
-    let checksRealsWhileBinding: Bool
 
     /// The quoted column list, in field order.
     let selectList: String
@@ -87,7 +81,6 @@ final class Table<R: Record>: Sendable {
         fieldBinder = (R.self as? any FieldwiseRecord.Type).map { makeFieldBinder($0, for: R.self) }
         rowsReader = (R.self as? any FieldwiseRecord.Type).flatMap { makeRowsReader($0, for: R.self) }
         rowsWriter = (R.self as? any FieldwiseRecord.Type).flatMap { makeRowsWriter($0, for: R.self) }
-        checksRealsWhileBinding = R.self is any FieldwiseRecord.Type && links.allSatisfy { $0.checksRealsWhileBinding }
         var placeholders: [String: any Sendable] = [:]
         for link in links { placeholders[link.name] = link.placeholder }
         let names = entity.fields.map(\.name)
@@ -422,8 +415,6 @@ final class StatementAccess: ColumnAccess, @unchecked Sendable {
         switch failure {
         case .code(let code):
             return sqliteError(code, db: sqlite3_db_handle(statement.handle), sql: statement.sql)
-        case .unstorableReal:
-            return UnstorableReal()
         case .tooManyFields:
             return StorageError(
                 .schemaMismatch, .persist, entity: layout.entityName,
@@ -438,7 +429,7 @@ final class StatementAccess: ColumnAccess, @unchecked Sendable {
 
 /// SQLite's functions for ``ColumnRowWriter``.
 let sqliteBindFunctions = ColumnBindFunctions(
-    int64: sqlite3_bind_int64, double: sqlite3_bind_double, null: sqlite3_bind_null, okCode: SQLITE_OK)
+    int64: sqlite3_bind_int64, double: sqliteBindReal, null: sqlite3_bind_null, okCode: SQLITE_OK)
 
 /// SQLite's functions for ``ColumnRowReader``.
 let sqliteColumnFunctions = ColumnFunctions(
@@ -739,8 +730,6 @@ protocol ChildLink<Parent>: Sendable {
     var placeholder: any Sendable { get }
     /// Why the child's table cannot be set up (a relation loop), if it cannot.
     var cycle: String? { get }
-    /// ``Table/checksRealsWhileBinding`` of the child's table.
-    var checksRealsWhileBinding: Bool { get }
     /// ``Table/treeNames`` of the child's table.
     var tableNames: [String] { get }
     func ensureSchema(_ session: SchemaSession) throws
@@ -820,7 +809,6 @@ final class RelationLink<Rel: ToManyRelation>: ChildLink {
     var name: String { relation.name }
     var placeholder: any Sendable { [Child]() }
     var cycle: String? { child.cycle }
-    var checksRealsWhileBinding: Bool { child.checksRealsWhileBinding }
     var tableNames: [String] { child.treeNames }
 
     func ensureSchema(_ session: SchemaSession) throws {

@@ -16,6 +16,14 @@ struct Backend: Sendable, CustomTestStringConvertible {
     }
 
     var testDescription: String { name }
+
+    /// Whether the backend stores `-0.0` (the property-list store refuses it:
+    /// its format stores equal numbers once per document; docs/SEMANTICS.md).
+    var keepsNegativeZero: Bool { name != "plist" }
+
+    /// Whether a NaN comes back with its sign and payload (the file stores
+    /// and SQLite give back the canonical NaN; docs/SEMANTICS.md).
+    var keepsNaNPayloads: Bool { name == "lmdb" }
 }
 
 /// Every backend the conformance suite runs against: one line each.

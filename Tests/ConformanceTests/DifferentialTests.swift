@@ -44,7 +44,7 @@ struct DifferentialTests {
         // Binary property lists store canonically equivalent strings once (a
         // documented limitation): that backend gets one spelling of each text.
         let texts = Generator.texts(distinctUpToEquivalence: backend.name == "plist")
-        var generator = Generator(texts: texts)
+        var generator = Generator(texts: texts, reals: Generator.reals(for: backend))
         var model = Model(authors: generator.library(&random))
         var checks = 0
         try withStore(backend) { store, _ in
@@ -253,6 +253,19 @@ enum Bytes {
     static func hasPrefix(_ a: String, _ b: String) -> Bool { bytes(a).starts(with: bytes(b)) }
 }
 
+/// Orders two reals the documented way (nil first): by value, `-0.0` tied
+/// with `0.0`, every NaN after `+infinity` and tied with every NaN.
+func compareReal(_ a: Double?, _ b: Double?) -> ComparisonResult {
+    switch (a, b) {
+    case (nil, nil): .orderedSame
+    case (nil, _): .orderedAscending
+    case (_, nil): .orderedDescending
+    case let (a?, b?) where a.isNaN || b.isNaN:
+        a.isNaN == b.isNaN ? .orderedSame : a.isNaN ? .orderedDescending : .orderedAscending
+    case let (a?, b?): a < b ? .orderedAscending : b < a ? .orderedDescending : .orderedSame
+    }
+}
+
 /// Orders two values the documented way (nil first), as a `ComparisonResult`.
 func compare<T: Comparable>(_ a: T?, _ b: T?) -> ComparisonResult {
     switch (a, b) {
@@ -275,6 +288,10 @@ func reversed(_ result: ComparisonResult) -> ComparisonResult {
 
 struct Generator {
     let texts: [String]
+    /// The reals records hold (``reals(for:)``).
+    let reals: [Double]
+    /// The reals queries compare with: every awkward one, `-0.0` and NaN.
+    let constants: [Double] = AwkwardReal.all + [-0.0, .nan]
     /// Short texts for keys and indexed fields (LMDB keys hold at most 511 bytes).
     let shortTexts: [String]
     let needles: [String] = ["", "e", "\u{308}", "\u{EB}", "Zo", "🚀", "\u{0}", "a", "é", "e\u{301}", "long", "👩"]
@@ -284,9 +301,21 @@ struct Generator {
     var authorIds: [String] = []
     var isbns: [String] = []
 
-    init(texts: [String]) {
+    init(texts: [String], reals: [Double] = AwkwardReal.all) {
         self.texts = texts
+        self.reals = reals
         shortTexts = texts.filter { $0.utf8.count <= 64 }
+    }
+
+    /// The reals a backend's records hold: the awkward ones, `-0.0` (not on
+    /// the property list, which refuses it), the canonical NaN and, where
+    /// the backend keeps a NaN's sign and payload, other NaNs; each several
+    /// times, so that ties and NaNs are common.
+    static func reals(for backend: Backend) -> [Double] {
+        var reals = AwkwardReal.all + [.nan, .nan, 0, 0]
+        if backend.keepsNegativeZero { reals += [-0.0, -0.0, -0.0] }
+        if backend.keepsNaNPayloads { reals += [-Double.nan, Double(bitPattern: 0x7FF0_0000_0000_0001), Double(bitPattern: 0xFFF4_0000_0000_00FF)] }
+        return reals
     }
 
     /// The awkward texts, and for a backend that merges canonically equivalent
@@ -303,7 +332,11 @@ struct Generator {
         values[Int(random.next() % UInt64(values.count))]
     }
 
-    func real(_ random: inout SplitMix64) -> Double { pick(AwkwardReal.all, &random) }
+    /// A real for a record.
+    func real(_ random: inout SplitMix64) -> Double { pick(reals, &random) }
+
+    /// A real for a query's constant.
+    func constant(_ random: inout SplitMix64) -> Double { pick(constants, &random) }
 
     mutating func author(_ random: inout SplitMix64, index: Int, id: String? = nil) -> AuthorRecord {
         let id = id ?? pick(shortTexts, &random) + (random.next() % 2 == 0 ? "" : "\(index % 5)")
@@ -330,7 +363,8 @@ struct Generator {
         authorIds.append(id)
         return AuthorRecord(
             id: id, name: pick(shortTexts, &random), rating: real(&random),
-            born: random.next() % 2 == 0 ? nil : Date(timeIntervalSinceReferenceDate: real(&random)), books: books)
+            born: random.next() % 2 == 0 ? nil : Date(timeIntervalSinceReferenceDate: pick(AwkwardReal.all, &random)),
+            books: books)
     }
 
     mutating func library(_ random: inout SplitMix64) -> [AuthorRecord] {
@@ -352,7 +386,7 @@ struct Generator {
         let n = pick(needles, &random)
         let year = Int64(1990 + random.next() % 8)
         let count = Int(random.next() % 4)
-        let price: Double? = random.next() % 4 == 0 ? nil : real(&random)
+        let price: Double? = random.next() % 4 == 0 ? nil : constant(&random)
         let isbn = pick(shortTexts, &random) + "-\(random.next() % 40)"
         let predicate: (String, Predicate<BookRecord>, (BookRecord) -> Bool)
         // A parent that exists, for equalities besides the parent's key.
@@ -388,7 +422,7 @@ struct Generator {
             ("", [], nil),
             ("by year", [SortDescriptor(\.year)], { compare($0.year, $1.year) }),
             ("by year desc, price", [SortDescriptor(\.year, order: .reverse), SortDescriptor(\.price)],
-             { let y = reversed(compare($0.year, $1.year)); return y != .orderedSame ? y : compare($0.price, $1.price) }),
+             { let y = reversed(compare($0.year, $1.year)); return y != .orderedSame ? y : compareReal($0.price, $1.price) }),
             ("by chapter count desc", [SortDescriptor(\.chapters.count, order: .reverse)], { reversed(compare($0.chapters.count, $1.chapters.count)) }),
             // Without a comparator (as on Linux) by scalars; with Foundation's
             // default one (as on macOS) as Foundation compares.
@@ -418,16 +452,19 @@ struct Generator {
     func chapterQuery(_ random: inout SplitMix64) -> ModelQuery<ChapterRecord> {
         let t = pick(texts, &random)
         let n = pick(needles, &random)
-        let w = real(&random)
+        let w = constant(&random)
         let pages = Int64(random.next() % 9)
         let book = pick(shortTexts, &random) + "-\(random.next() % 40)"
         let predicate: (String, Predicate<ChapterRecord>, (ChapterRecord) -> Bool)
         // A book that exists, for equalities besides the parent's key.
         let known = isbns.isEmpty ? book : pick(isbns, &random)
-        switch random.next() % 11 {
+        switch random.next() % 14 {
         case 0: predicate = ("weight < \(w)", #Predicate { $0.weight < w }, { $0.weight < w })
         case 1: predicate = ("weight == \(w)", #Predicate { $0.weight == w }, { $0.weight == w })
         case 2: predicate = ("weight >= \(w)", #Predicate { $0.weight >= w }, { $0.weight >= w })
+        case 11: predicate = ("weight > \(w)", #Predicate { $0.weight > w }, { $0.weight > w })
+        case 12: predicate = ("weight != \(w)", #Predicate { $0.weight != w }, { $0.weight != w })
+        case 13: predicate = ("!(weight <= \(w))", #Predicate { !($0.weight <= w) }, { !($0.weight <= w) })
         case 3: predicate = ("heading == \(t.debugDescription)", #Predicate { $0.heading == t }, { Bytes.equal($0.heading, t) })
         case 4: predicate = ("heading contains \(n.debugDescription)", #Predicate { $0.heading.contains(n) }, { Bytes.contains($0.heading, n) })
         case 5: predicate = ("bookId == \(book.debugDescription) && draft", #Predicate { $0.bookId == book && $0.draft }, { Bytes.equal($0.bookId, book) && $0.draft })
@@ -441,7 +478,8 @@ struct Generator {
         }
         let sorts: [(String, [SortDescriptor<ChapterRecord>], ((ChapterRecord, ChapterRecord) -> ComparisonResult)?)] = [
             ("", [], nil),
-            ("by weight", [SortDescriptor(\.weight)], { compare($0.weight, $1.weight) }),
+            ("by weight", [SortDescriptor(\.weight)], { compareReal($0.weight, $1.weight) }),
+            ("by weight desc", [SortDescriptor(\.weight, order: .reverse)], { reversed(compareReal($0.weight, $1.weight)) }),
             ("by pages desc", [SortDescriptor(\.pages, order: .reverse)], { reversed(compare($0.pages, $1.pages)) }),
         ]
         let sort = pick(sorts, &random)
@@ -453,7 +491,7 @@ struct Generator {
 
     func authorQuery(_ random: inout SplitMix64) -> ModelQuery<AuthorRecord> {
         let t = pick(shortTexts, &random)
-        let r = real(&random)
+        let r = constant(&random)
         let count = Int(random.next() % 4)
         let predicate: (String, Predicate<AuthorRecord>, (AuthorRecord) -> Bool)
         switch random.next() % 6 {
@@ -466,7 +504,7 @@ struct Generator {
         }
         let sorts: [(String, [SortDescriptor<AuthorRecord>], ((AuthorRecord, AuthorRecord) -> ComparisonResult)?)] = [
             ("", [], nil),
-            ("by rating desc", [SortDescriptor(\.rating, order: .reverse)], { reversed(compare($0.rating, $1.rating)) }),
+            ("by rating desc", [SortDescriptor(\.rating, order: .reverse)], { reversed(compareReal($0.rating, $1.rating)) }),
             ("by born", [SortDescriptor(\.born)], { compare($0.born, $1.born) }),
         ]
         let sort = pick(sorts, &random)

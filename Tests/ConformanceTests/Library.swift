@@ -38,7 +38,11 @@ struct BookRecord: Record, Equatable {
             Field("authorId", \.authorId), Field("title", \.title), Field("subtitle", \.subtitle),
             Field("year", \.year), Field("price", \.price),
         ],
-        indexes: [Index("books_by_author_year", on: ["authorId", "year"]), Index("books_by_title", on: ["title"])],
+        indexes: [
+            Index("books_by_author_year", on: ["authorId", "year"]), Index("books_by_title", on: ["title"]),
+            // A real (optional) indexed: -0.0, NaN and nil through an index.
+            Index("books_by_price", on: ["price"]),
+        ],
         relations: [Relation("chapters", \.chapters, foreignKey: "bookId", \ChapterRecord.bookId)],
         ownedBy: AuthorRecord.self)
 }
@@ -59,12 +63,13 @@ struct ChapterRecord: Record, Equatable {
             Field("bookId", \.bookId), Field("heading", \.heading), Field("pages", \.pages),
             Field("weight", \.weight), Field("draft", \.draft),
         ],
+        indexes: [Index("chapters_by_weight", on: ["weight"])],
         ownedBy: BookRecord.self)
 }
 
 /// Whether two values are the same to the last bit and Unicode scalar: their
 /// full reflections have the same UTF-8 bytes. (Synthesized `==` would compare
-/// text by canonical equivalence and `-0.0 == 0.0`.)
+/// text by canonical equivalence, `-0.0 == 0.0` and a NaN unequal to itself.)
 func identical<T>(_ a: T, _ b: T) -> Bool {
     Array(String(reflecting: a).utf8) == Array(String(reflecting: b).utf8)
 }
@@ -72,7 +77,27 @@ func identical<T>(_ a: T, _ b: T) -> Bool {
 /// ``identical(_:_:)`` and `==`: a reflection prints a date to the second, so
 /// `==` adds the exact time (and the reflection the exact text and sign of zero).
 func identical<T: Equatable>(_ a: T, _ b: T) -> Bool {
-    a == b && Array(String(reflecting: a).utf8) == Array(String(reflecting: b).utf8)
+    (a == b || sameBits(a, b)) && Array(String(reflecting: a).utf8) == Array(String(reflecting: b).utf8)
+}
+
+/// Whether two values are the same, walked through their reflections: reals
+/// and dates by their bits (a NaN is the same as a NaN of the same bits),
+/// text by UTF-8 bytes, anything without parts by its reflection.
+func sameBits(_ a: Any, _ b: Any) -> Bool {
+    switch (a, b) {
+    case let (x as Double, y as Double): return x.bitPattern == y.bitPattern
+    case let (x as Float, y as Float): return x.bitPattern == y.bitPattern
+    case let (x as Date, y as Date):
+        return x.timeIntervalSinceReferenceDate.bitPattern == y.timeIntervalSinceReferenceDate.bitPattern
+    case let (x as String, y as String): return Array(x.utf8) == Array(y.utf8)
+    case let (x as Data, y as Data): return x == y
+    default: break
+    }
+    let left = Mirror(reflecting: a)
+    let right = Mirror(reflecting: b)
+    guard left.displayStyle == right.displayStyle, left.children.count == right.children.count else { return false }
+    if left.children.isEmpty { return String(reflecting: a) == String(reflecting: b) }
+    return zip(left.children, right.children).allSatisfy { $0.label == $1.label && sameBits($0.value, $1.value) }
 }
 
 /// Texts that are hard to keep apart or to keep at all.

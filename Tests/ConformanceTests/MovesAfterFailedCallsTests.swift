@@ -21,9 +21,9 @@ struct MovesAfterFailedCallsTests {
             try clinics.persist(model)
             var moves = 0
             for step in 0..<6 {
-                // A failing call: NaN in a grandchild, after valid ones.
+                // A failing call: a grandchild naming another parent, after valid ones.
                 var bad = model
-                bad[step % 4].patients[0].visits[1].fee = .nan
+                bad[step % 4].patients[0].visits[1].patientId = "elsewhere\(step)"
                 #expect(throws: StorageError.self) { try clinics.persist(bad) }
                 // A failing child write: parent that does not exist.
                 var orphan = model[0].patients[0]

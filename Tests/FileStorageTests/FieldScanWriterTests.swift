@@ -6,10 +6,10 @@ import Testing
 @testable import FileStorage
 
 /// The file stores read a positional child's primary key and foreign key, and
-/// every backend finds the reals it refuses, with one ``FieldScanWriter`` pass;
-/// it must give the stored values ``StoredValueWriter`` gives for the same
-/// fields, at every position and for every field type, and the position of
-/// the first NaN or -0.0.
+/// the property-list store finds the -0.0 it refuses, with one
+/// ``FieldScanWriter`` pass; it must give the stored values
+/// ``StoredValueWriter`` gives for the same fields, at every position and for
+/// every field type, and the position of the first -0.0.
 @Suite struct FieldScanWriterTests {
     /// Writes a row of fields of every stored type, optionals absent and present.
     private func writeRow(_ writer: inout some FieldWriter, present: Bool, real: Double = -0.5) throws {
@@ -43,11 +43,12 @@ import Testing
         #expect(none.first == .null && none.second == .null)
     }
 
-    @Test("the first real no backend stores is found by position", arguments: [Double.nan, -0.0, -.nan])
-    func unstorableReal(real: Double) throws {
+    @Test("the first -0.0 is found by position; NaN is none", arguments: [-0.0, Double.nan, -.nan])
+    func negativeZero(real: Double) throws {
         var scanner = FieldScanWriter(keeping: 0, and: 2)
         try writeRow(&scanner, present: true, real: real)
-        #expect(scanner.unstorable == 2)
+        #expect(scanner.unstorable == (real.isNaN ? nil : 2))
+        #expect(scanner.second.hashValue == StoredValue.real(real).hashValue)
         var stored = FieldScanWriter()
         try writeRow(&stored, present: true, real: 0.0)
         #expect(stored.unstorable == nil)
@@ -79,7 +80,7 @@ extension FieldScanWriter {
 }
 
 extension FieldScanWriterTests {
-    @Test("scanning many records keeps the values in order and stops at the first unstorable real")
+    @Test("scanning many records keeps the values in order, past a -0.0 unless asked to stop at it")
     func manyRecords() throws {
         func message(_ id: Int64, date: Double = 5) -> MessageRecord {
             MessageRecord(
@@ -88,15 +89,23 @@ extension FieldScanWriterTests {
         }
         var firsts: [StoredValue] = []
         var seconds: [StoredValue] = []
-        let all = try MessageRecord.scanFields(of: [message(1), message(2), message(3)], keeping: 0, and: 3, into: &firsts, &seconds)
+        let all = try MessageRecord.scanFields(
+            of: [message(1), message(2), message(3)], keeping: 0, and: 3, into: &firsts, &seconds, stoppingAtNegativeZero: true)
         #expect(all == nil)
         #expect(firsts == [.integer(1), .integer(2), .integer(3)])
         #expect(seconds == [.text("t1"), .text("t2"), .text("t3")])
         firsts = []
         seconds = []
+        let awkward = [message(1), message(2, date: .nan), message(3, date: -0.0), message(4)]
         let found = try MessageRecord.scanFields(
-            of: [message(1), message(2, date: .nan), message(3, date: -0.0)], keeping: 1, and: -1, into: &firsts, &seconds)
-        #expect(found?.record == 1 && found?.field == 2)
-        #expect(firsts == [.integer(10)] && seconds.isEmpty)
+            of: awkward, keeping: 1, and: -1, into: &firsts, &seconds, stoppingAtNegativeZero: true)
+        #expect(found?.record == 2 && found?.field == 2)
+        #expect(firsts == [.integer(10), .integer(20)] && seconds.isEmpty)
+        // The key readers go on past it.
+        firsts = []
+        let none = try MessageRecord.scanFields(
+            of: awkward, keeping: 1, and: -1, into: &firsts, &seconds, stoppingAtNegativeZero: false)
+        #expect(none == nil)
+        #expect(firsts == [.integer(10), .integer(20), .integer(30), .integer(40)])
     }
 }

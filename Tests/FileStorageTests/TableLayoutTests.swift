@@ -260,8 +260,8 @@ struct TableLayoutTests {
         }
     }
 
-    @Test("a NaN in a child is refused and nothing changes, in memory or on disk", arguments: FileFormat.allCases)
-    func nanRefused(format: FileFormat) throws {
+    @Test("a -0.0 in a child is refused by a property list and nothing changes, in memory or on disk; JSON keeps it", arguments: FileFormat.allCases)
+    func negativeZeroRefused(format: FileFormat) throws {
         let scratch = try TemporaryDirectory("file-store")
         let garden = LayoutGarden(
             name: "g", owner: nil,
@@ -271,10 +271,20 @@ struct TableLayoutTests {
             let gardens = try store.storage(for: LayoutGarden.self)
             try gardens.persist(garden)
             var bad = garden
-            bad.beds.insert(LayoutBed(id: 1, garden: "g", soil: "sand", depth: .nan, plants: []), at: 0)
+            bad.beds.insert(LayoutBed(id: 1, garden: "g", soil: "sand", depth: -0.0, plants: []), at: 0)
             bad.beds[1].plants[0].height = 5
-            #expect { try gardens.persist(bad) } throws: { ($0 as? StorageError)?.kind == .invalidArgument }
-            #expect(try gardens.readAll() == [garden])
+            if format == .propertyList {
+                #expect { try gardens.persist(bad) } throws: { ($0 as? StorageError)?.kind == .invalidArgument }
+                #expect(try gardens.readAll() == [garden])
+            } else {
+                try gardens.persist(bad)
+                #expect(try gardens.readAll().first?.beds.first?.depth?.bitPattern == (-0.0).bitPattern)
+            }
+        }
+        guard format == .propertyList else {
+            let reopened = try FileStore(directory: scratch.url, format: format)
+            #expect(try reopened.storage(for: LayoutGarden.self).readAll().first?.beds.first?.depth?.bitPattern == (-0.0).bitPattern)
+            return
         }
         let reopened = try FileStore(directory: scratch.url, format: format)
         #expect(try reopened.storage(for: LayoutGarden.self).readAll() == [garden])

@@ -39,7 +39,7 @@ private struct Probe: Record, FieldwiseRecord, Hashable {
         switch mode {
         case 1: try fields.encode(Double(mode))  // a real for an integer field
         case 2: try fields.encodeNil()  // nil for a field that is not optional
-        case 5: try fields.encode(Double.nan)  // a NaN for an integer field: the core's refusal of NaN comes first
+        case 5: try fields.encode(Double.nan)  // a NaN for an integer field: a real where an integer is declared
         default: try fields.encode(mode)
         }
         if let ratio { try fields.encode(ratio) } else { try fields.encodeNil() }
@@ -80,7 +80,7 @@ struct FieldwiseWriteTests {
             let env = try LMDBEnvironment(directory: directory.store, durability: .none)
             let probes = try env.storage(for: Probe.self)
             for (mode, kind) in [
-                (1, StorageError.Kind.encoding), (2, .encoding), (3, .schemaMismatch), (4, .schemaMismatch), (5, .invalidArgument),
+                (1, StorageError.Kind.encoding), (2, .encoding), (3, .schemaMismatch), (4, .schemaMismatch), (5, .encoding),
             ] {
                 let good = Probe(id: 10, mode: 0, ratio: 1, name: "kept")
                 let bad = Probe(id: 11, mode: Int64(mode), ratio: nil, name: "refused")

@@ -62,7 +62,7 @@ public struct ParcelRecord: Equatable {
     public var shipmentCode: String
     /// The label printed on it.
     public var label: String
-    /// Its weight: any real but NaN and -0.0.
+    /// Its weight: any real.
     public var weight: Double
     /// Its volume, if measured.
     public var volume: Float?

@@ -61,9 +61,10 @@ final class Statement {
         try check(sqlite3_bind_int64(handle, index, value))
     }
 
+    /// Binds a real so that it comes back bit for bit (``bindReal(_:_:_:)``).
     @inline(__always)
     func bind(_ value: Double, at index: Int32) throws {
-        try check(sqlite3_bind_double(handle, index, value))
+        try check(bindReal(handle, index, value))
     }
 
     @inline(__always)
@@ -241,10 +242,17 @@ final class Statement {
         switch sqlite3_column_type(handle, column) {
         case SQLITE_INTEGER: .integer(int64(column))
         case SQLITE_FLOAT: .real(double(column))
+        // A real field's NaN (``sqliteBindReal``).
+        case SQLITE_BLOB where nan(column) != nil: .real(nan(column) ?? .nan)
         case SQLITE_TEXT: text(column).map { .text($0) } ?? .null
         case SQLITE_BLOB: blob(column).map { .blob($0) } ?? .null
         default: .null
         }
+    }
+
+    /// The NaN the column holds (``sqliteNaN(_:)``), if it holds one.
+    func nan(_ column: Int32) -> Double? {
+        sqliteNaN(sqlite3_column_value(handle, column))
     }
 
     /// The column's bytes, `nil` for NULL.
@@ -254,4 +262,43 @@ final class Statement {
         guard count > 0, let bytes = sqlite3_column_blob(handle, column) else { return [] }
         return [UInt8](UnsafeRawBufferPointer(start: bytes, count: count))
     }
+}
+
+// MARK: - Reals
+
+/// How a real is stored so that it comes back bit for bit. A column of a
+/// real field is declared without a type (``sqlType(_:)``), so it has no
+/// affinity and keeps a `-0.0` as SQLite's REAL (a column of REAL affinity
+/// stores an integral real as an integer, and `-0.0` comes back `0.0`).
+/// SQLite binds a NaN as NULL; a NaN is stored as this 8-byte blob instead,
+/// the canonical NaN's bits big-endian. SQLite orders every blob after every
+/// number, so a NaN sorts after `+infinity` and all NaNs tie, as the core's
+/// order has it (docs/SEMANTICS.md); the payload of a NaN is not kept.
+let sqliteNaNBlob: [UInt8] = [0x7F, 0xF8, 0, 0, 0, 0, 0, 0]
+
+/// Binds `value` as a REAL, or a NaN as ``sqliteNaNBlob``: the adapter's
+/// `sqlite3_bind_double` for every real it binds.
+@inline(__always)
+func bindReal(_ handle: OpaquePointer?, _ index: Int32, _ value: Double) -> Int32 {
+    guard value.isNaN else { return sqlite3_bind_double(handle, index, value) }
+    return bindNaN(handle, index)
+}
+
+@inline(never)
+private func bindNaN(_ handle: OpaquePointer?, _ index: Int32) -> Int32 {
+    sqliteNaNBlob.withUnsafeBytes { sqlite3_bind_blob64(handle, index, $0.baseAddress, 8, sqliteTransient) }
+}
+
+/// ``bindReal(_:_:_:)`` as a C function, for the core's ``ColumnRowWriter``.
+let sqliteBindReal: @convention(c) (OpaquePointer?, Int32, Double) -> Int32 = { bindReal($0, $1, $2) }
+
+/// The NaN `value` holds: a blob of 8 bytes that read, big-endian, as a
+/// NaN's bits (``sqliteNaNBlob``, the one the adapter writes); `nil` for any
+/// other value. The core's ``ColumnRowReader`` reads a real field the same way.
+func sqliteNaN(_ value: OpaquePointer?) -> Double? {
+    guard sqlite3_value_type(value) == SQLITE_BLOB, sqlite3_value_bytes(value) == 8,
+        let bytes = sqlite3_value_blob(value)
+    else { return nil }
+    let real = Double(bitPattern: UInt64(bigEndian: bytes.loadUnaligned(as: UInt64.self)))
+    return real.isNaN ? real : nil
 }
