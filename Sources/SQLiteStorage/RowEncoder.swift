@@ -111,7 +111,7 @@ final class RowEncoder: Encoder {
         guard let handle else { return }
         if T.self == Date.self {
             let date = unsafeBitCast(value, to: Date.self)
-            try check(sqlite3_bind_double(handle, index, date.timeIntervalSinceReferenceDate))
+            try check(bindReal(handle, index, date.timeIntervalSinceReferenceDate))
         } else if T.self == Data.self {
             let data = unsafeBitCast(value, to: Data.self)
             let code = data.withUnsafeBytes { bytes -> Int32 in
@@ -145,7 +145,7 @@ struct RowEncodingContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
 
     mutating func encode(_ value: Double, forKey key: Key) throws {
         guard let index = try encoder.parameter(for: key) else { return }
-        try encoder.check(sqlite3_bind_double(encoder.handle, index, value))
+        try encoder.check(bindReal(encoder.handle, index, value))
     }
 
     mutating func encode(_ value: Float, forKey key: Key) throws { try encode(Double(value), forKey: key) }
@@ -267,7 +267,7 @@ struct ColumnEncoder: Encoder, SingleValueEncodingContainer {
         encoder.capture(.text(value), at: index)
         try statement.bind(value, at: index)
     }
-    func encode(_ value: Double) throws { try encoder.check(sqlite3_bind_double(encoder.handle, index, value)) }
+    func encode(_ value: Double) throws { try encoder.check(bindReal(encoder.handle, index, value)) }
     func encode(_ value: Float) throws { try encode(Double(value)) }
     func encode(_ value: Int) throws { try int(value) }
     func encode(_ value: Int8) throws { try int(value) }

@@ -26,8 +26,10 @@ func closeRecordingFailure(_ store: any Store, _ backend: TrialBackend) {
 /// Whether `a` and `b` are equal and spelled with the same Unicode scalars
 /// (Swift's `==` on `String` takes NFC and NFD for one value).
 func exactly<T: Equatable>(_ a: T, _ b: T) -> Bool {
-    // A NaN is unequal to itself under `==`: then the bits decide (`fingerprint`).
-    (a == b || fingerprint(a) == fingerprint(b)) && Array(String(reflecting: a).utf8) == Array(String(reflecting: b).utf8)
+    // A NaN is unequal to itself under `==`: then the bits decide
+    // (`fingerprint`; Foundation cannot describe a date whose time is NaN).
+    guard a == b else { return fingerprint(a) == fingerprint(b) }
+    return Array(String(reflecting: a).utf8) == Array(String(reflecting: b).utf8)
 }
 
 /// Whether the property-list store is the backend: it refuses texts spelled

@@ -21,9 +21,13 @@ struct Backend: Sendable, CustomTestStringConvertible {
     /// its format stores equal numbers once per document; docs/SEMANTICS.md).
     var keepsNegativeZero: Bool { name != "plist" }
 
-    /// Whether a NaN comes back with its sign and payload (the file stores
-    /// and SQLite give back the canonical NaN; docs/SEMANTICS.md).
+    /// Whether a NaN comes back with its sign and payload (the file stores,
+    /// once opened again, and SQLite give back the canonical NaN; docs/SEMANTICS.md).
     var keepsNaNPayloads: Bool { name == "lmdb" }
+
+    /// Whether the backend is a file store (JSON or property list), which
+    /// keeps the records it was given in memory until it is opened again.
+    var isFileStore: Bool { name == "json" || name == "plist" }
 }
 
 /// Every backend the conformance suite runs against: one line each.

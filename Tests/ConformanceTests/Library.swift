@@ -77,7 +77,10 @@ func identical<T>(_ a: T, _ b: T) -> Bool {
 /// ``identical(_:_:)`` and `==`: a reflection prints a date to the second, so
 /// `==` adds the exact time (and the reflection the exact text and sign of zero).
 func identical<T: Equatable>(_ a: T, _ b: T) -> Bool {
-    (a == b || sameBits(a, b)) && Array(String(reflecting: a).utf8) == Array(String(reflecting: b).utf8)
+    // A NaN is unequal to itself under `==`: then the bits decide (Foundation
+    // cannot describe a date whose time is NaN).
+    guard a == b else { return sameBits(a, b) }
+    return Array(String(reflecting: a).utf8) == Array(String(reflecting: b).utf8)
 }
 
 /// Whether two values are the same, walked through their reflections: reals
