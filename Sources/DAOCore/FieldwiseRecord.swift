@@ -121,7 +121,7 @@ public protocol FieldwiseRecord: Record {
     /// Scans each of `records` in turn (``scanFields(_:)``): appends the
     /// stored value at position `first` of each to `firsts` and at `second`
     /// to `seconds` (-1 for none); with `stoppingAtNegativeZero`, stops at
-    /// the first record that holds a `-0.0` (``Entity/checkNoNegativeZero(_:)``),
+    /// the first record that holds a `-0.0` (``Entity/checkNoNegativeZero(_:)-(Root)``),
     /// returning its index and the field's position.
     ///
     /// Provided by the protocol (records do not implement it), for the same

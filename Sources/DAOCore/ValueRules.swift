@@ -40,7 +40,7 @@ extension Entity {
             message: "field '\(field.name)' of record \(record.primaryKey) is \(value), which a property-list store cannot keep apart from 0.0 (its format stores equal numbers once); use the JSON format or another backend to store -0.0")
     }
 
-    /// ``checkNoNegativeZero(_:)`` for each of `records`.
+    /// ``checkNoNegativeZero(_:)-(Root)`` for each of `records`.
     /// - Throws: ``StorageError`` of kind ``StorageError/Kind/invalidArgument``.
     public func checkNoNegativeZero(_ records: [Root]) throws {
         guard hasRealFieldsOrRelations else { return }
@@ -91,7 +91,7 @@ extension ToManyRelation {
 
 /// Scans the fields of a ``FieldwiseRecord`` in one pass: finds, by
 /// position, the first real that is `-0.0` (which the property-list store
-/// refuses, ``Entity/checkNoNegativeZero(_:)``), and keeps the stored values
+/// refuses, ``Entity/checkNoNegativeZero(_:)-(Root)``), and keeps the stored values
 /// (as ``StoredValueWriter`` collects them) at two positions; ignores every
 /// other field. See ``FieldwiseRecord/scanFields(_:)``.
 public struct FieldScanWriter: FieldWriter {

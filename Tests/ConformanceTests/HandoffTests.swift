@@ -191,15 +191,15 @@ struct HandoffTests {
             }
             #expect(error?.kind == .constraint)
             #expect(try stations.readAll() == before)
-            // The NaN alone is stored, and read back as a NaN.
-            try dao.persist([unstorable].map { Held($0) })
-            let stored = try stations.read(primaryKey: "o")
-            #expect(stored?.samples.map(\.value.isNaN) == [false, true])
             let constraint = #expect(throws: StorageError.self) {
                 try dao.persist([station("p", samples: [8]), stray, station("o", samples: [6])].map { Held($0) })
             }
             #expect(constraint?.kind == .constraint)
             #expect(try stations.readAll() == before)
+            // The NaN alone is stored, and read back as a NaN.
+            try dao.persist([unstorable].map { Held($0) })
+            let stored = try stations.read(primaryKey: "o")
+            #expect(stored?.samples.map(\.value.isNaN) == [false, true])
 
             // By position: the shelf of the first library names another one.
             let libraries = try store.anyStorage(for: TestSupport.LibraryRecord.self)
