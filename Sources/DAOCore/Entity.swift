@@ -115,7 +115,7 @@ public final class Entity<Root: Record>: Sendable {
     /// Field positions by key path and by name, for lookups on hot paths.
     private let positionByKeyPath: [KeyPathKey: Int]
     /// The fields stored as reals (`Double`, `Float`, `Date`), checked by
-    /// `checkNoNegativeZero(_:)`.
+    /// `checkRealsForPropertyList(_:)`.
     let realFields: [Field<Root>]
     /// The `Codable` keys a record may encode: its fields and relations.
     let declaredKeys: Set<String>
@@ -125,15 +125,17 @@ public final class Entity<Root: Record>: Sendable {
     /// whose iteration asks the runtime for the metadata of a constrained
     /// existential (about 400 instructions) even when it is empty.
     @usableFromInline let hasRelations: Bool
-    /// Whether `checkNoNegativeZero(_:)` has anything to check.
+    /// Whether `checkRealsForPropertyList(_:)` has anything to check.
     let hasRealFieldsOrRelations: Bool
-    /// For a ``FieldwiseRecord`` with reals: the position of the first real it
-    /// writes that is `-0.0`, found without key paths.
-    let realChecker: (@Sendable (Root) throws -> Int?)?
+    /// For a ``FieldwiseRecord`` with reals: the position of the first `Date`
+    /// of `-0.0` seconds it writes, and whether a real is `-0.0` or a NaN,
+    /// found without key paths.
+    let realChecker: (@Sendable (Root) throws -> (negativeZeroDate: Int?, special: Bool))?
     /// For a ``FieldwiseRecord`` with reals and without relations: the first
-    /// of many records (its index) holding a `-0.0`, and the
-    /// field's position, in one specialized pass.
-    let realsChecker: (@Sendable ([Root]) throws -> (record: Int, field: Int)?)?
+    /// of many records (its index) holding a `Date` of `-0.0` seconds, and the
+    /// field's position, and whether a real is `-0.0` or a NaN, in one
+    /// specialized pass.
+    let realsChecker: (@Sendable ([Root]) throws -> RealsScan)?
     private let positionByName: [String: Int]
     /// The plans of this entity's queries, by shape (see ``QueryPlan/init(_:parts:)``).
     let queryPlans = QueryPlanCache<Root>()

@@ -108,8 +108,8 @@ public protocol FieldwiseRecord: Record {
     static func readPacked(rows: PackedRows) throws -> [Self]
 
     /// Writes the record's fields to `scanner` (see ``FieldScanWriter``):
-    /// the first real that is `-0.0`, and the stored values at the
-    /// positions it keeps.
+    /// the first `Date` of `-0.0` seconds, whether a real is `-0.0` or a
+    /// NaN, and the stored values at the positions it keeps.
     ///
     /// Provided by the protocol (records do not implement it), for the same
     /// reason as ``writePacked(to:)``: the check of every record written
@@ -120,9 +120,11 @@ public protocol FieldwiseRecord: Record {
 
     /// Scans each of `records` in turn (``scanFields(_:)``): appends the
     /// stored value at position `first` of each to `firsts` and at `second`
-    /// to `seconds` (-1 for none); with `stoppingAtNegativeZero`, stops at
-    /// the first record that holds a `-0.0` (``Entity/checkNoNegativeZero(_:)-(Root)``),
-    /// returning its index and the field's position.
+    /// to `seconds` (-1 for none); notes whether a real is `-0.0` or a NaN;
+    /// with `stoppingAtNegativeZeroDate`, stops at the first record that
+    /// holds a `Date` of `-0.0` seconds
+    /// (``Entity/checkRealsForPropertyList(_:)-(Root)``), noting its index
+    /// and the field's position.
     ///
     /// Provided by the protocol (records do not implement it), for the same
     /// reason as ``scanFields(_:)``; for many records (a parent's children)
@@ -131,8 +133,8 @@ public protocol FieldwiseRecord: Record {
     /// - Throws: what `write(fields:)` throws, stopping there.
     static func scanFields(
         of records: [Self], keeping first: Int, and second: Int, into firsts: inout [StoredValue],
-        _ seconds: inout [StoredValue], stoppingAtNegativeZero: Bool
-    ) throws -> (record: Int, field: Int)?
+        _ seconds: inout [StoredValue], stoppingAtNegativeZeroDate: Bool
+    ) throws -> RealsScan
 }
 
 /// Writes the fields of one record, one after another. Each adapter has its own

@@ -4,52 +4,67 @@ import Foundation
 // adapters before they write (see docs/SEMANTICS.md).
 
 extension Entity {
-    /// Checks that no real of `record` (a `Double`, `Float` or `Date` field),
-    /// nor of the children it holds, is `-0.0`: Foundation's binary
-    /// property-list writer stores equal numbers once per document, so a
-    /// `-0.0` and a `0.0` in one document would come back as one of them.
-    /// Only the property-list store calls it; every other backend stores
-    /// `-0.0` as given (docs/SEMANTICS.md, "Limits of one backend").
+    /// What the property-list store must know of the reals of `record` (its
+    /// `Double`, `Float` and `Date` fields, and its children's) before it
+    /// writes it. Foundation's binary property-list writer stores equal
+    /// numbers once per document, so the store spells a `-0.0` and a NaN
+    /// apart from the other reals (a `-0.0` as a 4-byte real) in a document
+    /// that holds one; a `Date` has one spelling, so a `Date` of `-0.0`
+    /// seconds, which would come back as `0.0`, is refused. Only the
+    /// property-list store calls it; every other backend stores every real as
+    /// given (docs/SEMANTICS.md, "Limits of one backend").
     ///
+    /// - Returns: whether a real holds `-0.0` or a NaN (a `Date` a NaN).
     /// - Throws: ``StorageError`` of kind ``StorageError/Kind/invalidArgument``
-    ///   naming the field and the record; the adapter then writes nothing.
-    public func checkNoNegativeZero(_ record: Root) throws {
+    ///   naming the `Date` field of `-0.0` seconds and the record; the
+    ///   adapter then writes nothing.
+    public func checkRealsForPropertyList(_ record: Root) throws -> Bool {
+        var special = false
         if let checkReals = realChecker {
             // A record that writes its fields by position: one pass, without key paths.
-            if let position = try checkReals(record) { throw unstorable(record, fields[position]) }
+            let scan = try checkReals(record)
+            if let position = scan.negativeZeroDate { throw unstorable(record, fields[position]) }
+            special = scan.special
         } else {
             for field in realFields {
                 guard case .real(let value) = field.value(in: record) else { continue }
-                if !Self.isStorable(value) { throw unstorable(record, field) }
+                guard Self.isSpecial(value) else { continue }
+                if field.type == .date && value == 0 { throw unstorable(record, field) }
+                special = true
             }
         }
-        guard hasRelations else { return }
+        guard hasRelations else { return special }
         for relation in relations {
-            try relation.checkNoNegativeZeroInChildren(of: record)
+            if try relation.checkRealsForPropertyListInChildren(of: record) { special = true }
         }
+        return special
     }
 
-    static func isStorable(_ value: Double) -> Bool {
-        !(value == 0 && value.sign == .minus)
+    /// Whether `value` is `-0.0` or a NaN.
+    @inline(__always)
+    static func isSpecial(_ value: Double) -> Bool {
+        (value == 0 && value.sign == .minus) || value.isNaN
     }
 
     func unstorable(_ record: Root, _ field: Field<Root>) -> StorageError {
-        let value = field.value(in: record)
-        return StorageError(
+        StorageError(
             .invalidArgument, .persist, entity: name,
-            message: "field '\(field.name)' of record \(record.primaryKey) is \(value), which a property-list store cannot keep apart from 0.0 (its format stores equal numbers once); use the JSON format or another backend to store -0.0")
+            message: "field '\(field.name)' of record \(record.primaryKey) is a date of -0.0 seconds, which a property-list store cannot keep apart from 0.0 (its format stores equal dates once and has one spelling of a date); store the date of 0.0 seconds, the same instant, or use the JSON format or another backend")
     }
 
-    /// ``checkNoNegativeZero(_:)-(Root)`` for each of `records`.
+    /// ``checkRealsForPropertyList(_:)-(Root)`` for each of `records`: whether
+    /// a real of any of them is `-0.0` or a NaN.
     /// - Throws: ``StorageError`` of kind ``StorageError/Kind/invalidArgument``.
-    public func checkNoNegativeZero(_ records: [Root]) throws {
-        guard hasRealFieldsOrRelations else { return }
-        for record in records { try checkNoNegativeZero(record) }
+    public func checkRealsForPropertyList(_ records: [Root]) throws -> Bool {
+        guard hasRealFieldsOrRelations else { return false }
+        var special = false
+        for record in records where try checkRealsForPropertyList(record) { special = true }
+        return special
     }
 }
 
 extension ToManyRelation {
-    func checkNoNegativeZeroInChildren(of parent: Parent) throws {
+    func checkRealsForPropertyListInChildren(of parent: Parent) throws -> Bool {
         let entity = Child.entity
         if let checkReals = entity.realsChecker {
             // Children without relations of their own, written by position:
@@ -58,21 +73,22 @@ extension ToManyRelation {
             // A record whose `write(fields:)` throws is checked one by one
             // below, so that the error is the one the order gives.
             let children = parent[keyPath: children]
-            var found: (record: Int, field: Int)?
-            var scanned = true
+            var scan: RealsScan?
             do {
-                found = try checkReals(children)
+                scan = try checkReals(children)
             } catch {
-                scanned = false  // thrown again by the check one by one
+                scan = nil  // thrown again by the check one by one
             }
-            if scanned {
-                guard let (index, position) = found else { return }
+            if let scan {
+                guard let (index, position) = scan.negativeZeroDate else { return scan.special }
                 throw entity.unstorable(children[index], entity.fields[position])
             }
         }
-        for child in parent[keyPath: children] {
-            try entity.checkNoNegativeZero(child)
+        var special = false
+        for child in parent[keyPath: children] where try entity.checkRealsForPropertyList(child) {
+            special = true
         }
+        return special
     }
 
     /// Checks the rule every parent obeys: each child it holds names it, by the
@@ -90,15 +106,18 @@ extension ToManyRelation {
 }
 
 /// Scans the fields of a ``FieldwiseRecord`` in one pass: finds, by
-/// position, the first real that is `-0.0` (which the property-list store
-/// refuses, ``Entity/checkNoNegativeZero(_:)-(Root)``), and keeps the stored values
-/// (as ``StoredValueWriter`` collects them) at two positions; ignores every
+/// position, the first `Date` of `-0.0` seconds (which the property-list
+/// store refuses, ``Entity/checkRealsForPropertyList(_:)-(Root)``), notes
+/// whether a real is `-0.0` or a NaN, and keeps the stored values (as
+/// ``StoredValueWriter`` collects them) at two positions; ignores every
 /// other field. See ``FieldwiseRecord/scanFields(_:)``.
 public struct FieldScanWriter: FieldWriter {
     /// The position of the next field.
     public var position = 0
-    /// The position of the first real that is `-0.0`, if any.
+    /// The position of the first `Date` of `-0.0` seconds, if any.
     public var unstorable: Int?
+    /// Whether a real (a `Double`, `Float` or `Date`) is `-0.0` or a NaN.
+    public var holdsSpecialReal = false
     /// The first position whose value is kept, or -1.
     public let firstKept: Int
     /// The second position whose value is kept, or -1.
@@ -129,10 +148,10 @@ public struct FieldScanWriter: FieldWriter {
     /// Notes an integer.
     @inlinable @inline(__always)
     public mutating func encode(_ value: Int64) throws { take(.integer(value)) }
-    /// Notes a real, and whether it is the first `-0.0`.
+    /// Notes a real, and whether it is `-0.0` or a NaN.
     @inlinable @inline(__always)
     public mutating func encode(_ value: Double) throws {
-        if unstorable == nil && value == 0 && value.sign == .minus { unstorable = position }
+        if (value == 0 && value.sign == .minus) || value.isNaN { holdsSpecialReal = true }
         take(.real(value))
     }
     /// Notes a text.
@@ -141,9 +160,14 @@ public struct FieldScanWriter: FieldWriter {
     /// Notes a boolean.
     @inlinable @inline(__always)
     public mutating func encode(_ value: Bool) throws { take(.integer(value ? 1 : 0)) }
-    /// Notes a date, stored as a real.
+    /// Notes a date, stored as a real, and whether it is the first of
+    /// `-0.0` seconds.
     @inlinable @inline(__always)
-    public mutating func encode(_ value: Date) throws { try encode(value.timeIntervalSinceReferenceDate) }
+    public mutating func encode(_ value: Date) throws {
+        let seconds = value.timeIntervalSinceReferenceDate
+        if unstorable == nil && seconds == 0 && seconds.sign == .minus { unstorable = position }
+        try encode(seconds)
+    }
     /// Notes bytes.
     @inlinable @inline(__always)
     public mutating func encode(_ value: Data) throws { take(.blob([UInt8](value))) }
@@ -169,41 +193,62 @@ extension FieldwiseRecord {
     @inlinable
     public static func scanFields(
         of records: [Self], keeping first: Int, and second: Int, into firsts: inout [StoredValue],
-        _ seconds: inout [StoredValue], stoppingAtNegativeZero: Bool
-    ) throws -> (record: Int, field: Int)? {
+        _ seconds: inout [StoredValue], stoppingAtNegativeZeroDate: Bool
+    ) throws -> RealsScan {
         if first >= 0 { firsts.reserveCapacity(firsts.count + records.count) }
         if second >= 0 { seconds.reserveCapacity(seconds.count + records.count) }
+        var scan = RealsScan()
         for index in records.indices {
             var scanner = FieldScanWriter(keeping: first, and: second)
             try records[index].write(fields: &scanner)
-            if stoppingAtNegativeZero, let position = scanner.unstorable { return (index, position) }
+            if scanner.holdsSpecialReal { scan.special = true }
+            if stoppingAtNegativeZeroDate, let position = scanner.unstorable {
+                scan.negativeZeroDate = (index, position)
+                return scan
+            }
             if first >= 0 { firsts.append(scanner.first) }
             if second >= 0 { seconds.append(scanner.second) }
         }
-        return nil
+        return scan
     }
 }
 
-/// The `-0.0` check of many records of `F`, which is `Root`: the index of the
-/// first record holding a `-0.0`, and the field's position.
+/// What a scan of many records found (``FieldwiseRecord/scanFields(of:keeping:and:into:_:stoppingAtNegativeZeroDate:)``).
+public struct RealsScan: Sendable {
+    /// The index of the first record holding a `Date` of `-0.0` seconds, and
+    /// the field's position (the scan stops there when asked to).
+    public var negativeZeroDate: (record: Int, field: Int)?
+    /// Whether a real of the records scanned is `-0.0` or a NaN.
+    public var special = false
+
+    /// Nothing found yet.
+    @inlinable
+    public init() {}
+}
+
+/// The real check of many records of `F`, which is `Root`
+/// (``Entity/checkRealsForPropertyList(_:)-(Root)``).
 func makeRealsChecker<Root, F: FieldwiseRecord>(
     _ type: F.Type, for root: Root.Type
-) -> @Sendable ([Root]) throws -> (record: Int, field: Int)? {
+) -> @Sendable ([Root]) throws -> RealsScan {
     { records in
         var firsts: [StoredValue] = []
         var seconds: [StoredValue] = []
         return try F.scanFields(
             of: unsafeBitCast(records, to: [F].self), keeping: -1, and: -1, into: &firsts, &seconds,
-            stoppingAtNegativeZero: true)
+            stoppingAtNegativeZeroDate: true)
     }
 }
 
-/// The `-0.0` check of `F`, which is `Root` (found by casting `Root.self`), so a
-/// record converts to it without a cast per record.
-func makeRealChecker<Root, F: FieldwiseRecord>(_ type: F.Type, for root: Root.Type) -> @Sendable (Root) throws -> Int? {
+/// The real check of `F`, which is `Root` (found by casting `Root.self`), so a
+/// record converts to it without a cast per record: the position of its first
+/// `Date` of `-0.0` seconds, and whether a real is `-0.0` or a NaN.
+func makeRealChecker<Root, F: FieldwiseRecord>(
+    _ type: F.Type, for root: Root.Type
+) -> @Sendable (Root) throws -> (negativeZeroDate: Int?, special: Bool) {
     { record in
         var scanner = FieldScanWriter()
         try unsafeBitCast(record, to: F.self).scanFields(&scanner)
-        return scanner.unstorable
+        return (scanner.unstorable, scanner.holdsSpecialReal)
     }
 }

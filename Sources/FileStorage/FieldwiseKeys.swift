@@ -52,7 +52,7 @@ private func makeKeyPairsReader<Root, F: FieldwiseRecord>(
     { records in
         var keys: [StoredValue] = []
         var foreignKeys: [StoredValue] = []
-        _ = try F.scanFields(of: unsafeBitCast(records, to: [F].self), keeping: 0, and: foreignKeyPosition, into: &keys, &foreignKeys, stoppingAtNegativeZero: false)
+        _ = try F.scanFields(of: unsafeBitCast(records, to: [F].self), keeping: 0, and: foreignKeyPosition, into: &keys, &foreignKeys, stoppingAtNegativeZeroDate: false)
         return (keys, foreignKeys)
     }
 }
@@ -77,7 +77,7 @@ private func makeFieldPairReader<Root, F: FieldwiseRecord>(
     { records in
         var firsts: [StoredValue] = []
         var seconds: [StoredValue] = []
-        _ = try F.scanFields(of: unsafeBitCast(records, to: [F].self), keeping: first, and: second, into: &firsts, &seconds, stoppingAtNegativeZero: false)
+        _ = try F.scanFields(of: unsafeBitCast(records, to: [F].self), keeping: first, and: second, into: &firsts, &seconds, stoppingAtNegativeZeroDate: false)
         return (firsts, seconds)
     }
 }

@@ -9,9 +9,12 @@ public enum FileFormat: String, Sendable, Hashable, CaseIterable, Codable {
     /// `"NaN"` (a NaN comes back as the canonical NaN, `Double.nan`: its
     /// sign and payload are not kept).
     case json
-    /// Binary property lists, written by `PropertyListEncoder`. A NaN comes
-    /// back as the canonical NaN; `-0.0` is refused (the writer stores equal
-    /// numbers once per document, so `-0.0` and `0.0` would merge).
+    /// Binary property lists, written by `PropertyListEncoder`. `-0.0` is
+    /// written as a 4-byte real and `0.0` as an 8-byte one in a document
+    /// that holds a `-0.0` (the writer stores equal numbers once per
+    /// document, and keeps numbers of different sizes apart), so both come
+    /// back as given; a NaN comes back as the canonical NaN. A `Date` of
+    /// `-0.0` seconds is refused (a date has one spelling).
     case propertyList
 
     /// The file name extension of a document.
@@ -26,6 +29,10 @@ public enum FileFormat: String, Sendable, Hashable, CaseIterable, Codable {
 /// One encoder and one decoder per store, reused for every document.
 struct DocumentCoder {
     let format: FileFormat
+    /// Whether property-list documents are written with their zeros spelled
+    /// by their sign and their NaNs canonical (see `RealsRespelled`): set
+    /// once the store has met a `-0.0` or a NaN.
+    var respellsReals = false
     private let jsonEncoder: JSONEncoder
     private let jsonDecoder: JSONDecoder
     private let plistEncoder: PropertyListEncoder
@@ -55,7 +62,8 @@ struct DocumentCoder {
     func encode<T: Encodable>(_ value: T) throws -> Data {
         switch format {
         case .json: try jsonEncoder.encode(value)
-        case .propertyList: try plistEncoder.encode(value)
+        case .propertyList:
+            respellsReals ? try plistEncoder.encode(RealsRespelled(value: value)) : try plistEncoder.encode(value)
         }
     }
 

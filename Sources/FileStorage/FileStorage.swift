@@ -118,8 +118,11 @@ extension StoreState {
     func persist<T: Record>(_ records: [T], checkOwner: Bool) throws {
         let table = try table(T.self)
         // Foundation's binary property-list writer stores equal numbers once
-        // per document: a -0.0 beside a 0.0 would come back as the other.
-        if coder.format == .propertyList { try T.entity.checkNoNegativeZero(records) }
+        // per document: a -0.0 beside a 0.0 would come back as the other,
+        // unless the documents spell them apart.
+        if coder.format == .propertyList, try T.entity.checkRealsForPropertyList(records), !coder.respellsReals {
+            respellReals()
+        }
         try T.entity.checkDeclaredKeys(records)
         if checkOwner, let owner = T.entity.owner {
             try checkOwnersExist(records, owner: owner)

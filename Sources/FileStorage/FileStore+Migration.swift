@@ -272,20 +272,23 @@ struct RowCoder {
             encoder.userInfo[schemaKey] = schema
             return try encoder.encode(document)
         case .propertyList:
-            // As the store refuses a -0.0 (``Entity/checkNoNegativeZero(_:)``):
-            // the writer would merge it with a 0.0 of the same document.
+            // As the store refuses a date of -0.0 seconds
+            // (`Entity.checkRealsForPropertyList(_:)`): the writer would
+            // merge it with a date of 0.0 in the same document.
             for row in rows {
-                for (field, value) in zip(schema.fields, row) {
+                for (field, value) in zip(schema.fields, row) where field.type == .date {
                     guard case .real(let real) = value, real == 0, real.sign == .minus else { continue }
                     throw StorageError(
                         .invalidArgument, .open, entity: schema.entity,
-                        message: "the value -0.0 of field '\(field.name)' of '\(schema.entity)' cannot be kept apart from 0.0 in a property-list store (its format stores equal numbers once); use nil or 0.0")
+                        message: "the date of -0.0 seconds in field '\(field.name)' of '\(schema.entity)' cannot be kept apart from a date of 0.0 in a property-list store (its format stores equal dates once); use nil or the date of 0.0 seconds, the same instant")
                 }
             }
             let encoder = PropertyListEncoder()
             encoder.outputFormat = .binary
             encoder.userInfo[schemaKey] = schema
-            return try encoder.encode(document)
+            // Every real spelled apart (`RealsRespelled`): a migration is rare,
+            // and its rows are not scanned for a -0.0 or a NaN first.
+            return try encoder.encode(RealsRespelled(value: document))
         }
     }
 }

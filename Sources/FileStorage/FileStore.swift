@@ -428,7 +428,7 @@ enum StoreFiles {
 /// and every use is inside `withLock`, so no two threads touch it at once.
 final class StoreState: @unchecked Sendable {
     let directory: URL
-    let coder: DocumentCoder
+    private(set) var coder: DocumentCoder
     let durability: Durability
     private(set) var manifest: Manifest
     private var tables: [String: any AnyTable] = [:]
@@ -462,6 +462,12 @@ final class StoreState: @unchecked Sendable {
     func adopt(migrated next: Manifest) {
         manifest = next
         keptKeys.removeAll()
+    }
+
+    /// From now on, property-list documents keep `-0.0` apart from `0.0`
+    /// and write NaNs canonical (``DocumentCoder/respellsReals``).
+    func respellReals() {
+        coder.respellsReals = true
     }
 
     /// Forgets the loaded tables; the store is closed.
@@ -683,6 +689,10 @@ final class StoreState: @unchecked Sendable {
     private func load<D: StoredDocument>(_ type: D.Type, named name: String, entity: String) throws -> D {
         let url = directory.appendingPathComponent(name)
         let data = try documentData(named: name, entity: entity)
+        if coder.format == .propertyList && !coder.respellsReals && mayHoldRespelledZero(data) {
+            // The document may hold a -0.0: the next ones keep it apart from 0.0.
+            coder.respellsReals = true
+        }
         let document: D
         do {
             document = try coder.decode(D.self, from: data)

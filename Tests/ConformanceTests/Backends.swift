@@ -17,9 +17,10 @@ struct Backend: Sendable, CustomTestStringConvertible {
 
     var testDescription: String { name }
 
-    /// Whether the backend stores `-0.0` (the property-list store refuses it:
-    /// its format stores equal numbers once per document; docs/SEMANTICS.md).
-    var keepsNegativeZero: Bool { name != "plist" }
+    /// Whether the backend stores a date of `-0.0` seconds (the
+    /// property-list store refuses it: its format stores equal dates once
+    /// per document and has one spelling of a date; docs/SEMANTICS.md).
+    var keepsNegativeZeroDates: Bool { name != "plist" }
 
     /// Whether a NaN comes back with its sign and payload (the file stores,
     /// once opened again, and SQLite give back the canonical NaN; docs/SEMANTICS.md).

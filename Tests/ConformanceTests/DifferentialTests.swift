@@ -44,7 +44,7 @@ struct DifferentialTests {
         // Binary property lists store canonically equivalent strings once (a
         // documented limitation): that backend gets one spelling of each text.
         let texts = Generator.texts(distinctUpToEquivalence: backend.name == "plist")
-        var generator = Generator(texts: texts, reals: Generator.reals(for: backend))
+        var generator = Generator(texts: texts, reals: Generator.reals(for: backend), dates: Generator.dates(for: backend))
         var model = Model(authors: generator.library(&random))
         var checks = 0
         try withStore(backend) { store, _ in
@@ -290,6 +290,9 @@ struct Generator {
     let texts: [String]
     /// The reals records hold (``reals(for:)``).
     let reals: [Double]
+    /// The seconds of the dates records hold: the same reals, but for the
+    /// property list's `-0.0`, which it refuses in a date.
+    let dates: [Double]
     /// The reals queries compare with: every awkward one, `-0.0` and NaN.
     let constants: [Double] = AwkwardReal.all + [-0.0, .nan]
     /// Short texts for keys and indexed fields (LMDB keys hold at most 511 bytes).
@@ -301,19 +304,27 @@ struct Generator {
     var authorIds: [String] = []
     var isbns: [String] = []
 
-    init(texts: [String], reals: [Double] = AwkwardReal.all) {
+    init(texts: [String], reals: [Double] = AwkwardReal.all, dates: [Double]? = nil) {
         self.texts = texts
         self.reals = reals
+        self.dates = dates ?? reals
         shortTexts = texts.filter { $0.utf8.count <= 64 }
     }
 
-    /// The reals a backend's records hold: the awkward ones, `-0.0` (not on
-    /// the property list, which refuses it), the canonical NaN and, where
-    /// the backend keeps a NaN's sign and payload, other NaNs; each several
-    /// times, so that ties and NaNs are common.
+    /// The seconds of a backend's dates: its reals, without `-0.0` on the
+    /// property list (docs/SEMANTICS.md, "Limits of one backend").
+    static func dates(for backend: Backend) -> [Double] {
+        let reals = reals(for: backend)
+        guard backend.name == "plist" else { return reals }
+        return reals.filter { $0.bitPattern != (-0.0).bitPattern }
+    }
+
+    /// The reals a backend's records hold: the awkward ones (both infinities,
+    /// subnormals of both signs, the greatest magnitudes), `-0.0`, the
+    /// canonical NaN and, where the backend keeps a NaN's sign and payload,
+    /// other NaNs; each several times, so that ties and NaNs are common.
     static func reals(for backend: Backend) -> [Double] {
-        var reals = AwkwardReal.all + [.nan, .nan, 0, 0]
-        if backend.keepsNegativeZero { reals += [-0.0, -0.0, -0.0] }
+        var reals = AwkwardReal.all + [.nan, .nan, 0, 0, -0.0, -0.0, -0.0]
         if backend.keepsNaNPayloads { reals += [-Double.nan, Double(bitPattern: 0x7FF0_0000_0000_0001), Double(bitPattern: 0xFFF4_0000_0000_00FF)] }
         return reals
     }
@@ -363,7 +374,7 @@ struct Generator {
         authorIds.append(id)
         return AuthorRecord(
             id: id, name: pick(shortTexts, &random), rating: real(&random),
-            born: random.next() % 2 == 0 ? nil : Date(timeIntervalSinceReferenceDate: pick(AwkwardReal.all, &random)),
+            born: random.next() % 2 == 0 ? nil : Date(timeIntervalSinceReferenceDate: pick(dates, &random)),
             books: books)
     }
 
@@ -505,7 +516,9 @@ struct Generator {
         let sorts: [(String, [SortDescriptor<AuthorRecord>], ((AuthorRecord, AuthorRecord) -> ComparisonResult)?)] = [
             ("", [], nil),
             ("by rating desc", [SortDescriptor(\.rating, order: .reverse)], { reversed(compareReal($0.rating, $1.rating)) }),
-            ("by born", [SortDescriptor(\.born)], { compare($0.born, $1.born) }),
+            ("by born", [SortDescriptor(\.born)], {
+                compareReal($0.born?.timeIntervalSinceReferenceDate, $1.born?.timeIntervalSinceReferenceDate)
+            }),
         ]
         let sort = pick(sorts, &random)
         let limit = limit(&random)

@@ -67,11 +67,12 @@ struct ChapterRecord: Record, Equatable {
         ownedBy: BookRecord.self)
 }
 
-/// Whether two values are the same to the last bit and Unicode scalar: their
-/// full reflections have the same UTF-8 bytes. (Synthesized `==` would compare
-/// text by canonical equivalence, `-0.0 == 0.0` and a NaN unequal to itself.)
+/// Whether two values are the same to the last bit and Unicode scalar, walked
+/// through their reflections (``sameBits(_:_:)``: Foundation cannot describe a
+/// date whose time is NaN). (Synthesized `==` would compare text by canonical
+/// equivalence, `-0.0 == 0.0` and a NaN unequal to itself.)
 func identical<T>(_ a: T, _ b: T) -> Bool {
-    Array(String(reflecting: a).utf8) == Array(String(reflecting: b).utf8)
+    sameBits(a, b)
 }
 
 /// ``identical(_:_:)`` and `==`: a reflection prints a date to the second, so

@@ -73,7 +73,7 @@ struct PreparedQueryTests {
     private func runRound(backend: Backend, seed: UInt64) throws -> Int {
         var random = SplitMix64(seed: seed)
         let texts = Generator.texts(distinctUpToEquivalence: backend.name == "plist")
-        var generator = Generator(texts: texts, reals: Generator.reals(for: backend))
+        var generator = Generator(texts: texts, reals: Generator.reals(for: backend), dates: Generator.dates(for: backend))
         let library = generator.library(&random)
         let gadgets = Self.gadgets(&random, texts: generator.shortTexts)
         var checks = 0

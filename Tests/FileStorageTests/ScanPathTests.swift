@@ -21,7 +21,7 @@ struct ShelfRecord: Record, Equatable {
         relations: [Relation("books", \.books, foreignKey: "shelfId", \BookRecord.shelfId)])
 }
 
-/// A book with two texts and a real; `refuses` makes its `write(fields:)` throw.
+/// A book with two texts, a real and a date; `refuses` makes its `write(fields:)` throw.
 struct BookRecord: Record, Equatable, FieldwiseRecord {
     typealias PrimaryKey = Int64
     var id: Int64
@@ -29,6 +29,7 @@ struct BookRecord: Record, Equatable, FieldwiseRecord {
     var title: String
     var subtitle: String?
     var weight: Double
+    var shelved: Date?
     var refuses = false
 
     struct Refused: Error, Equatable {
@@ -36,22 +37,26 @@ struct BookRecord: Record, Equatable, FieldwiseRecord {
     }
 
     enum CodingKeys: String, CodingKey {
-        case id, shelfId, title, subtitle, weight
+        case id, shelfId, title, subtitle, weight, shelved
     }
 
-    init(id: Int64, shelfId: String, title: String, subtitle: String? = nil, weight: Double = 1, refuses: Bool = false) {
+    init(
+        id: Int64, shelfId: String, title: String, subtitle: String? = nil, weight: Double = 1, shelved: Date? = nil,
+        refuses: Bool = false
+    ) {
         self.id = id
         self.shelfId = shelfId
         self.title = title
         self.subtitle = subtitle
         self.weight = weight
+        self.shelved = shelved
         self.refuses = refuses
     }
 
     init(fields: inout some FieldReader) throws {
         self.init(
             id: try fields.decode(), shelfId: try fields.decode(), title: try fields.decode(),
-            subtitle: try fields.decode(), weight: try fields.decode())
+            subtitle: try fields.decode(), weight: try fields.decode(), shelved: try fields.decodeIfPresent())
     }
 
     func write(fields: inout some FieldWriter) throws {
@@ -61,50 +66,62 @@ struct BookRecord: Record, Equatable, FieldwiseRecord {
         try fields.encode(title)
         try fields.encodeIfPresent(subtitle)
         try fields.encode(weight)
+        try fields.encodeIfPresent(shelved)
     }
 
     static let entity = Entity<BookRecord>(
         "books", primaryKey: "id", \.id,
         fields: [
             Field("shelfId", \.shelfId), Field("title", \.title), Field("subtitle", \.subtitle), Field("weight", \.weight),
+            Field("shelved", \.shelved),
         ],
         ownedBy: ShelfRecord.self)
 }
 
 @Suite("File store: children read in one pass per parent")
 struct ScanPathTests {
-    @Test("a property list refuses the first -0.0 of the children; JSON stores it, and NaN", arguments: FileFormat.allCases)
-    func firstNegativeZero(format: FileFormat) throws {
+    @Test("the children's -0.0 and NaN are stored by both formats; a property list refuses the first date of -0.0 among them", arguments: FileFormat.allCases)
+    func negativeZeroAndNaN(format: FileFormat) throws {
         let scratch = try TemporaryDirectory("file-store")
+        let minusZeroDate = Date(timeIntervalSinceReferenceDate: -0.0)
+        do {
+            let store = try FileStore(directory: scratch.url, format: format)
+            let shelves = try store.storage(for: ShelfRecord.self)
+            try shelves.persist(ShelfRecord(id: "s", books: [
+                BookRecord(id: 1, shelfId: "s", title: "a"), BookRecord(id: 2, shelfId: "s", title: "b", weight: -0.0),
+                BookRecord(id: 3, shelfId: "s", title: "c", weight: .nan), BookRecord(id: 4, shelfId: "s", title: "d", weight: 0),
+            ]))
+            let shelf = ShelfRecord(id: "t", books: [
+                BookRecord(id: 5, shelfId: "t", title: "e"), BookRecord(id: 6, shelfId: "t", title: "f", shelved: minusZeroDate),
+                BookRecord(id: 7, shelfId: "t", title: "g", shelved: minusZeroDate),
+            ])
+            if format == .propertyList {
+                #expect {
+                    try shelves.persist(shelf)
+                } throws: { error in
+                    guard let error = error as? StorageError else { return false }
+                    return error.kind == .invalidArgument && error.entity == "books"
+                        && error.message.hasPrefix("field 'shelved' of record 6 is ")
+                }
+                #expect(try shelves.count() == 1)
+            } else {
+                try shelves.persist(shelf)
+            }
+        }
         let store = try FileStore(directory: scratch.url, format: format)
-        let shelves = try store.storage(for: ShelfRecord.self)
-        let shelf = ShelfRecord(id: "s", books: [
-            BookRecord(id: 1, shelfId: "s", title: "a"), BookRecord(id: 2, shelfId: "s", title: "b", weight: -0.0),
-            BookRecord(id: 3, shelfId: "s", title: "c", weight: .nan),
-        ])
-        guard format == .propertyList else {
-            try shelves.persist(shelf)
-            let weights = try store.storage(for: BookRecord.self).readAll().map(\.weight.bitPattern)
-            #expect(weights == [1, -0.0, Double.nan].map(\.bitPattern))
-            return
-        }
-        #expect {
-            try shelves.persist(shelf)
-        } throws: { error in
-            guard let error = error as? StorageError else { return false }
-            return error.kind == .invalidArgument && error.entity == "books"
-                && error.message.hasPrefix("field 'weight' of record 2 is ")
-        }
-        #expect(try shelves.count() == 0)
+        let books = try store.storage(for: BookRecord.self).readAll()
+        #expect(books.prefix(4).map(\.weight.bitPattern) == [1, -0.0, Double.nan, 0].map(\.bitPattern))
+        let shelved = books.dropFirst(4).map { $0.shelved?.timeIntervalSinceReferenceDate.bitPattern }
+        #expect(shelved == (format == .json ? [nil, (-0.0).bitPattern, (-0.0).bitPattern] : []))
     }
 
-    @Test("a child whose write(fields:) throws is met in order: before a later -0.0, after an earlier one (property list)", arguments: FileFormat.allCases)
+    @Test("a child whose write(fields:) throws is met in order: before a later date of -0.0, after an earlier one (property list)", arguments: FileFormat.allCases)
     func throwingChild(format: FileFormat) throws {
         let scratch = try TemporaryDirectory("file-store")
         let store = try FileStore(directory: scratch.url, format: format)
         let shelves = try store.storage(for: ShelfRecord.self)
         let refusing = BookRecord(id: 1, shelfId: "s", title: "a", refuses: true)
-        let negativeZero = BookRecord(id: 2, shelfId: "s", title: "b", weight: -0.0)
+        let negativeZero = BookRecord(id: 2, shelfId: "s", title: "b", shelved: Date(timeIntervalSinceReferenceDate: -0.0))
         func thrown(_ books: [BookRecord]) -> (any Error)? {
             do {
                 try shelves.persist(ShelfRecord(id: "s", books: books))

@@ -260,33 +260,44 @@ struct TableLayoutTests {
         }
     }
 
-    @Test("a -0.0 in a child is refused by a property list and nothing changes, in memory or on disk; JSON keeps it", arguments: FileFormat.allCases)
-    func negativeZeroRefused(format: FileFormat) throws {
+    @Test("-0.0 and 0.0 in one document stay apart, through the index and after reopening; so do the ones a document read holds", arguments: FileFormat.allCases)
+    func negativeZeroBesideZero(format: FileFormat) throws {
         let scratch = try TemporaryDirectory("file-store")
-        let garden = LayoutGarden(
-            name: "g", owner: nil,
-            beds: [LayoutBed(id: 2, garden: "g", soil: "clay", depth: 1, plants: [LayoutPlant(code: "x", bed: 2, height: 1)])])
+        func bed(_ id: Int64, _ depth: Double?) -> LayoutBed {
+            LayoutBed(id: id, garden: "g", soil: "sand", depth: depth, plants: [
+                LayoutPlant(code: id < 10 ? "p0\(id)" : "p\(id)", bed: id, height: depth ?? 1, note: nil),
+            ])
+        }
+        // Each zero first in a document once: 0.0 then -0.0, and -0.0 then 0.0.
+        let first = LayoutGarden(name: "g", owner: nil, beds: [bed(1, 0.0), bed(2, -0.0), bed(3, .nan), bed(4, -0.0), bed(5, 0.0)])
+        func depths(_ store: FileStore) throws -> [UInt64?] {
+            try store.storage(for: LayoutBed.self).readAll().map { $0.depth?.bitPattern }
+        }
+        func heights(_ store: FileStore) throws -> [UInt64] {
+            try store.storage(for: LayoutPlant.self).readAll().map(\.height.bitPattern)
+        }
+        let expected = [0.0, -0.0, .nan, -0.0, 0.0].map(\.bitPattern)
         do {
             let store = try FileStore(directory: scratch.url, format: format)
-            let gardens = try store.storage(for: LayoutGarden.self)
-            try gardens.persist(garden)
-            var bad = garden
-            bad.beds.insert(LayoutBed(id: 1, garden: "g", soil: "sand", depth: -0.0, plants: []), at: 0)
-            bad.beds[1].plants[0].height = 5
-            if format == .propertyList {
-                #expect { try gardens.persist(bad) } throws: { ($0 as? StorageError)?.kind == .invalidArgument }
-                #expect(try gardens.readAll() == [garden])
-            } else {
-                try gardens.persist(bad)
-                #expect(try gardens.readAll().first?.beds.first?.depth?.bitPattern == (-0.0).bitPattern)
-            }
+            try store.storage(for: LayoutGarden.self).persist(first)
+            #expect(try depths(store) == expected)
         }
-        guard format == .propertyList else {
-            let reopened = try FileStore(directory: scratch.url, format: format)
-            #expect(try reopened.storage(for: LayoutGarden.self).readAll().first?.beds.first?.depth?.bitPattern == (-0.0).bitPattern)
-            return
+        do {
+            let store = try FileStore(directory: scratch.url, format: format)
+            #expect(try depths(store) == expected)
+            #expect(try heights(store) == expected)
+            // -0.0 == 0.0 through the composite index; NaN equal to nothing.
+            let beds = try store.storage(for: LayoutBed.self)
+            let zero = 0.0, minusZero = -0.0, nan = Double.nan
+            #expect(try beds.read(where: #Predicate { $0.soil == "sand" && $0.depth == zero }).map(\.id) == [1, 2, 4, 5])
+            #expect(try beds.read(where: #Predicate { $0.soil == "sand" && $0.depth == minusZero }).map(\.id) == [1, 2, 4, 5])
+            #expect(try beds.read(where: #Predicate { $0.soil == "sand" && $0.depth == nan }).map(\.id) == [])
+            // Writes holding neither -0.0 nor NaN, which rewrite the whole
+            // document beside the -0.0s it was read with.
+            try beds.persist([bed(6, 0.0), bed(7, 0.0), bed(8, 0.0), bed(9, 0.0), bed(10, 0.0), bed(11, 0.0)])
         }
-        let reopened = try FileStore(directory: scratch.url, format: format)
-        #expect(try reopened.storage(for: LayoutGarden.self).readAll() == [garden])
+        let store = try FileStore(directory: scratch.url, format: format)
+        #expect(try depths(store) == expected + Array(repeating: (0.0).bitPattern, count: 6))
+        #expect(try heights(store) == expected + Array(repeating: (0.0).bitPattern, count: 6))
     }
 }
