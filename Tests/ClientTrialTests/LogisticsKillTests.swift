@@ -51,7 +51,10 @@ struct LogisticsKillTests {
                 for shipment in shipments {
                     let code = shipment.uniqueId
                     let byIndex = try daos.parcels.read(where: #Predicate { $0.shipmentCode == code }, sortedBy: [SortDescriptor(\.weight)])
-                    let want = shipment.parcels.sorted { ($0.weight, $0.uniqueId.uuidString) < ($1.weight, $1.uniqueId.uuidString) }
+                    // The total order: -0.0 tied with 0.0, NaN last; ties by key.
+                    let want = shipment.parcels.sorted {
+                        (compareValues($0.weight, $1.weight), $0.uniqueId.uuidString) < (0, $1.uniqueId.uuidString)
+                    }
                     if !sameBits(byIndex, want) { indexed = false }
                     for parcel in shipment.parcels {
                         let id = parcel.uniqueId

@@ -174,6 +174,25 @@ func compareOptional<T>(_ left: T?, _ right: T?, _ compare: (T, T) -> Int) -> In
 /// `<`, `==`, `>` as -1, 0, 1.
 func compareValues<T: Comparable>(_ left: T, _ right: T) -> Int { left < right ? -1 : (left == right ? 0 : 1) }
 
+/// Reals in the sorts' total order (docs/SEMANTICS.md) as -1, 0, 1: by value,
+/// `-0.0` tied with `0.0`, every NaN after `+infinity` and tied with every NaN.
+func compareValues(_ left: Double, _ right: Double) -> Int {
+    switch (left.isNaN, right.isNaN) {
+    case (true, true): 0
+    case (true, false): 1
+    case (false, true): -1
+    case (false, false): left < right ? -1 : (left == right ? 0 : 1)
+    }
+}
+
+/// A `Float` in the sorts' total order, as a `Double`.
+func compareValues(_ left: Float, _ right: Float) -> Int { compareValues(Double(left), Double(right)) }
+
+/// A `Date` in the sorts' total order, by its seconds.
+func compareValues(_ left: Date, _ right: Date) -> Int {
+    compareValues(left.timeIntervalSinceReferenceDate, right.timeIntervalSinceReferenceDate)
+}
+
 /// Text by scalars as -1, 0, 1.
 func compareText(_ left: String, _ right: String) -> Int {
     textBefore(left, right) ? -1 : (textKey(left) == textKey(right) ? 0 : 1)

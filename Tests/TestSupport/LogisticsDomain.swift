@@ -322,15 +322,18 @@ public enum Logistics {
     public static let destinations = ["Oslo", "M\u{FC}nchen", "Mu\u{308}nchen", "", "Z"]
     /// Labels and places.
     public static let words = ["box", "Box", "b\u{F6}x", "bo\u{308}x", "crate", "", "pallet 📦", "x\u{0}y", "e"]
-    /// Reals at their edges (no NaN, no -0.0: no backend stores them).
+    /// Reals at their edges: both zeros, the canonical NaN (every backend
+    /// gives it back bit for bit), infinities, subnormals of both signs, the
+    /// greatest magnitudes.
     public static let reals: [Double] = [
         0, 1.5, -2.25, 42, 42, .infinity, -.infinity, .leastNonzeroMagnitude, -.leastNonzeroMagnitude,
         .leastNormalMagnitude, Double(bitPattern: 0x000F_FFFF_FFFF_FFFF), -Double(bitPattern: 0x000F_FFFF_FFFF_FFFF), .greatestFiniteMagnitude,
-        -.greatestFiniteMagnitude, 1e-300, .ulpOfOne,
+        -.greatestFiniteMagnitude, 1e-300, .ulpOfOne, -0.0, .nan, -0.0,
     ]
-    /// Floats at their edges.
+    /// Floats at their edges, both zeros and the canonical NaN among them.
     public static let floats: [Float] = [
-        0, .leastNonzeroMagnitude, -.leastNonzeroMagnitude, .infinity, -.infinity, 3.5, .greatestFiniteMagnitude,
+        0, .leastNonzeroMagnitude, -.leastNonzeroMagnitude, .infinity, -.infinity, 3.5, .greatestFiniteMagnitude, -0.0,
+        .nan,
     ]
     /// Dates at their edges, with ties.
     public static let dates: [Date] = [
