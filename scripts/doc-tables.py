@@ -11,9 +11,10 @@ comments, and this script writes what is between them:
     python3 scripts/doc-tables.py           # rewrite the tables in place
     python3 scripts/doc-tables.py --check   # exit 1 when a table is out of date
 
-The tables come from results/baseline.csv (`make bench`, durability full) and
+The tables come from results/baseline.csv (`make bench`, durability full),
 results/baseline-smoke.csv (`make bench-smoke`, durability none, with
-instruction and allocation counts). Renew a baseline, run this script, and
+instruction and allocation counts) and results/lmdb-open-check*.csv
+(`scripts/lmdb-open-check.sh`: `storage-bench open` on LMDB). Renew a baseline, run this script, and
 commit both. The files scanned are README.md, docs/*.md and the DocC articles
 (Sources/*/*.docc/**/*.md); a marker naming no table here is an error.
 """
@@ -187,6 +188,65 @@ def settings():
         table(["backend", "settings"], lines, numeric=False)
 
 
+OPEN = "results/lmdb-open-check.csv"
+# The same measurement with the walk's mapping faulted in page by page (no
+# MAP_POPULATE): what the populated mapping is measured against.
+OPEN_FAULTED = "results/lmdb-open-check-no-populate.csv"
+
+
+def seconds(value):
+    value = float(value)
+    return f"{value * 1e3:.1f} ms" if value < 1 else f"{value:.2f} s"
+
+
+def open_rows(path=OPEN):
+    rows = load(path)
+    grouped = {}
+    for row in rows:
+        key = (row["backend"], int(row["dialogs"]), int(row["messages_per_dialog"]))
+        grouped.setdefault(key, {})[row["operation"]] = row
+    return rows, grouped
+
+
+def open_times():
+    """`storage-bench open`: each backend's open, cold and warm, per store size."""
+    rows, grouped = open_rows()
+    lines = []
+    for (backend, dialogs, messages), operations in grouped.items():
+        cells = [f"`{backend}`", f"{dialogs}×{messages}",
+                 f"{int(operations['open-warm']['bytes_on_disk']) / 1e6:.1f} MB"]
+        for operation in ("open-cold", "open-warm"):
+            row = operations[operation]
+            cells.append(f"{seconds(row['median_s'])} ({seconds(row['min_s'])}–{seconds(row['max_s'])})")
+        lines.append(cells)
+    return caption(OPEN, rows, "Opening a store (`storage-bench open`): the median of the opens, and their range") + \
+        table(["backend", "D×M", "data file", "open, cold (min–max)", "open, warm (min–max)"], lines)
+
+
+def open_walk(path=OPEN, what="The page walk at open"):
+    """The page walk's cost: `lmdb` minus `lmdb-metapages`, per GB of data file."""
+    rows, grouped = open_rows(path)
+    lines = []
+    for (backend, dialogs, messages), operations in grouped.items():
+        unchecked = grouped.get(("lmdb-metapages", dialogs, messages))
+        if backend != "lmdb" or unchecked is None:
+            continue
+        size = int(operations["open-warm"]["bytes_on_disk"])
+        line = [f"{dialogs}×{messages}", f"{size / 1e6:.1f} MB"]
+        for operation in ("open-warm", "open-cold"):
+            walk = float(operations[operation]["median_s"]) - float(unchecked[operation]["median_s"])
+            line += [seconds(walk), f"{walk / (size / 1e9):.2f} s"]
+        lines.append(line)
+    return caption(path, rows, f"{what}: the median `lmdb` open minus the median "
+                   "`lmdb-metapages` open (the walk turned off), and that per GB of data file") + \
+        table(["D×M", "data file", "walk, warm", "per GB, warm", "walk, cold", "per GB, cold"], lines)
+
+
+def open_walk_faulted():
+    """The same, measured with the walk's mapping faulted in page by page."""
+    return open_walk(OPEN_FAULTED, "The page walk at open, its mapping faulted in page by page (no `MAP_POPULATE`)")
+
+
 TABLES = {
     "throughput": throughput,
     "ratios": ratios,
@@ -194,6 +254,9 @@ TABLES = {
     "instruction-ratios": instruction_ratios,
     "footprint": footprint,
     "settings": settings,
+    "lmdb-open": open_times,
+    "lmdb-open-walk": open_walk,
+    "lmdb-open-walk-faulted": open_walk_faulted,
 }
 
 

@@ -209,6 +209,17 @@ enum DataFileCheck {
         }
     }
 
+    /// The walk's mapping: private and read-only; on Linux populated in the
+    /// `mmap` call (`MAP_POPULATE`: the kernel reads the file ahead and maps
+    /// every page at once, instead of a page fault for every few pages as
+    /// the walk reaches them, reading the disk in the walk's order; the
+    /// figures are in docs/ARCHITECTURE.md's LMDB section).
+    #if os(Linux)
+        private static let walkMappingFlags = MAP_PRIVATE | MAP_POPULATE
+    #else
+        private static let walkMappingFlags = MAP_PRIVATE
+    #endif
+
     /// Walks every page reachable from `meta` (``PageWalk``) through a
     /// private read-only mapping of the file's `size` bytes.
     private static func walk(_ fd: Int32, meta: Meta, size: UInt64, path: String) throws {
@@ -223,7 +234,7 @@ enum DataFileCheck {
                 "the meta page (transaction \(meta.transactionID)) names pages up to \(meta.lastPage), far past the end of the file (\(size) bytes): it was truncated or the meta page is damaged")
         }
         guard let length = Int(exactly: size),
-            let mapped = mmap(nil, length, PROT_READ, MAP_PRIVATE, fd, 0),
+            let mapped = mmap(nil, length, PROT_READ, walkMappingFlags, fd, 0),
             mapped != UnsafeMutableRawPointer(bitPattern: -1)
         else {
             let code = errno
