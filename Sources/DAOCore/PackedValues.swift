@@ -289,6 +289,9 @@ public struct PackedFieldReader: FieldReader {
     @usableFromInline let types: UnsafePointer<FieldType>
     @usableFromInline let optional: UnsafePointer<Bool>
     @usableFromInline let fieldCount: Int
+    /// Whether the value's text is known to be well-formed UTF-8
+    /// (``UTF8Text/string(validated:)``), so that it is not validated again.
+    @usableFromInline let textIsValidated: Bool
     @usableFromInline var index = 0
     @usableFromInline var position: Int
 
@@ -297,11 +300,17 @@ public struct PackedFieldReader: FieldReader {
     /// and optionality; it records each field's start in `offsets`.
     /// `access` makes the errors; the caller keeps it, the bytes and the
     /// tables alive for as long as it uses the reader.
+    ///
+    /// `textIsValidated` says that every text field of the value is known to
+    /// be well-formed UTF-8 (an adapter that verified a checksum over bytes
+    /// it wrote from Swift strings): text is then built without validating
+    /// it again. Otherwise (the default) it is validated, and ill-formed
+    /// sequences are repaired as `String(decoding:as:)` repairs them.
     @inlinable
     public init(
         access: PackedValueAccess, start: UnsafeRawPointer, count: Int, first: Int,
         types: UnsafePointer<FieldType>, optional: UnsafePointer<Bool>, offsets: UnsafeMutablePointer<Int>,
-        fieldCount: Int
+        fieldCount: Int, textIsValidated: Bool = false
     ) {
         self.access = access
         self.start = start
@@ -311,6 +320,7 @@ public struct PackedFieldReader: FieldReader {
         self.optional = optional
         self.offsets = offsets
         self.fieldCount = fieldCount
+        self.textIsValidated = textIsValidated
     }
 
     /// The number of fields read so far.
@@ -393,10 +403,13 @@ public struct PackedFieldReader: FieldReader {
         Double(bitPattern: try eightBytes(at: next(.real, or: .date)))
     }
 
-    /// Reads a text field (ill-formed UTF-8 repaired, as `String(decoding:as:)` does).
+    /// Reads a text field: validated, ill-formed UTF-8 repaired as
+    /// `String(decoding:as:)` does, unless the value's text is known to be
+    /// well-formed (`textIsValidated`).
     @inlinable @inline(__always)
     public mutating func decode(_ type: String.Type) throws -> String {
-        UTF8Text.string(try lengthPrefixed(at: next(.text, or: .text)))
+        let bytes = try lengthPrefixed(at: next(.text, or: .text))
+        return textIsValidated ? UTF8Text.string(validated: bytes) : UTF8Text.string(bytes)
     }
 
     /// Reads a boolean field.

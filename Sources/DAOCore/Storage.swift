@@ -87,6 +87,33 @@ public protocol Storage<Record>: Sendable {
     /// - Throws: ``StorageError``, or what `body` throws.
     func read(_ query: Query<Record>, handingOut body: RecordHandoff<Record>) throws
 
+    /// Hands each record that answers `query` to `body`, borrowed, in the
+    /// order and number ``Storage/read(_:)-(Query<Self.Record>)`` returns
+    /// them, and returns nothing: for code that consumes records without
+    /// keeping them (a sum, a digest, a row drawn on a screen). A storage
+    /// may lend a record it decoded in place and let go of it, or reuse its
+    /// memory, once `body` returns; keep a record beyond the call with
+    /// `copy record`.
+    ///
+    /// `body` may run inside the storage's read transaction, so it must not
+    /// read or write the same store. When it throws, no record is handed to
+    /// it after that, and its error is rethrown unless the storage failed to
+    /// read a record, whose error then comes first, as with
+    /// ``Storage/read(_:)-(Query<Self.Record>)``.
+    ///
+    /// The default implementation reads with ``read(_:handingOut:)`` (the
+    /// array first, unless the storage hands records out while reading).
+    /// - Throws: ``StorageError``, or what `body` throws.
+    func forEach(_ query: Query<Record>, _ body: (borrowing Record) throws -> Void) throws
+
+    /// Hands each record that answers one call of a prepared query to
+    /// `body`, borrowed, as `forEach(_:_:)` does for a
+    /// query: the records `read(_:)` returns for the
+    /// call, in its order. The default implementation reads
+    /// that array and lends its records one by one.
+    /// - Throws: ``StorageError``, or what `body` throws.
+    func forEach(_ call: PreparedQueryCall<Record>, _ body: (borrowing Record) throws -> Void) throws
+
     /// The records that answer one call of a prepared query: those of its
     /// ``PreparedQueryCall/query``, which the default implementation reads.
     /// An adapter that plans its own access path reads the call's

@@ -75,6 +75,12 @@ public struct AnyStorage<Record: DAOCore.Record>: Storage {
         try base.read(query, handingOut: body)
     }
     public var handsOutWhileReading: Bool { base.handsOutWhileReading }
+    public func forEach(_ query: Query<Record>, _ body: (borrowing Record) throws -> Void) throws {
+        try base.forEach(query, body)
+    }
+    public func forEach(_ call: PreparedQueryCall<Record>, _ body: (borrowing Record) throws -> Void) throws {
+        try base.forEach(call, body)
+    }
     public func read(_ call: PreparedQueryCall<Record>) throws -> [Record] { try base.read(call) }
     public func count(where predicate: Predicate<Record>?) throws -> Int { try base.count(where: predicate) }
     @discardableResult

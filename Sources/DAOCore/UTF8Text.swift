@@ -30,6 +30,28 @@ public enum UTF8Text {
         return String(decoding: bytes, as: UTF8.self)
     }
 
+    /// The text whose UTF-8 bytes are `bytes`, which the caller knows to be
+    /// well-formed: built without validating them again.
+    ///
+    /// Only for bytes whose validity something the adapter checked vouches
+    /// for: LMDB's values of format 2 carry a CRC-32C of bytes the store
+    /// wrote from Swift strings (always well-formed), so once the checksum
+    /// matches, the text inside is what a `String` gave. Ill-formed bytes
+    /// here would make a `String` that breaks its own invariants; every
+    /// other source of text (SQLite's columns, LMDB's values without a
+    /// checksum, bytes a checksum was not yet compared for) goes through
+    /// ``string(_:)``.
+    @inlinable @inline(__always)
+    public static func string(validated bytes: UnsafeRawBufferPointer) -> String {
+        #if compiler(>=6.2)
+        if #available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *) {
+            let elements = bytes.assumingMemoryBound(to: UInt8.self)
+            return String(copying: unsafe UTF8Span(unchecked: Span(_unsafeElements: elements)))
+        }
+        #endif
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
     /// Whether `bytes` are well-formed UTF-8 (Unicode 15, table 3-7: no
     /// overlong forms, no surrogates, nothing above U+10FFFF, no sequence
     /// cut short), as the standard library's validator decides.

@@ -24,6 +24,13 @@ final class ValueDecoder: PackedValueAccess, @unchecked Sendable {
     let fieldCount: Int
     fileprivate var children: [Any]
     fileprivate var nextGuess = 0
+    /// Whether the value's checksum was compared and matched: its text is
+    /// then what this store wrote from Swift strings, well-formed UTF-8, and
+    /// is made into strings without being validated again
+    /// (``UTF8Text/string(validated:)``). A value of format 1 (no checksum),
+    /// or one whose checksum is not compared yet (a range filter reads some
+    /// fields first), has its text validated.
+    private(set) var textIsValidated = false
 
     init(schema: ValueSchema) {
         self.schema = schema
@@ -72,6 +79,7 @@ final class ValueDecoder: PackedValueAccess, @unchecked Sendable {
     ///   or a checksum that does not match.
     @inline(__always)
     func begin(_ value: UnsafeRawBufferPointer, checkingSum: Bool = true) throws {
+        textIsValidated = false
         guard let version = value.first else { throw corrupt("it is empty") }
         let count: Int
         if version == ValueSchema.formatVersion {
@@ -165,6 +173,14 @@ final class ValueDecoder: PackedValueAccess, @unchecked Sendable {
         guard stored == actual else {
             throw corrupt("its CRC-32C is \(actual), the value records \(stored)")
         }
+        textIsValidated = true
+    }
+
+    /// The text whose UTF-8 bytes are `bytes`, which lie inside the loaded
+    /// value: not validated again when the value's checksum matched.
+    @inline(__always)
+    func string(_ bytes: UnsafeRawBufferPointer) -> String {
+        textIsValidated ? UTF8Text.string(validated: bytes) : UTF8Text.string(bytes)
     }
 
     @inline(__always)
@@ -200,7 +216,7 @@ final class ValueDecoder: PackedValueAccess, @unchecked Sendable {
             return .real(Double(bitPattern: UInt64(littleEndian: base.loadUnaligned(fromByteOffset: position, as: UInt64.self))))
         case .text:
             let length = Int(try readVarint(&position))
-            return .text(UTF8Text.string(UnsafeRawBufferPointer(rebasing: base[position..<position + length])))
+            return .text(string(UnsafeRawBufferPointer(rebasing: base[position..<position + length])))
         case .blob:
             let length = Int(try readVarint(&position))
             return .blob([UInt8](base[position..<position + length]))
@@ -275,7 +291,7 @@ final class ValueDecoder: PackedValueAccess, @unchecked Sendable {
     func text(at index: Int) throws -> String {
         var position = offsets[index]
         let length = Int(try readVarint(&position))
-        return UTF8Text.string(UnsafeRawBufferPointer(rebasing: base[position..<position + length]))
+        return string(UnsafeRawBufferPointer(rebasing: base[position..<position + length]))
     }
 
     @inline(__always)
@@ -361,7 +377,7 @@ final class ValueDecoder: PackedValueAccess, @unchecked Sendable {
         }
         var position = offsets[slot]
         let length = Int(try readVarint(&position))
-        return UTF8Text.string(UnsafeRawBufferPointer(rebasing: base[position..<position + length]))
+        return string(UnsafeRawBufferPointer(rebasing: base[position..<position + length]))
     }
 
     /// The date field `key`; `nil` as for ``integer(_:)``.
@@ -586,7 +602,7 @@ extension ValueDecoder {
         guard let start = loaded.baseAddress else { throw corrupt("it is empty") }
         return PackedFieldReader(
             access: self, start: start, count: loaded.count, first: 1, types: types, optional: optional,
-            offsets: offsets, fieldCount: fieldCount)
+            offsets: offsets, fieldCount: fieldCount, textIsValidated: textIsValidated)
     }
 
     /// The errors of ``packedReader()``: damage is `corrupt`, a field read as

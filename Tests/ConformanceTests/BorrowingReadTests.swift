@@ -1,0 +1,201 @@
+import DAOCore
+import DialogGraph
+import Foundation
+import Testing
+import TestSupport
+
+// `forEach` lends the records of a read to a closure instead of returning an
+// array. On every backend it must lend exactly what `read` returns, in its
+// order and number, for generated data and queries of several record shapes
+// (String and integer keys, three levels, optionals, records read through
+// `Decodable` and by position), through the storage, the DAO, prepared
+// queries and the async forms; an error of the closure stops the read and
+// reaches the caller as thrown.
+
+private struct Stop: Error {}
+
+/// What `forEach` lends for `query`, each record copied as it is lent.
+private func lent<R: Record>(_ storage: some Storage<R>, _ query: Query<R>) throws -> [R] {
+    var records: [R] = []
+    try storage.forEach(query) { record in records.append(copy record) }
+    return records
+}
+
+/// Collects what an async `forEach` lends, from the reader thread it runs on.
+private final class Collected<T: Sendable>: @unchecked Sendable {
+    // @unchecked: appended to from one reader thread at a time, read after
+    // the call returned.
+    private let lock = NSLock()
+    private var items: [T] = []
+    func append(_ item: T) { lock.withLock { items.append(item) } }
+    var all: [T] { lock.withLock { items } }
+}
+
+@Suite("Conformance: the borrowing read path lends what read returns")
+struct BorrowingReadTests {
+    @Test("generated data and queries: forEach lends what read returns, in its order", arguments: allBackends)
+    func generatedQueries(backend: Backend) throws {
+        var checks = 0
+        for round in 0..<3 {
+            let seed = 20_261_129 &+ UInt64(round)
+            var random = SplitMix64(seed: seed)
+            var generator = Generator(texts: Generator.texts(distinctUpToEquivalence: backend.name == "plist"))
+            let library = generator.library(&random)
+            try withStore(backend) { store, _ in
+                let authors = try store.anyStorage(for: AuthorRecord.self)
+                let books = try store.anyStorage(for: BookRecord.self)
+                let chapters = try store.anyStorage(for: ChapterRecord.self)
+                try authors.persist(library)
+                func check(_ condition: Bool, _ what: @autoclosure () -> String) {
+                    checks += 1
+                    #expect(condition, "seed \(seed) on \(backend.name): \(what())")
+                }
+                check(identical(try lent(authors, Query()), try authors.read(Query())), "every author")
+                for _ in 0..<60 {
+                    let book = generator.bookQuery(&random)
+                    let got = try lent(books, book.query)
+                    let expected = try books.read(book.query)
+                    check(identical(got, expected), "books \(book.name): \(difference(got, expected))")
+                    let chapter = generator.chapterQuery(&random)
+                    check(
+                        identical(try lent(chapters, chapter.query), try chapters.read(chapter.query)),
+                        "chapters \(chapter.name)")
+                    let author = generator.authorQuery(&random)
+                    check(
+                        identical(try lent(authors, author.query), try authors.read(author.query)),
+                        "authors \(author.name)")
+                }
+                // A prepared query, with each author's key and one that is
+                // not stored.
+                let byAuthor = try PreparedQuery(
+                    where: #Predicate<BookRecord, String> { book, author in book.authorId == author },
+                    sortedBy: [SortDescriptor(\.year, order: .reverse)])
+                for id in generator.authorIds + ["nobody"] {
+                    var got: [BookRecord] = []
+                    try books.forEach(byAuthor, id) { book in got.append(copy book) }
+                    check(identical(got, try books.read(byAuthor, id)), "prepared books of \(id)")
+                }
+            }
+        }
+        #expect(checks > 3 * 180)
+    }
+
+    @Test("records read by position and the dialog graph, through the storage and the DAO", arguments: allBackends)
+    func positionalRecordsAndTheDAO(backend: Backend) throws {
+        try withStore(backend) { store, _ in
+            // Three levels, written by position.
+            let libraries = try store.anyStorage(for: LibraryRecord.self)
+            let translator = LibraryTranslator()
+            let corpus = TestSupport.Sample.corpus()
+            try libraries.persist(corpus.map(translator.record(from:)))
+            let libraryQueries: [Query<LibraryRecord>] = [
+                Query(), Query(sortedBy: [SortDescriptor(\.name, order: .reverse)]), Query(limit: 1), Query(limit: 0),
+            ]
+            for query in libraryQueries {
+                #expect(identical(try lent(libraries, query), try libraries.read(query)))
+            }
+            let dao = DAO(storage: libraries, translator: translator)
+            var plains: [Library] = []
+            try dao.forEach { library in plains.append(copy library) }
+            #expect(plains == (try dao.read()))
+            #expect(plains.count == corpus.count)
+
+            // The dialog graph: integer keys (negative ones too), a parent
+            // with children, the workload's query prepared.
+            var random = SplitMix64(seed: 37)
+            let ids: [Int64] = [7, -3, 0, Int64.min, 12, -1, Int64.max]
+            let texts = ["", "naïve", "привет 🚀", String(repeating: "long text ", count: 40), "e\u{301}", "\u{0}"]
+            let dialogs = try store.anyStorage(for: DialogRecord.self)
+            let messages = try store.anyStorage(for: MessageRecord.self)
+            try dialogs.persist(
+                ids.enumerated().map { position, id in
+                    DialogRecord(
+                        id: id, isPinned: id < 0,
+                        messages: (0..<Int(random.next() % 6)).map { n in
+                            MessageRecord(
+                                id: Int64(position * 10 + n), dialogId: id,
+                                date: Date(timeIntervalSinceReferenceDate: Double(random.next() % 5)),
+                                text: texts[Int(random.next() % UInt64(texts.count))], senderId: 1, receiverId: 2,
+                                type: Int64(n), isIncoming: n % 2 == 1, isRead: random.next() % 2 == 0)
+                        })
+                })
+            #expect(identical(try lent(dialogs, Query()), try dialogs.read(Query())))
+            let unread = try PreparedQuery(
+                where: #Predicate<MessageRecord, Int64> { message, dialog in
+                    message.dialogId == dialog && !message.isRead
+                },
+                sortedBy: [SortDescriptor(\.date, order: .reverse)])
+            let messageDAO = DAO(storage: messages, translator: MessageTranslator())
+            let preparedObjects = PreparedObjectQuery(dao: messageDAO, prepared: unread)
+            for id in ids + [99] {
+                var got: [MessageRecord] = []
+                try messages.forEach(unread, id) { message in got.append(copy message) }
+                #expect(identical(got, try messages.read(unread, id)), "dialog \(id)")
+                var objects: [Message] = []
+                try preparedObjects.forEach(id) { message in objects.append(copy message) }
+                #expect(objects == (try preparedObjects.read(id)), "dialog \(id)")
+                var where_: [Message] = []
+                try messageDAO.forEach(
+                    where: #Predicate { $0.dialogId == id }, sortedBy: [SortDescriptor(\.date)], limit: 3
+                ) { message in where_.append(copy message) }
+                #expect(
+                    where_
+                        == (try messageDAO.read(
+                            where: #Predicate { $0.dialogId == id }, sortedBy: [SortDescriptor(\.date)], limit: 3)))
+            }
+        }
+    }
+
+    @Test("the async forms lend what the synchronous ones do", arguments: allBackends)
+    func asyncForms(backend: Backend) async throws {
+        try await withAsyncStore(backend) { store, _ in
+            // Ledgers (String keys) owning accounts (integer keys, an optional note).
+            let ledgers = try store.anyStorage(for: LedgerRecord.self)
+            let accounts = try store.anyStorage(for: AccountRecord.self)
+            try await ledgers.persist(makeLedgers(5, accounts: 4))
+            let records = Collected<LedgerRecord>()
+            try await ledgers.forEach(sortedBy: [SortDescriptor(\.name, order: .reverse)]) { record in
+                records.append(copy record)
+            }
+            let ledgersRead = try await ledgers.read(sortedBy: [SortDescriptor(\.name, order: .reverse)])
+            #expect(records.all == ledgersRead)
+            #expect(records.all.count == 5)
+            let dao = DAO(storage: accounts, translator: Same<AccountRecord>())
+            let plains = Collected<AccountRecord>()
+            try await dao.forEach(where: #Predicate { $0.ledgerId == "ledger-2" }, limit: 3) { account in
+                plains.append(copy account)
+            }
+            let accountsRead = try await dao.read(where: #Predicate { $0.ledgerId == "ledger-2" }, limit: 3)
+            #expect(plains.all == accountsRead)
+            #expect(plains.all.count == 3)
+            let byLedger = try dao.prepare(where: #Predicate<AccountRecord, String> { account, ledger in
+                account.ledgerId == ledger
+            })
+            let prepared = Collected<AccountRecord>()
+            try await byLedger.forEach("ledger-4") { account in prepared.append(copy account) }
+            let preparedRead = try await byLedger.read("ledger-4")
+            #expect(prepared.all == preparedRead)
+            #expect(prepared.all.count == 4)
+        }
+    }
+
+    @Test("an error of the closure stops the read and reaches the caller; the store goes on", arguments: allBackends)
+    func closuresErrorStopsTheRead(backend: Backend) throws {
+        try withStore(backend) { store, _ in
+            let authors = try store.anyStorage(for: CatalogAuthor.self)
+            try authors.persist(catalogAuthors())
+            var seen: [String] = []
+            #expect(throws: Stop.self) {
+                try authors.forEach { author in
+                    seen.append(author.id)
+                    if seen.count == 2 { throw Stop() }
+                }
+            }
+            #expect(seen == ["author-1", "author-2"])
+            try authors.persist(CatalogAuthor(id: "author-4", name: "Four", country: nil, books: []))
+            var again: [String] = []
+            try authors.forEach { author in again.append(author.id) }
+            #expect(again == ["author-1", "author-2", "author-3", "author-4"])
+        }
+    }
+}
