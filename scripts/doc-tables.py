@@ -247,7 +247,27 @@ def open_walk_faulted():
     return open_walk(OPEN_FAULTED, "The page walk at open, its mapping faulted in page by page (no `MAP_POPULATE`)")
 
 
+def async_cost():
+    """The async form's instructions per call beside the synchronous form's (scripts/async-cost.sh)."""
+    rows = load("results/async-cost.csv")
+    lines = []
+    for backend in ordered(rows, "backend"):
+        for operation in ordered(rows, "operation"):
+            found = {r["api"]: r for r in rows if r["backend"] == backend and r["operation"] == operation}
+            if "sync" not in found or "async" not in found:
+                continue
+            lines.append([f"{backend} {operation}", human(float(found["sync"]["instructions_per_call"])),
+                          human(float(found["async"]["instructions_per_call"])),
+                          f"{float(found['async']['async_over_sync']):.3f}"])
+    first = rows[0]
+    return (f"*Instructions per call, every thread counted, one client. From `results/async-cost.csv`: "
+            f"D={first['dialogs']} × M={first['messages_per_dialog']}, {first['calls']} calls a region, "
+            f"durability {first['durability']}, Swift {first['swift_version']} release build, {first['cpu']}.*\n\n"
+            + table(["call", "synchronous", "async", "async ÷ sync"], lines))
+
+
 TABLES = {
+    "async-cost": async_cost,
     "throughput": throughput,
     "ratios": ratios,
     "instructions": instructions,

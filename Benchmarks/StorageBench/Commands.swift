@@ -12,7 +12,7 @@ struct StorageBench: ParsableCommand {
         version: StorageBenchVersion.text,
         subcommands: [
             Run.self, Compare.self, ReportPage.self, Backends.self, Operations.self, Worker.self, Observe.self,
-            Migrate.self, Load.self, Open.self,
+            Migrate.self, Load.self, Open.self, AsyncCostCommand.self,
         ]
     )
 }

@@ -2,8 +2,9 @@ import Foundation
 
 // The `async` form of every DAO call: the synchronous call, translation
 // included, run on a thread of the storage's ``Storage/executor`` (writes on
-// its writer thread, reads on a reader thread), so the awaiting task never
-// holds a thread of Swift's cooperative pool while the store works or waits.
+// its writer thread; reads in place on the task's thread when they need not
+// wait, else on a reader thread: ``StoreExecutor/read(_:)``), so the awaiting
+// task never holds a thread of Swift's cooperative pool while the store waits.
 // Each answers and throws what the synchronous call of the same name does,
 // and adds only cancellation (docs/CONCURRENCY.md): cancelled before its job
 // starts, a call throws `CancellationError` and does nothing; a persist
@@ -56,7 +57,7 @@ extension DAO {
 
     // MARK: Read
 
-    /// Every object, ordered by `uniqueId`, read on a reader thread.
+    /// Every object, ordered by `uniqueId`, read by the store's executor.
     /// - Throws: `CancellationError` when the task is cancelled before the
     ///   read starts; else ``StorageError``.
     @inlinable
@@ -64,7 +65,7 @@ extension DAO {
         try await storage.executor.read { _ in try self.read() }
     }
 
-    /// The object with `uniqueId == key`, or `nil`, read on a reader thread.
+    /// The object with `uniqueId == key`, or `nil`, read by the store's executor.
     /// - Throws: as `read()`.
     @inlinable
     public func read(byPrimaryKey key: PlainObject.ID) async throws -> PlainObject? {
@@ -80,7 +81,7 @@ extension DAO {
     }
 
     /// The objects whose records meet `predicate`, sorted by `sortedBy` and
-    /// then by key, at most `limit` of them, read on a reader thread.
+    /// then by key, at most `limit` of them, read by the store's executor.
     /// - Throws: as `read()`.
     @inlinable
     public func read(
@@ -94,7 +95,7 @@ extension DAO {
     }
 
     /// How many objects have records that meet `predicate` (all when `nil`),
-    /// counted on a reader thread.
+    /// counted by the store's executor.
     /// - Throws: as `read()`.
     public func count(where predicate: Predicate<Record>? = nil) async throws -> Int {
         try await storage.executor.read { _ in try self.storage.count(where: predicate) }
@@ -138,7 +139,7 @@ extension DAO {
 
 extension PreparedObjectQuery {
     /// The objects whose records meet the predicate with these values, sorted
-    /// and limited as prepared, read on a reader thread of the store.
+    /// and limited as prepared, read by the store's executor.
     /// - Throws: `CancellationError` when the task is cancelled before the
     ///   read starts; else ``StorageError``.
     @inlinable
@@ -148,7 +149,7 @@ extension PreparedObjectQuery {
     }
 
     /// How many objects have records that meet the predicate with these
-    /// values, counted on a reader thread.
+    /// values, counted by the store's executor.
     /// - Throws: as `read(values:)`.
     public func count(values: Parameters) async throws -> Int {
         let predicate = prepared.predicate(values: values)

@@ -1,9 +1,10 @@
 import Foundation
 
 // The `async` form of every storage call: the synchronous call, run on a
-// thread of the storage's ``Storage/executor`` (writes on its writer thread,
-// reads on a reader thread), so the awaiting task never holds a thread of
-// Swift's cooperative pool while the store works or waits. Each answers and
+// thread of the storage's ``Storage/executor`` (writes on its writer thread;
+// reads in place on the task's thread when they need not wait, else on a
+// reader thread: ``StoreExecutor/read(_:)``), so the awaiting task never
+// holds a thread of Swift's cooperative pool while the store waits. Each answers and
 // throws what the synchronous call of the same name does, and adds only
 // cancellation (docs/CONCURRENCY.md):
 //
@@ -108,35 +109,35 @@ extension Storage {
 
     // MARK: Reads
 
-    /// The record with primary key `key`, read on a reader thread.
+    /// The record with primary key `key`, read by the store's executor.
     /// - Throws: `CancellationError` when the task is cancelled before the
     ///   read starts; else ``StorageError``.
     public func read(primaryKey key: Record.PrimaryKey) async throws -> Record? {
         try await executor.read { _ in try self.read(primaryKey: key) }
     }
 
-    /// The records with these primary keys, in the order of `keys`, read on a
-    /// reader thread.
+    /// The records with these primary keys, in the order of `keys`, read by the
+    /// store's executor.
     /// - Throws: as `read(primaryKey:)`.
     public func read(primaryKeys keys: [Record.PrimaryKey]) async throws -> [Record] {
         try await executor.read { _ in try self.read(primaryKeys: keys) }
     }
 
-    /// The records that answer `query`, read on a reader thread.
+    /// The records that answer `query`, read by the store's executor.
     /// - Throws: as `read(primaryKey:)`.
     public func read(_ query: Query<Record>) async throws -> [Record] {
         try await executor.read { _ in try self.read(query) }
     }
 
-    /// The records that answer one call of a prepared query, read on a
-    /// reader thread.
+    /// The records that answer one call of a prepared query, read by the
+    /// store's executor.
     /// - Throws: as `read(primaryKey:)`.
     public func read(_ call: PreparedQueryCall<Record>) async throws -> [Record] {
         try await executor.read { _ in try self.read(call) }
     }
 
     /// The records that answer `prepared` with these values of its
-    /// parameters, read on a reader thread.
+    /// parameters, read by the store's executor.
     /// - Throws: as `read(primaryKey:)`.
     public func read<Parameters>(_ prepared: PreparedQuery<Record, Parameters>, values: Parameters) async throws
         -> [Record]
@@ -164,14 +165,14 @@ extension Storage {
         try await read(prepared.call(values: (a, b, c)))
     }
 
-    /// Every record, ordered by primary key, read on a reader thread.
+    /// Every record, ordered by primary key, read by the store's executor.
     /// - Throws: as `read(primaryKey:)`.
     public func readAll() async throws -> [Record] {
         try await executor.read { _ in try self.read(Query()) }
     }
 
-    /// The records where `predicate` holds, sorted, up to `limit`, read on a
-    /// reader thread.
+    /// The records where `predicate` holds, sorted, up to `limit`, read by the
+    /// store's executor.
     /// - Throws: as `read(primaryKey:)`.
     public func read(
         where predicate: Predicate<Record>? = nil,
@@ -181,14 +182,14 @@ extension Storage {
         try await read(Query(where: predicate, sortedBy: sortedBy, limit: limit))
     }
 
-    /// How many records meet `predicate` (all when `nil`), counted on a
-    /// reader thread.
+    /// How many records meet `predicate` (all when `nil`), counted by the
+    /// store's executor.
     /// - Throws: as `read(primaryKey:)`.
     public func count(where predicate: Predicate<Record>?) async throws -> Int {
         try await executor.read { _ in try self.count(where: predicate) }
     }
 
-    /// How many records there are, counted on a reader thread.
+    /// How many records there are, counted by the store's executor.
     /// - Throws: as `read(primaryKey:)`.
     public func count() async throws -> Int {
         try await executor.read { _ in try self.count(where: nil) }

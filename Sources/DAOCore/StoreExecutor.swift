@@ -41,27 +41,43 @@ public final class StoreExecutor: Sendable {
     /// A job's view of its task's cancellation, handed to the body of
     /// ``write(_:)`` and ``read(_:)``.
     public struct Cancellation: Sendable {
-        let job: JobBase
+        /// The job, or `nil` for a read run in place (on the task's own thread).
+        let job: JobBase?
 
         /// Whether the task that awaits the job was cancelled.
-        public var isCancelled: Bool { job.cancelled.load(ordering: .relaxed) }
+        public var isCancelled: Bool {
+            guard let job else { return Task.isCancelled }
+            return job.cancelled.load(ordering: .relaxed)
+        }
 
         /// Throws `CancellationError` when the task that awaits the job was
         /// cancelled.
         public func check() throws {
-            if job.cancelled.load(ordering: .relaxed) { throw CancellationError() }
+            if isCancelled { throw CancellationError() }
         }
     }
 
     /// How many reader threads the executor has.
     public let readerCount: Int
+    /// Whether a read first runs in place, on the awaiting task's own thread,
+    /// and moves to a reader thread only when it would wait (see
+    /// ``readsMustNotWait``).
+    public let readsInPlace: Bool
     private let writer: StoreThread
     private let readers: [StoreThread]
 
     /// An executor with one writer thread and `readers` reader threads (at
     /// least one), named `name` (the threads' names say which is which).
-    public init(readers: Int, name: String = "store") {
+    ///
+    /// With `readsInPlace`, ``read(_:)`` runs its body on the awaiting task's
+    /// thread first, with ``readsMustNotWait`` set: the storage's adapter must
+    /// then take every lock and connection it needs only if it is free at
+    /// once, and otherwise call ``wouldWait()`` and throw. The read then runs
+    /// again on a reader thread, where it may wait. An adapter that does not
+    /// honour ``readsMustNotWait`` must leave `readsInPlace` off.
+    public init(readers: Int, name: String = "store", readsInPlace: Bool = false) {
         readerCount = max(1, readers)
+        self.readsInPlace = readsInPlace
         writer = StoreThread(name: "\(name).writer")
         self.readers = (0..<readerCount).map { StoreThread(name: "\(name).reader\($0)") }
     }
@@ -93,14 +109,51 @@ public final class StoreExecutor: Sendable {
     }
 
     /// Runs `body` on a reader thread (the one with the fewest jobs waiting)
-    /// and returns what it returns.
+    /// and returns what it returns. With ``readsInPlace``, `body` first runs
+    /// on the awaiting task's own thread, and moves to a reader thread only if
+    /// the storage found a lock or connection it needs taken
+    /// (``wouldWait()``): a read that needs no wait costs no thread hop.
     ///
     /// - Throws: `CancellationError` when the task is cancelled before the
     ///   job starts (`body` then does not run); else what `body` throws.
     public func read<T: Sendable>(_ body: @escaping @Sendable (_ cancellation: Cancellation) throws -> T) async throws
         -> T
     {
-        try await run(body, on: leastBusyReader())
+        if readsInPlace {
+            if Task.isCancelled { throw CancellationError() }
+            InPlaceRead.begin()
+            do {
+                let value = try body(Cancellation(job: nil))
+                InPlaceRead.end()
+                return value
+            } catch {
+                // A read that would have waited did nothing yet: it runs again
+                // on a reader thread. Any other error is the read's answer.
+                guard InPlaceRead.end() else { throw error }
+            }
+        }
+        return try await run(body, on: leastBusyReader())
+    }
+
+    /// Whether the current thread runs a read in place for an `async` call
+    /// (``readsInPlace``): an adapter must not wait for a lock or a connection
+    /// then. It takes what it needs only if it is free at once; otherwise it
+    /// calls ``wouldWait()``, throws that error before it has done anything,
+    /// and the executor runs the read again on a reader thread.
+    public static var readsMustNotWait: Bool { InPlaceRead.isActive }
+
+    /// Notes that the read in place on this thread would have to wait, and
+    /// returns the error to throw (any error the adapter wraps it in works
+    /// too: the executor goes by the note).
+    public static func wouldWait() -> any Error {
+        InPlaceRead.noteWouldWait()
+        return ReadWouldWait()
+    }
+
+    /// The error of ``wouldWait()``; it never reaches a caller of the
+    /// executor.
+    public struct ReadWouldWait: Error, CustomStringConvertible {
+        public var description: String { "a read run in place would have waited for a lock or a connection" }
     }
 
     private func leastBusyReader() -> StoreThread {
@@ -130,6 +183,35 @@ public final class StoreExecutor: Sendable {
         } onCancel: {
             job.cancelled.store(true, ordering: .relaxed)
         }
+    }
+}
+
+/// The per-thread state of a read run in place: a pthread key whose value is
+/// 0 (no read in place), 1 (a read in place) or 2 (one that would wait).
+enum InPlaceRead {
+    private static let key: pthread_key_t = {
+        var key = pthread_key_t()
+        pthread_key_create(&key, nil)
+        return key
+    }()
+
+    @inline(__always)
+    static var isActive: Bool { pthread_getspecific(key) != nil }
+
+    @inline(__always)
+    static func begin() { pthread_setspecific(key, UnsafeRawPointer(bitPattern: 1)) }
+
+    static func noteWouldWait() {
+        if isActive { pthread_setspecific(key, UnsafeRawPointer(bitPattern: 2)) }
+    }
+
+    /// Ends the read in place; `true` when it would have waited.
+    @inline(__always)
+    @discardableResult
+    static func end() -> Bool {
+        let wouldWait = Int(bitPattern: pthread_getspecific(key)) == 2
+        pthread_setspecific(key, nil)
+        return wouldWait
     }
 }
 

@@ -60,7 +60,11 @@ public final class FileStore: Store {
     public let commits = CommitBroadcaster()
     /// The threads the `async` calls of the store's storages run on: one
     /// writer thread and ``StoreExecutor/defaultReaderCount`` reader threads.
-    public let executor = StoreExecutor(readers: StoreExecutor.defaultReaderCount, name: "filestore")
+    /// An `async` read runs in place on the awaiting task's thread when the
+    /// store's state is free at once (``StoreExecutor/readsInPlace``), and on
+    /// a reader thread while a write holds it.
+    public let executor = StoreExecutor(
+        readers: StoreExecutor.defaultReaderCount, name: "filestore", readsInPlace: true)
     private let lock: DirectoryLock
     let state: Mutex<StoreState>
 
@@ -143,7 +147,21 @@ public final class FileStore: Store {
     func read<T>(
         _ operation: StorageError.Operation, _ entity: String, _ body: (StoreState) throws -> T
     ) throws -> T {
-        try state.withLock { state in
+        if StoreExecutor.readsMustNotWait {
+            // A read in place for an `async` call: while a write holds the
+            // state, it moves to a reader thread rather than wait.
+            let answer: T? = try state.withLockIfAvailable { state in
+                guard !state.isClosed else { throw StorageError.closed(operation, entity: entity, path: location.path) }
+                do {
+                    return try body(state)
+                } catch {
+                    throw StoreState.wrap(error, operation, entity, path: location.path)
+                }
+            }
+            guard let answer else { throw StoreExecutor.wouldWait() }
+            return answer
+        }
+        return try state.withLock { state in
             guard !state.isClosed else { throw StorageError.closed(operation, entity: entity, path: location.path) }
             do {
                 return try body(state)

@@ -69,8 +69,11 @@ public final class SQLiteDatabase: Store, Sendable {
     public static var defaultReaderCount: Int { StoreExecutor.defaultReaderCount }
     /// The threads the `async` calls of the database's storages run on: one
     /// writer thread, which uses the writer connection, and one reader thread
-    /// per reader connection, so a reader thread seldom waits for a free
-    /// connection, and no thread of Swift's cooperative pool ever does.
+    /// per reader connection. An `async` read runs in place on the awaiting
+    /// task's thread when a reader connection is free at once
+    /// (``StoreExecutor/readsInPlace``; a WAL reader does not wait for the
+    /// writer) and otherwise on a reader thread, which may wait for one: no
+    /// thread of Swift's cooperative pool ever waits for a connection.
     public let executor: StoreExecutor
 
     /// Opens the database at `path`, creating the file (and its parent directory)
@@ -97,7 +100,7 @@ public final class SQLiteDatabase: Store, Sendable {
         self.path = filePath
         let readerCount = max(1, readers ?? Self.defaultReaderCount)
         self.readerCount = readerCount
-        executor = StoreExecutor(readers: readerCount, name: "sqlite")
+        executor = StoreExecutor(readers: readerCount, name: "sqlite", readsInPlace: true)
         do {
             try FileManager.default.createDirectory(
                 at: path.deletingLastPathComponent(), withIntermediateDirectories: true)
@@ -323,7 +326,13 @@ final class LockedConnection: @unchecked Sendable {
     /// Runs `body` with the connection, holding the lock.
     /// - Throws: ``StorageError/Kind/closed`` after ``close()``, or what `body` throws.
     func withLock<T>(_ operation: StorageError.Operation, _ body: (Connection) throws -> T) throws -> T {
-        lock.lock()
+        if StoreExecutor.readsMustNotWait {
+            // A read in place for an `async` call: it moves to a reader
+            // thread rather than wait for the connection.
+            guard lock.try() else { throw StoreExecutor.wouldWait() }
+        } else {
+            lock.lock()
+        }
         defer { lock.unlock() }
         return try use(operation, body)
     }

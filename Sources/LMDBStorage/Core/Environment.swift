@@ -54,9 +54,12 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
     public let commits = CommitBroadcaster()
     /// The threads the `async` calls of the environment's storages run on:
     /// one writer thread and ``StoreExecutor/defaultReaderCount`` reader
-    /// threads, each reading in a read-only transaction of its own, which
-    /// never waits for the writer.
-    public let executor = StoreExecutor(readers: StoreExecutor.defaultReaderCount, name: "lmdb")
+    /// threads. A read-only transaction never waits for the writer, so an
+    /// `async` read runs in place on the awaiting task's thread
+    /// (``StoreExecutor/readsInPlace``) and moves to a reader thread only
+    /// while the map is resized or the environment closes.
+    public let executor = StoreExecutor(
+        readers: StoreExecutor.defaultReaderCount, name: "lmdb", readsInPlace: true)
     let handle: OpaquePointer
     let path: String
     private let writeLock = NSLock()
@@ -386,7 +389,13 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
     ///   `body` throws.
     func read<T>(_ operation: StorageError.Operation, _ body: (borrowing Transaction) throws -> T) throws -> T {
         while true {
-            pthread_rwlock_rdlock(resizeLock)
+            if StoreExecutor.readsMustNotWait {
+                // A read in place for an `async` call: the map is being resized
+                // or the environment closed, so it moves to a reader thread.
+                guard pthread_rwlock_tryrdlock(resizeLock) == 0 else { throw StoreExecutor.wouldWait() }
+            } else {
+                pthread_rwlock_rdlock(resizeLock)
+            }
             if isClosed {
                 pthread_rwlock_unlock(resizeLock)
                 throw StorageError.closed(operation, path: path)
@@ -407,6 +416,7 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
             if code == MDB_MAP_RESIZED {
                 // Another process grew the map: adopt its size, then retry.
                 pthread_rwlock_unlock(resizeLock)
+                if StoreExecutor.readsMustNotWait { throw StoreExecutor.wouldWait() }
                 writeLock.lock()
                 defer { writeLock.unlock() }
                 try adoptGrownMap(operation)
@@ -550,7 +560,11 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
         handleLock.unlock()
         // mdb_dbi_open must not run in two transactions at once, so handles are
         // opened under the write lock, each in a transaction of its own.
-        writeLock.lock()
+        if StoreExecutor.readsMustNotWait {
+            guard writeLock.try() else { throw StoreExecutor.wouldWait() }
+        } else {
+            writeLock.lock()
+        }
         defer { writeLock.unlock() }
         guard !isClosed else { throw StorageError.closed(.open, path: path) }
         handleLock.lock()

@@ -1,0 +1,126 @@
+import CCallgrind
+import DAOCore
+import DialogGraph
+import Foundation
+
+/// What the `async` form of a DAO call costs beside its synchronous form, on
+/// one store, one client: `storage-bench async-cost`.
+///
+/// For each backend a fresh store is loaded with `dialogs` dialogs, then four
+/// regions run in turn, each `calls` calls long: `read-by-id` synchronous,
+/// `read-by-id` awaited, `persist-single` synchronous, `persist-single`
+/// awaited (each persist a new dialog with its messages). Under callgrind each
+/// region's end writes a dump described `async-cost/BACKEND/OPERATION/API`
+/// holding the region's instructions, every thread's (the store's writer and
+/// reader threads and the pool's included); `scripts/async-cost.sh` reads
+/// them. Outside valgrind the regions are timed.
+public enum AsyncCost {
+    /// One region's figures.
+    public struct Region: Sendable {
+        /// The backend's name.
+        public var backend: String
+        /// `read-by-id` or `persist-single`.
+        public var operation: String
+        /// `sync` or `async`.
+        public var api: String
+        /// Calls made.
+        public var calls: Int
+        /// Wall time of the region, in seconds.
+        public var seconds: Double
+    }
+
+    /// The name of a region's dump.
+    static func dumpName(_ backend: String, _ operation: String, _ api: String) -> String {
+        "async-cost/\(backend)/\(operation)/\(api)"
+    }
+
+    /// Runs the four regions on each of `backends` (DAO backends of
+    /// ``LoadBackendRegistry/standard``).
+    /// - Throws: ``ConfigurationError`` for a backend that is not a DAO
+    ///   backend; ``StorageError`` from the store.
+    public static func run(
+        backends: [LoadBackend], dialogs: Int, messagesPerDialog: Int, calls: Int, durability: Durability
+    ) async throws -> [Region] {
+        let data = WorkloadData(dialogs: dialogs + 2 * calls, messagesPerDialog: messagesPerDialog, seed: 1)
+        let initial = Array(data.initial.prefix(dialogs))
+        let inserted = Array(data.initial.dropFirst(dialogs))
+        var random = SplitMix64(seed: 7)
+        let keys = (0..<calls).map { _ in Int64(random.next() % UInt64(dialogs)) + 1 }
+        var regions: [Region] = []
+        for backend in backends {
+            let directory = FileManager.default.temporaryDirectory
+                .appendingPathComponent("storage-bench-async-cost-\(UUID().uuidString)", isDirectory: true)
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            defer {
+                // The directory is this run's own, made above.
+                do {
+                    try FileManager.default.removeItem(at: directory)
+                } catch {
+                    FileHandle.standardError.write(Data("async-cost: cannot remove \(directory.path): \(error)\n".utf8))
+                }
+            }
+            guard let subject = try backend.open(directory, durability) as? DAOLoadSubject else {
+                throw ConfigurationError("async-cost measures the DAO backends; '\(backend.name)' is not one")
+            }
+            let dao = subject.dialogs
+            try Synchronous.persist(initial, dao)
+            // One call of each form first, untimed: threads start, statements are prepared.
+            _ = try Synchronous.read(1, dao)
+            _ = try await dao.read(byPrimaryKey: 1)
+
+            func region(_ operation: String, _ api: String, _ body: () async throws -> Void) async rethrows {
+                let start = TimedRegion.beginDump()
+                try await body()
+                let seconds = TimedRegion.endDump(start, name: dumpName(backend.name, operation, api))
+                regions.append(Region(backend: backend.name, operation: operation, api: api, calls: calls, seconds: seconds))
+            }
+            try await region("read-by-id", "sync") {
+                for key in keys { _ = try Synchronous.read(key, dao) }
+            }
+            try await region("read-by-id", "async") {
+                for key in keys { _ = try await dao.read(byPrimaryKey: key) }
+            }
+            try await region("persist-single", "sync") {
+                for dialog in inserted.prefix(calls) { try Synchronous.persist(dialog, dao) }
+            }
+            try await region("persist-single", "async") {
+                for dialog in inserted.dropFirst(calls) { try await dao.persist(dialog) }
+            }
+            try subject.close()
+        }
+        return regions
+    }
+
+    /// The synchronous calls, from a synchronous context (in an `async` one,
+    /// the same spelling picks the `async` overload).
+    enum Synchronous {
+        static func read(_ key: Int64, _ dao: DAO<AnyStorage<DialogRecord>, DialogTranslator>) throws -> Dialog? {
+            try dao.read(byPrimaryKey: key)
+        }
+
+        static func persist(_ dialog: Dialog, _ dao: DAO<AnyStorage<DialogRecord>, DialogTranslator>) throws {
+            try dao.persist(dialog)
+        }
+
+        static func persist(_ dialogs: [Dialog], _ dao: DAO<AnyStorage<DialogRecord>, DialogTranslator>) throws {
+            try dao.persist(dialogs)
+        }
+    }
+}
+
+extension TimedRegion {
+    /// Starts a region measured outside the workload's operations; returns the
+    /// clock reading for ``endDump(_:name:)``.
+    static func beginDump() -> UInt64 {
+        gapDumpName.withCString { storage_bench_callgrind_dump($0) }
+        return DispatchTime.now().uptimeNanoseconds
+    }
+
+    /// Ends a region started at `start`, writing its costs to a dump
+    /// described `name` under callgrind; returns its length in seconds.
+    static func endDump(_ start: UInt64, name: String) -> Double {
+        let end = DispatchTime.now().uptimeNanoseconds
+        name.withCString { storage_bench_callgrind_dump($0) }
+        return Double(end - start) / 1e9
+    }
+}
