@@ -5,7 +5,7 @@ import StorageBenchKit
 
 /// `storage-bench async-cost`: the `async` form of a DAO call beside its
 /// synchronous form, one client (docs/CONCURRENCY.md, "What the async form costs").
-struct AsyncCostCommand: AsyncParsableCommand {
+struct AsyncCostCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "async-cost",
         abstract: "Time (or, under callgrind, count) read-by-id and persist-single through the DAO, synchronous and awaited.",
@@ -44,11 +44,15 @@ struct AsyncCostCommand: AsyncParsableCommand {
         _ = try LoadBackendRegistry.standard.select(backends)
     }
 
-    func run() async throws {
+    func run() throws {
         let chosen = try LoadBackendRegistry.standard.select(backends)
-        let regions = try await AsyncCost.run(
-            backends: chosen, dialogs: dialogs, messagesPerDialog: messagesPerDialog, calls: calls,
-            durability: Durability(rawValue: durability) ?? .none)
+        let (dialogs, messagesPerDialog, calls) = (dialogs, messagesPerDialog, calls)
+        let durability = Durability(rawValue: durability) ?? .none
+        let regions = try waitForTask {
+            try await AsyncCost.run(
+                backends: chosen, dialogs: dialogs, messagesPerDialog: messagesPerDialog, calls: calls,
+                durability: durability)
+        }
         var lines = ["backend,operation,api,calls,microseconds_per_call"]
         for region in regions {
             lines.append(
