@@ -256,14 +256,14 @@ def async_cost():
             found = {r["api"]: r for r in rows if r["backend"] == backend and r["operation"] == operation}
             if "sync" not in found or "async" not in found:
                 continue
-            lines.append([f"{backend} {operation}", human(float(found["sync"]["instructions_per_call"])),
-                          human(float(found["async"]["instructions_per_call"])),
+            sync, awaited = (float(found[api]["instructions_per_call"]) for api in ("sync", "async"))
+            lines.append([f"{backend} {operation}", human(sync), human(awaited), human(max(0.0, awaited - sync)),
                           f"{float(found['async']['async_over_sync']):.3f}"])
     first = rows[0]
     return (f"*Instructions per call, every thread counted, one client. From `results/async-cost.csv`: "
             f"D={first['dialogs']} × M={first['messages_per_dialog']}, {first['calls']} calls a region, "
             f"durability {first['durability']}, Swift {first['swift_version']} release build, {first['cpu']}.*\n\n"
-            + table(["call", "synchronous", "async", "async ÷ sync"], lines))
+            + table(["call", "synchronous", "async", "added", "async ÷ sync"], lines))
 
 
 TABLES = {
