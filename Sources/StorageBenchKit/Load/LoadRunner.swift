@@ -410,12 +410,11 @@ public enum LoadRunner {
             }
         }
 
-        let start = monotonicNanoseconds() + 2_000_000
-        let warmup = settings.operationCount == nil ? UInt64(settings.warmupSeconds * 1e9) : 0
-        let window = Window(
-            measureStart: start + warmup,
-            deadline: settings.operationCount == nil ? start + warmup + UInt64(settings.durationSeconds * 1e9) : .max,
-            paceStart: start)
+        // The window opens when the last client is ready: a client that its
+        // thread or its task starts late does not find the run over.
+        let gate = StartGate(
+            clients: scripts.count, warmup: settings.operationCount == nil ? UInt64(settings.warmupSeconds * 1e9) : 0,
+            duration: settings.operationCount == nil ? UInt64(settings.durationSeconds * 1e9) : nil)
         let collected = Collected(count: scripts.count)
         // Synchronous clients run on a thread each; the group tells when the last ends.
         let group = DispatchGroup()
@@ -426,7 +425,7 @@ public enum LoadRunner {
                 group.enter()
                 let thread = Thread {
                     var script = script
-                    LoadRunner.runSync(client, script: &script, window: window)
+                    LoadRunner.runSync(client, script: &script, window: gate.arriveAndWait())
                     collected.finish(index, script)
                     group.leave()
                 }
@@ -441,7 +440,7 @@ public enum LoadRunner {
             for (index, client, script) in asyncClients {
                 tasks.addTask {
                     var script = script
-                    await LoadRunner.runAsync(client, script: &script, window: window)
+                    await LoadRunner.runAsync(client, script: &script, window: await gate.arrive())
                     collected.finish(index, script)
                 }
             }
@@ -452,7 +451,7 @@ public enum LoadRunner {
         }
         observers?.stop()
         let end = collected.lastEnd.load(ordering: .acquiring)
-        let seconds = Double(end &- window.measureStart) / 1e9
+        let seconds = Double(end &- gate.window.measureStart) / 1e9
         result.seconds = seconds
         result.observerSnapshots = observers?.snapshots
         result.peakResidentRise = memory.peakRise()
@@ -628,6 +627,61 @@ public enum LoadRunner {
             var spec = timespec(tv_sec: Int(wait / 1_000_000_000), tv_nsec: Int(wait % 1_000_000_000))
             nanosleep(&spec, nil)
         }
+    }
+}
+
+/// Where the clients of a run meet before it starts: the last to arrive opens
+/// the timing window (2 ms on, so that every client sees it before it begins),
+/// and each client learns it then.
+final class StartGate: Sendable {
+    private let clients: Int
+    private let warmup: UInt64
+    private let duration: UInt64?
+    private let arrived = Atomic<Int>(0)
+    /// The window's start, 0 until the last client arrived.
+    private let start = Atomic<UInt64>(0)
+
+    init(clients: Int, warmup: UInt64, duration: UInt64?) {
+        self.clients = clients
+        self.warmup = warmup
+        self.duration = duration
+    }
+
+    /// The window, once open (before, one starting at 0).
+    var window: LoadRunner.Window {
+        let start = start.load(ordering: .acquiring)
+        return LoadRunner.Window(
+            measureStart: start + warmup, deadline: duration.map { start + warmup + $0 } ?? .max, paceStart: start)
+    }
+
+    /// Counts this client in; the last one opens the window. `true` when open.
+    private func countIn() -> Bool {
+        if arrived.wrappingAdd(1, ordering: .acquiringAndReleasing).newValue == clients {
+            start.store(monotonicNanoseconds() + 2_000_000, ordering: .releasing)
+        }
+        return start.load(ordering: .acquiring) != 0
+    }
+
+    /// For a client on a thread of its own: arrives and waits there.
+    func arriveAndWait() -> LoadRunner.Window {
+        if !countIn() {
+            while start.load(ordering: .acquiring) == 0 { usleep(200) }
+        }
+        return window
+    }
+
+    /// For a client task: arrives and sleeps (holding no thread) until open.
+    func arrive() async -> LoadRunner.Window {
+        if !countIn() {
+            while start.load(ordering: .acquiring) == 0 {
+                do {
+                    try await Task.sleep(nanoseconds: 200_000)
+                } catch {
+                    break
+                }
+            }
+        }
+        return window
     }
 }
 
