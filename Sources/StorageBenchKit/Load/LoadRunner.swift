@@ -435,16 +435,18 @@ public enum LoadRunner {
                 asyncClients.append((index, client, script))
             }
         }
-        // `async` clients are a task each; the store's executor runs their calls.
+        // `async` clients are a task each, on a thread of its own (ClientThread).
+        let threads = asyncClients.map { _ in ClientThread() }
         await withTaskGroup(of: Void.self) { tasks in
-            for (index, client, script) in asyncClients {
-                tasks.addTask {
+            for ((index, client, script), thread) in zip(asyncClients, threads) {
+                tasks.addTask(executorPreference: thread) {
                     var script = script
                     await LoadRunner.runAsync(client, script: &script, window: await gate.arrive())
                     collected.finish(index, script)
                 }
             }
         }
+        for thread in threads { thread.stop() }
         // Waiting for the threads holds no thread of the cooperative pool.
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             group.notify(queue: .global()) { continuation.resume() }

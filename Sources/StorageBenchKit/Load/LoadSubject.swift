@@ -179,7 +179,8 @@ public final class DAOLoadSubject: LoadSubject {
     public static let callsAsync = true
 
     public var apiDescription: String {
-        Self.callsAsync ? "DAO async calls, a task per client" : "DAO synchronous calls, a thread per client"
+        Self.callsAsync
+            ? "DAO async calls, a task per client on a thread of its own" : "DAO synchronous calls, a thread per client"
     }
 
     public func load(_ dialogs: [Dialog]) throws { try self.dialogs.persist(dialogs) }

@@ -187,7 +187,7 @@ final class GRDBLoadSubject: LoadSubject, LoadClient, AsyncLoadClient {
     }
 
     var apiDescription: String {
-        callsAsync ? "GRDB async calls, a task per client" : "GRDB synchronous calls, a thread per client"
+        callsAsync ? "GRDB async calls, a task per client on a thread of its own" : "GRDB synchronous calls, a thread per client"
     }
 
     func load(_ dialogs: [Dialog]) throws {
