@@ -139,13 +139,16 @@ extension PreparedObjectQuery where Parameters: FieldValue {
 
 // MARK: - Async
 
-// The `async` forms run the synchronous call on a reader thread of the
-// store's executor, as every async read does, and call `body` there; they
-// check for cancellation before each record is lent (docs/CONCURRENCY.md).
+// The `async` forms run the synchronous call as every async read does (in
+// place on the task's thread when it need not wait, else on a reader thread
+// of the store's executor) and call `body` there, outside the read in place
+// (`StoreExecutor.outsideReadInPlace`: a read that lent a record is never run
+// again); they check for cancellation before each record is lent
+// (docs/CONCURRENCY.md).
 
 extension Storage {
-    /// Lends each record of `query` to `body` on a reader thread of the
-    /// store, as the synchronous `forEach(_:_:)` does.
+    /// Lends each record of `query` to `body` by the store's
+    /// executor, as the synchronous `forEach(_:_:)` does.
     /// - Throws: `CancellationError` when the task is cancelled before the
     ///   read starts or before a record is lent (no record is lent after
     ///   it); else what the synchronous call throws.
@@ -155,13 +158,13 @@ extension Storage {
         try await executor.read { cancellation in
             try self.forEach(query) { record in
                 try cancellation.check()
-                try body(record)
+                try StoreExecutor.outsideReadInPlace { try body(record) }
             }
         }
     }
 
     /// Lends each record where `predicate` holds, sorted and limited, to
-    /// `body` on a reader thread of the store.
+    /// `body` by the store's executor.
     /// - Throws: as the `async` `forEach(_:_:)`.
     public func forEach(
         where predicate: Predicate<Record>? = nil,
@@ -173,7 +176,7 @@ extension Storage {
     }
 
     /// Lends the records that answer one call of a prepared query to `body`
-    /// on a reader thread of the store.
+    /// by the store's executor.
     /// - Throws: as the `async` `forEach(_:_:)`.
     public func forEach(
         _ call: PreparedQueryCall<Record>, _ body: @escaping @Sendable (borrowing Record) throws -> Void
@@ -181,7 +184,7 @@ extension Storage {
         try await executor.read { cancellation in
             try self.forEach(call) { record in
                 try cancellation.check()
-                try body(record)
+                try StoreExecutor.outsideReadInPlace { try body(record) }
             }
         }
     }
@@ -189,7 +192,7 @@ extension Storage {
 
 extension DAO {
     /// Lends each object whose record meets `predicate`, sorted and limited,
-    /// to `body` on a reader thread of the store, as the synchronous
+    /// to `body` by the store's executor, as the synchronous
     /// `forEach(where:sortedBy:limit:_:)` does.
     /// - Throws: `CancellationError` when the task is cancelled before the
     ///   read starts or before an object is lent; else what the synchronous
@@ -205,7 +208,8 @@ extension DAO {
         try await storage.executor.read { cancellation in
             try self.storage.forEach(query) { record in
                 try cancellation.check()
-                try body(self.toPlain(record))
+                let plain = try self.toPlain(record)
+                try StoreExecutor.outsideReadInPlace { try body(plain) }
             }
         }
     }
@@ -213,7 +217,7 @@ extension DAO {
 
 extension PreparedObjectQuery {
     /// Lends each object whose record meets the predicate with these values
-    /// to `body` on a reader thread of the store.
+    /// to `body` by the store's executor.
     /// - Throws: as the `async` `DAO.forEach(where:sortedBy:limit:_:)`.
     @inlinable
     public func forEach(
@@ -223,7 +227,8 @@ extension PreparedObjectQuery {
         try await dao.storage.executor.read { cancellation in
             try self.dao.storage.forEach(call) { record in
                 try cancellation.check()
-                try body(self.dao.toPlain(record))
+                let plain = try self.dao.toPlain(record)
+                try StoreExecutor.outsideReadInPlace { try body(plain) }
             }
         }
     }

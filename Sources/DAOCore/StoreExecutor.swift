@@ -150,6 +150,17 @@ public final class StoreExecutor: Sendable {
         return ReadWouldWait()
     }
 
+    /// Runs `body`, code of the caller's that a read hands records to (a
+    /// `forEach` body), outside the read in place: ``readsMustNotWait`` is
+    /// off while it runs, so the caller's own calls behave as anywhere else,
+    /// and once a record was handed over the read is not run again on a
+    /// reader thread (the body would see its records twice).
+    public static func outsideReadInPlace<T>(_ body: () throws -> T) rethrows -> T {
+        guard InPlaceRead.isActive else { return try body() }
+        InPlaceRead.handOver()
+        return try body()
+    }
+
     /// The error of ``wouldWait()``; it never reaches a caller of the
     /// executor.
     public struct ReadWouldWait: Error, CustomStringConvertible {
@@ -187,7 +198,8 @@ public final class StoreExecutor: Sendable {
 }
 
 /// The per-thread state of a read run in place: a pthread key whose value is
-/// 0 (no read in place), 1 (a read in place) or 2 (one that would wait).
+/// 0 (no read in place), 1 (a read in place), 2 (one that would wait) or 3
+/// (one that handed records over: it runs to its end here, waiting if it must).
 enum InPlaceRead {
     private static let key: pthread_key_t = {
         var key = pthread_key_t()
@@ -196,7 +208,10 @@ enum InPlaceRead {
     }()
 
     @inline(__always)
-    static var isActive: Bool { pthread_getspecific(key) != nil }
+    static var isActive: Bool { Int(bitPattern: pthread_getspecific(key)) == 1 }
+
+    /// The read handed a record to its caller's code.
+    static func handOver() { pthread_setspecific(key, UnsafeRawPointer(bitPattern: 3)) }
 
     @inline(__always)
     static func begin() { pthread_setspecific(key, UnsafeRawPointer(bitPattern: 1)) }

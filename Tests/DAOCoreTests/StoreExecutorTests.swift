@@ -118,4 +118,25 @@ struct StoreExecutorTests {
         #expect(!before)
         #expect(after)
     }
+
+    /// A `forEach` body runs outside the read in place, and once a record
+    /// was handed over the read runs to its end where it is: the adapter then
+    /// waits if it must, and the body never sees a record twice.
+    @Test("a read that handed records over is not run again, and its caller's code may wait")
+    func handedOverIsNotRunAgain() async throws {
+        let executor = StoreExecutor(readers: 1, name: "sx-h", readsInPlace: true)
+        let lent = Mutex<[Bool]>([])
+        let afterwards = try await executor.read { _ -> Bool in
+            for _ in 0..<3 {
+                StoreExecutor.outsideReadInPlace {
+                    lent.withLock { $0.append(StoreExecutor.readsMustNotWait) }
+                }
+            }
+            // The adapter, after lending: may wait now, so it does not note a wait.
+            return StoreExecutor.readsMustNotWait
+        }
+        #expect(lent.withLock { $0 } == [false, false, false])
+        #expect(!afterwards)
+        #expect(!StoreExecutor.readsMustNotWait)
+    }
 }
