@@ -91,7 +91,7 @@ struct Observe: ParsableCommand {
         var rows: [ObserveBenchmark.Measurement] = []
         for backend in chosen {
             FileHandle.standardError.write(Data("observe: \(backend.name)…\n".utf8))
-            rows += try waitFor { try await ObserveBenchmark.run(configuration, backend: backend) }
+            rows += try waitForTask { try await ObserveBenchmark.run(configuration, backend: backend) }
         }
         print(ObserveBenchmark.table(rows), terminator: "")
         if let output {
@@ -105,26 +105,5 @@ struct Observe: ParsableCommand {
             }
             FileHandle.standardError.write(Data(ReportWriter.wroteLines(written).utf8))
         }
-    }
-
-    /// Runs `body` on the concurrency pool and blocks this (main) thread until it ends.
-    private func waitFor<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) throws -> T {
-        let outcome = Mutex<Result<T, any Error>?>(nil)
-        let done = DispatchSemaphore(value: 0)
-        Task {
-            let result: Result<T, any Error>
-            do {
-                result = .success(try await body())
-            } catch {
-                result = .failure(error)
-            }
-            outcome.withLock { $0 = result }
-            done.signal()
-        }
-        done.wait()
-        guard let result = outcome.withLock({ $0 }) else {
-            throw ValidationError("the measurement ended without a result")
-        }
-        return try result.get()
     }
 }
