@@ -174,12 +174,7 @@ struct Run: ParsableCommand {
                 Data("storage-bench: warning: this is a \(SystemInfo.build) build; measure with -c release (make bench)\n".utf8))
         }
         let started = Date()
-        let host = SystemInfo.host
-        let timestamp = ISO8601DateFormatter().string(from: started)
-        let provenance = Provenance(
-            runId: "\(ReportWriter.compactTimestamp(started))-\(host)-\(UUID().uuidString.prefix(8).lowercased())",
-            timestamp: timestamp, gitCommit: SystemInfo.gitCommit, host: host, os: SystemInfo.os,
-            cpu: SystemInfo.cpu, swiftVersion: SystemInfo.swiftVersion, build: SystemInfo.build)
+        let provenance = Provenance.thisRun(startedAt: started)
         let executor: any IterationExecutor
         var scratch: URL?
         defer {
@@ -212,7 +207,7 @@ struct Run: ParsableCommand {
         let report = try BenchmarkRunner(configuration: plan.configuration, executor: executor)
             .run(provenance: provenance)
         let outputURL = output.map { URL(fileURLWithPath: $0) }
-            ?? ReportWriter.defaultOutput(startedAt: started, host: host)
+            ?? ReportWriter.defaultOutput(startedAt: started, host: provenance.host)
         let written = try ReportWriter.write(report, to: outputURL, formats: plan.formats)
         let roles = BackendRegistry.withReferences.roles
         var comparison: Comparison?

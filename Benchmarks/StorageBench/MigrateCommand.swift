@@ -72,15 +72,11 @@ struct Migrate: ParsableCommand {
     func run() throws {
         let benchmark = try benchmark()
         let started = Date()
-        let host = SystemInfo.host
-        let provenance = Provenance(
-            runId: "\(ReportWriter.compactTimestamp(started))-\(host)-\(UUID().uuidString.prefix(8).lowercased())",
-            timestamp: ISO8601DateFormatter().string(from: started), gitCommit: SystemInfo.gitCommit, host: host,
-            os: SystemInfo.os, cpu: SystemInfo.cpu, swiftVersion: SystemInfo.swiftVersion, build: SystemInfo.build)
+        let provenance = Provenance.thisRun(startedAt: started)
         let rows = benchmark.run(provenance: provenance)
         let url = output.map { URL(fileURLWithPath: $0) }
             ?? ReportWriter.defaultDirectory.appendingPathComponent(
-                "migrate-\(ReportWriter.compactTimestamp(started))-\(host).csv")
+                "migrate-\(ReportWriter.compactTimestamp(started))-\(provenance.host).csv")
         let report = Report(rows: rows)
         let formats = try ReportFormat.parseList(format.joined(separator: ","))
         let written = try ReportWriter.write(report, to: url, formats: formats, latestDirectory: nil)

@@ -49,16 +49,12 @@ struct Open: ParsableCommand {
     func run() throws {
         let benchmark = try benchmark()
         let started = Date()
-        let host = SystemInfo.host
-        let provenance = Provenance(
-            runId: "\(ReportWriter.compactTimestamp(started))-\(host)-\(UUID().uuidString.prefix(8).lowercased())",
-            timestamp: ISO8601DateFormatter().string(from: started), gitCommit: SystemInfo.gitCommit, host: host,
-            os: SystemInfo.os, cpu: SystemInfo.cpu, swiftVersion: SystemInfo.swiftVersion, build: SystemInfo.build)
+        let provenance = Provenance.thisRun(startedAt: started)
         let rows = benchmark.run(provenance: provenance) { line in
             FileHandle.standardError.write(Data("\(line)\n".utf8))
         }
         let url = output.map { URL(fileURLWithPath: $0) }
-            ?? URL(fileURLWithPath: "results/open-\(ReportWriter.compactTimestamp(started))-\(host).csv")
+            ?? URL(fileURLWithPath: "results/open-\(ReportWriter.compactTimestamp(started))-\(provenance.host).csv")
         try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
         try Data(CSV.document(header: ReportRow.columns, rows: rows.map(\.fields)).utf8).write(to: url, options: .atomic)
         for row in rows {

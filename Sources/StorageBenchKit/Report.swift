@@ -36,6 +36,18 @@ public struct Provenance: Sendable, Hashable, Codable {
     }
 }
 
+extension Provenance {
+    /// The provenance of a run on this machine and build that starts at
+    /// `started`: a run id of its time, host and a random suffix.
+    public static func thisRun(startedAt started: Date) -> Provenance {
+        let host = SystemInfo.host
+        return Provenance(
+            runId: "\(ReportWriter.compactTimestamp(started))-\(host)-\(UUID().uuidString.prefix(8).lowercased())",
+            timestamp: ISO8601DateFormatter().string(from: started), gitCommit: SystemInfo.gitCommit, host: host,
+            os: SystemInfo.os, cpu: SystemInfo.cpu, swiftVersion: SystemInfo.swiftVersion, build: SystemInfo.build)
+    }
+}
+
 /// One row of a report: one backend × durability × size × operation.
 public struct ReportRow: Sendable, Hashable {
     /// The columns of the CSV report, in order. The first 28 are fixed by the
