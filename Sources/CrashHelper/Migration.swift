@@ -5,6 +5,7 @@ import Foundation
 // The helper's migration commands, for the kill -9 test of migrations:
 //
 //   crash-helper migrate         <backend> <dir> <seed> <count>  runs `crashMigrator`; "migrating", then "done 0"
+//   crash-helper migrate-chapters <backend> <dir> <seed> <count>  runs `chapterMigrator`; "migrating", then "done 0"
 //   crash-helper verify-migrated <backend> <dir> <seed> <count>  the state after <count> transactions, either
 //                                                                 before the migration ("ok old") or after it ("ok new")
 
@@ -21,12 +22,21 @@ let crashMigrator: Migrator = {
     return migrator
 }()
 
-func migrateCommand(_ store: any Store) throws -> Int32 {
+/// An identity retyping of every chapter's text: the migration reads and
+/// rewrites every chapter, the records whose long texts lie on LMDB's
+/// overflow pages.
+let chapterMigrator: Migrator = {
+    var migrator = Migrator()
+    migrator.register("retype-chapter-text", [.changeField("text", in: "chapters", to: .text, optional: false) { $0 }])
+    return migrator
+}()
+
+func migrateCommand(_ store: any Store, _ migrator: Migrator = crashMigrator) throws -> Int32 {
     guard let store = store as? any MigratableStore else {
         throw StorageError(.invalidArgument, .open, message: "the store cannot run migrations")
     }
     say("migrating")
-    try crashMigrator.migrate(store)
+    try migrator.migrate(store)
     say("done 0")
     return 0
 }

@@ -313,6 +313,8 @@ func main() -> Int32 {
             return 20
         case "migrate":
             return try migrateCommand(try openStore(backend, directory))
+        case "migrate-chapters":
+            return try migrateCommand(try openStore(backend, directory), chapterMigrator)
         case "verify-migrated":
             return try verifyMigratedCommand(try openStore(backend, directory), seed: seed, count: count)
         case "migrate-labels":

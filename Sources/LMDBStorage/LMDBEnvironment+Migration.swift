@@ -20,7 +20,7 @@ extension LMDBEnvironment: MigratableStore {
                     .invalidArgument, .open, path: path,
                     message: "a migration must run before the environment hands out storages")
             }
-            let migration = LMDBMigrationTransaction(txn.handle, path: path)
+            let migration = LMDBMigrationTransaction(txn.handle, path: path, bounds: valueBounds)
             let result = try body(migration)
             opened = migration.opened
             return result
@@ -39,12 +39,16 @@ extension LMDBEnvironment: MigratableStore {
 final class LMDBMigrationTransaction: MigrationTransaction {
     let handle: OpaquePointer
     let path: String
+    /// Where the data file is mapped: every key and value read is checked
+    /// against it before it is copied, as on every other read.
+    let bounds: ValueBounds
     /// The databases this transaction opened, by name.
     private(set) var opened: [DatabaseName: MDB_dbi] = [:]
 
-    init(_ handle: OpaquePointer, path: String) {
+    init(_ handle: OpaquePointer, path: String, bounds: ValueBounds) {
         self.handle = handle
         self.path = path
+        self.bounds = bounds
     }
 
     // MARK: Raw access
@@ -74,7 +78,7 @@ final class LMDBMigrationTransaction: MigrationTransaction {
         }
         if code == MDB_NOTFOUND { return nil }
         try check(code, "mdb_get")
-        return [UInt8](UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size))
+        return [UInt8](try bounds.lent(v, .open))
     }
 
     private func put(_ dbi: MDB_dbi, _ key: [UInt8], _ value: [UInt8]) throws {
@@ -114,11 +118,7 @@ final class LMDBMigrationTransaction: MigrationTransaction {
         var result: [(key: [UInt8], value: [UInt8])] = []
         var code = mdb_cursor_get(cursor, &k, &v, MDB_FIRST)
         while code == MDB_SUCCESS {
-            result.append(
-                (
-                    [UInt8](UnsafeRawBufferPointer(start: k.mv_data, count: k.mv_size)),
-                    [UInt8](UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size))
-                ))
+            result.append(([UInt8](try bounds.lent(k, .open)), [UInt8](try bounds.lent(v, .open))))
             code = mdb_cursor_get(cursor, &k, &v, MDB_NEXT)
         }
         if code != MDB_NOTFOUND { try check(code, "mdb_cursor_get") }

@@ -64,25 +64,6 @@ func makeLedgers(_ count: Int, accounts: Int, balance: Int64 = 100) -> [LedgerRe
     }
 }
 
-/// Runs `body`, and ends the test process with a message when it has not
-/// returned after `seconds`: a store that blocked the cooperative pool's
-/// threads would otherwise hang the run, and the pool's own timers could not
-/// fire then. The watchdog is a thread of its own.
-func withWatchdog<T>(
-    seconds: Int, _ what: String, isolation: isolated (any Actor)? = #isolation, _ body: () async throws -> T
-) async throws -> T {
-    let done = DispatchSemaphore(value: 0)
-    let watchdog = Thread {
-        if done.wait(timeout: .now() + .seconds(seconds)) == .timedOut {
-            FileHandle.standardError.write(Data("\(what): not done after \(seconds) s; the store blocked\n".utf8))
-            exit(70)
-        }
-    }
-    watchdog.start()
-    defer { done.signal() }
-    return try await body()
-}
-
 @Suite("Conformance: async calls")
 struct AsyncCallTests {
     @Test("every async call answers as its synchronous call", arguments: allBackends)

@@ -121,12 +121,7 @@ struct ConcurrencyTests {
             try await withWatchdog(seconds: 900, "reads beside an open write on \(backend.name)") {
                 // The writer thread is inside the handoff: wait for it on a
                 // thread of its own, not on the pool's.
-                await withCheckedContinuation { continuation in
-                    Thread {
-                        inside.wait()
-                        continuation.resume()
-                    }.start()
-                }
+                await waitOffThePool(inside)
                 let answers = try await withThrowingTaskGroup(of: LedgerRecord?.self) { group in
                     for index in 0..<200 {
                         group.addTask { try await ledgers.read(byPrimaryKey: "ledger-\(index % 4)") }
@@ -169,12 +164,7 @@ struct ConcurrencyTests {
                 })
             }
             try await withWatchdog(seconds: 900, "cancelled batch on \(backend.name)") {
-                await withCheckedContinuation { continuation in
-                    Thread {
-                        handedSome.wait()
-                        continuation.resume()
-                    }.start()
-                }
+                await waitOffThePool(handedSome)
                 task.cancel()
                 cancelled.signal()
                 await #expect(throws: CancellationError.self) { try await task.value }
@@ -240,12 +230,7 @@ struct ConcurrencyTests {
                 }
             }
             try await withWatchdog(seconds: 900, "cancelled after commit on \(backend.name)") {
-                await withCheckedContinuation { continuation in
-                    Thread {
-                        committed.wait()
-                        continuation.resume()
-                    }.start()
-                }
+                await waitOffThePool(committed)
                 task.cancel()
                 proceed.signal()
                 let answer = try await task.value

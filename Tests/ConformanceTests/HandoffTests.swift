@@ -325,12 +325,7 @@ extension HandoffTests {
                 }
                 done.signal()
             }
-            await withCheckedContinuation { continuation in
-                DispatchQueue.global().async {
-                    started.wait()
-                    continuation.resume()
-                }
-            }
+            await waitOffThePool(started)
             // Now an observer of the children registers and reads: the
             // store as it was before the call.
             let iterator = cards.observe(sortedBy: [SortDescriptor(\.id)]).makeAsyncIterator()
@@ -338,12 +333,7 @@ extension HandoffTests {
             #expect(first.results.map(\.id) == ["c-1"])
             let rereads = commits.rereadCount
             resume.signal()
-            await withCheckedContinuation { continuation in
-                DispatchQueue.global().async {
-                    done.wait()
-                    continuation.resume()
-                }
-            }
+            await waitOffThePool(done)
             let outcome = written.withLock { $0 }
             #expect(outcome.map { $0 == nil } == true, "the call failed: \(String(describing: outcome))")
             await commits.drained()

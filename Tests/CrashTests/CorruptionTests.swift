@@ -125,7 +125,7 @@ struct CorruptionTests {
             }
             let accepted = [String(Self.transactions)] + (noTrace ? ["0"] : [])
             let verdict = try runHelper(["verify", backend, copy.url.path, seed] + accepted)
-            let kind = verdict.signal.map { "signal \($0)" } ?? (verdict.status == 10
+            let kind = verdict.hung ? "hung" : verdict.signal.map { "signal \($0)" } ?? (verdict.status == 10
                 ? String(verdict.output.split(separator: ":").first ?? "error") : "status \(verdict.status)")
             outcomes[kind, default: 0] += 1
             let message: Comment = "\(backend): \(file) \(damage) (torture seed \(Torture.seed)): \(verdict)"
@@ -351,5 +351,10 @@ struct LMDBPageCheckTests {
         let unwalked = try runHelper(["verify", "lmdb-metapages", original.url.path, "5", "60"])
         #expect(unwalked.status == 10 && unwalked.output.hasPrefix("error corrupt"), "without the walk: \(unwalked)")
         #expect(unwalked.output.contains("liblmdb gave \(length) bytes") && unwalked.output.contains("data.mdb"), "\(unwalked)")
+        // A migration reads every value of the entity it rewrites through
+        // the same check (the value is a chapter's long text).
+        let migrated = try runHelper(["migrate-chapters", "lmdb-metapages", original.url.path, "5", "60"])
+        #expect(migrated.status == 10 && migrated.output.contains("error corrupt"), "a migration without the walk: \(migrated)")
+        #expect(migrated.output.contains("liblmdb gave \(length) bytes"), "\(migrated)")
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 
 #if canImport(Glibc)
@@ -50,9 +51,12 @@ struct ChildResult: CustomStringConvertible {
     /// The signal that killed it, if one did.
     var signal: Int32?
     var output: String
+    /// Whether it ran past its time and was killed (``runHelper(_:timeout:)``).
+    var hung = false
 
     var description: String {
-        let how = signal.map { "killed by signal \($0)" } ?? "exit status \(status)"
+        let how =
+            hung ? "hung: killed after \(Int(helperTimeout)) s" : signal.map { "killed by signal \($0)" } ?? "exit status \(status)"
         return "\(how): \(output.trimmingCharacters(in: .whitespacesAndNewlines))"
     }
 }
@@ -68,8 +72,18 @@ let helperURL: URL = {
     return directory.appendingPathComponent("CrashHelper")
 }()
 
-/// Runs the helper with `arguments` to its end.
-func runHelper(_ arguments: [String]) throws -> ChildResult {
+/// How long a helper may run before it counts as hung and is killed.
+let helperTimeout: TimeInterval = {
+    if let text = ProcessInfo.processInfo.environment["CRASH_HELPER_TIMEOUT"], let seconds = TimeInterval(text) {
+        return seconds
+    }
+    return 300
+}()
+
+/// Runs the helper with `arguments` to its end, or kills it with SIGKILL
+/// after `timeout` seconds: a helper that hangs (on a damaged file, say) is
+/// a result marked ``ChildResult/hung``, not a test that never ends.
+func runHelper(_ arguments: [String], timeout: TimeInterval = helperTimeout) throws -> ChildResult {
     let process = Process()
     process.executableURL = helperURL
     process.arguments = arguments
@@ -77,9 +91,19 @@ func runHelper(_ arguments: [String]) throws -> ChildResult {
     process.standardOutput = pipe
     process.standardError = pipe
     try process.run()
+    let pid = process.processIdentifier
+    let fired = Mutex(false)
+    let watchdog = DispatchWorkItem {
+        fired.withLock { $0 = true }
+        kill(pid, SIGKILL)
+    }
+    DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: watchdog)
     let data = pipe.fileHandleForReading.readDataToEndOfFile()
     process.waitUntilExit()
-    return result(of: process, output: data)
+    watchdog.cancel()
+    var child = result(of: process, output: data)
+    child.hung = fired.withLock { $0 }
+    return child
 }
 
 /// Runs the helper's `write` and kills it with SIGKILL `extraMicroseconds`
