@@ -48,7 +48,9 @@ SCALE_ARGS ?= --backends sqlite,sqlite-raw,lmdb,lmdb-raw --sizes 1000x100,10000x
 # clients, 10 s each after 1 s of warm-up, durability full; writes
 # results/load-<date>-<host>.csv and .json.
 LOAD_ARGS ?= --mix all --backends all --clients 1,2,4,8 --duration 10 --warmup 1 --durability full
-# The short load phase of `make bench`: mixes B and C at 1 and 2 clients, 3 s each.
+# The short load phase of `make bench`: mixes B and C at 1 and 2 clients, 3 s each
+# (results/load-latest.csv); make bench then writes results/report.html with
+# the run's operations and the load phase on one page.
 BENCH_LOAD_ARGS ?= --mix ycsb-b,ycsb-c --backends all --clients 1,2 --duration 3 --warmup 0.5 --durability full
 # `make compare`: the newest report of the default results folder (a `make bench`)
 # against the committed baseline; `make compare CURRENT=results/smoke.csv
@@ -118,8 +120,9 @@ bench-release: setup
 	@bash scripts/build-checked.sh -c release --product storage-bench >&2
 
 bench: bench-release
-	$(BENCH) run $(BENCH_ARGS)
-	$(BENCH) load $(BENCH_LOAD_ARGS)
+	@$(BENCH) run $(BENCH_ARGS)
+	@$(BENCH) load $(BENCH_LOAD_ARGS)
+	@$(BENCH) report results/latest.csv --load results/load-latest.csv --output results/report.html --no-summary
 
 bench-smoke: setup-instructions bench-release
 	$(BENCH) run $(SMOKE_ARGS)
@@ -138,10 +141,13 @@ report: bench-release
 
 plot: report
 
-# `make check-report`: opens the smoke run's HTML report in headless chromium and
-# fails on a console error, a chart without its backends, or a blank page.
+# `make check-report`: opens the smoke run's HTML report and a load run's
+# (LOAD_REPORT, CI's tiny load run) in headless chromium and fails on a console
+# error, a chart without its backends, or a blank page.
+LOAD_REPORT ?= results/ci-load
 check-report: setup-browser
 	python3 scripts/check-report-html.py results/smoke.html --csv results/smoke.csv
+	python3 scripts/check-report-html.py $(LOAD_REPORT).html --load-csv $(LOAD_REPORT).csv
 
 clean:
 	rm -rf .build

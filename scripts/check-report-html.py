@@ -2,6 +2,7 @@
 """Opens a storage-bench HTML report in headless Chromium and checks that it rendered.
 
     scripts/check-report-html.py results/smoke.html --csv results/smoke.csv [--screenshot docs/report.png]
+    scripts/check-report-html.py results/ci-load.html --load-csv results/ci-load.csv
 
 Chromium is driven over the DevTools protocol on a pipe (--remote-debugging-pipe),
 so nothing beyond Python's standard library and Debian's chromium is needed
@@ -12,7 +13,11 @@ so nothing beyond Python's standard library and Debian's chromium is needed
 - a chart (figure.chart) has no SVG of non-zero size, or a backend its
   data-backends names has no mark of non-zero size in it; with --csv: a
   throughput chart does not draw every backend the CSV has for that size,
-  durability and operation, or the backend × operation matrix misses one;
+  durability and operation, or the backend × operation matrix misses one, or
+  a per-call operation's latency spectrum or distribution misses a backend
+  whose row has a spectrum; with --load-csv (a load run's report): per mix,
+  the throughput-against-clients chart, the p99 chart, and the spectrum and
+  distribution at each client count do not draw every backend that ran it;
 - a screenshot of the whole page is blank (almost all one colour), or a
   backend's colour (its swatch's, as the browser computed it) is absent from
   the charts (the swatches themselves are hidden for this check).
@@ -153,14 +158,15 @@ class Browser:
             raise RuntimeError(f"evaluation failed: {result['exceptionDetails']}")
         return result["result"].get("value")
 
-    def screenshot(self, path, width=1280, height=None):
-        """The whole page, or its top `height` pixels, as a PNG."""
+    def screenshot(self, path, width=1280, height=None, top=0):
+        """The whole page, or `height` pixels of it from `top` down, as a PNG."""
         size = self.call("Page.getLayoutMetrics", session=True)["cssContentSize"]
-        full = int(size["height"]) if height is None else min(height, int(size["height"]))
+        page = int(size["height"])
+        full = page - top if height is None else min(height, page - top)
         self.call("Emulation.setDeviceMetricsOverride",
-                  {"width": width, "height": full, "deviceScaleFactor": 1, "mobile": False}, session=True)
+                  {"width": width, "height": page, "deviceScaleFactor": 1, "mobile": False}, session=True)
         shot = self.call("Page.captureScreenshot",
-                         {"format": "png", "clip": {"x": 0, "y": 0, "width": width, "height": full, "scale": 1},
+                         {"format": "png", "clip": {"x": 0, "y": top, "width": width, "height": full, "scale": 1},
                           "captureBeyondViewport": True}, session=True)
         with open(path, "wb") as file:
             file.write(base64.b64decode(shot["data"]))
@@ -309,9 +315,56 @@ def expected_backends(csv_path):
     return expected
 
 
+def slug(name):
+    """The HTML report's id fragment of a name (HTMLReport.slug)."""
+    return re.sub(r"[^A-Za-z0-9]+", "-", name)
+
+
+def expected_load(csv_path):
+    """chart id -> the backends it must draw, from a load report's 'all' rows that ran."""
+    expected = {}
+    with open(csv_path, newline="") as file:
+        for row in csv.DictReader(file):
+            if row["operation"] != "all" or int(row["operations"]) <= 0:
+                continue
+            mix, backend, clients = slug(row["mix"]), row["backend"], row["clients"]
+            for chart in (f"load-throughput-{mix}", f"load-p99-{mix}"):
+                expected.setdefault(chart, set()).add(backend)
+            if row.get("latency_spectrum_us"):
+                for chart in (f"load-spectrum-{mix}-c{clients}", f"load-cdf-{mix}-c{clients}"):
+                    expected.setdefault(chart, set()).add(backend)
+    return expected
+
+
+def expected_spectra(csv_path):
+    """chart id -> backends, for the per-call operations' spectra and distributions of a run's report."""
+    expected = {}
+    with open(csv_path, newline="") as file:
+        for row in csv.DictReader(file):
+            if not row.get("latency_spectrum_us") or row.get("error"):
+                continue
+            group = f"{row['dialogs']}x{row['messages_per_dialog']}-{row['durability']}"
+            for kind in ("spectrum", "cdf"):
+                expected.setdefault(f"{kind}-{group}-{row['operation']}", set()).add(row["backend"])
+    return expected
+
+
 def rgb_of(css):
     match = re.match(r"rgba?\((\d+),\s*(\d+),\s*(\d+)", css or "")
     return tuple(int(x) for x in match.groups()) if match else None
+
+
+def missing_marks(charts, expected):
+    """A problem for each expected chart that is absent or does not draw one of its backends."""
+    problems = []
+    for chart_id, backends in sorted(expected.items()):
+        chart = charts.get(chart_id)
+        if chart is None:
+            problems.append(f"no chart {chart_id}")
+            continue
+        for backend in sorted(backends - set(chart["drawn"])):
+            problems.append(f"chart {chart_id} does not draw {backend}")
+    return problems
 
 
 def check(browser, args, directory):
@@ -349,6 +402,12 @@ def check(browser, args, directory):
         every = set().union(*expected.values()) if expected else set()
         for backend in sorted(every - set(page["matrix"])):
             problems.append(f"the backend × operation matrix has no row for {backend}")
+        problems += missing_marks(charts, expected_spectra(args.csv))
+    if args.load_csv:
+        expected = expected_load(args.load_csv)
+        if not expected:
+            problems.append(f"{args.load_csv}: no load run that ran")
+        problems += missing_marks({chart["id"]: chart for chart in page["charts"]}, expected)
 
     shot = os.path.join(directory, "page.png")
     browser.screenshot(shot)
@@ -377,6 +436,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("report", help="the HTML report")
     parser.add_argument("--csv", help="the CSV the report was made from: each of its backends must be drawn")
+    parser.add_argument("--load-csv", help="the load report (CSV) the page was made from: each backend of each mix must be drawn")
     parser.add_argument("--screenshot", help="also keep a screenshot of the page's top here (e.g. docs/report.png)")
     parser.add_argument("--screenshot-height", type=int, default=2400, help="that screenshot's height in pixels")
     args = parser.parse_args()

@@ -20,13 +20,13 @@ struct AsyncCostCommand: ParsableCommand {
     @Option(help: "Comma-separated DAO backends (\(LoadBackendRegistry.standard.names.joined(separator: ", "))), or all.")
     var backends = "sqlite,lmdb"
 
-    @Option(help: "Dialogs stored before the regions run (1 to 1000000).")
+    @Option(parsing: .unconditional, help: "Dialogs stored before the regions run (1 to 1000000).")
     var dialogs = 100
 
-    @Option(name: .customLong("messages-per-dialog"), help: "Messages of each dialog (0 to 10000).")
+    @Option(name: .customLong("messages-per-dialog"), parsing: .unconditional, help: "Messages of each dialog (0 to 10000).")
     var messagesPerDialog = 10
 
-    @Option(help: "Calls per region (1 to 1000000).")
+    @Option(parsing: .unconditional, help: "Calls per region (1 to 1000000).")
     var calls = 200
 
     @Option(help: "full or none.")

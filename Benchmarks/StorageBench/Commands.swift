@@ -334,34 +334,55 @@ struct ReportPage: ParsableCommand {
         commandName: "report",
         abstract: "Print a report's one-screen summary and write its HTML page (what every run writes).",
         discussion: """
-            Reads a CSV report (of run or migrate), prints the summary run prints, and writes the \
-            self-contained HTML report beside it (REPORT.html; --output names another file), with \
-            the comparison with --baseline when given. Exit status: 0, or 2 when a report cannot be \
-            read (the message names the file), 64 for invalid arguments.
+            Reads a CSV report (of run, migrate, open or load), prints the summary its command prints, \
+            and writes the self-contained HTML report beside it (REPORT.html; --output names another \
+            file), with the comparison with --baseline when given. --load adds a load run's report \
+            (storage-bench load) to a run's page: make bench writes results/report.html so, with its \
+            eight operations and its load phase on one page. Exit status: 0, or 2 when a report \
+            cannot be read (the message names the file), 64 for invalid arguments.
             """
     )
 
-    @Argument(help: "The report (CSV).")
+    @Argument(help: "The report (CSV): a run's, or a load run's.")
     var report: String
 
     @Option(help: "A baseline report (CSV) to compare with, as storage-bench compare does.")
     var baseline: String?
 
+    @Option(help: "A load run's report (CSV) whose sections the page adds.")
+    var load: String?
+
     @Option(help: "The HTML file (default: the report's name with .html).")
     var output: String?
 
+    @Flag(name: .customLong("no-summary"), help: "Write the page only; print no summary.")
+    var noSummary = false
+
     func validate() throws {
-        for path in [report] + (baseline.map { [$0] } ?? []) where !FileManager.default.fileExists(atPath: path) {
+        for path in [report] + [baseline, load].compactMap({ $0 }) where !FileManager.default.fileExists(atPath: path) {
             throw ValidationError("no report at \(path)")
         }
     }
 
     func run() throws {
         let roles = BackendRegistry.withReferences.roles
-        let current: Report
+        var current = Report(rows: [])
+        var loadRows: [LoadReportRow] = []
         var comparison: Comparison?
         do {
-            current = try Report(contentsOf: URL(fileURLWithPath: report))
+            let url = URL(fileURLWithPath: report)
+            let text: String
+            do {
+                text = try String(contentsOf: url, encoding: .utf8)
+            } catch {
+                throw ConfigurationError("\(url.relativePath): cannot be read: \(error.localizedDescription)")
+            }
+            if LoadReport.isLoadReport(csv: text) {
+                loadRows = try LoadReport.read(contentsOf: url)
+            } else {
+                current = try Report(contentsOf: url)
+            }
+            if let load { loadRows += try LoadReport.read(contentsOf: URL(fileURLWithPath: load)) }
             if let baseline {
                 comparison = try Comparison(
                     baseline: try Report(contentsOf: URL(fileURLWithPath: baseline)), current: current,
@@ -372,8 +393,14 @@ struct ReportPage: ParsableCommand {
             throw ExitCode(Comparison.exitMissing)
         }
         let url = URL(fileURLWithPath: output ?? report).deletingPathExtension().appendingPathExtension("html")
-        try HTMLReport.write(current, to: url, comparison: comparison, roles: roles)
-        FileHandle.standardOutput.write(Data(SummaryTable.render(current, roles: roles).utf8))
+        try HTMLReport.write(current, to: url, comparison: comparison, roles: roles, load: loadRows)
+        if !noSummary {
+            var text = current.rows.isEmpty ? "" : SummaryTable.render(current, roles: roles)
+            if !loadRows.isEmpty {
+                text += (text.isEmpty ? "" : "\n") + LoadReport.summaryLegend + LoadReport.summary(loadRows, roles: roles)
+            }
+            FileHandle.standardOutput.write(Data(text.utf8))
+        }
         FileHandle.standardError.write(Data(ReportWriter.wroteLines([url]).utf8))
     }
 }

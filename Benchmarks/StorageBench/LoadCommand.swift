@@ -24,32 +24,35 @@ struct Load: ParsableCommand {
     @Option(help: "Comma-separated backends, or all (\(LoadBackendRegistry.withReferences.names.joined(separator: ", "))).")
     var backends = "all"
 
-    @Option(help: "Comma-separated client counts, e.g. 1,2,4,8 (default: each mix's own).")
+    @Option(parsing: .unconditional, help: "Comma-separated client counts, e.g. 1,2,4,8 (default: each mix's own).")
     var clients: String?
 
-    @Option(help: "Seconds measured per run (default: each mix's own).")
+    @Option(parsing: .unconditional, help: "Seconds measured per run (default: each mix's own).")
     var duration: Double?
 
-    @Option(name: .customLong("operations"), help: "Operations per run over all clients, instead of a duration.")
+    @Option(name: .customLong("operations"), parsing: .unconditional, help: "Operations per run over all clients, instead of a duration.")
     var operationCount: Int?
 
-    @Option(name: .customLong("target-rate"), help: "Operations per second over all clients; latencies are then also measured from each operation's intended start.")
+    @Option(name: .customLong("target-rate"), parsing: .unconditional, help: "Operations per second over all clients; latencies are then also measured from each operation's intended start.")
     var targetRate: Double?
 
-    @Option(help: "Seconds each duration run runs before it is measured.")
+    @Option(parsing: .unconditional, help: "Seconds each duration run runs before it is measured.")
     var warmup: Double = 1
 
     @Option(help: "full or none.")
     var durability = "full"
 
-    @Option(help: "The report file (default results/load-<UTC date-time>-<host>.csv); other formats take its name with their extension.")
+    @Option(help: "The report file (default results/load-<UTC date-time>-<host>.csv); other formats and the HTML report take its name with their extension. In the default results folder only, also copied to load-latest.csv and load-report.html.")
     var output: String?
 
-    @Option(help: "csv, json, or both comma-separated.")
+    @Option(help: "csv, json or markdown, comma-separated (the HTML report is always written).")
     var format = "csv,json"
 
     @Flag(name: .customLong("no-progress"), help: "Do not show progress on standard error.")
     var noProgress = false
+
+    @Flag(help: "Print every figure (per operation type and client count, the settings in force), not only the one-screen summary.")
+    var verbose = false
 
     struct Plan {
         var options: LoadSweepOptions
@@ -75,6 +78,7 @@ struct Load: ParsableCommand {
                 throw ConfigurationError("--durability takes one value here")
             }
             let formats = try LoadSweepOptions.parseFormats(format)
+            if let output { try ReportWriter.validate(URL(fileURLWithPath: output)) }
             return Plan(
                 options: LoadSweepOptions(
                     mixes: mixes, backends: chosen, clients: counts, durationSeconds: duration,
@@ -106,23 +110,16 @@ struct Load: ParsableCommand {
                 if !quiet { FileHandle.standardError.write(Data((line + "\n").utf8)) }
             }
         }
-        let rows = LoadReport.rows(results)
-        let base =
-            output.map { URL(fileURLWithPath: $0).deletingPathExtension() }
-            ?? URL(fileURLWithPath: "results", isDirectory: true)
-            .appendingPathComponent("load-\(ReportWriter.compactTimestamp(started))-\(SystemInfo.host)")
-        try FileManager.default.createDirectory(at: base.deletingLastPathComponent(), withIntermediateDirectories: true)
-        var written: [URL] = []
-        for format in plan.formats {
-            let url = base.appendingPathExtension(format)
-            let text = format == "csv" ? LoadReport.csv(rows) : try LoadReport.json(rows)
-            try text.write(to: url, atomically: true, encoding: .utf8)
-            written.append(url)
-        }
-        FileHandle.standardOutput.write(Data(LoadReport.summary(results).utf8))
-        for url in written {
-            FileHandle.standardError.write(Data("wrote \(url.relativePath)\n".utf8))
-        }
+        let roles = BackendRegistry.withReferences.roles
+        let rows = LoadReport.rows(results, provenance: Provenance.thisRun(startedAt: started))
+        let output =
+            output.map { URL(fileURLWithPath: $0) }
+            ?? ReportWriter.defaultDirectory
+            .appendingPathComponent("load-\(ReportWriter.compactTimestamp(started))-\(SystemInfo.host).csv")
+        let written = try ReportWriter.writeLoad(rows, to: output, formats: plan.formats, roles: roles)
+        FileHandle.standardOutput.write(Data((LoadReport.summaryLegend + LoadReport.summary(rows, roles: roles)).utf8))
+        if verbose { FileHandle.standardOutput.write(Data(("\n" + LoadReport.detailed(rows)).utf8)) }
+        FileHandle.standardError.write(Data(ReportWriter.wroteLines(written).utf8))
         if results.contains(where: { $0.errorCount > 0 }) {
             FileHandle.standardError.write(Data("storage-bench: a backend failed or counted errors under load; see the error column\n".utf8))
             throw ExitCode(3)

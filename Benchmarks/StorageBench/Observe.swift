@@ -28,7 +28,7 @@ struct Observe: ParsableCommand {
     @Option(parsing: .unconditional, help: "Single-dialog persists per run (1 to 1,000,000).")
     var calls = 1000
 
-    @Option(help: "Comma-separated observer counts (0, the reference, always runs).")
+    @Option(parsing: .unconditional, help: "Comma-separated observer counts (0, the reference, always runs).")
     var observers = "1,10,100"
 
     @Option(help: "full or none.")

@@ -22,10 +22,10 @@ struct Open: ParsableCommand {
     @Option(help: "Comma-separated sizes DxM (dialogs × messages per dialog), or a sweep (see run --help).")
     var sizes = "1000x100"
 
-    @Option(help: "Measured iterations (each a cold and a warm open) per backend and size.")
+    @Option(parsing: .unconditional, help: "Measured iterations (each a cold and a warm open) per backend and size.")
     var iterations = 5
 
-    @Option(help: "The generator seed.")
+    @Option(parsing: .unconditional, help: "The generator seed.")
     var seed: UInt64 = 42
 
     @Option(help: "The CSV report file (default results/open-<UTC date-time>-<host>.csv).")

@@ -20,6 +20,7 @@ public enum HTMLReport {
         "plist": "#7b4fb0", "plist-raw": "#c9b3e3",
         "sqlite": "#2b8a3e", "sqlite-raw": "#94d3a2",
         "lmdb": "#e8590c", "lmdb-raw": "#ffc08a",
+        "postgres": "#0b7285", "postgres-raw": "#7fd3e0",
         "grdb": "#8c564b",
     ]
 
@@ -46,18 +47,22 @@ public enum HTMLReport {
     /// Writes the page for `report` to `url`.
     /// - Throws: when the file cannot be written.
     public static func write(
-        _ report: Report, to url: URL, comparison: Comparison? = nil, roles: [String: BackendRole] = [:]
+        _ report: Report, to url: URL, comparison: Comparison? = nil, roles: [String: BackendRole] = [:],
+        load: [LoadReportRow] = []
     ) throws {
-        try Data(render(report, comparison: comparison, roles: roles).utf8).write(to: url, options: .atomic)
+        try Data(render(report, comparison: comparison, roles: roles, load: load).utf8).write(to: url, options: .atomic)
     }
 
-    /// The page for `report`, with `comparison` (against a baseline) when given.
-    public static func render(_ report: Report, comparison: Comparison? = nil, roles: [String: BackendRole] = [:])
-        -> String
-    {
+    /// The page for `report`, with `comparison` (against a baseline) when
+    /// given, and the sections of a load run's rows (`storage-bench load`)
+    /// after the single-thread operations'.
+    public static func render(
+        _ report: Report, comparison: Comparison? = nil, roles: [String: BackendRole] = [:],
+        load: [LoadReportRow] = []
+    ) -> String {
         let report = report.assigningRoles(roles)
         var body = ""
-        body += metadata(report)
+        body += report.rows.isEmpty && !load.isEmpty ? loadMetadata(load) : metadata(report)
         var groups: [(title: String, id: String, rows: [ReportRow])] = []
         for row in report.rows {
             let title = "\(row.dialogs) dialogs × \(row.messagesPerDialog) messages, durability \(row.durability)"
@@ -78,10 +83,17 @@ public enum HTMLReport {
             body += "</section>\n"
         }
         body += scaling(report)
+        body += loadSections(load, roles: roles)
         if let comparison { body += comparisonSection(comparison) }
-        body += legend(report)
-        body += "<script type=\"text/csv\" id=\"report-data\">\n\(escape(report.csv()))</script>\n"
+        body += legend(ordered(report.rows) + loadOrder(load, roles: roles))
+        if !report.rows.isEmpty {
+            body += "<script type=\"text/csv\" id=\"report-data\">\n\(escape(report.csv()))</script>\n"
+        }
+        if !load.isEmpty {
+            body += "<script type=\"text/csv\" id=\"load-data\">\n\(escape(LoadReport.csv(load)))</script>\n"
+        }
         let title = report.rows.first.map { "storage-bench report: \($0.workload), \($0.provenance.runId)" }
+            ?? load.first.map { "storage-bench load report: \($0.provenance?.runId ?? $0.mix)" }
             ?? "storage-bench report"
         return """
             <!DOCTYPE html>
@@ -303,7 +315,46 @@ public enum HTMLReport {
             }
             text += chart(id: "latency-\(id)-\(operation)", title: "\(operation) (µs per call)", bars: bars, scale: .log, line: nil)
         }
+        text += "</div>\n"
+        let spectra = timed.filter { $0.latencySpectrum != nil }
+        guard !spectra.isEmpty else { return text }
+        text += "<h3>Call latency: percentile spectrum and distribution</h3>\n<p class=\"explain\">From the same "
+        text += "HDR histogram: per operation, the latency under which each share of calls finished, from the median "
+        text += "(p50) to p99.99 and the slowest call, spaced by their nines; then the share of calls done within a "
+        text += "latency (cumulative distribution, log axis). References dashed, named below their choice.</p>\n"
+        text += "<div class=\"charts\">\n"
+        for operation in operations(spectra) {
+            let here = spectra.filter { $0.operation == operation }
+            let entries = orderedWithReferences(here).compactMap { row in
+                row.latencySpectrum.map { spectrum in
+                    (
+                        backend: row.backend,
+                        label: row.effectiveRole == .choice
+                            ? row.backend : "\(row.backend) (\(row.effectiveRole == .raw ? "raw" : "3rd party"))",
+                        spectrum: spectrum, reference: row.effectiveRole != .choice
+                    )
+                }
+            }
+            text += spectrumChart(id: "spectrum-\(id)-\(operation)", title: "\(operation): call latency spectrum", spectra: entries)
+            text += cdfChart(id: "cdf-\(id)-\(operation)", title: "\(operation): calls done within", spectra: entries)
+        }
         return text + "</div>\n"
+    }
+
+    /// Rows of one operation in chart order: each choice followed by its
+    /// raw engine and any third-party library on that engine.
+    static func orderedWithReferences(_ rows: [ReportRow]) -> [ReportRow] {
+        var out: [ReportRow] = []
+        for choice in rows where choice.effectiveRole == .choice {
+            out.append(choice)
+            guard !choice.reference.isEmpty else { continue }
+            for row in rows where !out.contains(where: { $0.backend == row.backend }) {
+                if row.backend == choice.reference || (row.effectiveRole == .thirdParty && row.reference == choice.reference) {
+                    out.append(row)
+                }
+            }
+        }
+        return out + rows.filter { row in !out.contains { $0.backend == row.backend } }
     }
 
     static func countsTable(_ rows: [ReportRow]) -> String {
@@ -435,8 +486,8 @@ public enum HTMLReport {
         return text + "</section>\n"
     }
 
-    static func legend(_ report: Report) -> String {
-        let backends = ordered(report.rows)
+    static func legend(_ names: [String]) -> String {
+        let backends = SummaryTable.orderedUnique(names)
         guard !backends.isEmpty else { return "" }
         var text = "<section id=\"colours\"><h2>Colours</h2><p class=\"explain\">One colour per backend, the same in "
         text += "every report; a raw engine is a light shade of its choice's colour.</p><p>"
@@ -645,6 +696,8 @@ public enum HTMLReport {
         .charts{display:flex;flex-wrap:wrap;gap:8px 24px}
         figure.chart{margin:4px 0}figcaption{font-weight:600;font-size:13px;margin-bottom:2px}
         svg text{font:11px system-ui,sans-serif;fill:#333}svg text.ref{fill:#666;font-style:italic}
+        svg text.axis{fill:#555;font-size:10px}h4{font-size:14px;margin:14px 0 4px}
+        table.load td{white-space:nowrap}section.mix{margin-top:18px}
         svg .tick{fill:#777;font-size:10px}svg .grid{stroke:#e6e6e6;stroke-width:1}
         svg .whisker{stroke:#222;stroke-width:1.2;fill:none}svg .one{stroke:#c00;stroke-width:1;stroke-dasharray:3 3}
         tr.regressed td,tr.failed td{background:#fde2e1}tr.improved td{background:#e3f6e5}tr.info td{color:#777}

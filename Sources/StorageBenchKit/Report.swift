@@ -59,7 +59,7 @@ public struct ReportRow: Sendable, Hashable {
         "bytes_on_disk", "peak_rss_bytes", "seed", "warmup", "note", "error", "settings", "reference", "ratio_to_raw",
         "instructions", "allocations", "ci_low", "ci_high", "ratio_paired", "ratio_paired_low", "ratio_paired_high",
         "ratio_instructions", "peak_rss_workload_bytes", "op_peak_rss_bytes", "decoded_bytes",
-        "runs_in_place", "ratio_paired_rounds", "role",
+        "runs_in_place", "ratio_paired_rounds", "role", "latency_spectrum_us",
     ]
 
     /// The workload name and version (`dialog-graph-v1`).
@@ -174,6 +174,9 @@ public struct ReportRow: Sendable, Hashable {
     /// engine, or a third-party library. `nil` in reports made before the
     /// column (``Report/assigningRoles(_:)`` infers it).
     public var role: BackendRole?
+    /// The per-call operations' call latency at each percentile of
+    /// ``LatencySpectrum/ladder`` (all measured iterations' calls pooled).
+    public var latencySpectrum: LatencySpectrum?
 
     /// The row's role, or the one its name implies (``BackendRole/inferred(for:known:)``).
     public var effectiveRole: BackendRole { role ?? BackendRole.inferred(for: backend) }
@@ -233,7 +236,7 @@ public struct ReportRow: Sendable, Hashable {
             text(peakRSSWorkloadBytes), text(operationPeakRSSBytes), text(decodedBytes),
             text(runsInPlace),
             ratioPairedRounds.map { $0.map { String(format: "%.6g", $0) }.joined(separator: ";") } ?? "",
-            role?.rawValue ?? "",
+            role?.rawValue ?? "", latencySpectrum?.text ?? "",
         ]
     }
 
@@ -316,6 +319,9 @@ public struct ReportRow: Sendable, Hashable {
                     "'\(text)' in column role is not a role (\(BackendRole.allCases.map(\.rawValue).joined(separator: ", ")))")
             }
             role = value
+        }
+        if let text = byName["latency_spectrum_us"], !text.isEmpty {
+            latencySpectrum = try LatencySpectrum(parsing: text)
         }
         if let rounds = byName["ratio_paired_rounds"], !rounds.isEmpty {
             ratioPairedRounds = try rounds.split(separator: ";").map { item in

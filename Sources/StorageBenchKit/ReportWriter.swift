@@ -87,6 +87,49 @@ public enum ReportWriter {
         return written
     }
 
+    /// Writes the rows of a load run in each of `formats` (`csv`, `json`,
+    /// `markdown`) and its HTML report, each to `output` with its extension
+    /// replaced; in the folder `latestDirectory` (``defaultDirectory``) also
+    /// the CSV as `load-latest.csv` and the page as `load-report.html`, so
+    /// that `make bench` and a reader find the newest load run.
+    ///
+    /// - Returns: the files written.
+    /// - Throws: when a directory or file cannot be written.
+    @discardableResult
+    public static func writeLoad(
+        _ rows: [LoadReportRow], to output: URL, formats: [String], roles: [String: BackendRole] = [:],
+        latestDirectory: URL? = defaultDirectory
+    ) throws -> [URL] {
+        let directory = output.deletingLastPathComponent()
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let base = output.deletingPathExtension()
+        let inLatest = directory.standardizedFileURL.path == latestDirectory?.standardizedFileURL.path
+        var written: [URL] = []
+        func write(_ text: String, _ url: URL, latest: String?) throws {
+            try Data(text.utf8).write(to: url, options: .atomic)
+            written.append(url)
+            if inLatest, let latest, url.lastPathComponent != latest {
+                let copy = directory.appendingPathComponent(latest)
+                try Data(text.utf8).write(to: copy, options: .atomic)
+                written.append(copy)
+            }
+        }
+        for format in formats {
+            switch format {
+            case "csv": try write(LoadReport.csv(rows), base.appendingPathExtension("csv"), latest: "load-latest.csv")
+            case "json": try write(try LoadReport.json(rows), base.appendingPathExtension("json"), latest: nil)
+            default:
+                try write(
+                    LoadReport.summaryLegend + LoadReport.markdown(rows, roles: roles), base.appendingPathExtension("md"),
+                    latest: nil)
+            }
+        }
+        try write(
+            HTMLReport.render(Report(rows: []), roles: roles, load: rows), base.appendingPathExtension("html"),
+            latest: "load-report.html")
+        return written
+    }
+
     /// `wrote a.csv, latest.csv` and `wrote a.html, report.html`: the files
     /// written, one line per kind, each file after the first by its name only
     /// when it is in the same folder.

@@ -208,9 +208,11 @@ public struct RunConfiguration: Sendable {
     /// unsettled (``unsettledWidths(_:)``) with its interval's half-width
     /// and the rounds it had, widest first (the twelve widest, then how many
     /// more), so that a log shows where the budget went and what it left wide.
+    /// `brief` (a terminal's): at most 100 columns, the unsettled figures
+    /// only counted (the run's warnings list them with `--verbose`).
     func extraRoundsSummary(
         _ results: [IterationResult], size: BenchSize, durability: Durability, end: ExtraRoundsEnd,
-        rounds: Int, seconds: Double
+        rounds: Int, seconds: Double, brief: Bool = false
     ) -> String {
         let why =
             switch end {
@@ -232,6 +234,16 @@ public struct RunConfiguration: Sendable {
             }
         }
         guard !open.isEmpty else { return line }
+        if brief {
+            let short =
+                switch end {
+                case .settled: "all within ±\(Format.percent(precision))"
+                case .maxIterations: "--max-iterations reached"
+                case .timeLimit, .nothingFits: "--time-limit reached"
+                }
+            return "\(size) \(durability.rawValue): \(rounds) extra rounds in " + String(format: "%.0f s", seconds)
+                + " (\(short)); \(open.count) figures still unsettled"
+        }
         open.sort { $0.width != $1.width ? $0.width > $1.width : $0.name < $1.name }
         // The widest first, up to twelve: a log line, not the report.
         let shown = 12
@@ -649,7 +661,8 @@ public struct BenchmarkRunner: Sendable {
                     ProgressPrinter.write(
                         c.extraRoundsSummary(
                             here, size: size, durability: durability, end: end,
-                            rounds: round - c.warmup - c.iterations, seconds: seconds))
+                            rounds: round - c.warmup - c.iterations, seconds: seconds,
+                            brief: ProgressPrinter.isTerminal))
                     if ProgressPrinter.isTerminal { FileHandle.standardError.write(Data("\n".utf8)) }
                 }
             }
@@ -851,12 +864,14 @@ public enum ReportBuilder {
             row.ciLowSeconds = interval.low
             row.ciHighSeconds = interval.high
         }
-        if operation.isPerCall,
-            let percentiles = LatencyPercentiles(nanoseconds: measurements.flatMap { $0.callNanoseconds ?? [] })
-        {
-            row.p50Microseconds = percentiles.p50Microseconds
-            row.p90Microseconds = percentiles.p90Microseconds
-            row.p99Microseconds = percentiles.p99Microseconds
+        if operation.isPerCall {
+            let calls = measurements.flatMap { $0.callNanoseconds ?? [] }
+            if let percentiles = LatencyPercentiles(nanoseconds: calls) {
+                row.p50Microseconds = percentiles.p50Microseconds
+                row.p90Microseconds = percentiles.p90Microseconds
+                row.p99Microseconds = percentiles.p99Microseconds
+            }
+            row.latencySpectrum = LatencySpectrum(nanoseconds: calls)
         }
         func median(_ values: [Int64]) -> Int64? {
             SampleStatistics(values.map(Double.init)).map { Int64($0.median.rounded()) }

@@ -100,6 +100,10 @@ import Testing
         let capped = configuration.extraRoundsSummary(
             results, size: Self.size, durability: .full, end: .maxIterations, rounds: 24, seconds: 100)
         #expect(capped.contains("ended at --max-iterations (30); still unsettled: other query"))
+        // On a terminal: one short line, the unsettled figures counted (the warnings list them).
+        let brief = configuration.extraRoundsSummary(
+            results, size: Self.size, durability: .full, end: .maxIterations, rounds: 24, seconds: 100, brief: true)
+        #expect(brief == "2x1 full: 24 extra rounds in 100 s (--max-iterations reached); 2 figures still unsettled")
         // A log line: the twelve widest, then how many more.
         let many = try RunConfiguration(
             backends: (0..<14).map { Backend(name: "b\($0)", subject: { _, _ in MemorySubject() }) }, sizes: [Self.size],

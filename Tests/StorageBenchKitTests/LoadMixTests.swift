@@ -317,9 +317,12 @@ struct LoadRunTests {
         #expect(csv.first == LoadReportRow.header)
         #expect(csv.count == rows.count + 1)
         #expect(csv.dropFirst().allSatisfy { $0.count == LoadReportRow.header.count })
-        let summary = LoadReport.summary(results)
+        let summary = LoadReport.summaryLegend + LoadReport.summary(rows)
         for line in summary.split(separator: "\n") { #expect(line.count <= 100, "\(line)") }
         #expect(summary.contains("lmdb") && summary.contains("json"))
+        let detailed = LoadReport.detailed(rows)
+        for line in detailed.split(separator: "\n") { #expect(line.count <= 100, "\(line)") }
+        #expect(detailed.contains("read") && detailed.contains("update"))
         let json = try LoadReport.json(rows)
         #expect(json.contains("\"throughputPerSecond\""))
     }

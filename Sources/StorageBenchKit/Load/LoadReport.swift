@@ -37,6 +37,10 @@ public struct LoadReportRow: Sendable, Codable, Hashable {
     public var settings: String
     public var mixDescription: String
     public var error: String?
+    /// The service-time latency at each percentile of ``LatencySpectrum/ladder``.
+    public var spectrum: LatencySpectrum? = nil
+    /// Where and how the load run was made.
+    public var provenance: Provenance? = nil
 
     /// The CSV header, in column order.
     public static let header = [
@@ -44,7 +48,8 @@ public struct LoadReportRow: Sendable, Codable, Hashable {
         "throughput_ratio_to_raw", "p50_us", "p90_us", "p99_us", "p999_us", "max_us", "p99_ratio_to_raw",
         "intended_p50_us", "intended_p90_us", "intended_p99_us", "intended_p999_us", "intended_max_us",
         "target_rate", "errors", "retries", "rows", "observer_snapshots", "peak_rss_rise_mib", "api", "durability",
-        "dialogs", "messages_per_dialog", "seed", "settings", "mix_description", "error",
+        "dialogs", "messages_per_dialog", "seed", "settings", "mix_description", "error", "latency_spectrum_us",
+        "run_id", "timestamp", "git_commit", "host", "os", "cpu", "swift_version", "build",
     ]
 
     /// The row's fields, in ``header``'s order.
@@ -62,7 +67,78 @@ public struct LoadReportRow: Sendable, Codable, Hashable {
             number(targetRate, 1), String(errors), String(retries), String(rows),
             observerSnapshots.map(String.init) ?? "", number(peakResidentRiseMiB, 1), api, durability,
             String(dialogs), String(messagesPerDialog), String(seed), settings, mixDescription, error ?? "",
+            spectrum?.text ?? "", provenance?.runId ?? "", provenance?.timestamp ?? "", provenance?.gitCommit ?? "",
+            provenance?.host ?? "", provenance?.os ?? "", provenance?.cpu ?? "", provenance?.swiftVersion ?? "",
+            provenance?.build ?? "",
         ]
+    }
+}
+
+extension LoadReportRow {
+    /// Reads a row from CSV fields named by `header` (a load report's).
+    /// - Throws: ``ConfigurationError`` naming a missing column or a cell that is not a number.
+    public init(fields: [String], header: [String]) throws {
+        var byName: [String: String] = [:]
+        for (name, value) in zip(header, fields) { byName[name] = value }
+        func string(_ name: String) throws -> String {
+            guard let value = byName[name] else { throw ConfigurationError("the load report has no '\(name)' column") }
+            return value
+        }
+        func optional<T: LosslessStringConvertible>(_ name: String, _: T.Type = T.self) throws -> T? {
+            guard let text = byName[name], !text.isEmpty else { return nil }
+            guard let value = T(text) else { throw ConfigurationError("'\(text)' in column \(name) is not a number") }
+            return value
+        }
+        func required<T: LosslessStringConvertible>(_ name: String, _: T.Type = T.self) throws -> T {
+            guard let value: T = try optional(name) else { throw ConfigurationError("column \(name) is empty") }
+            return value
+        }
+        backend = try string("backend")
+        let referenceText = try string("reference")
+        reference = referenceText.isEmpty ? nil : referenceText
+        mix = try string("mix")
+        clients = try required("clients")
+        operation = try string("operation")
+        operations = try required("operations")
+        seconds = try required("seconds")
+        throughputPerSecond = try required("throughput_ops_s")
+        throughputRatioToRaw = try optional("throughput_ratio_to_raw")
+        p50Microseconds = try required("p50_us")
+        p90Microseconds = try required("p90_us")
+        p99Microseconds = try required("p99_us")
+        p999Microseconds = try required("p999_us")
+        maxMicroseconds = try required("max_us")
+        p99RatioToRaw = try optional("p99_ratio_to_raw")
+        intendedP50Microseconds = try optional("intended_p50_us")
+        intendedP90Microseconds = try optional("intended_p90_us")
+        intendedP99Microseconds = try optional("intended_p99_us")
+        intendedP999Microseconds = try optional("intended_p999_us")
+        intendedMaxMicroseconds = try optional("intended_max_us")
+        targetRate = try optional("target_rate")
+        errors = try required("errors")
+        retries = try required("retries")
+        rows = try required("rows")
+        observerSnapshots = try optional("observer_snapshots")
+        peakResidentRiseMiB = try optional("peak_rss_rise_mib")
+        api = try string("api")
+        durability = try string("durability")
+        dialogs = try required("dialogs")
+        messagesPerDialog = try required("messages_per_dialog")
+        seed = try required("seed")
+        settings = try string("settings")
+        mixDescription = try string("mix_description")
+        let errorText = try string("error")
+        error = errorText.isEmpty ? nil : errorText
+        // Columns added after the first load reports: absent in older ones.
+        if let text = byName["latency_spectrum_us"], !text.isEmpty {
+            spectrum = try LatencySpectrum(parsing: text)
+        }
+        if let runId = byName["run_id"], !runId.isEmpty {
+            provenance = Provenance(
+                runId: runId, timestamp: byName["timestamp"] ?? "", gitCommit: byName["git_commit"] ?? "",
+                host: byName["host"] ?? "", os: byName["os"] ?? "", cpu: byName["cpu"] ?? "",
+                swiftVersion: byName["swift_version"] ?? "", build: byName["build"] ?? "")
+        }
     }
 }
 
@@ -70,7 +146,7 @@ public struct LoadReportRow: Sendable, Codable, Hashable {
 public enum LoadReport {
     /// The rows of `results`: each run's operations then `all`; a run that
     /// could not run gives one `all` row with its failure.
-    public static func rows(_ results: [LoadRunResult]) -> [LoadReportRow] {
+    public static func rows(_ results: [LoadRunResult], provenance: Provenance? = nil) -> [LoadReportRow] {
         var rows: [LoadReportRow] = []
         for result in results {
             let figures =
@@ -98,10 +174,48 @@ public enum LoadReport {
                         peakResidentRiseMiB: result.peakResidentRise.map { Double($0) / 1_048_576 },
                         api: result.api, durability: result.durability, dialogs: result.dialogs,
                         messagesPerDialog: result.messagesPerDialog, seed: result.seed, settings: result.settings,
-                        mixDescription: result.mixDescription, error: result.failure ?? figure.firstError))
+                        mixDescription: result.mixDescription, error: result.failure ?? figure.firstError,
+                        spectrum: figure.spectrum, provenance: provenance))
             }
         }
         return rows
+    }
+
+    /// The rows of the load report (CSV) at `url`.
+    /// - Throws: ``ConfigurationError`` naming the file, when it cannot be
+    ///   read, is not CSV or is not a load report.
+    public static func read(contentsOf url: URL) throws -> [LoadReportRow] {
+        let text: String
+        do {
+            text = try String(contentsOf: url, encoding: .utf8)
+        } catch {
+            throw ConfigurationError("\(url.relativePath): cannot be read: \(error.localizedDescription)")
+        }
+        do {
+            let records = try CSV.parse(text)
+            guard let header = records.first else { throw ConfigurationError("the report is empty") }
+            guard header.contains("mix"), header.contains("clients") else {
+                throw ConfigurationError("not a load report (it has no mix and clients columns)")
+            }
+            var rows: [LoadReportRow] = []
+            for (index, record) in records.dropFirst().enumerated() where record != [""] {
+                guard record.count == header.count else {
+                    throw ConfigurationError("row \(index + 1) has \(record.count) fields; the header has \(header.count)")
+                }
+                rows.append(try LoadReportRow(fields: record, header: header))
+            }
+            return rows
+        } catch let error as ConfigurationError {
+            throw ConfigurationError("\(url.relativePath): \(error.message)")
+        } catch let error as CSV.ParseError {
+            throw ConfigurationError("\(url.relativePath): not CSV: \(error.description)")
+        }
+    }
+
+    /// Whether `csv`, a report's text, is a load report: its header has `mix` and `clients`.
+    public static func isLoadReport(csv: String) -> Bool {
+        let header = csv.prefix { $0 != "\n" && $0 != "\r\n" }.split(separator: ",").map(String.init)
+        return header.contains("mix") && header.contains("clients")
     }
 
     /// The rows as CSV (RFC 4180).
@@ -121,18 +235,118 @@ public enum LoadReport {
         return String(decoding: try encoder.encode(Document(rows: rows)), as: UTF8.self) + "\n"
     }
 
-    /// The compact terminal summary (at most 100 columns a line): per mix, the
-    /// settings in force once per backend, then a line per backend × clients ×
-    /// operation.
-    public static func summary(_ results: [LoadRunResult]) -> String {
-        let rows = Self.rows(results)
+    /// The one-screen summary (lines of at most 100 columns), the layout of
+    /// `run`'s: per mix, the backends a user can choose ranked by throughput
+    /// at the most clients (every operation type together), with their
+    /// throughput at each client count, their p99 and their ratios to their
+    /// raw engine at the most clients, and the references as columns. Rows
+    /// take the role `roles` gives them, else the one their name implies.
+    public static func summary(_ rows: [LoadReportRow], roles: [String: BackendRole] = [:]) -> String {
+        var text = ""
+        for (index, table) in screenTables(rows, roles: roles).enumerated() {
+            if index > 0 { text += "\n" }
+            text += LoadReport.wrap(table.title, indent: "  ")
+            text += SummaryTable.align(table.rows)
+            for note in table.notes { text += LoadReport.wrap("  " + note, indent: "    ") }
+        }
+        return text
+    }
+
+    /// The legend of ``summary(_:roles:)``, once above it.
+    public static let summaryLegend = """
+        Under load: choices ranked by ops/s at the most clients (C), all operations; p99 and ratios at
+          that C; ÷ raw: ops/s ÷ the raw engine's, p99 ÷ raw: p99 ÷ its p99; references as columns
+
+        """
+
+    /// The summary as Markdown tables, one per mix.
+    public static func markdown(_ rows: [LoadReportRow], roles: [String: BackendRole] = [:]) -> String {
+        var text = ""
+        for table in screenTables(rows, roles: roles) {
+            text += "### \(table.title)\n\n"
+            guard let header = table.rows.first else { continue }
+            text += "| " + header.joined(separator: " | ") + " |\n"
+            text += "| --- |" + String(repeating: " ---: |", count: max(header.count - 1, 0)) + "\n"
+            for row in table.rows.dropFirst() {
+                text += "| " + row.map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: " | ") + " |\n"
+            }
+            text += table.notes.map { "\n\($0)\n" }.joined() + "\n"
+        }
+        return text
+    }
+
+    /// Per mix: a title, the table (header first) and notes (errors).
+    static func screenTables(_ rows: [LoadReportRow], roles: [String: BackendRole])
+        -> [(title: String, rows: [[String]], notes: [String])]
+    {
+        var tables: [(String, [[String]], [String])] = []
+        for mix in SummaryTable.orderedUnique(rows.map(\.mix)) {
+            let here = rows.filter { $0.mix == mix && $0.operation == "all" }
+            guard let first = here.first else { continue }
+            let clients = Set(here.map(\.clients)).sorted()
+            let most = clients.last ?? 1
+            func role(_ backend: String) -> BackendRole { BackendRole.inferred(for: backend, known: roles) }
+            func cell(_ backend: String, _ count: Int) -> LoadReportRow? {
+                here.first { $0.backend == backend && $0.clients == count }
+            }
+            func ran(_ row: LoadReportRow?) -> LoadReportRow? { row.flatMap { $0.operations > 0 ? $0 : nil } }
+            let backends = SummaryTable.orderedUnique(here.map(\.backend))
+            let thirdParty = backends.filter { role($0) == .thirdParty }
+            let hasReference = here.contains { role($0.backend) == .choice && $0.reference != nil }
+            var header = ["choice"] + clients.map { "ops/s C=\($0)" } + ["p99 µs"]
+            if hasReference { header += ["÷ raw", "p99 ÷ raw", "raw engine"] }
+            header += thirdParty
+            var table = [header]
+            let ranked = backends.filter { role($0) == .choice }.sorted {
+                (ran(cell($0, most))?.throughputPerSecond ?? -1) > (ran(cell($1, most))?.throughputPerSecond ?? -1)
+            }
+            for (rank, backend) in ranked.enumerated() {
+                var line = ["\(rank + 1) \(backend)"]
+                for count in clients {
+                    line.append(ran(cell(backend, count)).map { Format.compact($0.throughputPerSecond) } ?? "error")
+                }
+                let top = ran(cell(backend, most))
+                line.append(top.map { Format.micro($0.p99Microseconds) } ?? "")
+                if hasReference {
+                    line.append(top?.throughputRatioToRaw.map(Format.ratio) ?? "–")
+                    line.append(top?.p99RatioToRaw.map(Format.ratio) ?? "–")
+                    let engine = top?.reference.flatMap { ran(cell($0, most)) }
+                    line.append(engine.map { Format.compact($0.throughputPerSecond) } ?? "")
+                }
+                for library in thirdParty {
+                    let other = cell(library, most)
+                    let shares = other?.reference != nil && other?.reference == top?.reference
+                    line.append(shares ? (ran(other).map { Format.compact($0.throughputPerSecond) } ?? "error") : "")
+                }
+                table.append(line)
+            }
+            let seconds = here.map(\.seconds).max() ?? 0
+            var title = "\(mix) (\(first.mixDescription)): \(first.dialogs) dialogs × \(first.messagesPerDialog) messages, "
+            title += "durability \(first.durability), \(String(format: "%.1f", seconds)) s a run"
+            if let rate = first.targetRate { title += ", target \(String(format: "%g", rate)) ops/s" }
+            var notes: [String] = []
+            let failing = backends.filter { backend in
+                rows.contains { $0.mix == mix && $0.backend == backend && $0.errors > 0 }
+            }
+            if !failing.isEmpty {
+                notes.append("errors under load: \(failing.joined(separator: ", ")) (the error column; --verbose)")
+            }
+            tables.append((title, table, notes))
+        }
+        return tables
+    }
+
+    /// Every figure (`--verbose`): per mix, the settings in force once per
+    /// backend, then a line per backend × clients × operation (at most 100
+    /// columns a line).
+    public static func detailed(_ rows: [LoadReportRow]) -> String {
         var text = ""
         var mixes: [String] = []
         for row in rows where !mixes.contains(row.mix) { mixes.append(row.mix) }
         for mix in mixes {
             let mixRows = rows.filter { $0.mix == mix }
             guard let first = mixRows.first else { continue }
-            let seconds = results.first { $0.mix == mix && $0.failure == nil }?.seconds ?? 0
+            let seconds = mixRows.filter { $0.operations > 0 }.map(\.seconds).max() ?? 0
             text += "\(mix): \(first.mixDescription)\n"
             text += "  \(first.dialogs) dialogs × \(first.messagesPerDialog) messages, durability \(first.durability)"
             text += ", about \(String(format: "%.1f", seconds)) s per run"

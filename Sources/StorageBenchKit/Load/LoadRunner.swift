@@ -62,6 +62,8 @@ public struct LoadOperationFigures: Sendable, Hashable, Codable {
         intendedMax: Double?
     /// The first error's description, or `nil`.
     public var firstError: String?
+    /// The service-time latency at each percentile of ``LatencySpectrum/ladder``, or `nil` without operations.
+    public var spectrum: LatencySpectrum? = nil
 }
 
 /// One backend × mix × client count.
@@ -493,7 +495,7 @@ public enum LoadRunner {
             intendedP99: hasIntended ? us(tally.intended, 99) : nil,
             intendedP999: hasIntended ? us(tally.intended, 99.9) : nil,
             intendedMax: hasIntended ? Double(tally.intended.max) / 1000 : nil,
-            firstError: tally.firstError)
+            firstError: tally.firstError, spectrum: LatencySpectrum(histogram: tally.service))
     }
 
     /// The intended start of operation `n` of a paced script, or now.

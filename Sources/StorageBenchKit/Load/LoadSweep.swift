@@ -51,8 +51,8 @@ public struct LoadSweepOptions: Sendable {
     /// - Throws: ``ConfigurationError`` for another format.
     public static func parseFormats(_ text: String) throws -> [String] {
         let formats = try parseList(text, option: "--format")
-        for item in formats where item != "csv" && item != "json" {
-            throw ConfigurationError("unknown format '\(item)' in --format; use csv or json")
+        for item in formats where !["csv", "json", "markdown"].contains(item) {
+            throw ConfigurationError("unknown format '\(item)' in --format; use csv, json or markdown")
         }
         return formats
     }
