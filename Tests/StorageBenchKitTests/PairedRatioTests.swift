@@ -157,7 +157,7 @@ import Testing
         let report = Report(rows: [dao, raw])
         let back = try Report(csv: report.csv())
         #expect(back == report)
-        #expect(report.csv().contains(",0.5;0.45;0.56;0.125;2.5e-07,\r\n"))
+        #expect(report.csv().contains(",0.5;0.45;0.56;0.125;2.5e-07,,\r\n"))  // then role and latency_spectrum_us, empty
         #expect(try report.json().contains("\"ratio_paired\" : 0.5"))
         #expect(throws: ConfigurationError.self) {
             try Report(csv: report.csv().replacingOccurrences(of: ";0.125;", with: ";x;"))
