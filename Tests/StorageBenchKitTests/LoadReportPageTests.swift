@@ -83,6 +83,7 @@ struct LoadReportPageTests {
         let text = LoadReport.summaryLegend + LoadReport.summary(rows, roles: Self.roles)
         let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
         #expect(lines.allSatisfy { $0.count <= SummaryTable.screenWidth }, "\(text)")
+        #expect(!lines.contains { $0.hasSuffix(" ") }, "\(text)")
         #expect(lines.count <= 12, "\(text)")
         // The choices ranked; references are columns, never ranked rows.
         let ranked = lines.filter { $0.range(of: #"^  \d (\S+) "#, options: .regularExpression) != nil }

@@ -246,7 +246,9 @@ public enum LoadReport {
         for (index, table) in screenTables(rows, roles: roles).enumerated() {
             if index > 0 { text += "\n" }
             text += LoadReport.wrap(table.title, indent: "  ")
-            text += SummaryTable.align(table.rows)
+            // A reference column empty at the end of a row leaves no trailing spaces.
+            text += SummaryTable.align(table.rows).split(separator: "\n", omittingEmptySubsequences: false)
+                .map { String($0.reversed().drop { $0 == " " }.reversed()) }.joined(separator: "\n")
             for note in table.notes { text += LoadReport.wrap("  " + note, indent: "    ") }
         }
         return text
