@@ -142,8 +142,9 @@ report: bench-release
 plot: report
 
 # `make check-report`: opens the smoke run's HTML report and a load run's
-# (LOAD_REPORT, CI's tiny load run) in headless chromium and fails on a console
-# error, a chart without its backends, or a blank page.
+# (LOAD_REPORT, CI's tiny load run: .ci/run's `storage-bench load ... --output
+# results/ci-load.csv`) in headless chromium and fails on a console error, a
+# chart without its backends, or a blank page.
 LOAD_REPORT ?= results/ci-load
 check-report: setup-browser
 	python3 scripts/check-report-html.py results/smoke.html --csv results/smoke.csv

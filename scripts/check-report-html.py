@@ -441,6 +441,11 @@ def main():
     parser.add_argument("--screenshot-height", type=int, default=2400, help="that screenshot's height in pixels")
     args = parser.parse_args()
 
+    for path in [args.report, args.csv, args.load_csv]:
+        if path and not os.path.exists(path):
+            print(f"check-report-html: {path}: no such file (make bench-smoke writes results/smoke.*; "
+                  ".ci/run's load run writes results/ci-load.*)", file=sys.stderr)
+            return 1
     chromium = find_chromium()
     if not chromium:
         print("check-report-html: no chromium on PATH; install it with scripts/setup.sh browser", file=sys.stderr)
