@@ -52,6 +52,19 @@ LOAD_ARGS ?= --mix all --backends all --clients 1,2,4,8 --duration 10 --warmup 1
 # (results/load-latest.csv); make bench then writes results/report.html with
 # the run's operations and the load phase on one page.
 BENCH_LOAD_ARGS ?= --mix ycsb-b,ycsb-c --backends all --clients 1,2 --duration 3 --warmup 0.5 --durability full
+# `make bench-server`: the PostgreSQL backends beside the embedded engines, on
+# a throwaway cluster that `scripts/setup.sh postgres` starts and stops (or on
+# the server DAO_POSTGRES_URL names, left running): `storage-bench run` on
+# SQLite, LMDB and PostgreSQL with their raw references, by make bench's
+# method; the short load phase of make bench on the same backends; and
+# `storage-bench postgres-bulk` (persisting 100k messages beside COPY, 5 rounds).
+# Every run makes schemas of its own on the server and drops them
+# (scripts/bench-server.sh). `make bench` runs the PostgreSQL backends too
+# when DAO_POSTGRES_URL is set, and leaves them out otherwise.
+SERVER_BACKENDS ?= sqlite,sqlite-raw,lmdb,lmdb-raw,postgres-raw
+SERVER_BENCH_ARGS ?= --backends $(SERVER_BACKENDS)
+SERVER_LOAD_ARGS ?= --mix ycsb-b,ycsb-c --backends $(SERVER_BACKENDS) --clients 1,2 --duration 3 --warmup 0.5 --durability full
+SERVER_BULK_ARGS ?= --dialogs 1000 --messages-per-dialog 100 --rounds 5 --durability full
 # `make compare`: the newest report of the default results folder (a `make bench`)
 # against the committed baseline; `make compare CURRENT=results/smoke.csv
 # BASELINE=results/baseline-smoke.csv` for a smoke run.
@@ -66,7 +79,7 @@ BASELINE_REPORT ?=
 
 BENCH = $(SWIFT) run -c release --skip-build storage-bench
 
-.PHONY: setup setup-instructions setup-browser build test docs torture bench bench-release bench-smoke bench-scale bench-load compare report plot check-report clean
+.PHONY: setup setup-instructions setup-browser build test docs torture bench bench-release bench-smoke bench-scale bench-load bench-server compare report plot check-report clean
 
 setup:
 	@bash scripts/setup.sh
@@ -132,6 +145,10 @@ bench-scale: bench-release
 
 bench-load: bench-release
 	$(BENCH) load $(LOAD_ARGS)
+
+bench-server: bench-release
+	SWIFT="$(SWIFT)" SERVER_BENCH_ARGS="$(SERVER_BENCH_ARGS)" SERVER_LOAD_ARGS="$(SERVER_LOAD_ARGS)" \
+		SERVER_BULK_ARGS="$(SERVER_BULK_ARGS)" bash scripts/bench-server.sh
 
 compare: bench-release
 	@$(BENCH) compare $(BASELINE) $(CURRENT) --threshold $(THRESHOLD) $(COMPARE_ARGS)

@@ -29,6 +29,10 @@ let package = Package(
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
         // Only for the `grdb` reference backend of the harness; no library product links it.
         .package(url: "https://github.com/groue/GRDB.swift", exact: "7.10.0"),
+        // The PostgreSQL references of the harness (`postgres-raw`).
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         // Only for the `@StoredRecord` macro (DAOMacros); DAOCore and the adapters do not need it.
         .package(url: "https://github.com/swiftlang/swift-syntax", exact: "602.0.0"),
         // Only for `make docs` (swift package generate-documentation); nothing links it.
@@ -91,6 +95,10 @@ let package = Package(
             dependencies: [
                 "StorageBenchKit", "DAOCore", "DialogGraph", "CSQLite", "CLMDB",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
             ],
         ),
         .executableTarget(

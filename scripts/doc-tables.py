@@ -14,7 +14,8 @@ comments, and this script writes what is between them:
 The tables come from results/baseline.csv (`make bench`, durability full),
 results/baseline-smoke.csv (`make bench-smoke`, durability none, with
 instruction and allocation counts) and results/lmdb-open-check*.csv
-(`scripts/lmdb-open-check.sh`: `storage-bench open` on LMDB). Renew a baseline, run this script, and
+(`scripts/lmdb-open-check.sh`: `storage-bench open` on LMDB) and
+results/postgres-bulk.csv (`storage-bench postgres-bulk`). Renew a baseline, run this script, and
 commit both. The files scanned are README.md, docs/*.md and the DocC articles
 (Sources/*/*.docc/**/*.md); a marker naming no table here is an error.
 """
@@ -266,7 +267,23 @@ def async_cost():
             + table(["call", "synchronous", "async", "added", "async ÷ sync"], lines))
 
 
+def postgres_bulk():
+    """Persisting the graph on a PostgreSQL server beside COPY (storage-bench postgres-bulk)."""
+    path = "results/postgres-bulk.csv"
+    rows = load(path)
+    first = rows[0]
+    lines = [[f"`{r['method']}`" if r["method"] != "copy" else "`COPY … FROM STDIN`", f"{float(r['median_s']):.3f}",
+              human(float(r["messages_per_s"])), f"{float(r['over_copy_median']):.2f}",
+              f"{float(r['over_copy_max']):.2f}"] for r in rows]
+    settings = first["settings"].split(" schema=")[0]
+    return (f"*From `{path}`: D={first['dialogs']} × M={first['messages_per_dialog']} ({first['messages']} messages), "
+            f"{first['rounds']} rounds after a warm-up, durability {first['durability']} ({settings}), "
+            f"Swift {first['swift_version']} {first['build']} build, {first['cpu']}.*\n\n"
+            + table(["method", "median s", "messages/s", "time ÷ COPY (median)", "time ÷ COPY (worst round)"], lines))
+
+
 TABLES = {
+    "postgres-bulk": postgres_bulk,
     "async-cost": async_cost,
     "throughput": throughput,
     "ratios": ratios,

@@ -12,7 +12,7 @@ struct StorageBench: ParsableCommand {
         version: StorageBenchVersion.text,
         subcommands: [
             Run.self, Compare.self, ReportPage.self, Backends.self, Operations.self, Worker.self, Observe.self,
-            Migrate.self, Load.self, Open.self, AsyncCostCommand.self,
+            Migrate.self, Load.self, Open.self, AsyncCostCommand.self, PostgresBulk.self,
         ]
     )
 }
@@ -30,7 +30,7 @@ struct Run: ParsableCommand {
             """
     )
 
-    @Option(help: "Comma-separated backends, or all (\(BackendRegistry.withReferences.names.joined(separator: ", "))).")
+    @Option(help: "Comma-separated backends, or all (\(BackendRegistry.withReferences.names.joined(separator: ", ")); with a PostgreSQL server, also postgres-raw).")
     var backends = "all"
 
     @Option(parsing: .unconditional, help: "Dialogs in the graph (D; default 1000). Not with --sizes.")
@@ -117,6 +117,9 @@ struct Run: ParsableCommand {
     @Flag(name: .customLong("in-process"), help: .hidden)
     var inProcess = false
 
+    @Option(name: .customLong("postgres-url"), help: PostgresURLOption.help)
+    var postgresURL: String?
+
     /// Everything the options say, checked.
     struct Plan {
         var configuration: RunConfiguration
@@ -125,7 +128,8 @@ struct Run: ParsableCommand {
 
     func plan() throws -> Plan {
         do {
-            let chosen = try BackendRegistry.withReferences.select(backends)
+            try PostgresURLOption.apply(postgresURL)
+            let chosen = try BackendRegistry.withServers.select(backends)
             let sweep: [BenchSize]
             if let sizes {
                 guard dialogs == nil, messagesPerDialog == nil else {
@@ -187,7 +191,7 @@ struct Run: ParsableCommand {
             }
         }
         if inProcess {
-            executor = InProcessExecutor(registry: .withReferences)
+            executor = InProcessExecutor(registry: .withServers)
         } else {
             guard let executable = SystemInfo.executableURL else {
                 throw ValidationError("cannot find this program's own path to start its worker processes")
@@ -209,7 +213,7 @@ struct Run: ParsableCommand {
         let outputURL = output.map { URL(fileURLWithPath: $0) }
             ?? ReportWriter.defaultOutput(startedAt: started, host: provenance.host)
         let written = try ReportWriter.write(report, to: outputURL, formats: plan.formats)
-        let roles = BackendRegistry.withReferences.roles
+        let roles = BackendRegistry.withServers.roles
         var comparison: Comparison?
         if let baseline {
             do {
@@ -410,7 +414,7 @@ struct Backends: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "List the registered backends, one per line.")
 
     func run() {
-        for name in BackendRegistry.withReferences.names { print(name) }
+        for name in BackendRegistry.withServers.names { print(name) }
     }
 }
 
@@ -472,7 +476,7 @@ struct Worker: ParsableCommand {
 
     func run() throws {
         do {
-            print(try StorageBenchKit.Worker.run(jobJSON: job, registry: .withReferences, stepped: stepped))
+            print(try StorageBenchKit.Worker.run(jobJSON: job, registry: .withServers, stepped: stepped))
         } catch let error as ConfigurationError {
             throw ValidationError(error.message)
         }

@@ -21,7 +21,7 @@ struct Load: ParsableCommand {
     @Option(help: "Comma-separated mixes: built-in names (\(LoadMix.builtInNames.joined(separator: ", "))), all, or mix files (JSON).")
     var mix = "all"
 
-    @Option(help: "Comma-separated backends, or all (\(LoadBackendRegistry.withReferences.names.joined(separator: ", "))).")
+    @Option(help: "Comma-separated backends, or all (\(LoadBackendRegistry.withReferences.names.joined(separator: ", ")); with a PostgreSQL server, also postgres-raw).")
     var backends = "all"
 
     @Option(parsing: .unconditional, help: "Comma-separated client counts, e.g. 1,2,4,8 (default: each mix's own).")
@@ -54,6 +54,9 @@ struct Load: ParsableCommand {
     @Flag(help: "Print every figure (per operation type and client count, the settings in force), not only the one-screen summary.")
     var verbose = false
 
+    @Option(name: .customLong("postgres-url"), help: PostgresURLOption.help)
+    var postgresURL: String?
+
     struct Plan {
         var options: LoadSweepOptions
         var formats: [String]
@@ -62,7 +65,8 @@ struct Load: ParsableCommand {
     func plan() throws -> Plan {
         do {
             let mixes = try LoadMix.select(mix)
-            let chosen = try LoadBackendRegistry.withReferences.select(backends)
+            try PostgresURLOption.apply(postgresURL)
+            let chosen = try LoadBackendRegistry.withServers.select(backends)
             let counts = try clients.map(LoadSweepOptions.parseClients)
             if let duration, !(duration > 0 && duration <= 86_400) {
                 throw ConfigurationError("--duration must be above 0 and at most 86400 seconds")

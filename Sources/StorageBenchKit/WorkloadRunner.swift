@@ -272,7 +272,7 @@ public enum WorkloadRunner {
             start = begin()
             try subject.update(updated)
             let elapsed = stop(start)
-            result.bytesOnDisk = try directorySize(directory)
+            result.bytesOnDisk = try subject.bytesStoredElsewhere() ?? directorySize(directory)
             try check(subject, expected: updated, size: size)
             // update runs again in place (never under callgrind, whose
             // counts are of one run) while its runs are fewer than

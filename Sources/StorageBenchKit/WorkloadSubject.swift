@@ -67,6 +67,16 @@ public protocol WorkloadSubject {
     /// The number of messages stored with `isRead == false` (for the checks).
     /// - Throws: when the engine fails.
     func unreadMessageCount() throws -> Int
+
+    /// The bytes the store holds outside its directory (a server's tables and
+    /// indexes), reported as `bytes_on_disk` instead of the directory's size;
+    /// `nil` (the default) for a store that lives in its directory.
+    /// - Throws: when the engine fails.
+    func bytesStoredElsewhere() throws -> Int64?
+}
+
+extension WorkloadSubject {
+    public func bytesStoredElsewhere() throws -> Int64? { nil }
 }
 
 /// Runs the workload through the public ``DAO`` on any ``Store``: plain objects

@@ -27,6 +27,30 @@ extension BackendRegistry {
     /// by side.
     public static let withReferences = standard.followed(by: reference)
 
+    /// The backends on a PostgreSQL server: `postgres-raw` (postgres-nio with
+    /// hand-written SQL, ``PostgresRawSubject``), each iteration in a schema of
+    /// its own on `server` (a malformed URL's error, which each then fails
+    /// with at open).
+    public static func postgres(_ server: Result<PostgresServer, any Error>) -> BackendRegistry {
+        BackendRegistry([
+            Backend(name: "postgres-raw", subject: { _, durability in
+                try PostgresRawSubject(server: server.get(), durability: durability)
+            })
+        ])
+    }
+
+    /// The backends `storage-bench run` offers: ``withReferences``, then the
+    /// server backends (``postgres(_:)``) when `DAO_POSTGRES_URL` names a
+    /// server (`--postgres-url` sets it for the run and its workers).
+    public static var withServers: BackendRegistry {
+        let server = Result { try PostgresServer.fromEnvironment() }
+        switch server {
+        case .success(nil): return withReferences
+        case .success(let found?): return BackendRegistry(withReferences.backends + postgres(.success(found)).backends)
+        case .failure(let error): return BackendRegistry(withReferences.backends + postgres(.failure(error)).backends)
+        }
+    }
+
     /// This registry with each backend of `references` placed right after the
     /// first backend that it is the reference of, or that shares its reference;
     /// the rest at the end.

@@ -20,6 +20,28 @@ extension LoadBackendRegistry {
 
     /// The backends `storage-bench load` runs: the library's, each followed by its references.
     public static let withReferences = standard.followed(by: reference)
+
+    /// The backends under load on a PostgreSQL server: `postgres-raw`
+    /// (``PostgresRawLoadSubject``), in a schema of its own on `server` (a
+    /// malformed URL's error, which it then fails with at open).
+    public static func postgres(_ server: Result<PostgresServer, any Error>) -> LoadBackendRegistry {
+        LoadBackendRegistry([
+            LoadBackend(name: "postgres-raw") { _, durability in
+                try PostgresRawLoadSubject(server: server.get(), durability: durability)
+            }
+        ])
+    }
+
+    /// The backends `storage-bench load` offers: ``withReferences``, then the
+    /// server backends (``postgres(_:)``) when `DAO_POSTGRES_URL` names a
+    /// server (`--postgres-url` sets it).
+    public static var withServers: LoadBackendRegistry {
+        switch Result(catching: { try PostgresServer.fromEnvironment() }) {
+        case .success(nil): return withReferences
+        case .success(let found?): return LoadBackendRegistry(withReferences.backends + postgres(.success(found)).backends)
+        case .failure(let error): return LoadBackendRegistry(withReferences.backends + postgres(.failure(error)).backends)
+        }
+    }
 }
 
 // MARK: - sqlite-raw
