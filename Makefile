@@ -95,9 +95,15 @@ setup-browser:
 build: setup
 	@bash scripts/build-checked.sh
 
+# The PostgreSQL adapter's tests (the conformance suite on a server, its
+# own tests and crash tests) run when DAO_POSTGRES_URL names a server:
+#   export DAO_POSTGRES_URL=$$(bash scripts/setup.sh postgres)
+# Without it they are skipped, and the last line says so.
 test: setup
 	@bash scripts/build-checked.sh --build-tests
 	$(SWIFT) test --skip-build
+	@if [ -n "$$DAO_POSTGRES_URL" ]; then echo "PostgreSQL: the tests ran against $$DAO_POSTGRES_URL"; \
+	else echo "PostgreSQL: skipped (DAO_POSTGRES_URL is not set; export DAO_POSTGRES_URL=\$$(bash scripts/setup.sh postgres) to run its tests)"; fi
 
 # `make docs`: the DocC catalogs of the library (Sources/*/*.docc), built with
 # swift-docc-plugin into .build/docs/<target> by scripts/build-docs.sh, which

@@ -16,6 +16,7 @@ let package = Package(
         .library(name: "FileStorage", targets: ["FileStorage"]),
         .library(name: "SQLiteStorage", targets: ["SQLiteStorage"]),
         .library(name: "LMDBStorage", targets: ["LMDBStorage"]),
+        .library(name: "PostgresStorage", targets: ["PostgresStorage"]),
         .library(name: "DAOMacros", targets: ["DAOMacros"]),
         .library(name: "DialogGraph", targets: ["DialogGraph"]),
         .library(name: "StorageBenchKit", targets: ["StorageBenchKit"]),
@@ -27,6 +28,10 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
+        // Only for the PostgreSQL adapter (PostgresStorage); the other adapters do not link them.
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.81.0"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.25.0"),
         // Only for the `grdb` reference backend of the harness; no library product links it.
         .package(url: "https://github.com/groue/GRDB.swift", exact: "7.10.0"),
         // The PostgreSQL references of the harness (`postgres-raw`).
@@ -57,6 +62,15 @@ let package = Package(
         .target(name: "FileStorage", dependencies: ["DAOCore"]),
         .target(name: "SQLiteStorage", dependencies: ["DAOCore", "CSQLite"]),
         .target(name: "LMDBStorage", dependencies: ["DAOCore", "CLMDB"]),
+        .target(
+            name: "PostgresStorage",
+            dependencies: [
+                "DAOCore",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ]),
         .target(name: "DialogGraph", dependencies: ["DAOCore"]),
 
         // `@StoredRecord`: derives a record's entity and its fieldwise reading and
@@ -137,7 +151,7 @@ let package = Package(
         // The child process of the crash and corruption tests.
         .executableTarget(
             name: "CrashHelper",
-            dependencies: ["DAOCore", "DialogGraph", "FileStorage", "SQLiteStorage", "LMDBStorage"],
+            dependencies: ["DAOCore", "DialogGraph", "FileStorage", "SQLiteStorage", "LMDBStorage", "PostgresStorage"],
         ),
 
         // Tests.
@@ -155,7 +169,8 @@ let package = Package(
         .testTarget(
             name: "ConformanceTests",
             dependencies: [
-                "DAOCore", "DAOMacros", "DialogGraph", "FileStorage", "SQLiteStorage", "LMDBStorage", "TestSupport",
+                "DAOCore", "DAOMacros", "DialogGraph", "FileStorage", "SQLiteStorage", "LMDBStorage", "PostgresStorage",
+                "TestSupport",
             ],
         ),
         .testTarget(name: "DAOCoreTests", dependencies: ["DAOCore", "DialogGraph"]),
@@ -170,6 +185,12 @@ let package = Package(
         .testTarget(name: "FileStorageTests", dependencies: ["FileStorage", "DialogGraph", "TestSupport"]),
         .testTarget(name: "SQLiteStorageTests", dependencies: ["SQLiteStorage", "DialogGraph", "TestSupport"]),
         .testTarget(name: "LMDBStorageTests", dependencies: ["LMDBStorage", "DialogGraph", "TestSupport"]),
+        .testTarget(
+            name: "PostgresStorageTests",
+            dependencies: [
+                "PostgresStorage", "DAOCore", "DAOMacros", "DialogGraph", "TestSupport",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+            ]),
         .testTarget(name: "StorageBenchKitTests", dependencies: ["StorageBenchKit", "TestSupport"]),
         .testTarget(
             name: "StorageBenchReferenceTests",

@@ -5,7 +5,13 @@
 # the harness is built with, to count instructions under callgrind) and
 # binutils (objcopy); `scripts/setup.sh browser` installs Debian's chromium,
 # which scripts/check-report-html.py opens the HTML report in, headless.
+# `scripts/setup.sh postgres` starts a throwaway PostgreSQL cluster and prints
+# its URL; `scripts/setup.sh postgres-stop DIR` stops it (scripts/postgres.sh).
 set -euo pipefail
+
+case "${1:-}" in
+  postgres|postgres-stop) exec bash "$(dirname "$0")/postgres.sh" "$@" ;;
+esac
 
 need=()
 packages=(libsqlite3-dev liblmdb-dev pkg-config)

@@ -13,6 +13,7 @@
 //   crash-helper write  <backend> <dir> <seed> <count> [<start>]  transactions start..<count, "done <i>" after each
 //   crash-helper verify <backend> <dir> <seed> <n> [<n2>]         the state after n (or n2) transactions; "ok <n>"
 //   crash-helper open   <backend> <dir> <seed> <count>            opens the store <count> times, reading a count each
+//   crash-helper drop postgres <dir>                              drops the PostgreSQL schema of <dir>
 //
 // and the migration commands of Migration.swift and RelationMigration.swift.
 
@@ -21,6 +22,7 @@ import DialogGraph
 import FileStorage
 import Foundation
 import LMDBStorage
+import PostgresStorage
 import SQLiteStorage
 
 #if canImport(Glibc)
@@ -51,9 +53,25 @@ func openStore(_ backend: String, _ directory: URL) throws -> any Store {
     // LMDB without the open check's page walk: what is then left to the
     // per-value bounds check.
     case "lmdb-metapages": try LMDBEnvironment(directory: directory, fileCheck: .metaPages)
+    // The server of DAO_POSTGRES_URL, in a schema named after the directory.
+    case "postgres": try PostgresDatabase(postgresConfiguration(directory))
     default:
         throw StorageError(.invalidArgument, .open, message: "unknown backend '\(backend)'")
     }
+}
+
+/// The configuration of the PostgreSQL store that stands for `directory`:
+/// the server of `DAO_POSTGRES_URL`, a schema named after the directory.
+func postgresConfiguration(_ directory: URL) throws -> PostgresConfiguration {
+    guard let url = ProcessInfo.processInfo.environment["DAO_POSTGRES_URL"], !url.isEmpty else {
+        throw StorageError(.invalidArgument, .open, message: "DAO_POSTGRES_URL is not set")
+    }
+    var configuration = try PostgresConfiguration(url: url)
+    var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+    for byte in directory.standardizedFileURL.path.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+    configuration.schema = "dao_crash_" + String(hash, radix: 16)
+    configuration.poolSize = 2
+    return configuration
 }
 
 // MARK: The transactions
@@ -225,6 +243,16 @@ func describeDifference(_ found: State, _ expected: State) -> String {
 
 func main() -> Int32 {
     let arguments = Array(CommandLine.arguments.dropFirst())
+    if arguments.count == 3, arguments[0] == "drop", arguments[1] == "postgres" {
+        // crash-helper drop postgres <dir>: drops the schema the tests' stores of <dir> made.
+        do {
+            try PostgresDatabase(postgresConfiguration(URL(fileURLWithPath: arguments[2]))).removeSchema()
+            return 0
+        } catch {
+            say("error: \(error)")
+            return 10
+        }
+    }
     guard arguments.count >= 5, let seed = UInt64(arguments[3]), let count = Int(arguments[4]) else {
         say("usage: crash-helper write|verify <backend> <dir> <seed> <count> [<count2>]")
         return 64

@@ -2,6 +2,7 @@ import DAOCore
 import FileStorage
 import Foundation
 import LMDBStorage
+import PostgresStorage
 import SQLiteStorage
 import Testing
 
@@ -31,10 +32,13 @@ struct Backend: Sendable, CustomTestStringConvertible {
     var isFileStore: Bool { name == "json" || name == "plist" }
 }
 
-/// Every backend the conformance suite runs against: one line each.
+/// Every backend the conformance suite runs against: one line each. The
+/// PostgreSQL backend runs when `DAO_POSTGRES_URL` names a server
+/// (`scripts/setup.sh postgres` starts one), with a schema of its own per
+/// directory.
 let allBackends: [Backend] = [
     Backend("json") { try FileStore(directory: $0, format: .json, durability: $1) },
     Backend("plist") { try FileStore(directory: $0, format: .propertyList, durability: $1) },
     Backend("sqlite") { try SQLiteDatabase(path: $0.appending(path: "store.sqlite"), durability: $1) },
     Backend("lmdb") { try LMDBEnvironment(directory: $0, durability: $1) },
-]
+] + (PostgresTestServer.url == nil ? [] : [Backend("postgres") { try PostgresTestServer.open($0, $1) }])

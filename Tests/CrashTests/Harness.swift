@@ -14,6 +14,27 @@ let backends: [String] = {
     return all.filter { list.split(separator: ",").map(String.init).contains($0) }
 }()
 
+/// The backends of the kill tests: those of ``backends``, and PostgreSQL when
+/// `DAO_POSTGRES_URL` names a server (no damaged-file tests: its files are
+/// the server's). The helper's stores of a directory live in a schema named
+/// after it, dropped with ``dropServerSchema(_:_:)``.
+let killBackends: [String] = {
+    guard let url = ProcessInfo.processInfo.environment["DAO_POSTGRES_URL"], !url.isEmpty else { return backends }
+    guard let list = ProcessInfo.processInfo.environment["STORAGE_TORTURE_BACKENDS"] else { return backends + ["postgres"] }
+    return backends + (list.split(separator: ",").contains("postgres") ? ["postgres"] : [])
+}()
+
+/// Drops the PostgreSQL schema of `directory` when `backend` is `postgres`.
+func dropServerSchema(_ backend: String, _ directory: URL) {
+    guard backend == "postgres" else { return }
+    do {
+        let result = try runHelper(["drop", "postgres", directory.path])
+        if result.status != 0 { print("the schema of \(directory.path) was not dropped: \(result)") }
+    } catch {
+        print("the schema of \(directory.path) was not dropped: \(error)")
+    }
+}
+
 /// Whether this is a `make torture` run (many more cases), and its seed.
 enum Torture {
     static let isOn = ProcessInfo.processInfo.environment["STORAGE_TORTURE"] == "1"

@@ -17,10 +17,13 @@ import Glibc
 struct KillTests {
     static var kills: Int { Torture.isOn ? 150 : 4 }
 
-    @Test("every transaction that returned survives SIGKILL, nothing partial", arguments: backends)
+    @Test("every transaction that returned survives SIGKILL, nothing partial", arguments: killBackends)
     func killWhileWriting(backend: String) throws {
         let directory = try TemporaryDirectory("crash-kill-\(backend)")
-        defer { directory.remove() }
+        defer {
+            dropServerSchema(backend, directory.url)
+            directory.remove()
+        }
         var random = TestRandom(Torture.seed ^ UInt64(backend.utf8.reduce(0) { $0 &* 31 &+ UInt64($1) }))
         let seed = String(random.next() % 1_000_000)
         // The store is created (and its first transaction committed) before the
@@ -52,10 +55,13 @@ struct KillTests {
 /// manifest) must not take a live store for a damaged one.
 @Suite("Crash: opening while another process writes")
 struct LiveOpenTests {
-    @Test("a store opens while another process commits to it", arguments: backends)
+    @Test("a store opens while another process commits to it", arguments: killBackends)
     func openWhileWriting(backend: String) throws {
         let directory = try TemporaryDirectory("crash-live-\(backend)")
-        defer { directory.remove() }
+        defer {
+            dropServerSchema(backend, directory.url)
+            directory.remove()
+        }
         let first = try runHelper(["write", backend, directory.url.path, "5", "1"])
         try #require(first.status == 0, "\(first)")
         let writer = Process()

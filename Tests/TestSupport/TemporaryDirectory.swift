@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// A fresh directory for one test, removed when the last reference to it goes.
 ///
@@ -27,8 +28,20 @@ public final class TemporaryDirectory: Sendable {
 
     /// Removes the directory and what it holds now (also done when it is released).
     public func remove() {
+        for hook in Self.removalHooks.withLock({ $0 }) { hook(url) }
         // Test clean-up: a leftover in the temporary directory is harmless.
         try? FileManager.default.removeItem(at: url)
+    }
+}
+
+extension TemporaryDirectory {
+    private static let removalHooks = Mutex<[@Sendable (URL) -> Void]>([])
+
+    /// Registers `hook`, called with a directory's URL each time a
+    /// temporary directory is removed: for what a test keeps outside it
+    /// under its name (the PostgreSQL backend's schema of the directory).
+    public static func whenRemoved(_ hook: @escaping @Sendable (URL) -> Void) {
+        removalHooks.withLock { $0.append(hook) }
     }
 }
 

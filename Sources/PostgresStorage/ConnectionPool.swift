@@ -1,0 +1,295 @@
+import DAOCore
+import Foundation
+import Logging
+import NIOCore
+import NIOPosix
+import PostgresNIO
+
+/// One open connection of the pool, used by one call at a time: its
+/// statements, prepared on the server once per connection and text
+/// (`PREPARE`d under a generated name, kept by their SQL).
+///
+/// `@unchecked Sendable`: the pool hands a connection to one caller at a
+/// time, and only that caller touches its statement cache.
+final class ServerConnection: @unchecked Sendable {
+    let connection: PostgresConnection
+    private var statements: [String: PostgresNIO.PreparedQuery] = [:]
+    /// The pool's generation when it was opened: a migration that changes
+    /// tables retires every connection opened before it (their prepared
+    /// statements name the old columns).
+    let generation: Int
+    /// Set when a call on it failed in a way that leaves it unusable (the
+    /// server went away): the pool closes it instead of keeping it.
+    var isBroken = false
+
+    init(_ connection: PostgresConnection, generation: Int) {
+        self.connection = connection
+        self.generation = generation
+    }
+
+    /// The rows of `sql` run with `binds`, as a statement prepared on this
+    /// connection the first time it ran here. Blocks the calling thread
+    /// until the server answers (the work runs on the connection's event loop).
+    /// - Throws: the driver's error (see ``PostgresErrors``).
+    func rows(_ sql: String, _ binds: [PostgresData] = []) throws -> [PostgresRow] {
+        let statement: PostgresNIO.PreparedQuery
+        if let kept = statements[sql] {
+            statement = kept
+        } else {
+            statement = try wait(connection.prepare(query: sql))
+            statements[sql] = statement
+        }
+        return try wait(statement.execute(binds))
+    }
+
+    /// Runs `sql` (no parameters, no rows wanted) as a simple query: the
+    /// transaction control statements.
+    func run(_ sql: String) throws {
+        _ = try wait(connection.query(PostgresQuery(unsafeSQL: sql), logger: poolLogger))
+    }
+
+    /// Runs `sql` once, without preparing it (DDL, catalogue queries).
+    func once(_ sql: String, _ binds: [PostgresData] = []) throws -> [PostgresRow] {
+        var bindings = PostgresBindings(capacity: binds.count)
+        for bind in binds { bindings.append(bind) }
+        return try wait(connection.query(PostgresQuery(unsafeSQL: sql, binds: bindings), logger: poolLogger)).rows
+    }
+
+    private func wait<T: Sendable>(_ future: EventLoopFuture<T>) throws -> T {
+        do {
+            return try future.wait()
+        } catch {
+            if PostgresErrors.isConnectionLost(error) { isBroken = true }
+            throw error
+        }
+    }
+}
+
+let poolLogger = Logger(label: "dao.postgres", factory: { _ in SwiftLogNoOpLogHandler() })
+
+/// The store's connections: at most ``PostgresConfiguration/poolSize`` open
+/// at once, each lent to one call at a time. A call that finds none free
+/// opens one (up to the size) or waits for one to come back, on its own
+/// thread. A connection that lost its server is closed, not kept, so the
+/// next call opens a new one: the pool reconnects by itself.
+final class ConnectionPool: @unchecked Sendable {
+    let configuration: PostgresConfiguration
+    private let connectionConfiguration: PostgresConnection.Configuration
+    private let group: any EventLoopGroup
+    /// Guards every field below.
+    private let condition = NSCondition()
+    private var idle: [ServerConnection] = []
+    private var openCount = 0
+    private var nextID = 0
+    private var generation = 0
+    private var isClosed = false
+
+    init(_ configuration: PostgresConfiguration) throws {
+        self.configuration = configuration
+        connectionConfiguration = try configuration.connectionConfiguration()
+        group = MultiThreadedEventLoopGroup.singleton
+    }
+
+    /// A store released without ``close()`` leaves no session open on the server.
+    deinit {
+        for connection in idle { close(connection) }
+    }
+
+    /// Lends a connection to `body` and takes it back.
+    /// - Throws: ``StorageError/Kind/closed`` after ``close()``;
+    ///   ``StorageError/Kind/io`` when no connection can be opened; what
+    ///   `body` throws.
+    func withConnection<T>(_ operation: StorageError.Operation, entity: String?, _ body: (ServerConnection) throws -> T)
+        throws -> T
+    {
+        let connection = try take(operation, entity: entity)
+        defer { give(connection) }
+        return try body(connection)
+    }
+
+    private func take(_ operation: StorageError.Operation, entity: String?) throws -> ServerConnection {
+        condition.lock()
+        while true {
+            if isClosed {
+                condition.unlock()
+                throw StorageError.closed(operation, entity: entity, path: configuration.description)
+            }
+            if let connection = idle.popLast() {
+                if connection.generation == generation {
+                    condition.unlock()
+                    return connection
+                }
+                openCount -= 1
+                close(connection)
+                continue
+            }
+            if openCount < max(1, configuration.poolSize) { break }
+            condition.wait()
+        }
+        openCount += 1
+        nextID += 1
+        let id = nextID
+        let generation = generation
+        condition.unlock()
+        do {
+            let connection = try PostgresConnection.connect(
+                on: group.next(), configuration: connectionConfiguration, id: id, logger: poolLogger
+            ).wait()
+            return ServerConnection(connection, generation: generation)
+        } catch {
+            condition.lock()
+            openCount -= 1
+            condition.signal()
+            condition.unlock()
+            throw PostgresErrors.connectFailed(error, operation, entity: entity, configuration)
+        }
+    }
+
+    private func give(_ connection: ServerConnection) {
+        condition.lock()
+        if connection.isBroken || isClosed || connection.generation != generation {
+            openCount -= 1
+            close(connection)
+        } else {
+            idle.append(connection)
+        }
+        condition.signal()
+        condition.unlock()
+    }
+
+    private func close(_ connection: ServerConnection) {
+        // The connection is gone either way; a failure to say goodbye to a
+        // server that went away changes nothing.
+        connection.connection.close().whenComplete { _ in }
+    }
+
+    /// Retires every open connection: those lent out are closed when they
+    /// come back, so no statement prepared before (on tables a migration
+    /// changed) runs again.
+    func retireConnections() {
+        condition.lock()
+        generation += 1
+        let retired = idle
+        openCount -= retired.count
+        idle = []
+        condition.broadcast()
+        condition.unlock()
+        for connection in retired { close(connection) }
+    }
+
+    /// Waits for the lent connections to come back, then closes them all;
+    /// later calls throw ``StorageError/Kind/closed``.
+    func close() {
+        condition.lock()
+        guard !isClosed else {
+            condition.unlock()
+            return
+        }
+        isClosed = true
+        condition.broadcast()
+        while openCount > idle.count { condition.wait() }
+        let all = idle
+        idle = []
+        openCount = 0
+        condition.unlock()
+        for connection in all {
+            // Closing is best effort: the server drops the session either way.
+            close(connection)
+        }
+    }
+}
+
+/// How the driver's errors become ``StorageError``s.
+enum PostgresErrors {
+    /// The SQLSTATE of a server error, if `error` is one.
+    static func sqlState(_ error: any Error) -> String? {
+        (error as? PSQLError)?.serverInfo?[.sqlState]
+    }
+
+    /// Whether the connection is gone (the server closed it or restarted).
+    static func isConnectionLost(_ error: any Error) -> Bool {
+        guard let error = error as? PSQLError else { return error is ChannelError }
+        switch error.code {
+        case .server:
+            // 57P01 admin_shutdown, 57P02 crash_shutdown, 57P03 cannot_connect_now; class 08: connection exceptions.
+            guard let state = error.serverInfo?[.sqlState] else { return false }
+            return state.hasPrefix("08") || state == "57P01" || state == "57P02" || state == "57P03"
+        case .connectionError, .uncleanShutdown, .serverClosedConnection, .clientClosedConnection, .messageDecodingFailure,
+            .unexpectedBackendMessage:
+            return true
+        default:
+            return false
+        }
+    }
+
+    /// Whether running the whole transaction again may succeed: a
+    /// serialization failure (40001) or a deadlock (40P01).
+    static func isRetryable(_ error: any Error) -> Bool {
+        let state = sqlState(error)
+        return state == "40001" || state == "40P01"
+    }
+
+    /// The typed error for a failure to open a connection.
+    static func connectFailed(
+        _ error: any Error, _ operation: StorageError.Operation, entity: String?, _ configuration: PostgresConfiguration
+    ) -> StorageError {
+        let state = sqlState(error)
+        let reason: String
+        switch state {
+        case "28P01", "28000": reason = "the server refused the login of '\(configuration.user)'"
+        case "3D000": reason = "the server has no database '\(configuration.database)'"
+        case .some(let state): reason = "the server refused the connection (SQLSTATE \(state)): \(message(of: error))"
+        case nil: reason = "no connection to \(configuration.address) (\(message(of: error)))"
+        }
+        return StorageError(
+            .io, operation, entity: entity, path: configuration.description,
+            message: "\(reason); server \(configuration.address)", context: state.map { "SQLSTATE \($0)" },
+            underlying: error)
+    }
+
+    /// The server's message, or the driver's description.
+    static func message(of error: any Error) -> String {
+        if let error = error as? PSQLError {
+            if let message = error.serverInfo?[.message] { return message }
+            return "\(error.code)"
+        }
+        return "\(error)"
+    }
+
+    /// Whether `error` comes from the driver or the network (and is made a
+    /// ``StorageError``), rather than from the caller's code run inside the
+    /// transaction (a translator, `CancellationError`), which is rethrown as it is.
+    static func isDriverError(_ error: any Error) -> Bool {
+        error is PSQLError || error is ChannelError || error is IOError
+    }
+
+    /// `error` as the call throws it: a driver's error typed, anything else as it is.
+    static func thrown(
+        _ error: any Error, _ operation: StorageError.Operation, entity: String?, _ configuration: PostgresConfiguration
+    ) -> any Error {
+        isDriverError(error) ? storageError(error, operation, entity: entity, configuration) : error
+    }
+
+    /// The typed error for a failed statement.
+    static func storageError(
+        _ error: any Error, _ operation: StorageError.Operation, entity: String?, _ configuration: PostgresConfiguration
+    ) -> StorageError {
+        let state = sqlState(error)
+        let kind: StorageError.Kind
+        switch state {
+        case .some(let state) where state.hasPrefix("23"): kind = .constraint  // integrity constraint violation
+        case "57014", "55P03", "40001", "40P01": kind = .busy  // statement timeout, lock not available, conflicts
+        case "53100": kind = .full  // disk full
+        case "25006": kind = .readOnly
+        case "22021", "22P05", "22003", "22P02": kind = .invalidArgument
+        case "42P01", "42703": kind = .schemaMismatch  // a table or column someone else dropped
+        default: kind = isConnectionLost(error) ? .io : .engine
+        }
+        var message = message(of: error)
+        if state == "57014" { message = "the statement ran past its timeout (statement_timeout): \(message)" }
+        if kind == .io { message = "the connection to \(configuration.address) was lost: \(message)" }
+        return StorageError(
+            kind, operation, entity: entity, path: configuration.description, message: message,
+            context: state.map { "SQLSTATE \($0)" }, underlying: error)
+    }
+}

@@ -1,0 +1,120 @@
+import DAOCore
+import Foundation
+import PostgresNIO
+
+extension PostgresDatabase: MigratableStore {
+    /// Runs a migration's work in one transaction: PostgreSQL's DDL is
+    /// transactional, so a failed migration leaves every table, row and
+    /// recorded schema as it was. Afterwards every pooled connection is
+    /// retired (their prepared statements name the tables as they were).
+    ///
+    /// - Throws: ``StorageError/Kind/invalidArgument`` when the store has
+    ///   handed out a storage already (migrate first); what `body` or the
+    ///   commit throws.
+    public func withMigrationTransaction<T>(_ body: (any MigrationTransaction) throws -> T) throws -> T {
+        guard !hasHandedOutStorage else {
+            throw StorageError(
+                .invalidArgument, .open, path: configuration.description,
+                message: "migrate before asking the store for a storage")
+        }
+        defer { pool.retireConnections() }
+        return try transaction(.open, entity: nil) { connection in
+            _ = try connection.rows("SELECT pg_advisory_xact_lock(hashtext($1))", [PostgresValue.text(configuration.schema)])
+            return try body(PostgresMigrationTransaction(database: self, connection: connection))
+        }
+    }
+}
+
+/// One migration's access to the tables, inside its transaction. Every
+/// statement runs unprepared: the tables change under it.
+final class PostgresMigrationTransaction: MigrationTransaction {
+    let database: PostgresDatabase
+    let connection: ServerConnection
+
+    init(database: PostgresDatabase, connection: ServerConnection) {
+        self.database = database
+        self.connection = connection
+    }
+
+    private func table(_ schema: EntitySchema, in schemas: [String: EntitySchema]) -> TableSQL {
+        TableSQL(
+            schema, namespace: database.configuration.schema,
+            foreignKeyField: ChildHolders.holder(of: schema.entity, recorded: schemas.values)?.foreignKey)
+    }
+
+    private func holderReference(of entity: String, in schemas: [String: EntitySchema]) -> (table: String, key: String)? {
+        guard let holder = ChildHolders.holder(of: entity, recorded: schemas.values),
+            let key = schemas[holder.entity]?.primaryKey
+        else { return nil }
+        return (database.namespace + "." + identifier(holder.entity), identifier(key))
+    }
+
+    func recordedSchemas() throws -> [String: EntitySchema] {
+        try database.recordedSchemas(connection)
+    }
+
+    func metadata(_ key: String) throws -> [UInt8]? {
+        try database.metadata(key, connection)
+    }
+
+    func setMetadata(_ key: String, _ value: [UInt8]) throws {
+        try database.setMetadata(key, value, connection)
+    }
+
+    func rows(of schema: EntitySchema, in schemas: [String: EntitySchema]) throws -> [[StoredValue]] {
+        let table = table(schema, in: schemas)
+        let rows = try connection.once(table.select(where: nil, orderBy: [], limitParameter: nil))
+        return try rows.map { row in
+            try zip(row, table.types).map { cell, type in try PostgresValue.storedValue(cell, type, entity: schema.entity) }
+        }
+    }
+
+    func rewrite(from old: EntitySchema?, to new: EntitySchema, rows: [[StoredValue]], in schemas: [String: EntitySchema])
+        throws
+    {
+        if let old {
+            _ = try connection.once("DROP TABLE IF EXISTS \(database.namespace).\(identifier(old.entity)) CASCADE")
+            if old.entity != new.entity { try database.removeMetadata(StoreMetadataKey.schema(old.entity), connection) }
+        }
+        _ = try connection.once("DROP TABLE IF EXISTS \(database.namespace).\(identifier(new.entity)) CASCADE")
+        let table = table(new, in: schemas)
+        _ = try connection.once(table.createTable(holder: holderReference(of: new.entity, in: schemas)))
+        for index in table.createIndexes() { _ = try connection.once(index) }
+        if !rows.isEmpty {
+            let placeholders = (1...table.columns.count).map { "$\($0)" }.joined(separator: ", ")
+            let insert = "INSERT INTO \(table.qualified) (\(table.selectList)) VALUES (\(placeholders))"
+            for row in rows {
+                var binds: [PostgresData] = []
+                for (value, field) in zip(row, new.fields) {
+                    guard let data = PostgresValue.bind(value, as: field.type) else {
+                        throw StorageError(
+                            .invalidArgument, .open, entity: new.entity,
+                            message: "field '\(field.name)' cannot hold \(value) as \(field.type.rawValue)")
+                    }
+                    binds.append(data)
+                }
+                _ = try connection.once(insert, binds)
+            }
+        }
+        try database.setMetadata(StoreMetadataKey.schema(new.entity), new.encoded(), connection)
+        // The children's foreign keys to this table went with the old one.
+        for child in new.relations.map(\.child) {
+            guard let childSchema = schemas[child], try database.tableExists(child, connection) else { continue }
+            let childTable = self.table(childSchema, in: schemas)
+            _ = try connection.once(
+                "ALTER TABLE \(childTable.qualified) DROP CONSTRAINT IF EXISTS \(childTable.constraintName)")
+            if let holder = holderReference(of: child, in: schemas), let add = childTable.addForeignKey(holder: holder) {
+                _ = try connection.once(add)
+            }
+        }
+    }
+
+    func record(_ schema: EntitySchema) throws {
+        try database.setMetadata(StoreMetadataKey.schema(schema.entity), schema.encoded(), connection)
+    }
+
+    func drop(_ schema: EntitySchema, in schemas: [String: EntitySchema]) throws {
+        _ = try connection.once("DROP TABLE IF EXISTS \(database.namespace).\(identifier(schema.entity)) CASCADE")
+        try database.removeMetadata(StoreMetadataKey.schema(schema.entity), connection)
+    }
+}

@@ -1,0 +1,221 @@
+import DAOCore
+import Foundation
+import PostgresNIO
+
+/// The records of one entity in a ``PostgresDatabase``: one table, one typed
+/// column per field, its relations in child tables whose foreign keys cascade.
+///
+/// Every call is one transaction. Predicates are compiled to a `WHERE`
+/// clause with bound parameters and sort descriptors to `ORDER BY` where
+/// PostgreSQL runs them with the library's meaning; the rest is evaluated
+/// by the core over the rows a coarser query returns, as on SQLite.
+///
+/// ```swift
+/// let messages = try database.storage(for: MessageRecord.self)
+/// let unread = try messages.read(
+///     where: #Predicate { $0.dialogId == 7 && !$0.isRead },
+///     sortedBy: [SortDescriptor(\.date, order: .reverse)])
+/// ```
+public struct PostgresStorage<Record: DAOCore.Record>: Storage {
+    /// The database that holds the table.
+    public let database: PostgresDatabase
+    let table: RecordTable<Record>
+
+    init(database: PostgresDatabase, table: RecordTable<Record>) {
+        self.database = database
+        self.table = table
+    }
+
+    /// The database's broadcaster.
+    public var commits: CommitBroadcaster? { database.commits }
+    /// The database's threads for `async` calls.
+    public var executor: StoreExecutor { database.executor }
+
+    private var entityName: String { table.name }
+
+    // MARK: Writes
+
+    /// Upserts the records with their children in one transaction.
+    /// - Throws: ``StorageError``; nothing is written then.
+    public func persist(_ records: [Record]) throws {
+        try persist(handingOver: { hand in
+            for record in records { try hand(record) }
+        })
+    }
+
+    /// Upserts each record `produce` hands over, with its children, as it
+    /// comes, in one transaction.
+    /// - Throws: ``StorageError``, or what `produce` throws; nothing is
+    ///   written then.
+    public func persist(handingOver produce: (_ hand: RecordHandoff<Record>) throws -> Void) throws {
+        var handoff = PersistHandoff<Record>(keepingRecords: database.commits.isObserved)
+        let checksKeys = table.entity.checksDeclaredKeys
+        do {
+            try database.transaction(.persist, entity: entityName) { connection in
+                try handoff.run(produce) { record in
+                    let record = copy record
+                    if checksKeys { try table.entity.checkDeclaredKeys(record) }
+                    try table.write(record, connection)
+                }
+            }
+        } catch {
+            if let refused = try handoff.refusal(after: error, produce) { throw refused }
+            throw error
+        }
+        guard handoff.count > 0 else { return }
+        database.commits.didCommit(handoff.change)
+    }
+
+    // MARK: Reads
+
+    /// The record with primary key `key`, with its children, or `nil`.
+    /// - Throws: ``StorageError``.
+    public func read(primaryKey key: Record.PrimaryKey) throws -> Record? {
+        try read(primaryKeys: [key]).first
+    }
+
+    /// The records with these keys, in the order of `keys`, missing keys skipped.
+    /// - Throws: ``StorageError``.
+    public func read(primaryKeys keys: [Record.PrimaryKey]) throws -> [Record] {
+        let values = keys.map(\.storedValue)
+        return try database.transaction(.read, entity: entityName, readOnly: true) { connection in
+            guard !keys.isEmpty else { return [] }
+            var found: [Record]
+            if keys.count == 1, let key = PostgresValue.bind(values[0], as: table.sql.types[0]) {
+                found = try table.records(connection.rows(table.sql.selectByKey, [key]))
+            } else {
+                guard let array = table.keyArray(values) else { return [] }
+                found = try table.records(connection.rows(table.sql.selectByKeys, [array]))
+            }
+            try table.attachChildren(&found, connection)
+            if keys.count == 1 { return found }
+            var byKey: [StoredValue: Record] = [:]
+            for record in found { byKey[record.primaryKey.storedValue] = record }
+            return values.compactMap { byKey[$0] }
+        }
+    }
+
+    /// The records that answer `query`: filtered, sorted and limited by the
+    /// server when it can run the predicate and the sort with the library's
+    /// meaning, otherwise finished by the core.
+    /// - Throws: ``StorageError``; ``StorageError/Kind/invalidArgument`` for a negative limit.
+    public func read(_ query: Query<Record>) throws -> [Record] {
+        try query.validate()
+        if query.limit == 0 {
+            try database.transaction(.read, entity: entityName, readOnly: true) { _ in }
+            return []
+        }
+        let plan = QueryPlan(query)
+        let condition = compiledCondition(plan)
+        let order = PredicateSQL.orderBy(plan.sort, table.sql)
+        return try database.transaction(.read, entity: entityName, readOnly: true) { connection in
+            if let condition, plan.conditionIsExact || plan.query.predicate == nil, let order {
+                var binds = condition.binds
+                var limitParameter: Int?
+                if let limit = query.limit {
+                    binds.append(PostgresValue.int8(Int64(limit)))
+                    limitParameter = binds.count
+                }
+                let sql = table.sql.select(
+                    where: condition.sql == "TRUE" ? nil : condition.sql, orderBy: order, limitParameter: limitParameter)
+                var records = try table.records(connection.rows(sql, binds))
+                try table.attachChildren(&records, connection)
+                return records
+            }
+            var candidates = try candidates(condition, connection)
+            if plan.needsCompleteRecords {
+                try table.attachChildren(&candidates, connection)
+                return try plan.finish(candidates, filtered: false)
+            }
+            var records = try plan.finish(candidates, filtered: false)
+            try table.attachChildren(&records, connection)
+            return records
+        }
+    }
+
+    /// How many records meet `predicate`.
+    /// - Throws: ``StorageError``.
+    public func count(where predicate: Predicate<Record>?) throws -> Int {
+        let plan = QueryPlan(Query(where: predicate))
+        let condition = compiledCondition(plan)
+        return try database.transaction(.count, entity: entityName, readOnly: true) { connection in
+            if let condition, plan.conditionIsExact || predicate == nil {
+                let sql = condition.sql == "TRUE" ? table.sql.countAll : table.sql.count(where: condition.sql)
+                return try count(connection.rows(sql, condition.binds))
+            }
+            var candidates = try candidates(condition, connection)
+            if plan.needsCompleteRecords { try table.attachChildren(&candidates, connection) }
+            return try plan.count(candidates, filtered: false)
+        }
+    }
+
+    // MARK: Erase
+
+    /// Erases the records with these keys and their children; returns how many
+    /// records were erased.
+    /// - Throws: ``StorageError``; nothing is erased then.
+    @discardableResult
+    public func erase(primaryKeys keys: [Record.PrimaryKey]) throws -> Int {
+        let values = keys.map(\.storedValue)
+        let erased = try database.transaction(.erase, entity: entityName) { connection -> Int in
+            guard !keys.isEmpty, let array = table.keyArray(values) else { return 0 }
+            return try count(connection.rows(table.sql.deleteByKeys, [array]))
+        }
+        if erased > 0 { database.commits.didCommit(.erased(Record.self, primaryKeys: keys)) }
+        return erased
+    }
+
+    /// Erases the records that meet `predicate` (all when `nil`) and their
+    /// children; returns how many records were erased.
+    /// - Throws: ``StorageError``; nothing is erased then.
+    @discardableResult
+    public func erase(where predicate: Predicate<Record>?) throws -> Int {
+        let plan = QueryPlan(Query(where: predicate))
+        let condition = compiledCondition(plan)
+        let erased = try database.transaction(.erase, entity: entityName) { connection -> Int in
+            if let condition, plan.conditionIsExact || predicate == nil {
+                let sql = table.sql.delete(where: condition.sql == "TRUE" ? nil : condition.sql)
+                return try count(connection.rows(sql, condition.binds))
+            }
+            var candidates = try candidates(condition, connection)
+            if plan.needsCompleteRecords { try table.attachChildren(&candidates, connection) }
+            var keys: [StoredValue] = []
+            for record in candidates where try plan.matches(record) { keys.append(record.primaryKey.storedValue) }
+            guard !keys.isEmpty, let array = table.keyArray(keys) else { return 0 }
+            return try count(connection.rows(table.sql.deleteByKeys, [array]))
+        }
+        if erased > 0 { database.commits.didCommit(.erased(Record.self)) }
+        return erased
+    }
+
+    // MARK: Helpers
+
+    /// The plan's engine condition as SQL (`TRUE` without a predicate), or
+    /// `nil` when some part has no faithful SQL form.
+    private func compiledCondition(_ plan: QueryPlan<Record>) -> SQLCondition? {
+        guard plan.query.predicate != nil, let expression = plan.engineCondition else {
+            return SQLCondition(sql: "TRUE", binds: [])
+        }
+        return PredicateSQL.compile(expression, table.sql)
+    }
+
+    /// The rows the condition (a superset of the answer, or every row) finds, as records.
+    private func candidates(_ condition: SQLCondition?, _ connection: ServerConnection) throws -> [Record] {
+        let filter = condition.flatMap { $0.sql == "TRUE" ? nil : $0 }
+        let sql = table.sql.select(where: filter?.sql, orderBy: [], limitParameter: nil)
+        return try table.records(connection.rows(sql, filter?.binds ?? []))
+    }
+
+    private func count(_ rows: [PostgresRow]) throws -> Int {
+        guard let row = rows.first else { return 0 }
+        var reader = CellReader(row, entity: entityName)
+        return Int(try reader.decode(Int64.self))
+    }
+}
+
+extension Entity {
+    /// Whether records of this entity are checked for undeclared `Codable`
+    /// keys before they are written: those that are not ``FieldwiseRecord``s
+    /// (a fieldwise record writes its declared fields only).
+    var checksDeclaredKeys: Bool { !(Root.self is any FieldwiseRecord.Type) }
+}

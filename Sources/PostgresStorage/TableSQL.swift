@@ -1,0 +1,139 @@
+import DAOCore
+import Foundation
+
+/// `name` as an SQL identifier: quoted, and shortened to PostgreSQL's 63
+/// bytes when longer (its first bytes, then a hash of the whole name, so
+/// two long names never become one).
+func identifier(_ name: String) -> String {
+    var name = name
+    if name.utf8.count > 63 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325  // FNV-1a, fixed across runs
+        for byte in name.utf8 {
+            hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3
+        }
+        var prefix = ""
+        for scalar in name.unicodeScalars {
+            if prefix.utf8.count + String(scalar).utf8.count > 46 { break }
+            prefix.unicodeScalars.append(scalar)
+        }
+        name = prefix + "_" + String(hash, radix: 16)
+    }
+    guard name.utf8.contains(UInt8(ascii: "\"")) else { return "\"" + name + "\"" }
+    return "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+}
+
+/// The name of a table, shortened as ``identifier(_:)`` does, unquoted.
+func tableName(_ name: String) -> String {
+    let quoted = identifier(name)
+    return String(quoted.dropFirst().dropLast()).replacingOccurrences(of: "\"\"", with: "\"")
+}
+
+/// The SQL of one entity's table, made from its ``EntitySchema`` once per
+/// storage: the statements every call runs, by their text (each connection
+/// prepares a text once).
+struct TableSQL: Sendable {
+    let schema: EntitySchema
+    /// `"namespace"."table"`.
+    let qualified: String
+    /// The quoted columns, in field order (the primary key first).
+    let columns: [String]
+    let types: [FieldType]
+    /// The child's foreign-key column to its holder, when the entity is held
+    /// by a relation (its field's position).
+    let foreignKey: Int?
+
+    let selectList: String
+    let upsert: String
+    let selectByKey: String
+    let selectByKeys: String
+    let deleteByKeys: String
+    let selectByParents: String?
+    let deleteByParent: String?
+    let countAll: String
+
+    init(_ schema: EntitySchema, namespace: String, foreignKeyField: String?) {
+        self.schema = schema
+        qualified = identifier(namespace) + "." + identifier(schema.entity)
+        columns = schema.fields.map { identifier($0.name) }
+        types = schema.fields.map(\.type)
+        foreignKey = foreignKeyField.flatMap { name in schema.fields.firstIndex { $0.name == name } }
+        let key = columns[0]
+        selectList = columns.joined(separator: ", ")
+        let placeholders = (1...columns.count).map { "$\($0)" }.joined(separator: ", ")
+        let others = columns.dropFirst()
+        let updates =
+            others.isEmpty ? "\(key) = EXCLUDED.\(key)" : others.map { "\($0) = EXCLUDED.\($0)" }.joined(separator: ", ")
+        // `xmax = 0`: the row was inserted, not updated (an inserted parent has no children to replace).
+        upsert =
+            "INSERT INTO \(qualified) (\(selectList)) VALUES (\(placeholders)) ON CONFLICT (\(key)) DO UPDATE SET \(updates) RETURNING (xmax = 0)"
+        selectByKey = "SELECT \(selectList) FROM \(qualified) WHERE \(key) = $1"
+        selectByKeys = "SELECT \(selectList) FROM \(qualified) WHERE \(key) = ANY($1)"
+        deleteByKeys = "WITH erased AS (DELETE FROM \(qualified) WHERE \(key) = ANY($1) RETURNING 1) SELECT count(*) FROM erased"
+        countAll = "SELECT count(*) FROM \(qualified)"
+        if let foreignKey {
+            let column = columns[foreignKey]
+            selectByParents = "SELECT \(selectList) FROM \(qualified) WHERE \(column) = ANY($1) ORDER BY \(key)"
+            deleteByParent = "DELETE FROM \(qualified) WHERE \(column) = $1"
+        } else {
+            selectByParents = nil
+            deleteByParent = nil
+        }
+    }
+
+    /// `SELECT` of the rows where `condition` holds, in `order`, with a
+    /// `LIMIT $n` when `limitParameter` is given.
+    func select(where condition: String?, orderBy order: [String], limitParameter: Int?) -> String {
+        var sql = "SELECT \(selectList) FROM \(qualified)"
+        if let condition { sql += " WHERE \(condition)" }
+        sql += " ORDER BY " + (order + ["\(columns[0]) ASC"]).joined(separator: ", ")
+        if let limitParameter { sql += " LIMIT $\(limitParameter)" }
+        return sql
+    }
+
+    func count(where condition: String) -> String {
+        "SELECT count(*) FROM \(qualified) WHERE \(condition)"
+    }
+
+    func delete(where condition: String?) -> String {
+        let filter = condition.map { " WHERE \($0)" } ?? ""
+        return "WITH erased AS (DELETE FROM \(qualified)\(filter) RETURNING 1) SELECT count(*) FROM erased"
+    }
+
+    // MARK: DDL
+
+    /// `CREATE TABLE` with typed columns, the primary key, and the foreign
+    /// key to the holder's table (cascading deletes and key changes).
+    func createTable(holder: (table: String, key: String)?) -> String {
+        var parts = zip(schema.fields, columns).map { field, column in
+            "\(column) \(PostgresValue.columnType(field.type))\(field.optional ? "" : " NOT NULL")"
+        }
+        parts.append("PRIMARY KEY (\(columns[0]))")
+        if let holder, let foreignKey {
+            parts.append(
+                "CONSTRAINT \(constraintName) FOREIGN KEY (\(columns[foreignKey])) REFERENCES \(holder.table) (\(holder.key)) ON DELETE CASCADE ON UPDATE CASCADE"
+            )
+        }
+        return "CREATE TABLE \(qualified) (\(parts.joined(separator: ", ")))"
+    }
+
+    var constraintName: String { identifier("_dao_fk_" + schema.entity) }
+
+    func addForeignKey(holder: (table: String, key: String)) -> String? {
+        guard let foreignKey else { return nil }
+        return "ALTER TABLE \(qualified) ADD CONSTRAINT \(constraintName) FOREIGN KEY (\(columns[foreignKey])) REFERENCES \(holder.table) (\(holder.key)) ON DELETE CASCADE ON UPDATE CASCADE"
+    }
+
+    /// The declared indexes, and one on the foreign key (children by parent).
+    func createIndexes() -> [String] {
+        var statements = schema.indexes.map { index in
+            let fields = index.fields.map { name in identifier(name) }.joined(separator: ", ")
+            return "CREATE INDEX \(identifier("_dao_ix_" + schema.entity + "_" + index.name)) ON \(qualified) (\(fields))"
+        }
+        if let foreignKey {
+            statements.append(
+                "CREATE INDEX IF NOT EXISTS \(identifier("_dao_fk_" + schema.entity + "_" + schema.fields[foreignKey].name)) ON \(qualified) (\(columns[foreignKey]))"
+            )
+        }
+        return statements
+    }
+}
