@@ -54,7 +54,7 @@ func openStore(_ backend: String, _ directory: URL) throws -> any Store {
     // per-value bounds check.
     case "lmdb-metapages": try LMDBEnvironment(directory: directory, fileCheck: .metaPages)
     // The server of DAO_POSTGRES_URL, in a schema named after the directory.
-    case "postgres": try PostgresDatabase(postgresConfiguration(directory))
+    case "postgres": try PostgresStore(postgresConfiguration(directory))
     default:
         throw StorageError(.invalidArgument, .open, message: "unknown backend '\(backend)'")
     }
@@ -246,7 +246,7 @@ func main() -> Int32 {
     if arguments.count == 3, arguments[0] == "drop", arguments[1] == "postgres" {
         // crash-helper drop postgres <dir>: drops the schema the tests' stores of <dir> made.
         do {
-            try PostgresDatabase(postgresConfiguration(URL(fileURLWithPath: arguments[2]))).removeSchema()
+            try PostgresStore(postgresConfiguration(URL(fileURLWithPath: arguments[2]))).removeSchema()
             return 0
         } catch {
             say("error: \(error)")

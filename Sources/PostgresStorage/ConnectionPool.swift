@@ -160,7 +160,8 @@ final class ConnectionPool: @unchecked Sendable {
     private func close(_ connection: ServerConnection) {
         // The connection is gone either way; a failure to say goodbye to a
         // server that went away changes nothing.
-        connection.connection.close().whenComplete { _ in }
+        // Kept until the close completes (postgres-nio asserts a connection is closed when it goes).
+        connection.connection.close().whenComplete { _ in withExtendedLifetime(connection) {} }
     }
 
     /// Retires every open connection: those lent out are closed when they

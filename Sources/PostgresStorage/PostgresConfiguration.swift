@@ -4,13 +4,13 @@ import NIOCore
 import NIOSSL
 import PostgresNIO
 
-/// How a ``PostgresDatabase`` reaches its server and what it asks of it.
+/// How a ``PostgresStore`` reaches its server and what it asks of it.
 ///
 /// ```swift
 /// var configuration = try PostgresConfiguration(url: "postgres://app:secret@db.example.com:5432/app")
 /// configuration.schema = "inventory"
 /// configuration.poolSize = 8
-/// let database = try PostgresDatabase(configuration)
+/// let database = try PostgresStore(configuration)
 /// ```
 public struct PostgresConfiguration: Sendable {
     /// How the connections use TLS.

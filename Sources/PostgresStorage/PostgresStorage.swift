@@ -2,7 +2,7 @@ import DAOCore
 import Foundation
 import PostgresNIO
 
-/// The records of one entity in a ``PostgresDatabase``: one table, one typed
+/// The records of one entity in a ``PostgresStore``: one table, one typed
 /// column per field, its relations in child tables whose foreign keys cascade.
 ///
 /// Every call is one transaction. Predicates are compiled to a `WHERE`
@@ -11,25 +11,25 @@ import PostgresNIO
 /// by the core over the rows a coarser query returns, as on SQLite.
 ///
 /// ```swift
-/// let messages = try database.storage(for: MessageRecord.self)
+/// let messages = try store.storage(for: MessageRecord.self)
 /// let unread = try messages.read(
 ///     where: #Predicate { $0.dialogId == 7 && !$0.isRead },
 ///     sortedBy: [SortDescriptor(\.date, order: .reverse)])
 /// ```
 public struct PostgresStorage<Record: DAOCore.Record>: Storage {
-    /// The database that holds the table.
-    public let database: PostgresDatabase
+    /// The store that holds the table.
+    public let store: PostgresStore
     let table: RecordTable<Record>
 
-    init(database: PostgresDatabase, table: RecordTable<Record>) {
-        self.database = database
+    init(store: PostgresStore, table: RecordTable<Record>) {
+        self.store = store
         self.table = table
     }
 
-    /// The database's broadcaster.
-    public var commits: CommitBroadcaster? { database.commits }
-    /// The database's threads for `async` calls.
-    public var executor: StoreExecutor { database.executor }
+    /// The store's broadcaster.
+    public var commits: CommitBroadcaster? { store.commits }
+    /// The store's threads for `async` calls.
+    public var executor: StoreExecutor { store.executor }
 
     private var entityName: String { table.name }
 
@@ -48,10 +48,10 @@ public struct PostgresStorage<Record: DAOCore.Record>: Storage {
     /// - Throws: ``StorageError``, or what `produce` throws; nothing is
     ///   written then.
     public func persist(handingOver produce: (_ hand: RecordHandoff<Record>) throws -> Void) throws {
-        var handoff = PersistHandoff<Record>(keepingRecords: database.commits.isObserved)
+        var handoff = PersistHandoff<Record>(keepingRecords: store.commits.isObserved)
         let checksKeys = table.entity.checksDeclaredKeys
         do {
-            try database.transaction(.persist, entity: entityName) { connection in
+            try store.transaction(.persist, entity: entityName) { connection in
                 try handoff.run(produce) { record in
                     let record = copy record
                     if checksKeys { try table.entity.checkDeclaredKeys(record) }
@@ -63,7 +63,7 @@ public struct PostgresStorage<Record: DAOCore.Record>: Storage {
             throw error
         }
         guard handoff.count > 0 else { return }
-        database.commits.didCommit(handoff.change)
+        store.commits.didCommit(handoff.change)
     }
 
     // MARK: Reads
@@ -78,7 +78,7 @@ public struct PostgresStorage<Record: DAOCore.Record>: Storage {
     /// - Throws: ``StorageError``.
     public func read(primaryKeys keys: [Record.PrimaryKey]) throws -> [Record] {
         let values = keys.map(\.storedValue)
-        return try database.transaction(.read, entity: entityName, readOnly: true) { connection in
+        return try store.transaction(.read, entity: entityName, readOnly: true) { connection in
             guard !keys.isEmpty else { return [] }
             var found: [Record]
             if keys.count == 1, let key = PostgresValue.bind(values[0], as: table.sql.types[0]) {
@@ -102,13 +102,13 @@ public struct PostgresStorage<Record: DAOCore.Record>: Storage {
     public func read(_ query: Query<Record>) throws -> [Record] {
         try query.validate()
         if query.limit == 0 {
-            try database.transaction(.read, entity: entityName, readOnly: true) { _ in }
+            try store.transaction(.read, entity: entityName, readOnly: true) { _ in }
             return []
         }
         let plan = QueryPlan(query)
         let condition = compiledCondition(plan)
         let order = PredicateSQL.orderBy(plan.sort, table.sql)
-        return try database.transaction(.read, entity: entityName, readOnly: true) { connection in
+        return try store.transaction(.read, entity: entityName, readOnly: true) { connection in
             if let condition, plan.conditionIsExact || plan.query.predicate == nil, let order {
                 var binds = condition.binds
                 var limitParameter: Int?
@@ -138,7 +138,7 @@ public struct PostgresStorage<Record: DAOCore.Record>: Storage {
     public func count(where predicate: Predicate<Record>?) throws -> Int {
         let plan = QueryPlan(Query(where: predicate))
         let condition = compiledCondition(plan)
-        return try database.transaction(.count, entity: entityName, readOnly: true) { connection in
+        return try store.transaction(.count, entity: entityName, readOnly: true) { connection in
             if let condition, plan.conditionIsExact || predicate == nil {
                 let sql = condition.sql == "TRUE" ? table.sql.countAll : table.sql.count(where: condition.sql)
                 return try count(connection.rows(sql, condition.binds))
@@ -157,11 +157,11 @@ public struct PostgresStorage<Record: DAOCore.Record>: Storage {
     @discardableResult
     public func erase(primaryKeys keys: [Record.PrimaryKey]) throws -> Int {
         let values = keys.map(\.storedValue)
-        let erased = try database.transaction(.erase, entity: entityName) { connection -> Int in
+        let erased = try store.transaction(.erase, entity: entityName) { connection -> Int in
             guard !keys.isEmpty, let array = table.keyArray(values) else { return 0 }
             return try count(connection.rows(table.sql.deleteByKeys, [array]))
         }
-        if erased > 0 { database.commits.didCommit(.erased(Record.self, primaryKeys: keys)) }
+        if erased > 0 { store.commits.didCommit(.erased(Record.self, primaryKeys: keys)) }
         return erased
     }
 
@@ -172,7 +172,7 @@ public struct PostgresStorage<Record: DAOCore.Record>: Storage {
     public func erase(where predicate: Predicate<Record>?) throws -> Int {
         let plan = QueryPlan(Query(where: predicate))
         let condition = compiledCondition(plan)
-        let erased = try database.transaction(.erase, entity: entityName) { connection -> Int in
+        let erased = try store.transaction(.erase, entity: entityName) { connection -> Int in
             if let condition, plan.conditionIsExact || predicate == nil {
                 let sql = table.sql.delete(where: condition.sql == "TRUE" ? nil : condition.sql)
                 return try count(connection.rows(sql, condition.binds))
@@ -184,7 +184,7 @@ public struct PostgresStorage<Record: DAOCore.Record>: Storage {
             guard !keys.isEmpty, let array = table.keyArray(keys) else { return 0 }
             return try count(connection.rows(table.sql.deleteByKeys, [array]))
         }
-        if erased > 0 { database.commits.didCommit(.erased(Record.self)) }
+        if erased > 0 { store.commits.didCommit(.erased(Record.self)) }
         return erased
     }
 

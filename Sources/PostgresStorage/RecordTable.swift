@@ -13,7 +13,7 @@ final class RecordTable<R: Record>: Sendable {
     /// ``FieldwiseRecord``, else through key paths and its `Decodable`.
     private let codec: RecordCodec<R>
 
-    init(_ entity: Entity<R>, database: PostgresDatabase, schemas: [String: EntitySchema]) {
+    init(_ entity: Entity<R>, database: PostgresStore, schemas: [String: EntitySchema]) {
         self.entity = entity
         let schema = EntitySchema(entity)
         sql = TableSQL(
@@ -87,7 +87,7 @@ protocol ChildLink<Parent>: Sendable {
 }
 
 extension ToManyRelation {
-    func link(database: PostgresDatabase, schemas: [String: EntitySchema]) -> any ChildLink<Parent> {
+    func link(database: PostgresStore, schemas: [String: EntitySchema]) -> any ChildLink<Parent> {
         RelationLink(relation: self, table: RecordTable<Child>(Child.entity, database: database, schemas: schemas))
     }
 }

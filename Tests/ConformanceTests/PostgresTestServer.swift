@@ -28,7 +28,7 @@ enum PostgresTestServer {
         }
         for schema in removed {
             do {
-                try PostgresDatabase(configuration(schema: schema, durability: .none)).removeSchema()
+                try PostgresStore(configuration(schema: schema, durability: .none)).removeSchema()
             } catch {
                 // Test clean-up: a schema left behind in a throwaway cluster is harmless, but say so.
                 print("PostgresTestServer: schema \(schema) was not dropped: \(error)")
@@ -55,10 +55,10 @@ enum PostgresTestServer {
     }
 
     /// Opens the store of `directory`.
-    static func open(_ directory: URL, _ durability: Durability) throws -> PostgresDatabase {
+    static func open(_ directory: URL, _ durability: Durability) throws -> PostgresStore {
         _ = cleanup
         let schema = schema(for: directory)
         schemas.withLock { $0[directory.standardizedFileURL.path] = schema }
-        return try PostgresDatabase(configuration(schema: schema, durability: durability))
+        return try PostgresStore(configuration(schema: schema, durability: durability))
     }
 }

@@ -14,7 +14,7 @@ import Testing
 // client, serialization failures retried). The conformance suite runs every
 // shared test on this backend too. All of them need DAO_POSTGRES_URL.
 
-@StoredRecord(entity: "gauges")
+@StoredRecord("gauges")
 struct GaugeRecord: Equatable {
     var id: Int64
     var label: String
@@ -39,15 +39,15 @@ enum Server {
 
     /// Runs `body` with a store in a fresh schema, dropped afterwards.
     static func withStore<T>(
-        _ configure: (inout PostgresConfiguration) -> Void = { _ in }, _ body: (PostgresDatabase, String) throws -> T
+        _ configure: (inout PostgresConfiguration) -> Void = { _ in }, _ body: (PostgresStore, String) throws -> T
     ) throws -> T {
         let schema = "dao_pgtest_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
         var configuration = try configuration(schema)
         configure(&configuration)
-        let database = try PostgresDatabase(configuration)
+        let database = try PostgresStore(configuration)
         defer {
             do {
-                try PostgresDatabase(try self.configuration(schema)).removeSchema()
+                try PostgresStore(try self.configuration(schema)).removeSchema()
             } catch {
                 print("schema \(schema) was not dropped: \(error)")
             }
@@ -101,7 +101,8 @@ struct PostgresStorageTests {
             #expect(StoredValue.sameScalars(back[1].label, "Zoe\u{308}"))
             // The columns are typed, and text sorts by bytes.
             let sorted = try gauges.read(sortedBy: [SortDescriptor(\.label)]).map(\.id)
-            #expect(sorted == [1, 2, 3])
+            // "Zoe\u{308}" < "Zo\u{EB}" < "a\u{0}…" by UTF-8 bytes.
+            #expect(sorted == [2, 3, 1])
             #expect(try gauges.count(where: #Predicate { $0.label.starts(with: "a\u{0}") }) == 1)
             #expect(try gauges.count(where: #Predicate { $0.reading > 1 }) == 1)
             #expect(try gauges.count(where: #Predicate { $0.reading <= 1 }) == 1)
@@ -120,7 +121,7 @@ struct PostgresStorageTests {
         configuration.connectTimeout = .seconds(2)
         let started = ContinuousClock.now
         do {
-            _ = try PostgresDatabase(configuration)
+            _ = try PostgresStore(configuration)
             Issue.record("opened a store on a closed port")
         } catch let error as StorageError {
             #expect(error.kind == .io)
@@ -134,7 +135,7 @@ struct PostgresStorageTests {
         var configuration = try Server.configuration("public")
         configuration.user = "no_such_role_\(UInt32.random(in: 0...UInt32.max))"
         do {
-            _ = try PostgresDatabase(configuration)
+            _ = try PostgresStore(configuration)
             Issue.record("logged in as a role that does not exist")
         } catch let error as StorageError {
             #expect(error.kind == .io)
@@ -186,7 +187,7 @@ struct PostgresStorageTests {
         try Server.withStore { database, schema in
             _ = try database.storage(for: GaugeRecord.self)
             try Server.raw("ALTER TABLE \"\(schema)\".gauges ADD COLUMN extra integer")
-            let again = try PostgresDatabase(try Server.configuration(schema))
+            let again = try PostgresStore(try Server.configuration(schema))
             do {
                 _ = try again.storage(for: GaugeRecord.self)
                 Issue.record("opened a table someone else altered")
@@ -203,7 +204,7 @@ struct PostgresStorageTests {
             try Server.raw("CREATE TABLE \"\(schema)\".gauges (id bigint PRIMARY KEY)")
             #expect(throws: StorageError.self) { _ = try database.storage(for: GaugeRecord.self) }
             // Nor is its schema dropped with it.
-            #expect(throws: StorageError.self) { try PostgresDatabase(try Server.configuration(schema)).removeSchema() }
+            #expect(throws: StorageError.self) { try PostgresStore(try Server.configuration(schema)).removeSchema() }
             try Server.raw("DROP TABLE \"\(schema)\".gauges")
         }
     }

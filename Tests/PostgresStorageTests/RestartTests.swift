@@ -72,7 +72,7 @@ struct RestartTests {
         configuration.schema = "restart"
         configuration.poolSize = 2
         configuration.connectTimeout = .seconds(5)
-        let database = try PostgresDatabase(configuration)
+        let database = try PostgresStore(configuration)
         let gauges = try database.storage(for: GaugeRecord.self)
         let returned = Mutex<[Int64]>([])
         let failures = Mutex<[StorageError.Kind]>([])

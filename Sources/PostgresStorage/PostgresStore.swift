@@ -14,7 +14,7 @@ struct StaleConnection: Error {
 /// `_dao_metadata` table beside them.
 ///
 /// ```swift
-/// let database = try PostgresDatabase(url: "postgres://app@localhost:5432/app?schema=chat")
+/// let database = try PostgresStore(url: "postgres://app@localhost:5432/app?schema=chat")
 /// let dialogs = DAO(storage: try database.storage(for: DialogRecord.self), translator: DialogTranslator())
 /// ```
 ///
@@ -23,7 +23,7 @@ struct StaleConnection: Error {
 /// a deadlock (SQLSTATE 40001, 40P01). The synchronous calls block their
 /// thread until the server answers; the `async` calls run them on the
 /// store's own threads (``executor``), never on Swift's cooperative pool.
-public final class PostgresDatabase: Store, Sendable {
+public final class PostgresStore: Store, Sendable {
     /// What the store was opened with.
     public let configuration: PostgresConfiguration
     let pool: ConnectionPool
@@ -243,7 +243,7 @@ public final class PostgresDatabase: Store, Sendable {
             for schema in tree { opened[schema.entity] = schema }
         }
         handedOutStorage.withLock { $0 = true }
-        return PostgresStorage(database: self, table: RecordTable<R>(R.entity, database: self, schemas: recorded))
+        return PostgresStorage(store: self, table: RecordTable<R>(R.entity, database: self, schemas: recorded))
     }
 
     /// The holder of `entity` (its table and key column), among the tree being

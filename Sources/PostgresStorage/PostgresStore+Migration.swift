@@ -2,7 +2,7 @@ import DAOCore
 import Foundation
 import PostgresNIO
 
-extension PostgresDatabase: MigratableStore {
+extension PostgresStore: MigratableStore {
     /// Runs a migration's work in one transaction: PostgreSQL's DDL is
     /// transactional, so a failed migration leaves every table, row and
     /// recorded schema as it was. Afterwards every pooled connection is
@@ -28,10 +28,10 @@ extension PostgresDatabase: MigratableStore {
 /// One migration's access to the tables, inside its transaction. Every
 /// statement runs unprepared: the tables change under it.
 final class PostgresMigrationTransaction: MigrationTransaction {
-    let database: PostgresDatabase
+    let database: PostgresStore
     let connection: ServerConnection
 
-    init(database: PostgresDatabase, connection: ServerConnection) {
+    init(database: PostgresStore, connection: ServerConnection) {
         self.database = database
         self.connection = connection
     }
