@@ -28,13 +28,11 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
-        // Only for the PostgreSQL adapter (PostgresStorage); the other adapters do not link them.
-        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
-        .package(url: "https://github.com/apple/swift-nio", from: "2.81.0"),
+        // TLS of the PostgreSQL adapter (PostgresStorage); the other adapters do not link it.
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.25.0"),
         // Only for the `grdb` reference backend of the harness; no library product links it.
         .package(url: "https://github.com/groue/GRDB.swift", exact: "7.10.0"),
-        // The PostgreSQL references of the harness (`postgres-raw`).
+        // The PostgreSQL adapter (PostgresStorage) and the harness's PostgreSQL references (`postgres-raw`).
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
