@@ -93,7 +93,11 @@ where S.Record == T.Record, T.PlainObject.ID == S.Record.PrimaryKey {
     /// - Throws: ``StorageError``.
     @inlinable
     public func read(byPrimaryKey key: PlainObject.ID) throws -> PlainObject? {
-        try storage.read(primaryKey: key).map(toPlain)
+        // Not `.map(toPlain)`: the closure copied the DAO, and the first copy
+        // in a process instantiated the metadata of its storage's existential
+        // (`AnyStorage`): about 775k instructions, inside the first call.
+        guard let record = try storage.read(primaryKey: key) else { return nil }
+        return try toPlain(record)
     }
 
     /// The objects with these keys, in the order of `keys`; missing keys are

@@ -32,7 +32,9 @@ extension EntityTable {
             guard hasRelations else { return record }
             var pk: [UInt8] = []
             KeyCodec.append(untagged: try decoder.value(at: 0), to: &pk)
-            for position in relations.indices {
+            // A range of integers, not `relations.indices`: the collection's
+            // `indices` looked up `Range`'s metadata at each record.
+            for position in 0..<relations.count {
                 try relations[position].readChildren(
                     parentKey: pk, into: &record, in: txn, codecs: codecs.children[position])
             }

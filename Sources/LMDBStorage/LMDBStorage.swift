@@ -156,15 +156,22 @@ public struct LMDBStorage<Record: DAOCore.Record>: Storage {
     /// - Throws: ``StorageError``: ``StorageError/Kind/corrupt`` or
     ///   ``StorageError/Kind/decoding`` for a stored value that does not decode.
     public func read(primaryKey key: Record.PrimaryKey) throws -> Record? {
+        // The record comes out through a variable and the closures return
+        // nothing: closures returning `Record?` made this code, generic over
+        // the record type, look up `Optional<Record>`'s metadata in each of
+        // them (about 330 instructions a look-up; the assignment looks it
+        // up once).
+        var record: Record?
         do {
-            return try table.environment.read(.read) { txn in
+            try table.environment.read(.read) { txn in
                 try table.withReadCodecs { codecs in
-                    try table.read(pk: KeyCodec.encode(primaryKey: key), in: txn, codecs: codecs)
+                    record = try table.read(pk: KeyCodec.encode(primaryKey: key), in: txn, codecs: codecs)
                 }
             }
         } catch {
             throw failing(error, .read)
         }
+        return record
     }
 
     /// The records with these primary keys, in the order of `keys`, one per
@@ -310,13 +317,16 @@ public struct LMDBStorage<Record: DAOCore.Record>: Storage {
         let prepared = table.preparedRead(for: bound)
         let sortKeys = prepared.sortPositions.map { SortKeys(positions: $0, columns: prepared.sortColumns) }
         let backwards = sortKeys != nil && bound.prefersDescendingCandidates
-        let candidates: [Record]
+        // The records come out through a variable and the closures return
+        // nothing, as in `read(primaryKey:)`: returning `[Record]` looked up
+        // the array's metadata twice a call.
+        var candidates: [Record] = []
         if let served = prepared.servedIndex, let range = parentRange(bound, served) {
             // The parent's range, each child's stored fields checked
             // against the filter's values.
-            candidates = try table.environment.read(.read) { txn in
+            try table.environment.read(.read) { txn in
                 try table.withReadCodecs { codecs in
-                    try table.candidates(
+                    candidates = try table.candidates(
                         parent: range.parent, filter: range.filter, in: txn, codecs: codecs, sortKeys: sortKeys,
                         backwards: backwards)
                 }
@@ -329,9 +339,10 @@ public struct LMDBStorage<Record: DAOCore.Record>: Storage {
                 bound.otherEqualities
             }
             guard isExact else { return nil }
-            candidates = try table.environment.read(.read) { txn in
+            try table.environment.read(.read) { txn in
                 try table.withReadCodecs { codecs in
-                    try table.candidates(for: path, in: txn, codecs: codecs, sortKeys: sortKeys, backwards: backwards)
+                    candidates = try table.candidates(
+                        for: path, in: txn, codecs: codecs, sortKeys: sortKeys, backwards: backwards)
                 }
             }
         }

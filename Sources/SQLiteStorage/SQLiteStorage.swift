@@ -77,7 +77,22 @@ public struct SQLiteStorage<Record: DAOCore.Record>: Storage {
     /// The record with primary key `key`, with its children, or `nil`.
     /// - Throws: ``StorageError``.
     public func read(primaryKey key: Record.PrimaryKey) throws -> Record? {
-        try read(primaryKeys: [key]).first
+        // One key bound as it is, and the records come out through a
+        // variable, the closures returning nothing: reading an array of one
+        // key (the array, its reserve, the records appended to another
+        // array) and closures returning arrays made this code, generic over
+        // the record type, look up array metadata about six more times a
+        // call (about 330 instructions each).
+        var records: [Record] = []
+        try database.withReader(.read, entity: entityName) { connection in
+            let reader = TableReader(table: table, connection: connection)
+            if hasChildren {
+                try connection.transaction(immediate: false) { records = try reader.read(key: key) }
+            } else {
+                records = try reader.read(key: key)
+            }
+        }
+        return records.first
     }
 
     /// The records with these keys, in the order of `keys`, missing keys skipped.
@@ -142,14 +157,19 @@ public struct SQLiteStorage<Record: DAOCore.Record>: Storage {
         let (sql, sortColumns) = shape.select(for: table) {
             makeSelect(where: condition?.sql, orderBy: order, sort: sort, limited: limited)
         }
-        return try database.withReader(.read, entity: entityName) { connection in
+        // The records come out through a variable, the closures returning
+        // nothing: closures returning `[Record]` looked up the array's
+        // metadata twice a call.
+        var records: [Record] = []
+        try database.withReader(.read, entity: entityName) { connection in
             try transactionIfNeeded(connection) {
-                try readExact(
+                records = try readExact(
                     sql, sortColumns: sortColumns, parameters: condition?.parameters ?? [], limit: bound.limit,
                     sort: sort, all: condition == nil && bound.limit == nil,
                     TableReader(table: table, connection: connection), connection)
             }
         }
+        return records
     }
 
     /// The records of an exact `SELECT` (the whole condition, sort and limit

@@ -702,6 +702,15 @@ extension TableReader {
         }
     }
 
+    /// The record with this key (none or one), with its children.
+    func read(key: R.PrimaryKey) throws -> [R] {
+        let statement = try connection.statement(table.selectByKeySQL)
+        try statement.bind(key.storedValue, at: 1)
+        var records = try rows(statement)
+        try attachChildren(to: &records, all: false)
+        return records
+    }
+
     /// The records with these keys (in key order, missing keys skipped), with
     /// their children.
     func read(keys: [R.PrimaryKey]) throws -> [R] {

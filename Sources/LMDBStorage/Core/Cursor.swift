@@ -63,11 +63,16 @@ struct Cursor: ~Copyable {
         guard let last = prefix.lastIndex(where: { $0 != 0xFF }) else {
             return mdb_cursor_get(cursor, &key, &value, MDB_LAST)
         }
-        var successor = Array(prefix[...last])
-        successor[last] += 1
-        let code = successor.withUnsafeBytes { successor in
-            key.mv_size = successor.count
-            key.mv_data = UnsafeMutableRawPointer(mutating: successor.baseAddress)
+        // The successor of the prefix in a buffer on the stack (for a short
+        // prefix): an array made for it was an allocation a call.
+        let length = last + 1
+        let code = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: length) { successor in
+            prefix.withUnsafeBufferPointer { prefix in
+                for position in 0..<length { successor.initializeElement(at: position, to: prefix[position]) }
+            }
+            successor[last] += 1
+            key.mv_size = length
+            key.mv_data = UnsafeMutableRawPointer(successor.baseAddress)
             return mdb_cursor_get(cursor, &key, &value, MDB_SET_RANGE)
         }
         if code == MDB_NOTFOUND { return mdb_cursor_get(cursor, &key, &value, MDB_LAST) }
