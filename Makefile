@@ -61,7 +61,7 @@ BENCH_LOAD_ARGS ?= --mix ycsb-b,ycsb-c --backends all --clients 1,2 --duration 3
 # Every run makes schemas of its own on the server and drops them
 # (scripts/bench-server.sh). `make bench` runs the PostgreSQL backends too
 # when DAO_POSTGRES_URL is set, and leaves them out otherwise.
-SERVER_BACKENDS ?= sqlite,sqlite-raw,lmdb,lmdb-raw,postgres-raw
+SERVER_BACKENDS ?= sqlite,sqlite-raw,lmdb,lmdb-raw,postgres,postgres-raw
 SERVER_BENCH_ARGS ?= --backends $(SERVER_BACKENDS)
 SERVER_LOAD_ARGS ?= --mix ycsb-b,ycsb-c --backends $(SERVER_BACKENDS) --clients 1,2 --duration 3 --warmup 0.5 --durability full
 SERVER_BULK_ARGS ?= --dialogs 1000 --messages-per-dialog 100 --rounds 5 --durability full
@@ -95,15 +95,12 @@ setup-browser:
 build: setup
 	@bash scripts/build-checked.sh
 
-# The PostgreSQL adapter's tests (the conformance suite on a server, its
-# own tests and crash tests) run when DAO_POSTGRES_URL names a server:
-#   export DAO_POSTGRES_URL=$$(bash scripts/setup.sh postgres)
-# Without it they are skipped, and the last line says so.
+# The PostgreSQL adapter's tests (the conformance suite on a server, its own
+# tests and crash tests) run on the server DAO_POSTGRES_URL names, or on a
+# throwaway cluster scripts/test.sh starts and removes; POSTGRES=0 skips them.
 test: setup
 	@bash scripts/build-checked.sh --build-tests
-	$(SWIFT) test --skip-build
-	@if [ -n "$$DAO_POSTGRES_URL" ]; then echo "PostgreSQL: the tests ran against $$DAO_POSTGRES_URL"; \
-	else echo "PostgreSQL: skipped (DAO_POSTGRES_URL is not set; export DAO_POSTGRES_URL=\$$(bash scripts/setup.sh postgres) to run its tests)"; fi
+	@SWIFT=$(SWIFT) bash scripts/test.sh
 
 # `make docs`: the DocC catalogs of the library (Sources/*/*.docc), built with
 # swift-docc-plugin into .build/docs/<target> by scripts/build-docs.sh, which

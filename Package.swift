@@ -105,7 +105,7 @@ let package = Package(
         .target(
             name: "StorageBenchReference",
             dependencies: [
-                "StorageBenchKit", "DAOCore", "DialogGraph", "CSQLite", "CLMDB",
+                "StorageBenchKit", "DAOCore", "DialogGraph", "CSQLite", "CLMDB", "PostgresStorage",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -142,7 +142,7 @@ let package = Package(
         // A reader task and a writer task through the async API, on any backend.
         .executableTarget(
             name: "ReaderWriter",
-            dependencies: ["DAOCore", "DialogGraph", "FileStorage", "SQLiteStorage", "LMDBStorage"],
+            dependencies: ["DAOCore", "DialogGraph", "FileStorage", "SQLiteStorage", "LMDBStorage", "PostgresStorage"],
             path: "Examples/ReaderWriter",
         ),
 

@@ -14,8 +14,10 @@ cd "$(dirname "$0")/.."
 
 bench="${SWIFT:-swift} run -c release --skip-build storage-bench"
 if [ -z "${DAO_POSTGRES_URL:-}" ]; then
+    DAO_POSTGRES_DIR="$(mktemp -d /tmp/dao-postgres.XXXXXX)"
+    export DAO_POSTGRES_DIR
+    trap 'bash scripts/setup.sh postgres-stop "$DAO_POSTGRES_DIR"' EXIT
     DAO_POSTGRES_URL="$(bash scripts/setup.sh postgres)"
-    trap 'bash scripts/setup.sh postgres-stop' EXIT
     echo "bench-server: started PostgreSQL at $DAO_POSTGRES_URL" >&2
 else
     echo "bench-server: using the PostgreSQL server of DAO_POSTGRES_URL" >&2

@@ -3,7 +3,10 @@
 // reader pages the dialog's latest messages while it does, and checks that
 // what it sees only grows and is always whole.
 //
-//   swift run reader-writer [json|plist|sqlite|lmdb] [messages] [directory]
+//   swift run reader-writer [json|plist|sqlite|lmdb|postgres] [messages] [directory]
+//
+// `postgres` works in a schema of its own on the server DAO_POSTGRES_URL
+// names, and drops it at the end.
 //
 // Every call awaits: the store runs it on its own threads (a writer thread,
 // reader threads beside it), so neither task holds a thread of Swift's
@@ -14,16 +17,25 @@ import DialogGraph
 import FileStorage
 import Foundation
 import LMDBStorage
+import PostgresStorage
 import SQLiteStorage
 
 /// Opens the store of `backend` in `directory`.
 func openStore(_ backend: String, in directory: URL) throws -> any Store {
     switch backend {
-    case "json": try FileStore(directory: directory, format: .json, durability: .none)
-    case "plist": try FileStore(directory: directory, format: .propertyList, durability: .none)
-    case "sqlite": try SQLiteDatabase(path: directory.appending(path: "store.sqlite"), durability: .none)
-    case "lmdb": try LMDBEnvironment(directory: directory, durability: .none)
-    default: throw ExampleError("unknown backend '\(backend)'; use json, plist, sqlite or lmdb")
+    case "json": return try FileStore(directory: directory, format: .json, durability: .none)
+    case "plist": return try FileStore(directory: directory, format: .propertyList, durability: .none)
+    case "sqlite": return try SQLiteDatabase(path: directory.appending(path: "store.sqlite"), durability: .none)
+    case "lmdb": return try LMDBEnvironment(directory: directory, durability: .none)
+    case "postgres":
+        guard let url = ProcessInfo.processInfo.environment["DAO_POSTGRES_URL"], !url.isEmpty else {
+            throw ExampleError("postgres needs DAO_POSTGRES_URL=postgres://user@host:port/database")
+        }
+        var configuration = try PostgresConfiguration(url: url)
+        configuration.schema = "reader_writer_\(UInt32.random(in: 0...UInt32.max))"
+        configuration.durability = .none
+        return try PostgresStore(configuration)
+    default: throw ExampleError("unknown backend '\(backend)'; use json, plist, sqlite, lmdb or postgres")
     }
 }
 
@@ -76,7 +88,11 @@ func run(backend: String, messageCount: Int, directory: URL) async throws {
     let pages = try await reader.value
     let stored = try await messages.count()
     print("\(backend): the writer stored \(stored) messages; the reader read \(pages) pages beside it")
-    try store.close()
+    if let server = store as? PostgresStore {
+        try server.removeSchema()
+    } else {
+        try store.close()
+    }
     guard stored == messageCount else { throw ExampleError("\(stored) messages stored, \(messageCount) written") }
 }
 

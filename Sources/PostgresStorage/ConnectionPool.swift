@@ -4,6 +4,7 @@ import Logging
 import NIOCore
 import NIOPosix
 import PostgresNIO
+import Synchronization
 
 /// One open connection of the pool, used by one call at a time: its
 /// statements, prepared on the server once per connection and text
@@ -22,9 +23,16 @@ final class ServerConnection: @unchecked Sendable {
     /// server went away): the pool closes it instead of keeping it.
     var isBroken = false
 
+    /// How to fail the call waiting on this connection, if one is.
+    private let pending = PendingCall()
+
     init(_ connection: PostgresConnection, generation: Int) {
         self.connection = connection
         self.generation = generation
+        // The driver drops a statement written to a connection that closed
+        // meanwhile (a restarted server) without ever completing its future:
+        // the call waiting on it fails when the connection closes instead.
+        connection.closeFuture.whenComplete { [pending] _ in pending.fail(PostgresError.connectionClosed) }
     }
 
     /// The rows of `sql` run with `binds`, as a statement prepared on this
@@ -56,12 +64,32 @@ final class ServerConnection: @unchecked Sendable {
     }
 
     private func wait<T: Sendable>(_ future: EventLoopFuture<T>) throws -> T {
+        let answer = future.eventLoop.makePromise(of: T.self)
+        pending.set { answer.fail($0) }
+        defer { pending.set(nil) }
+        // Closed before the callback was set: it ran and found no call.
+        if connection.isClosed { answer.fail(PostgresError.connectionClosed) }
+        future.cascade(to: answer)
         do {
-            return try future.wait()
+            return try answer.futureResult.wait()
         } catch {
             if PostgresErrors.isConnectionLost(error) { isBroken = true }
             throw error
         }
+    }
+}
+
+/// The one call waiting on a connection, failed when the connection closes.
+final class PendingCall: Sendable {
+    private let failure = Mutex<(@Sendable (any Error) -> Void)?>(nil)
+
+    func set(_ fail: (@Sendable (any Error) -> Void)?) {
+        failure.withLock { $0 = fail }
+    }
+
+    func fail(_ error: any Error) {
+        let fail = failure.withLock { $0 }
+        fail?(error)
     }
 }
 
@@ -202,14 +230,38 @@ final class ConnectionPool: @unchecked Sendable {
 
 /// How the driver's errors become ``StorageError``s.
 enum PostgresErrors {
+    // The driver throws two shapes of error: `PSQLError` from its current
+    // API (connecting, simple queries) and the older `PostgresError` from
+    // `prepare(query:)` and `PreparedQuery.execute`, which the store's
+    // statements go through. Both carry the server's fields.
+
     /// The SQLSTATE of a server error, if `error` is one.
     static func sqlState(_ error: any Error) -> String? {
-        (error as? PSQLError)?.serverInfo?[.sqlState]
+        serverField(error, psql: .sqlState, legacy: .sqlState)
+    }
+
+    /// A field of the server's error response, from either shape of error.
+    private static func serverField(
+        _ error: any Error, psql: PSQLError.ServerInfo.Field, legacy: PostgresMessage.Error.Field
+    ) -> String? {
+        if let error = error as? PSQLError { return error.serverInfo?[psql] }
+        if case .server(let response) = error as? PostgresError { return response.fields[legacy] }
+        return nil
     }
 
     /// Whether the connection is gone (the server closed it or restarted).
     static func isConnectionLost(_ error: any Error) -> Bool {
-        guard let error = error as? PSQLError else { return error is ChannelError }
+        if let error = error as? PostgresError {
+            switch error {
+            case .connectionClosed: return true
+            case .protocol: return true
+            case .server:
+                guard let state = sqlState(error) else { return false }
+                return state.hasPrefix("08") || state == "57P01" || state == "57P02" || state == "57P03"
+            }
+        }
+        // The socket's own errors (a reset by a server that went away) end the connection too.
+        guard let error = error as? PSQLError else { return error is ChannelError || error is IOError }
         switch error.code {
         case .server:
             // 57P01 admin_shutdown, 57P02 crash_shutdown, 57P03 cannot_connect_now; class 08: connection exceptions.
@@ -250,10 +302,8 @@ enum PostgresErrors {
 
     /// The server's message, or the driver's description.
     static func message(of error: any Error) -> String {
-        if let error = error as? PSQLError {
-            if let message = error.serverInfo?[.message] { return message }
-            return "\(error.code)"
-        }
+        if let message = serverField(error, psql: .message, legacy: .message) { return message }
+        if let error = error as? PSQLError { return "\(error.code)" }
         return "\(error)"
     }
 
@@ -261,7 +311,7 @@ enum PostgresErrors {
     /// ``StorageError``), rather than from the caller's code run inside the
     /// transaction (a translator, `CancellationError`), which is rethrown as it is.
     static func isDriverError(_ error: any Error) -> Bool {
-        error is PSQLError || error is ChannelError || error is IOError
+        error is PSQLError || error is PostgresError || error is ChannelError || error is IOError
     }
 
     /// `error` as the call throws it: a driver's error typed, anything else as it is.

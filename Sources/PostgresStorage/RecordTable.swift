@@ -194,7 +194,16 @@ struct RecordCodec<R: Record>: Sendable {
     }
 
     func record(_ row: PostgresRow, _ types: [FieldType]) throws -> R {
-        if let fieldwise { return try Self.fieldwiseRecord(fieldwise, row, entity.name) }
+        if let fieldwise {
+            do {
+                return try Self.fieldwiseRecord(fieldwise, row, entity.name)
+            } catch let error as StorageError {
+                throw error
+            } catch {
+                // The record's own init(fields:) refused the values.
+                throw StorageError(.decoding, .read, entity: entity.name, message: "a row does not decode", underlying: error)
+            }
+        }
         var values: [StoredValue] = []
         values.reserveCapacity(types.count)
         for (cell, type) in zip(row, types) {

@@ -27,12 +27,16 @@ extension BackendRegistry {
     /// by side.
     public static let withReferences = standard.followed(by: reference)
 
-    /// The backends on a PostgreSQL server: `postgres-raw` (postgres-nio with
-    /// hand-written SQL, ``PostgresRawSubject``), each iteration in a schema of
-    /// its own on `server` (a malformed URL's error, which each then fails
-    /// with at open).
+    /// The backends on a PostgreSQL server: `postgres`, the library's adapter
+    /// through the DAO (``ThrowawaySchemaStore``), and its reference
+    /// `postgres-raw` (postgres-nio with hand-written SQL,
+    /// ``PostgresRawSubject``), each iteration in a schema of its own on
+    /// `server` (a malformed URL's error, which each then fails with at open).
     public static func postgres(_ server: Result<PostgresServer, any Error>) -> BackendRegistry {
         BackendRegistry([
+            Backend("postgres", reference: "postgres-raw") { _, durability in
+                try ThrowawaySchemaStore(server: server.get(), durability: durability)
+            },
             Backend(name: "postgres-raw", subject: { _, durability in
                 try PostgresRawSubject(server: server.get(), durability: durability)
             })

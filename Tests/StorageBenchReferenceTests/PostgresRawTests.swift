@@ -161,7 +161,7 @@ struct PostgresRawTests {
                 mixes: [mix], backends: backends.backends, clients: [2], durationSeconds: nil, operationCount: 200,
                 targetRate: nil, warmupSeconds: 0, durability: .none),
             progress: { _ in })
-        #expect(results.map(\.backend) == ["sqlite", "postgres-raw"])
+        #expect(results.map(\.backend) == ["sqlite", "postgres", "postgres-raw"])
         for result in results {
             #expect(result.failure == nil, "\(result.backend): \(result.failure ?? "")")
             #expect(result.all?.operations == 200 && result.all?.errors == 0, "\(result.backend): \(result.all?.firstError ?? "")")

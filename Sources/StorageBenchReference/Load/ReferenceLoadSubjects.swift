@@ -21,11 +21,16 @@ extension LoadBackendRegistry {
     /// The backends `storage-bench load` runs: the library's, each followed by its references.
     public static let withReferences = standard.followed(by: reference)
 
-    /// The backends under load on a PostgreSQL server: `postgres-raw`
-    /// (``PostgresRawLoadSubject``), in a schema of its own on `server` (a
-    /// malformed URL's error, which it then fails with at open).
+    /// The backends under load on a PostgreSQL server: `postgres`, the
+    /// library's adapter through the DAO's `async` calls
+    /// (``ThrowawaySchemaStore``), and `postgres-raw`
+    /// (``PostgresRawLoadSubject``), each in a schema of its own on `server`
+    /// (a malformed URL's error, which it then fails with at open).
     public static func postgres(_ server: Result<PostgresServer, any Error>) -> LoadBackendRegistry {
         LoadBackendRegistry([
+            LoadBackend(name: "postgres", reference: "postgres-raw") { _, durability in
+                try DAOLoadSubject(store: ThrowawaySchemaStore(server: server.get(), durability: durability))
+            },
             LoadBackend(name: "postgres-raw") { _, durability in
                 try PostgresRawLoadSubject(server: server.get(), durability: durability)
             }

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# `make test`: the whole test suite, PostgreSQL included. When DAO_POSTGRES_URL
+# names no server, starts a throwaway cluster on 127.0.0.1 for the run
+# (scripts/setup.sh postgres, which installs Debian's postgresql when missing)
+# and stops and removes it afterwards; POSTGRES=0 skips the PostgreSQL tests
+# instead. The last line says which. Expects the tests built
+# (scripts/build-checked.sh --build-tests).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if [ -z "${DAO_POSTGRES_URL:-}" ] && [ "${POSTGRES:-1}" != 0 ]; then
+    DAO_POSTGRES_DIR="$(mktemp -d /tmp/dao-postgres.XXXXXX)"
+    export DAO_POSTGRES_DIR
+    trap 'bash scripts/setup.sh postgres-stop "$DAO_POSTGRES_DIR"' EXIT
+    DAO_POSTGRES_URL="$(bash scripts/setup.sh postgres)"
+    export DAO_POSTGRES_URL
+fi
+status=0
+"${SWIFT:-swift}" test --skip-build || status=$?
+if [ -n "${DAO_POSTGRES_URL:-}" ]; then
+    echo "PostgreSQL: the tests ran against ${DAO_POSTGRES_URL}"
+else
+    echo "PostgreSQL: skipped (POSTGRES=0)"
+fi
+exit "$status"
