@@ -10,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(DAOCore SQLiteStorage LMDBStorage FileStorage)
+[ ${#targets[@]} -gt 0 ] || targets=(DAOCore SQLiteStorage LMDBStorage FileStorage PostgresStorage)
 mkdir -p .build/docs
 diagnostics=()
 for target in "${targets[@]}"; do
