@@ -15,7 +15,8 @@ The tables come from results/baseline.csv (`make bench`, durability full),
 results/baseline-smoke.csv (`make bench-smoke`, durability none, with
 instruction and allocation counts) and results/lmdb-open-check*.csv
 (`scripts/lmdb-open-check.sh`: `storage-bench open` on LMDB) and
-results/postgres-bulk.csv (`storage-bench postgres-bulk`). Renew a baseline, run this script, and
+results/postgres-bulk.csv (`storage-bench postgres-bulk`) and results/postgres-smoke.csv
+(`storage-bench run --backends postgres,postgres-raw`). Renew a baseline, run this script, and
 commit both. The files scanned are README.md, docs/*.md and the DocC articles
 (Sources/*/*.docc/**/*.md); a marker naming no table here is an error.
 """
@@ -99,9 +100,9 @@ def throughput():
         table(["operation"] + [f"`{b}`" for b in backends], lines)
 
 
-def ratios():
+def ratios(path=BASELINE):
     """Each DAO backend (and GRDB) divided by its raw engine, round by round, with the 95% interval."""
-    rows = load(BASELINE)
+    rows = load(path)
     cell = cells(rows)
     measured = [b for b in ordered(rows, "backend") if any(r["backend"] == b and r["ratio_paired"] for r in rows)]
     reference = {b: next(r["reference"] for r in rows if r["backend"] == b) for b in measured}
@@ -116,7 +117,7 @@ def ratios():
                 line.append(f"{ratio(row['ratio_paired'])} ({ratio(row['ratio_paired_low'])}–"
                             f"{ratio(row['ratio_paired_high'])})")
         lines.append(line)
-    return caption(BASELINE, rows, "Throughput ÷ the raw engine's, the median of the per-round ratios "
+    return caption(path, rows, "Throughput ÷ the raw engine's, the median of the per-round ratios "
                    "(`ratio_paired`) with its 95% interval (`ratio_paired_low`–`ratio_paired_high`)") + \
         table(["operation"] + [f"`{b}` ÷ `{reference[b]}`" for b in measured], lines)
 
@@ -284,6 +285,7 @@ def postgres_bulk():
 
 TABLES = {
     "postgres-bulk": postgres_bulk,
+    "postgres-ratios": lambda: ratios("results/postgres-smoke.csv"),
     "async-cost": async_cost,
     "throughput": throughput,
     "ratios": ratios,
