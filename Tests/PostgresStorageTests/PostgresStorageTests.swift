@@ -245,7 +245,7 @@ struct PostgresStorageTests {
     @Test func conflictingWritersAtSerializableAllSucceed() throws {
         try Server.withStore({ $0.isolation = .serializable; $0.poolSize = 4 }) { database, _ in
             let gauges = try database.storage(for: GaugeRecord.self)
-            let failures = Mutex(0)
+            let failures = Mutex<[String]>([])
             DispatchQueue.concurrentPerform(iterations: 4) { writer in
                 for round in 0..<25 {
                     let records = (1...5).map {
@@ -254,11 +254,11 @@ struct PostgresStorageTests {
                     do {
                         try gauges.persist(records)
                     } catch {
-                        failures.withLock { $0 += 1 }
+                        failures.withLock { $0.append("\(error)") }
                     }
                 }
             }
-            #expect(failures.withLock { $0 } == 0)
+            #expect(failures.withLock { $0 }.isEmpty, "\(failures.withLock { $0 })")
             // Each commit was whole: the five rows carry one writer's round.
             let labels = Set(try gauges.readAll().map(\.label))
             #expect(labels.count == 1)
