@@ -20,7 +20,7 @@ struct KillTests {
           arguments: trialBackends)
     func killedWriter(backend: TrialBackend) throws {
         let directory = try TemporaryDirectory("trial-kill")
-        var random = SeededRandom(seed: UInt64(backend.name.utf8.reduce(7) { $0 &* 31 &+ UInt64($1) }))
+        var random = TestRandom(seed: UInt64(backend.name.utf8.reduce(7) { $0 &* 31 &+ UInt64($1) }))
         var written = 0
         for round in 0..<4 {
             let helper = try HelperProcess(["trial-write", backend.name, directory.url.path, "\(written)", "\(written + 60)"])
@@ -57,15 +57,3 @@ struct KillTests {
     }
 }
 
-/// A small seeded generator (SplitMix64), so that a failing run repeats.
-struct SeededRandom {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}

@@ -22,7 +22,7 @@ func logisticsEdgeTranscript(_ backend: TrialBackend) throws -> [String] {
             lines.append("\(step): untyped \(type(of: error))")
         }
     }
-    var random = TrackerRandom(seed: 404)
+    var random = TestRandom(seed: 404)
     var next: Int64 = 0
     let a = Logistics.shipment("A", parcels: 3, &random, next: &next, oneSpelling: true)
     let b = Logistics.shipment("B", parcels: 2, &random, next: &next, oneSpelling: true)
@@ -108,7 +108,7 @@ struct LogisticsEdgeTests {
     @Test("a parcel naming its shipment's code in the other normalization is a constraint error", arguments: trialBackends)
     func otherNormalization(backend: TrialBackend) throws {
         let directory = try TemporaryDirectory("logistics-nfd-child")
-        var random = TrackerRandom(seed: 9)
+        var random = TestRandom(seed: 9)
         var next: Int64 = 0
         let nfc = Logistics.shipment("caf\u{E9}", parcels: 1, &random, next: &next, oneSpelling: true)
         var parcel = nfc.parcels[0]

@@ -23,7 +23,7 @@ struct LogisticsKillTests {
     @Test("SIGKILL during persists, moves and erasures, then reopen", arguments: trialBackends)
     func killed(backend: TrialBackend) throws {
         let directory = try TemporaryDirectory("logistics-kill")
-        var random = TrackerRandom(seed: UInt64(backend.name.utf8.reduce(7) { $0 &* 131 &+ UInt64($1) }))
+        var random = TestRandom(seed: UInt64(backend.name.utf8.reduce(7) { $0 &* 131 &+ UInt64($1) }))
         let spelled = oneSpelling(backend)
         var written = 0
         for round in 0..<Self.kills {

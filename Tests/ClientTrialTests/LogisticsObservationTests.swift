@@ -17,7 +17,7 @@ struct LogisticsObservationTests {
         let directory = try TemporaryDirectory("logistics-observe")
         let store = try backend.open(directory.url)
         let daos = try LogisticsDAOs(store)
-        var random = TrackerRandom(seed: 31)
+        var random = TestRandom(seed: 31)
         var next: Int64 = 0
         let spelled = oneSpelling(backend)
         let shipments = ["north", "south", "east"].map {

@@ -17,7 +17,7 @@ enum LogisticsQueries {
         textBefore(a.id.uuidString, b.id.uuidString)
     }
 
-    static func parcels(_ model: LogisticsModel, _ random: inout TrackerRandom) -> ReferenceQuery<ParcelRecord> {
+    static func parcels(_ model: LogisticsModel, _ random: inout TestRandom) -> ReferenceQuery<ParcelRecord> {
         let records = model.parcelList.map(ParcelTranslator().record(from:))
         let sample = records.isEmpty ? nil : random.pick(records)
         let other = records.isEmpty ? nil : random.pick(records)
@@ -163,7 +163,7 @@ enum LogisticsQueries {
         return query
     }
 
-    static func shipments(_ model: LogisticsModel, _ random: inout TrackerRandom) -> ReferenceQuery<ShipmentRecord> {
+    static func shipments(_ model: LogisticsModel, _ random: inout TestRandom) -> ReferenceQuery<ShipmentRecord> {
         let records = model.shipmentList.map(ShipmentTranslator().record(from:))
         let sample = records.isEmpty ? nil : random.pick(records)
         let keyOrder: (ShipmentRecord, ShipmentRecord) -> Bool = { textBefore($0.code, $1.code) }
@@ -241,7 +241,7 @@ enum LogisticsQueries {
         return query
     }
 
-    static func scans(_ model: LogisticsModel, _ random: inout TrackerRandom) -> ReferenceQuery<ScanRecord> {
+    static func scans(_ model: LogisticsModel, _ random: inout TestRandom) -> ReferenceQuery<ScanRecord> {
         let records = model.scanList.map(ScanTranslator().record(from:))
         let sample = records.isEmpty ? nil : random.pick(records)
         let keyOrder: (ScanRecord, ScanRecord) -> Bool = { $0.id < $1.id }

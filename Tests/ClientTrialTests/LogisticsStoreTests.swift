@@ -202,7 +202,7 @@ struct LogisticsStoreTests {
     @Test("LMDB's map fills with bytes and grows; a move and an erasure after it; all back after reopening")
     func lmdbMapFills() throws {
         let directory = try TemporaryDirectory("logistics-map")
-        var random = TrackerRandom(seed: 3)
+        var random = TestRandom(seed: 3)
         var next: Int64 = 0
         var model = LogisticsModel()
         let env = try LMDBEnvironment(directory: directory.url, durability: .none, mapSize: 1 << 16)
@@ -243,7 +243,7 @@ struct LogisticsStoreTests {
         let blocker = directory.url.appending(path: name)
         try FileManager.default.createDirectory(at: blocker, withIntermediateDirectories: false)
         try Data("mine".utf8).write(to: blocker.appending(path: "inside.txt"))
-        var random = TrackerRandom(seed: 1)
+        var random = TestRandom(seed: 1)
         var next: Int64 = 0
         let shipment = Logistics.shipment("x", parcels: 1, &random, next: &next, oneSpelling: true)
         expectStorageError(nil, "a directory named \(name) on \(backend.name)") {

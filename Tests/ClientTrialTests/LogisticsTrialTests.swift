@@ -81,7 +81,7 @@ struct LogisticsTrialTests {
     private func run(_ backend: TrialBackend, seed: UInt64) throws -> Int {
         let directory = try TemporaryDirectory("logistics-trial")
         let spelled = oneSpelling(backend)
-        var random = TrackerRandom(seed: seed)
+        var random = TestRandom(seed: seed)
         var model = LogisticsModel()
         var next: Int64 = 0
         var checks = 0

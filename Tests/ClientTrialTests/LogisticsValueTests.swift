@@ -19,7 +19,7 @@ struct LogisticsValueTests {
     /// everywhere a real goes (a date of 0.0 seconds for -0.0 on the property
     /// list, which refuses a date of -0.0).
     static func edgeShipments(backend: TrialBackend) -> [Shipment] {
-        var random = TrackerRandom(seed: 77)
+        var random = TestRandom(seed: 77)
         var shipments: [Shipment] = []
         let oneSpelling = oneSpelling(backend)
         for (index, real) in Logistics.reals.enumerated() {
@@ -180,7 +180,7 @@ struct LogisticsValueTests {
     @Test("codes equal in NFC but not in bytes are three shipments, each with its own parcels", arguments: trialBackends)
     func spellings(backend: TrialBackend) throws {
         let directory = try TemporaryDirectory("logistics-spellings")
-        var random = TrackerRandom(seed: 5)
+        var random = TestRandom(seed: 5)
         var next: Int64 = 0
         // The codes as given; every other text in NFC on plist.
         let twins = ["\u{C5}rhus", "A\u{30A}rhus", "\u{212B}rhus"].map { code -> Shipment in

@@ -19,7 +19,7 @@ struct TrackerKillTests {
     @Test("SIGKILL during three-level persists and erasures, then reopen", arguments: trialBackends)
     func killed(backend: TrialBackend) throws {
         let directory = try TemporaryDirectory("tracker-kill")
-        var random = TrackerRandom(seed: UInt64(backend.name.utf8.reduce(11) { $0 &* 31 &+ UInt64($1) }))
+        var random = TestRandom(seed: UInt64(backend.name.utf8.reduce(11) { $0 &* 31 &+ UInt64($1) }))
         var written = 0
         var killedDuring: [String] = []
         for round in 0..<6 {

@@ -16,7 +16,7 @@ struct TrackerLongKeyTests {
             try withTracker(backend, in: directory.url) { daos, _ in
                 for length in [400, 470, 490, 500, 505, 511, 512] {
                     let slug = String(repeating: "é", count: length / 2) + (length % 2 == 1 ? "x" : "")
-                    var random = TrackerRandom(seed: UInt64(length))
+                    var random = TestRandom(seed: UInt64(length))
                     var project = Tracker.project(slug, version: 1, firstIssue: Int64(length) * 100, issues: 3, random: &random)
                     if oneSpelling(backend) { project = Tracker.oneSpelling(project) }
                     let before = try daos.counts()
@@ -50,7 +50,7 @@ extension TrackerLongKeyTests {
         let backend = try #require(trialBackends.first { $0.name == "lmdb" })
         try withTracker(backend, in: directory.url) { daos, _ in
             for (slug, issues) in [(String(repeating: "s", count: 600), 0), (String(repeating: "t", count: 505), 2)] {
-                var random = TrackerRandom(seed: 1)
+                var random = TestRandom(seed: 1)
                 let project = Tracker.project(slug, version: 1, firstIssue: 1, issues: issues, random: &random)
                 let error = expectStorageError(.invalidArgument) { try daos.projects.persist(project) }
                 let message = error?.message ?? ""

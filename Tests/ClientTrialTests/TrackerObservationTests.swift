@@ -15,7 +15,7 @@ struct TrackerObservationTests {
         let directory = try TemporaryDirectory("tracker-observe")
         let store = try backend.open(directory.url)
         let daos = try TrackerDAOs(store)
-        var random = TrackerRandom(seed: 41)
+        var random = TestRandom(seed: 41)
         var project = Tracker.project("caf\u{E9}", version: 1, firstIssue: 1, issues: 6, random: &random)
         if oneSpelling(backend) { project = Tracker.oneSpelling(project) }
         try await daos.projects.persist(project)

@@ -61,7 +61,7 @@ func modelSorted<T>(
 
 /// The generated queries of one seed.
 func trackerQueries(seed: UInt64, slugs: [String], people: [String]) -> [TrackerQuery] {
-    var random = TrackerRandom(seed: seed)
+    var random = TestRandom(seed: seed)
     var queries: [TrackerQuery] = []
     func issues(_ projects: [Project]) -> [TrackedIssue] { projects.flatMap(\.issues) }
     func comments(_ projects: [Project]) -> [TrackedComment] { issues(projects).flatMap(\.comments) }
@@ -243,7 +243,7 @@ struct TrackerQueryTests {
         var answers: [String: [[String]]] = [:]
         for backend in trialBackends {
             let directory = try TemporaryDirectory("tracker-query")
-            var random = TrackerRandom(seed: seed)
+            var random = TestRandom(seed: seed)
             var next: Int64 = -40
             var projects = Tracker.slugs.map { slug -> Project in
                 defer { next += 100 }

@@ -14,7 +14,7 @@ struct TrackerRelationObservationTests {
         let directory = try TemporaryDirectory("tracker-observe-relations")
         let store = try backend.open(directory.url)
         let daos = try TrackerDAOs(store)
-        var random = TrackerRandom(seed: 77)
+        var random = TestRandom(seed: 77)
         var projects = ["core", "web", "docs"].enumerated().map { index, slug in
             Tracker.project(slug, version: 1, firstIssue: Int64(index) * 10, issues: 3, random: &random, payloadBytes: 4)
         }

@@ -18,7 +18,7 @@ struct TrackerTwoWritersTests {
         let helper = try HelperProcess(["tracker-write", backend.name, directory.url.path, "1", "40"])
         var mine: [Project] = []
         var errors: [String] = []
-        var random = TrackerRandom(seed: 99)
+        var random = TestRandom(seed: 99)
         var done = 1
         while let line = helper.readLine() {
             if line.hasPrefix("done "), let index = Int(line.dropFirst(5)) { done = index + 1 }

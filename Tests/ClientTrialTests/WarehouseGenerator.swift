@@ -1,12 +1,13 @@
 import DAOCore
 import Foundation
+import TestSupport
 
 /// A seeded generator of warehouse trees and of queries over them, drawing
 /// awkward values on purpose: extreme integers of every width, infinities
 /// and subnormals, dates far in the past and future, NUL, emoji, NFC and NFD
 /// spellings, very long text, UUID-like keys in both cases.
 struct WarehouseGenerator {
-    var random: SeededRandom
+    var random: TestRandom
     /// Whether every text is NFC (the property list refuses a second spelling).
     let oneSpelling: Bool
     private var nextTag: Int64 = 1
@@ -15,7 +16,7 @@ struct WarehouseGenerator {
     private var usedTags = Set<Int64>()
 
     init(seed: UInt64, oneSpelling: Bool) {
-        random = SeededRandom(seed: seed)
+        random = TestRandom(seed: seed)
         self.oneSpelling = oneSpelling
     }
 
@@ -119,4 +120,3 @@ struct WarehouseGenerator {
     }
 }
 
-extension SeededRandom: RandomNumberGenerator {}

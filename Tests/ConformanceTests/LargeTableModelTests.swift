@@ -50,18 +50,6 @@ struct ModelItem: Record, Equatable {
         ownedBy: ModelBox.self)
 }
 
-/// SplitMix64, so that a failure replays.
-private struct ModelRandom: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 /// Tables of hundreds of records, far past the thresholds at which the file
 /// store stops tracking changed keys (64) and closes the holes that removals
 /// leave at a commit (as many holes as records, and more than 64): many
@@ -83,7 +71,7 @@ struct LargeTableModelTests {
 
     static let labels = (0..<24).map { ["s", "A", "é", "🙂", "m"][$0 % 5] + "\($0 * 7 % 24)" }
 
-    fileprivate static func shelf(_ slot: Int, _ rng: inout ModelRandom, version: Int) -> ModelShelf {
+    fileprivate static func shelf(_ slot: Int, _ rng: inout TestRandom, version: Int) -> ModelShelf {
         let label = labels[slot]
         var boxes: [ModelBox] = []
         // Boxes from the shelf's own range, shuffled, some slots left empty.
@@ -108,7 +96,7 @@ struct LargeTableModelTests {
     @Test(arguments: allBackends)
     func largeTablesAgainstModel(_ backend: Backend) throws {
         let directory = try TemporaryDirectory()
-        var rng = ModelRandom(state: 2026)
+        var rng = TestRandom(seed: 2026)
         var model: [String: ModelShelf] = [:]
         var store: (any Store)? = try backend.open(directory.url, .none)
         for step in 0..<60 {

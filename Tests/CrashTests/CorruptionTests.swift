@@ -44,7 +44,7 @@ enum Damage: CustomStringConvertible {
             try data.write(to: url)
         case .overwrite(let offset, let count, let fill):
             var data = try Data(contentsOf: url)
-            var random = TestRandom(fill ?? 0)
+            var random = TestRandom(seed: fill ?? 0)
             for index in offset..<min(offset + count, data.count) {
                 data[data.startIndex + index] = fill == nil ? 0 : UInt8(truncatingIfNeeded: random.next())
             }
@@ -94,7 +94,7 @@ struct CorruptionTests {
         let intact = try runHelper(["verify", backend, original.url.path, seed, String(Self.transactions)])
         try #require(intact.status == 0, "the undamaged store: \(intact)")
 
-        var random = TestRandom(Torture.seed ^ UInt64(backend.utf8.count))
+        var random = TestRandom(seed: Torture.seed ^ UInt64(backend.utf8.count))
         let files = try FileManager.default.contentsOfDirectory(atPath: original.url.path).sorted()
         var cases: [(file: String, damage: Damage)] = []
         for file in files {

@@ -24,7 +24,7 @@ struct KillTests {
             dropServerSchema(backend, directory.url)
             directory.remove()
         }
-        var random = TestRandom(Torture.seed ^ UInt64(backend.utf8.reduce(0) { $0 &* 31 &+ UInt64($1) }))
+        var random = TestRandom(seed: Torture.seed ^ UInt64(backend.utf8.reduce(0) { $0 &* 31 &+ UInt64($1) }))
         let seed = String(random.next() % 1_000_000)
         // The store is created (and its first transaction committed) before the
         // first kill: a kill while an empty store is being created is not what

@@ -14,7 +14,7 @@ struct MigrationKillTests {
 
     @Test("a migration killed at any point leaves the old state or the new", arguments: backends)
     func killWhileMigrating(backend: String) throws {
-        var random = TestRandom(Torture.seed ^ 0x6D69_6772 ^ UInt64(backend.utf8.reduce(0) { $0 &* 31 &+ UInt64($1) }))
+        var random = TestRandom(seed: Torture.seed ^ 0x6D69_6772 ^ UInt64(backend.utf8.reduce(0) { $0 &* 31 &+ UInt64($1) }))
         for round in 0..<Self.kills {
             let directory = try TemporaryDirectory("crash-migrate-kill-\(backend)")
             defer { directory.remove() }
@@ -86,7 +86,7 @@ struct RelationMigrationKillTests {
 
     @Test("a relation added or dropped by a migration killed at any point: the old state or the new", arguments: backends)
     func killWhileChangingRelations(backend: String) throws {
-        var random = TestRandom(Torture.seed ^ 0x7265_6C61 ^ UInt64(backend.utf8.reduce(0) { $0 &* 31 &+ UInt64($1) }))
+        var random = TestRandom(seed: Torture.seed ^ 0x7265_6C61 ^ UInt64(backend.utf8.reduce(0) { $0 &* 31 &+ UInt64($1) }))
         var outcomes: [String: Int] = [:]
         for round in 0..<Self.rounds {
             let directory = try TemporaryDirectory("crash-relation-kill-\(backend)")

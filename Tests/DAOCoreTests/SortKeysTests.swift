@@ -1,4 +1,5 @@
 @testable import DAOCore
+import DialogGraph
 import Foundation
 import Testing
 
@@ -36,7 +37,7 @@ private let sorts: [[SortDescriptor<Gauge>]] = [
             // In key order, in the answer's order, in its reverse (the
             // one-pass check returns these as they are or reversed) and shuffled.
             var shuffled = gauges
-            var generator = SplitMix(seed: 7)
+            var generator = SplitMix64(seed: 7)
             shuffled.shuffle(using: &generator)
             for order in [gauges, expected, Array(expected.reversed()), shuffled] {
                 let sorted = try #require(sort.sorted(order, keys: keys(of: order, for: sort)))
@@ -93,15 +94,3 @@ private let sorts: [[SortDescriptor<Gauge>]] = [
     }
 }
 
-/// A seeded generator, so the shuffled order is the same on every run.
-private struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}

@@ -32,7 +32,7 @@ struct TableInvariantTests {
     @Test(arguments: FileFormat.allCases)
     func invariantsHold(format: FileFormat) throws {
         let scratch = try TemporaryDirectory("file-store")
-        var rng = LayoutRandom(state: format == .json ? 5 : 6)
+        var rng = TestRandom(seed: format == .json ? 5 : 6)
         let names = (0..<30).map { "g\($0 * 7 % 30)" }
         var store = try FileStore(directory: scratch.url, format: format, durability: .none)
         for step in 0..<150 {

@@ -51,18 +51,6 @@ struct LayoutPlant: Record, Equatable {
         ownedBy: LayoutBed.self)
 }
 
-/// A small deterministic generator (SplitMix64), so a failure replays.
-struct LayoutRandom: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 /// The tables hold records in an array with a map from key to position and
 /// keep track of whether the array is in key order: these check every
 /// answer and every document against a plain model after insertions out of
@@ -100,7 +88,7 @@ struct TableLayoutTests {
         gardens.flatMap(\.beds).flatMap(\.plants).map { Array($0.code.utf8) }
     }
 
-    static func garden(_ name: String, _ rng: inout LayoutRandom, base: Int64, format: FileFormat) -> LayoutGarden {
+    static func garden(_ name: String, _ rng: inout TestRandom, base: Int64, format: FileFormat) -> LayoutGarden {
         // Canonically equivalent codes in JSON only: a property list refuses the second spelling.
         let leaves = ["z", "a", "é", format == .json ? "e\u{301}" : "ë", "🙂"]
         // Beds from the garden's own range, in a shuffled order; some optional values missing.
@@ -131,7 +119,7 @@ struct TableLayoutTests {
         // a property list stores canonically equivalent texts as one).
         let names = ["pear", "apple", "fig", "Zebra", "olive", "çà", "kiwi", "date", "yuzu", "lime", "🍋", "b"]
         var model: [String: LayoutGarden] = [:]
-        var rng = LayoutRandom(state: format == .json ? 11 : 12)
+        var rng = TestRandom(seed: format == .json ? 11 : 12)
         var store: FileStore? = try FileStore(directory: scratch.url, format: format, durability: .none)
         for step in 0..<100 {
             let open = try #require(store)

@@ -44,7 +44,7 @@ struct KeptEraserTests {
     }
 
     struct Generator {
-        var random: TrackerRandom
+        var random: TestRandom
         var usedIssues: Set<Int64> = []
         var usedComments: Set<String> = []
 
@@ -119,7 +119,7 @@ struct KeptEraserTests {
             let projects = try env.storage(for: ProjectRecord.self)
             let issues = try env.storage(for: IssueRecord.self)
             let comments = try env.storage(for: CommentRecord.self)
-            var generator = Generator(random: TrackerRandom(seed: seed))
+            var generator = Generator(random: TestRandom(seed: seed))
             var model = Model()
             var everyComment: Set<String> = []
             var everyIssue: Set<Int64> = []

@@ -350,13 +350,13 @@ public enum Logistics {
     }
 
     /// A UUID from the generator.
-    public static func uuid(_ random: inout TrackerRandom) -> UUID {
+    public static func uuid(_ random: inout TestRandom) -> UUID {
         let b = (0..<16).map { _ in UInt8(truncatingIfNeeded: random.next()) }
         return UUID(uuid: (b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]))
     }
 
     /// Bytes from the generator.
-    public static func bytes(_ random: inout TrackerRandom, _ most: Int) -> Data {
+    public static func bytes(_ random: inout TestRandom, _ most: Int) -> Data {
         Data((0..<random.below(most + 1)).map { _ in UInt8(truncatingIfNeeded: random.next()) })
     }
 
@@ -371,7 +371,7 @@ public enum Logistics {
     }
 
     /// A scan of `parcel` with key `id`.
-    public static func scan(_ id: Int64, of parcel: UUID, _ random: inout TrackerRandom, oneSpelling: Bool) -> Scan {
+    public static func scan(_ id: Int64, of parcel: UUID, _ random: inout TestRandom, oneSpelling: Bool) -> Scan {
         Scan(
             uniqueId: id, parcelId: parcel, at: random.pick(dates), place: spell(random.pick(words), oneSpelling),
             temperature: random.below(3) == 0 ? nil : random.pick(reals), ok: random.below(4) != 0,
@@ -380,7 +380,7 @@ public enum Logistics {
 
     /// A parcel of shipment `code` with `scanIds.count` scans.
     public static func parcel(
-        _ id: UUID, of code: String, scanIds: [Int64], _ random: inout TrackerRandom, oneSpelling: Bool,
+        _ id: UUID, of code: String, scanIds: [Int64], _ random: inout TestRandom, oneSpelling: Bool,
         payload: Int = 16
     ) -> Parcel {
         func maybe<T>(_ value: T) -> T? { random.below(3) == 0 ? nil : value }
@@ -400,7 +400,7 @@ public enum Logistics {
     /// A shipment `code` whose parcels and scans take fresh keys from `next`
     /// (scans get Int64.min, Int64.max, 0 and negative keys too).
     public static func shipment(
-        _ code: String, parcels: Int, _ random: inout TrackerRandom, next: inout Int64, oneSpelling: Bool,
+        _ code: String, parcels: Int, _ random: inout TestRandom, next: inout Int64, oneSpelling: Bool,
         payload: Int = 16
     ) -> Shipment {
         let code = spell(code, oneSpelling)
@@ -509,7 +509,7 @@ public enum LogisticsWrites {
 
     /// The `index`th call.
     public static func step(_ index: Int, oneSpelling: Bool) -> Step {
-        var random = TrackerRandom(seed: UInt64(index) &* 104_729 &+ 5)
+        var random = TestRandom(seed: UInt64(index) &* 104_729 &+ 5)
         let code = Logistics.codes[(index * 5) % Logistics.codes.count]
         switch index % 7 {
         case 3:

@@ -251,25 +251,6 @@ public struct TrackerDAOs {
 
 // MARK: - Generated data
 
-/// A small seeded generator (SplitMix64), so that a failing run repeats.
-public struct TrackerRandom: Sendable {
-    var state: UInt64
-    /// A generator from `seed`.
-    public init(seed: UInt64) { state = seed }
-    /// The next 64 random bits.
-    public mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-    /// A number in `0..<bound`.
-    public mutating func below(_ bound: Int) -> Int { Int(next() % UInt64(bound)) }
-    /// One of `choices`.
-    public mutating func pick<T>(_ choices: [T]) -> T { choices[below(choices.count)] }
-}
-
 /// The tracker's generated data.
 public enum Tracker {
     /// Slugs: ASCII, non-ASCII, an empty one, and two pairs equal in NFC but
@@ -285,7 +266,7 @@ public enum Tracker {
     public static func time(_ n: Int) -> Date { Date(timeIntervalSinceReferenceDate: 700_000_000 + Double(n) * 3_600) }
 
     /// A UUID string from the generator (lower or upper case, as clients write them).
-    public static func uuid(_ random: inout TrackerRandom) -> String {
+    public static func uuid(_ random: inout TestRandom) -> String {
         var bytes = (0..<16).map { _ in UInt8(truncatingIfNeeded: random.next()) }
         bytes[6] = (bytes[6] & 0x0F) | 0x40
         bytes[8] = (bytes[8] & 0x3F) | 0x80
@@ -298,7 +279,7 @@ public enum Tracker {
     /// A project `slug` with generated issues numbered from `firstIssue`;
     /// `version` changes every value, so that a rewrite can be told apart.
     public static func project(
-        _ slug: String, version: Int, firstIssue: Int64, issues: Int, random: inout TrackerRandom, payloadBytes: Int = 64
+        _ slug: String, version: Int, firstIssue: Int64, issues: Int, random: inout TestRandom, payloadBytes: Int = 64
     ) -> Project {
         let issueList = (0..<issues).map { index -> TrackedIssue in
             let id = firstIssue + Int64(index)
@@ -369,7 +350,7 @@ public enum TrackerWrites {
     /// The `index`th call; with `oneSpelling`, every text in NFC.
     public static func step(_ index: Int, oneSpelling: Bool) -> Step {
         func spell(_ slug: String) -> String { oneSpelling ? slug.precomposedStringWithCanonicalMapping : slug }
-        var random = TrackerRandom(seed: UInt64(index) &* 7919 &+ 17)
+        var random = TestRandom(seed: UInt64(index) &* 7919 &+ 17)
         let slug = Tracker.slugs[(index * 5) % Tracker.slugs.count]
         switch index % 6 {
         case 4: return .erase(spell(Tracker.slugs[(index * 7) % Tracker.slugs.count]))
