@@ -149,7 +149,7 @@ let package = Package(
         // The child process of the crash and corruption tests.
         .executableTarget(
             name: "CrashHelper",
-            dependencies: ["DAOCore", "DialogGraph", "FileStorage", "SQLiteStorage", "LMDBStorage", "PostgresStorage"],
+            dependencies: ["DAOCore", "DialogGraph", "FileStorage", "SQLiteStorage", "LMDBStorage", "PostgresStorage", "TestSupport"],
         ),
 
         // Tests.
@@ -161,9 +161,13 @@ let package = Package(
             dependencies: ["DAOCore", "DialogGraph", "FileStorage", "LMDBStorage", "SQLiteStorage", "CSQLite", "TestSupport"],
             path: "Tests/StoreHelper",
         ),
-        // What several test targets share: temporary directories, the driver
-        // of StoreHelper, record types more than one target stores.
-        .target(name: "TestSupport", dependencies: ["DAOCore", "DAOMacros"], path: "Tests/TestSupport"),
+        // What several test targets and the helpers share: the list of the
+        // backends, temporary directories, the driver of StoreHelper, record
+        // types more than one target stores.
+        .target(
+            name: "TestSupport",
+            dependencies: ["DAOCore", "DAOMacros", "FileStorage", "SQLiteStorage", "LMDBStorage", "PostgresStorage"],
+            path: "Tests/TestSupport"),
         .testTarget(
             name: "ConformanceTests",
             dependencies: [

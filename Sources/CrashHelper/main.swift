@@ -22,8 +22,8 @@ import DialogGraph
 import FileStorage
 import Foundation
 import LMDBStorage
-import PostgresStorage
 import SQLiteStorage
+import TestSupport
 
 #if canImport(Glibc)
 import Glibc
@@ -44,34 +44,17 @@ func say(_ text: String) {
     }
 }
 
+/// Opens the store of `backend` in `directory`: one of the tests' backends
+/// (``allBackends``: PostgreSQL when `DAO_POSTGRES_URL` names a server, in a
+/// schema named after the directory), or `lmdb-metapages`.
 func openStore(_ backend: String, _ directory: URL) throws -> any Store {
-    switch backend {
-    case "json": try FileStore(directory: directory, format: .json)
-    case "plist": try FileStore(directory: directory, format: .propertyList)
-    case "sqlite": try SQLiteDatabase(path: directory.appending(path: "store.sqlite"))
-    case "lmdb": try LMDBEnvironment(directory: directory)
     // LMDB without the open check's page walk: what is then left to the
     // per-value bounds check.
-    case "lmdb-metapages": try LMDBEnvironment(directory: directory, fileCheck: .metaPages)
-    // The server of DAO_POSTGRES_URL, in a schema named after the directory.
-    case "postgres": try PostgresStore(postgresConfiguration(directory))
-    default:
+    if backend == "lmdb-metapages" { return try LMDBEnvironment(directory: directory, fileCheck: .metaPages) }
+    guard let known = testBackend(named: backend) else {
         throw StorageError(.invalidArgument, .open, message: "unknown backend '\(backend)'")
     }
-}
-
-/// The configuration of the PostgreSQL store that stands for `directory`:
-/// the server of `DAO_POSTGRES_URL`, a schema named after the directory.
-func postgresConfiguration(_ directory: URL) throws -> PostgresConfiguration {
-    guard let url = ProcessInfo.processInfo.environment["DAO_POSTGRES_URL"], !url.isEmpty else {
-        throw StorageError(.invalidArgument, .open, message: "DAO_POSTGRES_URL is not set")
-    }
-    var configuration = try PostgresConfiguration(url: url)
-    var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-    for byte in directory.standardizedFileURL.path.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
-    configuration.schema = "dao_crash_" + String(hash, radix: 16)
-    configuration.poolSize = 2
-    return configuration
+    return try known.open(directory)
 }
 
 // MARK: The transactions
@@ -246,7 +229,7 @@ func main() -> Int32 {
     if arguments.count == 3, arguments[0] == "drop", arguments[1] == "postgres" {
         // crash-helper drop postgres <dir>: drops the schema the tests' stores of <dir> made.
         do {
-            try PostgresStore(postgresConfiguration(URL(fileURLWithPath: arguments[2]))).removeSchema()
+            try PostgresTestServer.drop(URL(fileURLWithPath: arguments[2]))
             return 0
         } catch {
             say("error: \(error)")

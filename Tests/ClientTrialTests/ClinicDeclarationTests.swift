@@ -34,7 +34,7 @@ struct BatchRecord: Equatable {
 }
 
 /// What one backend does with the declarations.
-func declarationTranscript(_ backend: TrialBackend) throws -> [String] {
+func declarationTranscript(_ backend: TestBackend) throws -> [String] {
     let directory = try TemporaryDirectory()
     var lines: [String] = []
     func note(_ step: String, _ body: () throws -> String) { noteStep(step, in: &lines, body) }
@@ -61,8 +61,8 @@ func declarationTranscript(_ backend: TrialBackend) throws -> [String] {
 @Suite("Client trial: clinic declarations a client can get wrong")
 struct ClinicDeclarationTests {
     @Test("one child type in two relations, or a relation to another owner's child: refused on every backend",
-          arguments: trialBackends)
-    func refused(backend: TrialBackend) throws {
+          arguments: localBackends)
+    func refused(backend: TestBackend) throws {
         let transcript = try declarationTranscript(backend)
         #expect(transcript == [
             "one child type in two relations: schemaMismatch",

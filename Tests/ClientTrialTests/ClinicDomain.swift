@@ -1,6 +1,7 @@
 import DAOCore
 import DAOMacros
 import Foundation
+import TestSupport
 import Testing
 
 // A third outside domain, declared the README's way: a clinic. Patients (a
@@ -103,7 +104,7 @@ struct ClinicStorages {
 }
 
 /// Opens `backend` in `directory`, runs `body` with its storages, and closes the store.
-func withClinic<T>(_ backend: TrialBackend, in directory: URL, _ body: (ClinicStorages, any MigratableStore) throws -> T)
+func withClinic<T>(_ backend: TestBackend, in directory: URL, _ body: (ClinicStorages, any MigratableStore) throws -> T)
     throws -> T
 {
     let store = try backend.open(directory)

@@ -9,7 +9,7 @@ import Testing
 // the same (docs/SEMANTICS.md names no difference for any of these).
 
 /// What one backend answered to the edge-case script, step by step.
-func clinicEdgeTranscript(_ backend: TrialBackend) throws -> [String] {
+func clinicEdgeTranscript(_ backend: TestBackend) throws -> [String] {
     let directory = try TemporaryDirectory()
     var lines: [String] = []
     func note(_ step: String, _ body: () throws -> String) { noteStep(step, in: &lines, body) }
@@ -136,7 +136,7 @@ func clinicEdgeTranscript(_ backend: TrialBackend) throws -> [String] {
 struct ClinicEdgeTests {
     @Test("limits, repeated keys, children twice, relations in sorts, counts and erasures, special constants")
     func sameEverywhere() throws {
-        let transcripts = try trialBackends.map { ($0.name, try clinicEdgeTranscript($0)) }
+        let transcripts = try localBackends.map { ($0.name, try clinicEdgeTranscript($0)) }
         let (firstName, first) = transcripts[0]
         for (name, transcript) in transcripts.dropFirst() {
             #expect(transcript.count == first.count, "\(name) answered \(transcript.count) steps, \(firstName) \(first.count)")

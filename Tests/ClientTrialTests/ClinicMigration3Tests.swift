@@ -92,8 +92,8 @@ struct ClinicMigration3Tests {
         },
     ])
 
-    @Test("every level reads back converted, through the renamed foreign key's index too", arguments: trialBackends)
-    func thirdRelease(backend: TrialBackend) throws {
+    @Test("every level reads back converted, through the renamed foreign key's index too", arguments: localBackends)
+    func thirdRelease(backend: TestBackend) throws {
         let directory = try TemporaryDirectory("trial-clinic-migrate3")
         try placeClinicForeignFiles(in: directory.url)
         let old = clinicPatients(seed: 23)
@@ -157,8 +157,8 @@ struct AllergyRecordV4: Equatable {
 }
 
 extension ClinicMigration3Tests {
-    @Test("the general step renames an owned entity; its owner's relation follows", arguments: trialBackends)
-    func rewriteRenamesAChild(backend: TrialBackend) throws {
+    @Test("the general step renames an owned entity; its owner's relation follows", arguments: localBackends)
+    func rewriteRenamesAChild(backend: TestBackend) throws {
         let directory = try TemporaryDirectory("trial-clinic-migrate4")
         let old = clinicPatients(seed: 24)
         #expect(!old.flatMap(\.allergies).isEmpty)

@@ -96,7 +96,7 @@ let clinicForeignFiles: [(String, Data)] = [
     ("backup-2024.json", Data("[1,2,3]".utf8)),
     ("manifest.json.bak", Data("{}".utf8)),
     ("data.mdb.old", Data(repeating: 7, count: 100)),
-    ("library.sqlite.backup", Data("SQLite format 3\u{0}".utf8)),
+    ("store.sqlite.backup", Data("SQLite format 3\u{0}".utf8)),
 ]
 
 func placeClinicForeignFiles(in directory: URL) throws {
@@ -120,8 +120,8 @@ struct ClinicMigrationTests {
     ])
 
     @Test("refused without the migration, nothing lost; a failing migration applies nothing; migrated, all reads back",
-          arguments: trialBackends)
-    func secondRelease(backend: TrialBackend) throws {
+          arguments: localBackends)
+    func secondRelease(backend: TestBackend) throws {
         let directory = try TemporaryDirectory("trial-clinic-migrate")
         try placeClinicForeignFiles(in: directory.url)
         let old = clinicPatients(seed: 21)
@@ -197,8 +197,8 @@ struct ClinicMigrationTests {
         expectClinicForeignFiles(in: directory.url, "after erase-all on \(backend.name)")
     }
 
-    @Test("a migration run after storages were handed out is refused or leaves them working", arguments: trialBackends)
-    func migrateWhileOpen(backend: TrialBackend) throws {
+    @Test("a migration run after storages were handed out is refused or leaves them working", arguments: localBackends)
+    func migrateWhileOpen(backend: TestBackend) throws {
         let directory = try TemporaryDirectory("trial-clinic-migrate-open")
         let old = clinicPatients(seed: 22)
         let store = try backend.open(directory.url)

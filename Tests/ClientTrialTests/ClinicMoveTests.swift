@@ -10,8 +10,8 @@ import Testing
 
 @Suite("Client trial: clinic moves, erasures and upserts across two relations of one parent")
 struct ClinicMoveTests {
-    @Test("every step leaves each backend as a model of the tree says", arguments: trialBackends)
-    func moves(backend: TrialBackend) throws {
+    @Test("every step leaves each backend as a model of the tree says", arguments: localBackends)
+    func moves(backend: TestBackend) throws {
         let directory = try TemporaryDirectory()
         var patients = clinicPatients(seed: 5)
         func index(_ mrn: String) -> Int { patients.firstIndex { $0.mrn == mrn }! }

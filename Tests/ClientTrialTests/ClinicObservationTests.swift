@@ -10,8 +10,8 @@ import Testing
 
 @Suite("Client trial: observing the clinic")
 struct ClinicObservationTests {
-    @Test("writes to each relation and each level arrive as changes that rebuild the results", arguments: trialBackends)
-    func levels(backend: TrialBackend) async throws {
+    @Test("writes to each relation and each level arrive as changes that rebuild the results", arguments: localBackends)
+    func levels(backend: TestBackend) async throws {
         let directory = try TemporaryDirectory()
         let store = try backend.open(directory.url)
         let clinic = try ClinicStorages(store)

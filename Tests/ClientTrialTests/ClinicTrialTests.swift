@@ -75,8 +75,8 @@ func answer<R: Record>(
 @Suite("Client trial: a clinic with two relations on one parent, optional reals and dates, on every backend")
 struct ClinicTrialTests {
     @Test("reals and dates at their edges come back bit for bit; NaN and -0.0 in a real and a date too (the property list refuses a date of -0.0)",
-          arguments: trialBackends)
-    func values(backend: TrialBackend) throws {
+          arguments: localBackends)
+    func values(backend: TestBackend) throws {
         let directory = try TemporaryDirectory()
         let patients = clinicPatients(seed: 11)
         try withClinic(backend, in: directory.url) { clinic, _ in
@@ -134,8 +134,8 @@ struct ClinicTrialTests {
     }
 
     @Test("generated queries over optional reals and dates, ties and limits, answer as docs/SEMANTICS.md says",
-          arguments: trialBackends)
-    func queries(backend: TrialBackend) throws {
+          arguments: localBackends)
+    func queries(backend: TestBackend) throws {
         for seed: UInt64 in [1, 2, 3] {
             let directory = try TemporaryDirectory()
             let patients = clinicPatients(seed: seed)

@@ -26,7 +26,7 @@ let foreignFiles: [String: Data] = [
     // The name of a document of another file store (another identity).
     "dao-0123456789abcdef0123456789abcdef-1-trial_books.json": Data(#"{"entity":"trial_books","records":[]}"#.utf8),
     "trial_books-1.json": Data("[]".utf8),
-    "library.sqlite.bak": Data(repeating: 0x5A, count: 100),
+    "store.sqlite.bak": Data(repeating: 0x5A, count: 100),
     ".hidden": Data(),
 ]
 
@@ -35,7 +35,7 @@ let foreignFiles: [String: Data] = [
 /// version 1 document that reads as one) but no manifest is refused as a store
 /// whose manifest was lost (docs/ARCHITECTURE.md, "The file store"), so the others are
 /// planted once the store exists.
-let neutralFileNames: Set<String> = ["notes.txt", "backup-2023.json", "library.sqlite.bak", ".hidden"]
+let neutralFileNames: Set<String> = ["notes.txt", "backup-2023.json", "store.sqlite.bak", ".hidden"]
 
 /// Writes `foreignFiles` (only the neutral ones when `neutralOnly`) into `directory`.
 func plantForeignFiles(in directory: URL, neutralOnly: Bool = false) throws {
@@ -104,7 +104,7 @@ func detectedDamages(_ backend: String, file: String) -> [Damage] {
     case ("json", _), ("plist", _):
         return [.remove, .truncate(toFraction: 0), .truncate(toFraction: 0.5), .truncate(toFraction: 0.999),
                 .flipByte(atFraction: 0.5), .flipByte(atFraction: 0.02), .flipByte(atFraction: 0.98)]
-    case ("sqlite", "library.sqlite"):
+    case ("sqlite", "store.sqlite"):
         // Removing or emptying SQLite's only file leaves a new store (documented).
         return [.truncate(toFraction: 0.5), .zeroHead(bytes: 100), .flipByte(atFraction: 0.001)]
     case ("lmdb", "data.mdb"):
@@ -120,7 +120,7 @@ func detectedDamages(_ backend: String, file: String) -> [Damage] {
 @Suite("Client trial: damaged files and files the store did not write")
 struct DamageTests {
     /// A closed store holding the corpus, with foreign files beside it.
-    func seeded(_ backend: TrialBackend) throws -> TemporaryDirectory {
+    func seeded(_ backend: TestBackend) throws -> TemporaryDirectory {
         let directory = try TemporaryDirectory("trial-seeded")
         try plantForeignFiles(in: directory.url, neutralOnly: true)
         try withLibrary(backend, in: directory.url) { daos, _ in
@@ -135,8 +135,8 @@ struct DamageTests {
     }
 
     @Test("every documented damage is a typed error or the data as written; foreign files are untouched",
-          arguments: trialBackends)
-    func damagedFiles(backend: TrialBackend) throws {
+          arguments: localBackends)
+    func damagedFiles(backend: TestBackend) throws {
         let seeded = try seeded(backend)
         let storeFiles = try fileNames(in: seeded.url).subtracting(foreignFiles.keys)
         #expect(!storeFiles.isEmpty)
@@ -171,8 +171,8 @@ struct DamageTests {
     }
 
     @Test("a file store is not created over another store's document; the document is left alone",
-          arguments: trialBackends.filter { ["json", "plist"].contains($0.name) })
-    func notCreatedOverAStoreDocument(backend: TrialBackend) throws {
+          arguments: localBackends.filter(\.isFileStore))
+    func notCreatedOverAStoreDocument(backend: TestBackend) throws {
         let directory = try TemporaryDirectory()
         try plantForeignFiles(in: directory.url)
         let error = expectStorageError(.corrupt) { _ = try backend.open(directory.url) }
@@ -181,8 +181,8 @@ struct DamageTests {
     }
 
     @Test("a store writes, rewrites and reopens beside files it did not write, and leaves them alone",
-          arguments: trialBackends)
-    func foreignFilesSurviveWork(backend: TrialBackend) throws {
+          arguments: localBackends)
+    func foreignFilesSurviveWork(backend: TestBackend) throws {
         let seeded = try seeded(backend)
         for round in 0..<3 {
             try withLibrary(backend, in: seeded.url) { daos, _ in
@@ -202,8 +202,8 @@ struct DamageTests {
         }
     }
 
-    @Test("a store in a directory it cannot write is a typed error, not a crash or a loss", arguments: trialBackends)
-    func readOnlyDirectory(backend: TrialBackend) throws {
+    @Test("a store in a directory it cannot write is a typed error, not a crash or a loss", arguments: localBackends)
+    func readOnlyDirectory(backend: TestBackend) throws {
         let seeded = try seeded(backend)
         let files = try fileNames(in: seeded.url)
         var before: [String: Data] = [:]

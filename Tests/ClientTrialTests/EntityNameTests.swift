@@ -34,7 +34,7 @@ struct EntityNameTests {
     /// Persists one record through each type and reads both back: each must
     /// hold only its own, or the second storage must be refused.
     static func separate<A: Record, B: Record>(
-        _ backend: TrialBackend, _ first: A, _ second: B, label: (A) -> String, _ otherLabel: (B) -> String
+        _ backend: TestBackend, _ first: A, _ second: B, label: (A) -> String, _ otherLabel: (B) -> String
     ) throws -> String {
         let directory = try TemporaryDirectory("trial-names")
         let store = try backend.open(directory.url)
@@ -54,15 +54,15 @@ struct EntityNameTests {
         }
     }
 
-    @Test("names that differ only in ASCII case are two entities, or refused", arguments: trialBackends)
-    func asciiCase(backend: TrialBackend) throws {
+    @Test("names that differ only in ASCII case are two entities, or refused", arguments: localBackends)
+    func asciiCase(backend: TestBackend) throws {
         let answer = try Self.separate(
             backend, UpperBinRecord(id: 1, label: "upper"), LowerBinRecord(id: 2, label: "lower"), label: \.label, \.label)
         #expect(answer == "[\"upper\"] [\"lower\"]" || answer.hasPrefix("refused"), "\(backend.name): \(answer)")
     }
 
-    @Test("names that differ only in Unicode normalization are two entities, or refused", arguments: trialBackends)
-    func normalization(backend: TrialBackend) throws {
+    @Test("names that differ only in Unicode normalization are two entities, or refused", arguments: localBackends)
+    func normalization(backend: TestBackend) throws {
         let answer = try Self.separate(
             backend, ComposedNameRecord(id: 1, label: "composed"), DecomposedNameRecord(id: 2, label: "decomposed"),
             label: \.label, \.label)

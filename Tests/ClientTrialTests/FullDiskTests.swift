@@ -13,8 +13,8 @@ import Testing
 @Suite("Client trial: a write that finds the disk full")
 struct FullDiskTests {
     @Test("the failing call is a typed error; the store holds the returned calls and takes writes again",
-          arguments: trialBackends)
-    func fullDisk(backend: TrialBackend) throws {
+          arguments: localBackends)
+    func fullDisk(backend: TestBackend) throws {
         let directory = try TemporaryDirectory("trial-full")
         var written = 0
         // Per file, in bytes: the first limit of LMDB is below the size of its

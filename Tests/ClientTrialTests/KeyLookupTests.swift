@@ -14,7 +14,7 @@ struct KeyLookupTests {
     func lookups() throws {
         let nfc = "Zo\u{EB}", nfd = "Zoe\u{308}"
         var answers: [String: [String]] = [:]
-        for backend in trialBackends {
+        for backend in localBackends {
             let directory = try TemporaryDirectory()
             try withLibrary(backend, in: directory.url) { daos, _ in
                 try daos.libraries.persist([
@@ -53,13 +53,13 @@ struct KeyLookupTests {
             }
         }
         for (call, perBackend) in answers {
-            #expect(Set(perBackend).count == 1, "backends differ on \(call): \(zip(trialBackends.map(\.name), perBackend).map { "\($0): \($1)" })")
+            #expect(Set(perBackend).count == 1, "backends differ on \(call): \(zip(localBackends.map(\.name), perBackend).map { "\($0): \($1)" })")
         }
     }
 
     @Test("a key or indexed text over 511 bytes: LMDB refuses it before writing, the others store it",
-          arguments: trialBackends)
-    func longKeys(backend: TrialBackend) throws {
+          arguments: localBackends)
+    func longKeys(backend: TestBackend) throws {
         let directory = try TemporaryDirectory()
         let long = String(repeating: "ß", count: 300)  // 600 bytes of UTF-8
         try withLibrary(backend, in: directory.url) { daos, _ in

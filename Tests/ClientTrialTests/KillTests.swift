@@ -17,8 +17,8 @@ import Glibc
 @Suite("Client trial: a writer killed mid-write loses no returned call")
 struct KillTests {
     @Test("SIGKILL at seeded points: the store holds the returned calls, and of the next all or nothing",
-          arguments: trialBackends)
-    func killedWriter(backend: TrialBackend) throws {
+          arguments: localBackends)
+    func killedWriter(backend: TestBackend) throws {
         let directory = try TemporaryDirectory("trial-kill")
         var random = TestRandom(seed: UInt64(backend.name.utf8.reduce(7) { $0 &* 31 &+ UInt64($1) }))
         var written = 0

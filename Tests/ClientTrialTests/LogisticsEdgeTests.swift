@@ -10,7 +10,7 @@ import Testing
 // normalization), limits of zero and below, UUID keys that are not stored.
 
 /// The transcript of the edge calls on `backend`.
-func logisticsEdgeTranscript(_ backend: TrialBackend) throws -> [String] {
+func logisticsEdgeTranscript(_ backend: TestBackend) throws -> [String] {
     let directory = try TemporaryDirectory("logistics-edge")
     var lines: [String] = []
     func note(_ step: String, _ body: () throws -> String) {
@@ -91,7 +91,7 @@ func logisticsEdgeTranscript(_ backend: TrialBackend) throws -> [String] {
 struct LogisticsEdgeTests {
     @Test("one transcript on every backend")
     func sameEverywhere() throws {
-        let transcripts = try trialBackends.map { ($0.name, try logisticsEdgeTranscript($0)) }
+        let transcripts = try localBackends.map { ($0.name, try logisticsEdgeTranscript($0)) }
         let (firstName, first) = transcripts[0]
         for (name, lines) in transcripts.dropFirst() {
             for (index, (mine, theirs)) in zip(lines, first).enumerated() where mine != theirs {
@@ -105,8 +105,8 @@ struct LogisticsEdgeTests {
         #expect(first.contains { $0.hasPrefix("a parcel in A naming B: error constraint") }, "\(first)")
     }
 
-    @Test("a parcel naming its shipment's code in the other normalization is a constraint error", arguments: trialBackends)
-    func otherNormalization(backend: TrialBackend) throws {
+    @Test("a parcel naming its shipment's code in the other normalization is a constraint error", arguments: localBackends)
+    func otherNormalization(backend: TestBackend) throws {
         let directory = try TemporaryDirectory("logistics-nfd-child")
         var random = TestRandom(seed: 9)
         var next: Int64 = 0

@@ -20,8 +20,8 @@ import Glibc
 struct LogisticsKillTests {
     static var kills: Int { ProcessInfo.processInfo.environment["STORAGE_TORTURE"] == "1" ? 40 : 4 }
 
-    @Test("SIGKILL during persists, moves and erasures, then reopen", arguments: trialBackends)
-    func killed(backend: TrialBackend) throws {
+    @Test("SIGKILL during persists, moves and erasures, then reopen", arguments: localBackends)
+    func killed(backend: TestBackend) throws {
         let directory = try TemporaryDirectory("logistics-kill")
         var random = TestRandom(seed: UInt64(backend.name.utf8.reduce(7) { $0 &* 131 &+ UInt64($1) }))
         let spelled = oneSpelling(backend)

@@ -12,8 +12,8 @@ import Testing
 
 @Suite("Client trial, logistics: observation across three levels with UUID keys")
 struct LogisticsObservationTests {
-    @Test("every change reaches the observers of a parcel, its scans and its shipments", arguments: trialBackends)
-    func observed(backend: TrialBackend) async throws {
+    @Test("every change reaches the observers of a parcel, its scans and its shipments", arguments: localBackends)
+    func observed(backend: TestBackend) async throws {
         let directory = try TemporaryDirectory("logistics-observe")
         let store = try backend.open(directory.url)
         let daos = try LogisticsDAOs(store)

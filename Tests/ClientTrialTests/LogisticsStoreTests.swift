@@ -80,22 +80,22 @@ let logisticsForeignFiles: [String: Data] = [
     "notes.txt": Data("keep me".utf8),
     "lg_shipments-1.json.bak": Data("{\"not\":\"ours\"}".utf8),
     "lg_shipments-7.json": Data("{\"entity\":\"somebody else's\"}".utf8),
-    "library.sqlite.backup": Data(repeating: 7, count: 100),
+    "store.sqlite.backup": Data(repeating: 7, count: 100),
     "data.mdb.old": Data(repeating: 9, count: 100),
     ".manifest.json.1.tmp.keep": Data("x".utf8),
 ]
 
 @Suite("Client trial, logistics: the store as a whole")
 struct LogisticsStoreTests {
-    static func seeded(_ backend: TrialBackend, in directory: URL, calls: Int) throws -> LogisticsModel {
+    static func seeded(_ backend: TestBackend, in directory: URL, calls: Int) throws -> LogisticsModel {
         try withLogistics(backend, in: directory) { daos, _ in
             for index in 0..<calls { try LogisticsWrites.apply(index, oneSpelling: oneSpelling(backend), to: daos) }
         }
         return LogisticsWrites.state(after: calls, oneSpelling: oneSpelling(backend))
     }
 
-    @Test("a lightweight migration adds a field; every value of the three levels stays, others' files too", arguments: trialBackends)
-    func migration(backend: TrialBackend) throws {
+    @Test("a lightweight migration adds a field; every value of the three levels stays, others' files too", arguments: localBackends)
+    func migration(backend: TestBackend) throws {
         let directory = try TemporaryDirectory("logistics-migration")
         for (name, bytes) in logisticsForeignFiles { try bytes.write(to: directory.url.appending(path: name)) }
         let model = try Self.seeded(backend, in: directory.url, calls: 12)
@@ -132,8 +132,8 @@ struct LogisticsStoreTests {
         }
     }
 
-    @Test("a second record type of a child entity, and text read as a UUID: typed answers", arguments: trialBackends)
-    func textRetyped(backend: TrialBackend) throws {
+    @Test("a second record type of a child entity, and text read as a UUID: typed answers", arguments: localBackends)
+    func textRetyped(backend: TestBackend) throws {
         let directory = try TemporaryDirectory("logistics-retyped")
         let model = try Self.seeded(backend, in: directory.url, calls: 5)
         do {
@@ -164,8 +164,8 @@ struct LogisticsStoreTests {
     }
 
     @Test("a second process writes while this one reads: every read is one committed state, in order",
-          arguments: trialBackends.filter { $0.name == "sqlite" || $0.name == "lmdb" })
-    func readerBesideWriter(backend: TrialBackend) throws {
+          arguments: localBackends.filter { $0.name == "sqlite" || $0.name == "lmdb" })
+    func readerBesideWriter(backend: TestBackend) throws {
         let directory = try TemporaryDirectory("logistics-reader")
         let calls = 28
         let states = (0...calls).map { LogisticsWrites.state(after: $0, oneSpelling: false).shipmentList.map(fingerprint) }
@@ -232,14 +232,10 @@ struct LogisticsStoreTests {
         #expect(sameBits(try daos.scans.read(), model.scanList))
     }
 
-    @Test("a directory where the store's file goes: a typed error, and nothing removed", arguments: trialBackends)
-    func directoryInTheWay(backend: TrialBackend) throws {
+    @Test("a directory where the store's file goes: a typed error, and nothing removed", arguments: localBackends)
+    func directoryInTheWay(backend: TestBackend) throws {
         let directory = try TemporaryDirectory("logistics-dir")
-        let name = switch backend.name {
-        case "sqlite": "library.sqlite"
-        case "lmdb": "data.mdb"
-        default: "manifest.json"
-        }
+        let name = backend.files[0]
         let blocker = directory.url.appending(path: name)
         try FileManager.default.createDirectory(at: blocker, withIntermediateDirectories: false)
         try Data("mine".utf8).write(to: blocker.appending(path: "inside.txt"))
@@ -258,9 +254,9 @@ struct LogisticsSQLiteSidecarTests {
     @Test("a file named like SQLite's rollback journal beside the database is refused and left alone")
     func journalNamedFile() throws {
         let directory = try TemporaryDirectory("logistics-journal")
-        let backend = try #require(trialBackends.first { $0.name == "sqlite" })
+        let backend = try #require(localBackends.first { $0.name == "sqlite" })
         let model = try LogisticsStoreTests.seeded(backend, in: directory.url, calls: 3)
-        let journal = directory.url.appending(path: "library.sqlite-journal")
+        let journal = directory.url.appending(path: backend.files[0] + "-journal")
         let bytes = Data(repeating: 1, count: 100)
         try bytes.write(to: journal)
         // libsqlite3 takes any file at `<database>-journal` for a rollback

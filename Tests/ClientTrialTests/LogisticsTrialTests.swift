@@ -16,7 +16,7 @@ import Testing
 
 /// Opens `backend` in `directory`, runs `body` with the logistics DAOs, and
 /// closes the store (also when `body` throws).
-func withLogistics<T>(_ backend: TrialBackend, in directory: URL, _ body: (LogisticsDAOs, any MigratableStore) throws -> T)
+func withLogistics<T>(_ backend: TestBackend, in directory: URL, _ body: (LogisticsDAOs, any MigratableStore) throws -> T)
     throws -> T
 {
     let store = try backend.open(directory)
@@ -69,8 +69,8 @@ struct LogisticsTrialTests {
         ProcessInfo.processInfo.environment["LOGISTICS_TRIAL_SEED"].flatMap(UInt64.init) ?? 20_261_127
     }
 
-    @Test("generated trees, queries, counts, rewrites, moves and erasures answer as the model does", arguments: trialBackends)
-    func generated(backend: TrialBackend) throws {
+    @Test("generated trees, queries, counts, rewrites, moves and erasures answer as the model does", arguments: localBackends)
+    func generated(backend: TestBackend) throws {
         var checks = 0
         for round in 0..<Self.rounds {
             checks += try run(backend, seed: Self.firstSeed &+ UInt64(round))
@@ -78,7 +78,7 @@ struct LogisticsTrialTests {
         #expect(checks > 200 * Self.rounds)
     }
 
-    private func run(_ backend: TrialBackend, seed: UInt64) throws -> Int {
+    private func run(_ backend: TestBackend, seed: UInt64) throws -> Int {
         let directory = try TemporaryDirectory("logistics-trial")
         let spelled = oneSpelling(backend)
         var random = TestRandom(seed: seed)

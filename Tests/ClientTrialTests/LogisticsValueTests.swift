@@ -18,7 +18,7 @@ struct LogisticsValueTests {
     /// One shipment per real, each with a parcel and a scan holding it
     /// everywhere a real goes (a date of 0.0 seconds for -0.0 on the property
     /// list, which refuses a date of -0.0).
-    static func edgeShipments(backend: TrialBackend) -> [Shipment] {
+    static func edgeShipments(backend: TestBackend) -> [Shipment] {
         var random = TestRandom(seed: 77)
         var shipments: [Shipment] = []
         let oneSpelling = oneSpelling(backend)
@@ -44,8 +44,8 @@ struct LogisticsValueTests {
         return Logistics.keyOrder(shipments)
     }
 
-    @Test("every real, float and date at its edge comes back bit for bit, through indexes too, NaN and -0.0 included", arguments: trialBackends)
-    func edges(backend: TrialBackend) throws {
+    @Test("every real, float and date at its edge comes back bit for bit, through indexes too, NaN and -0.0 included", arguments: localBackends)
+    func edges(backend: TestBackend) throws {
         let directory = try TemporaryDirectory("logistics-edges")
         let shipments = Self.edgeShipments(backend: backend)
         try withLogistics(backend, in: directory.url) { daos, _ in try daos.shipments.persist(shipments) }
@@ -93,8 +93,8 @@ struct LogisticsValueTests {
     }
 
     @Test("NaN and -0.0 are stored at every level and field kind and come back bit for bit (the property list refuses a date of -0.0)",
-          arguments: trialBackends)
-    func nanAndNegativeZero(backend: TrialBackend) throws {
+          arguments: localBackends)
+    func nanAndNegativeZero(backend: TestBackend) throws {
         let directory = try TemporaryDirectory("logistics-reals")
         let good = Self.edgeShipments(backend: backend)
         try withLogistics(backend, in: directory.url) { daos, _ in try daos.shipments.persist(Array(good.prefix(3))) }
@@ -177,8 +177,8 @@ struct LogisticsValueTests {
         }
     }
 
-    @Test("codes equal in NFC but not in bytes are three shipments, each with its own parcels", arguments: trialBackends)
-    func spellings(backend: TrialBackend) throws {
+    @Test("codes equal in NFC but not in bytes are three shipments, each with its own parcels", arguments: localBackends)
+    func spellings(backend: TestBackend) throws {
         let directory = try TemporaryDirectory("logistics-spellings")
         var random = TestRandom(seed: 5)
         var next: Int64 = 0

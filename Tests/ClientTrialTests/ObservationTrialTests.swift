@@ -9,8 +9,8 @@ import Testing
 
 @Suite("Client trial: observing a library's shelves on every backend")
 struct ObservationTrialTests {
-    @Test("moves, edits and erases arrive as changes that rebuild the results exactly", arguments: trialBackends)
-    func shelvesOfALibrary(backend: TrialBackend) async throws {
+    @Test("moves, edits and erases arrive as changes that rebuild the results exactly", arguments: localBackends)
+    func shelvesOfALibrary(backend: TestBackend) async throws {
         let directory = try TemporaryDirectory()
         let store = try backend.open(directory.url)
         let daos = try LibraryDAOs(store)

@@ -163,7 +163,7 @@ struct QueryTrialTests {
         let shelves = corpus.flatMap(\.shelves)
         let books = shelves.flatMap(\.books)
         var answers: [String: [String]] = [:]  // query → the answer of each backend, described
-        for backend in trialBackends {
+        for backend in localBackends {
             let directory = try TemporaryDirectory()
             try withLibrary(backend, in: directory.url) { daos, _ in
                 try daos.libraries.persist(corpus)

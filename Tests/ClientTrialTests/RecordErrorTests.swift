@@ -67,8 +67,8 @@ struct LaxGradedRecord: Record, Equatable {
 
 @Suite("Client trial: a record's own errors reach the caller as StorageError")
 struct RecordErrorTests {
-    @Test("init(fields:) / init(from:) throwing on read is a .decoding StorageError", arguments: trialBackends)
-    func decodingError(backend: TrialBackend) throws {
+    @Test("init(fields:) / init(from:) throwing on read is a .decoding StorageError", arguments: localBackends)
+    func decodingError(backend: TestBackend) throws {
         let directory = try TemporaryDirectory()
         do {
             let store = try backend.open(directory.url)
@@ -79,7 +79,7 @@ struct RecordErrorTests {
         }
         let store = try backend.open(directory.url)
         defer { try? store.close() }  // test clean-up
-        if ["json", "plist"].contains(backend.name) {
+        if backend.isFileStore {
             // The file stores decode every record when a storage is opened
             // (docs/ARCHITECTURE.md, "The file store"), so that is where the record refuses.
             let error = expectStorageError(.decoding) { _ = try store.anyStorage(for: GradedRecord.self) }
@@ -103,8 +103,8 @@ struct RecordErrorTests {
     }
 
     @Test("write(fields:) / encode(to:) throwing on persist is an .encoding StorageError; nothing is written",
-          arguments: trialBackends)
-    func encodingError(backend: TrialBackend) throws {
+          arguments: localBackends)
+    func encodingError(backend: TestBackend) throws {
         let directory = try TemporaryDirectory()
         let store = try backend.open(directory.url)
         defer { try? store.close() }  // test clean-up

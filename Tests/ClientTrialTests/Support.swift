@@ -1,27 +1,7 @@
 import DAOCore
-import FileStorage
 import Foundation
-import LMDBStorage
-import SQLiteStorage
 import TestSupport
 import Testing
-
-/// One backend of the trial: how to open its store in a directory, and the
-/// file that holds its data (what the damage tests damage).
-struct TrialBackend: Sendable, CustomTestStringConvertible {
-    let name: String
-    let open: @Sendable (_ directory: URL) throws -> any MigratableStore
-
-    var testDescription: String { name }
-}
-
-/// Every backend, opened the way the README shows.
-let trialBackends: [TrialBackend] = [
-    TrialBackend(name: "json") { try FileStore(directory: $0, format: .json) },
-    TrialBackend(name: "plist") { try FileStore(directory: $0, format: .propertyList) },
-    TrialBackend(name: "sqlite") { try SQLiteDatabase(path: $0.appending(path: "library.sqlite")) },
-    TrialBackend(name: "lmdb") { try LMDBEnvironment(directory: $0) },
-]
 
 /// The three DAOs of the trial over one store.
 struct LibraryDAOs {
@@ -43,7 +23,7 @@ struct LibraryDAOs {
 
 /// Opens `backend` in `directory`, runs `body` with its DAOs, and closes the
 /// store (also when `body` throws).
-func withLibrary<T>(_ backend: TrialBackend, in directory: URL, _ body: (LibraryDAOs, any MigratableStore) throws -> T)
+func withLibrary<T>(_ backend: TestBackend, in directory: URL, _ body: (LibraryDAOs, any MigratableStore) throws -> T)
     throws -> T
 {
     let store = try backend.open(directory)

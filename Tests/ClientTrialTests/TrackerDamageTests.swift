@@ -25,8 +25,8 @@ struct TrackerDamageTests {
     static let calls = 9
 
     @Test("every file of the store, damaged four ways: a typed error or the exact data, and nothing lost",
-          arguments: trialBackends)
-    func damaged(backend: TrialBackend) throws {
+          arguments: localBackends)
+    func damaged(backend: TestBackend) throws {
         let original = try TemporaryDirectory("tracker-damage")
         try writeTracker(backend, in: original.url, calls: 0..<Self.calls)
         try Data("the client's own notes\n".utf8).write(to: original.url.appending(path: "notes.txt"))
@@ -83,7 +83,7 @@ struct TrackerDamageTests {
     }
 
     /// What a second process finds when it opens the store in `directory`.
-    func check(_ backend: TrialBackend, _ directory: URL) throws -> String {
+    func check(_ backend: TestBackend, _ directory: URL) throws -> String {
         let helper = try HelperProcess(["tracker-check", backend.name, directory.path, "\(Self.calls)"])
         var lines: [String] = []
         while let line = helper.readLine() { lines.append(line) }

@@ -12,19 +12,9 @@ import Glibc
 
 @Suite("Client trial, tracker: side files, damage beside writes, closing")
 struct TrackerEdgeFilesTests {
-    /// The side files each backend writes beside its data (SQLite's journal
-    /// and WAL files, the file store's manifest temporary file of this process).
-    static func sideFiles(_ backend: TrialBackend) -> [String] {
-        switch backend.name {
-        case "sqlite": ["library.sqlite-wal", "library.sqlite-shm", "library.sqlite-journal"]
-        case "lmdb": []
-        default: [".manifest.json.\(getpid()).tmp"]
-        }
-    }
-
-    @Test("a directory where a side file goes: a typed error or the call done, and nothing lost", arguments: trialBackends)
-    func directoryAsSideFile(backend: TrialBackend) throws {
-        for name in Self.sideFiles(backend) {
+    @Test("a directory where a side file goes: a typed error or the call done, and nothing lost", arguments: localBackends)
+    func directoryAsSideFile(backend: TestBackend) throws {
+        for name in backend.sideFiles {
             let directory = try TemporaryDirectory("tracker-side")
             try writeTracker(backend, in: directory.url, calls: 0..<3)
             let blocker = directory.url.appending(path: name)
@@ -53,8 +43,8 @@ struct TrackerEdgeFilesTests {
     }
 
     @Test("a file store written while one of its documents is damaged: the document put back reads as written",
-          arguments: trialBackends.filter { $0.name == "json" || $0.name == "plist" })
-    func writeBesideDamage(backend: TrialBackend) throws {
+          arguments: localBackends.filter(\.isFileStore))
+    func writeBesideDamage(backend: TestBackend) throws {
         let directory = try TemporaryDirectory("tracker-beside")
         try writeTracker(backend, in: directory.url, calls: 0..<4)
         try withLibrary(backend, in: directory.url) { daos, _ in try daos.libraries.persist(Sample.corpus().prefix(1)) }
@@ -86,8 +76,8 @@ struct TrackerEdgeFilesTests {
     }
 
     @Test("a closed store: every call through its DAOs is `closed`, its observations end, and it reopens",
-          arguments: trialBackends)
-    func closed(backend: TrialBackend) async throws {
+          arguments: localBackends)
+    func closed(backend: TestBackend) async throws {
         let directory = try TemporaryDirectory("tracker-closed")
         try writeTracker(backend, in: directory.url, calls: 0..<2)
         let store = try backend.open(directory.url)
@@ -124,8 +114,8 @@ struct TrackerEdgeFilesTests {
 
 extension TrackerEdgeFilesTests {
     @Test("a store opened at a path that is a client's file: a typed error, and the file stays as it was",
-          arguments: trialBackends)
-    func pathIsAFile(backend: TrialBackend) throws {
+          arguments: localBackends)
+    func pathIsAFile(backend: TestBackend) throws {
         let parent = try TemporaryDirectory("tracker-path-file")
         let path = parent.url.appending(path: "report.pdf")
         let bytes = Data("%PDF-1.7 the client's report".utf8)

@@ -16,8 +16,8 @@ import Glibc
 
 @Suite("Client trial, tracker: a writer killed mid-persist or mid-erase loses no returned call")
 struct TrackerKillTests {
-    @Test("SIGKILL during three-level persists and erasures, then reopen", arguments: trialBackends)
-    func killed(backend: TrialBackend) throws {
+    @Test("SIGKILL during three-level persists and erasures, then reopen", arguments: localBackends)
+    func killed(backend: TestBackend) throws {
         let directory = try TemporaryDirectory("tracker-kill")
         var random = TestRandom(seed: UInt64(backend.name.utf8.reduce(11) { $0 &* 31 &+ UInt64($1) }))
         var written = 0

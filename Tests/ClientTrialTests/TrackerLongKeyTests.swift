@@ -10,7 +10,7 @@ import Testing
 struct TrackerLongKeyTests {
     @Test("a long slug with issues and comments: stored whole, or refused with invalidArgument and nothing written")
     func longSlugs() throws {
-        for backend in trialBackends {
+        for backend in localBackends {
             let directory = try TemporaryDirectory("tracker-long")
             var lines: [String] = []
             try withTracker(backend, in: directory.url) { daos, _ in
@@ -47,7 +47,7 @@ extension TrackerLongKeyTests {
     @Test("LMDB's refusal of a key too long says so, in the client's terms")
     func refusalSaysWhy() throws {
         let directory = try TemporaryDirectory("tracker-long-message")
-        let backend = try #require(trialBackends.first { $0.name == "lmdb" })
+        let backend = try #require(localBackends.first { $0.name == "lmdb" })
         try withTracker(backend, in: directory.url) { daos, _ in
             for (slug, issues) in [(String(repeating: "s", count: 600), 0), (String(repeating: "t", count: 505), 2)] {
                 var random = TestRandom(seed: 1)

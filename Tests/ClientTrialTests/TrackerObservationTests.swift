@@ -10,8 +10,8 @@ import Testing
 
 @Suite("Client trial, tracker: observing three levels")
 struct TrackerObservationTests {
-    @Test("writes at each level arrive as changes that rebuild the results", arguments: trialBackends)
-    func levels(backend: TrialBackend) async throws {
+    @Test("writes at each level arrive as changes that rebuild the results", arguments: localBackends)
+    func levels(backend: TestBackend) async throws {
         let directory = try TemporaryDirectory("tracker-observe")
         let store = try backend.open(directory.url)
         let daos = try TrackerDAOs(store)

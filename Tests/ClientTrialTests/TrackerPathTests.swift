@@ -9,8 +9,8 @@ import Testing
 
 @Suite("Client trial, tracker: directories with awkward names")
 struct TrackerPathTests {
-    @Test("names with #, ?, %, spaces and NFD text", arguments: trialBackends)
-    func awkwardNames(backend: TrialBackend) throws {
+    @Test("names with #, ?, %, spaces and NFD text", arguments: localBackends)
+    func awkwardNames(backend: TestBackend) throws {
         let parent = try TemporaryDirectory("tracker-paths")
         for name in ["My Projects #2", "what?x=1", "a%20b", "Cafe\u{301} ü", "semi;colon", "file:x"] {
             let directory = parent.url.appending(path: name)

@@ -241,7 +241,7 @@ struct TrackerQueryTests {
     @Test("every backend answers the generated queries as the model does, and as one another", arguments: [5, 6, 7] as [UInt64])
     func queries(seed: UInt64) throws {
         var answers: [String: [[String]]] = [:]
-        for backend in trialBackends {
+        for backend in localBackends {
             let directory = try TemporaryDirectory("tracker-query")
             var random = TestRandom(seed: seed)
             var next: Int64 = -40

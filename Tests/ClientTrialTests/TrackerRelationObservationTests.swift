@@ -9,8 +9,8 @@ import Testing
 
 @Suite("Client trial, tracker: observing queries over relations")
 struct TrackerRelationObservationTests {
-    @Test("writes to children and grandchildren through their own storages move records in and out", arguments: trialBackends)
-    func relations(backend: TrialBackend) async throws {
+    @Test("writes to children and grandchildren through their own storages move records in and out", arguments: localBackends)
+    func relations(backend: TestBackend) async throws {
         let directory = try TemporaryDirectory("tracker-observe-relations")
         let store = try backend.open(directory.url)
         let daos = try TrackerDAOs(store)

@@ -73,8 +73,8 @@ struct CommentRecordRemovedField: Equatable {
 
 @Suite("Client trial, tracker: changed record types")
 struct TrackerSchemaTests {
-    @Test("a changed type is refused with schemaMismatch before any write; the data stays", arguments: trialBackends)
-    func changedTypes(backend: TrialBackend) throws {
+    @Test("a changed type is refused with schemaMismatch before any write; the data stays", arguments: localBackends)
+    func changedTypes(backend: TestBackend) throws {
         let directory = try TemporaryDirectory("tracker-schema")
         try writeTracker(backend, in: directory.url, calls: 0..<7)
         let expected = TrackerWrites.state(after: 7, oneSpelling: oneSpelling(backend))
@@ -145,7 +145,7 @@ extension TrackerSchemaTests {
     @Test("fields declared in another order, retyped within a storage class or narrowed: one answer on every backend")
     func sameClassChanges() throws {
         var transcripts: [String: [String]] = [:]
-        for backend in trialBackends {
+        for backend in localBackends {
             let directory = try TemporaryDirectory("tracker-schema-order")
             var lines: [String] = []
             let project = Project(

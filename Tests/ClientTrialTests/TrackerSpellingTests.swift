@@ -14,8 +14,8 @@ struct TrackerSpellingTests {
         Project(uniqueId: slug, title: title, archived: false, createdAt: Tracker.time(0), issues: [])
     }
 
-    @Test("erase the one spelling, then store the other", arguments: trialBackends)
-    func spellings(backend: TrialBackend) throws {
+    @Test("erase the one spelling, then store the other", arguments: localBackends)
+    func spellings(backend: TestBackend) throws {
         let directory = try TemporaryDirectory("tracker-spelling")
         let nfc = "caf\u{E9}", nfd = "cafe\u{301}"
         var lines: [String] = []

@@ -37,7 +37,7 @@ struct TrackerStoreTests {
     @Test("values at the engines' edges: the same answer on every backend but the documented ones")
     func edges() throws {
         var transcripts: [String: [String]] = [:]
-        for backend in trialBackends {
+        for backend in localBackends {
             let directory = try TemporaryDirectory("tracker-edges")
             var lines: [String] = []
             try withTracker(backend, in: directory.url) { daos, _ in
@@ -108,8 +108,8 @@ struct TrackerStoreTests {
     }
 
     @Test("files the store did not write stay, byte for byte, through writes, erase-all, a migration and reopening",
-          arguments: trialBackends)
-    func foreignFiles(backend: TrialBackend) throws {
+          arguments: localBackends)
+    func foreignFiles(backend: TestBackend) throws {
         let directory = try TemporaryDirectory("tracker-foreign")
         try writeTracker(backend, in: directory.url, calls: 0..<3)
         let foreign: [String: Data] = [
@@ -121,7 +121,7 @@ struct TrackerStoreTests {
             ".manifest.json.12.tmp.keep": Data("x".utf8),
             "dao-notes.txt": Data("dao".utf8),
             "data.mdb.bak": Data(repeating: 7, count: 4096),
-            "library.sqlite.bak": Data(repeating: 9, count: 100),
+            "store.sqlite.bak": Data(repeating: 9, count: 100),
             "lock.mdb.old": Data("l".utf8),
             "attachments/screenshot.png": Data([0x89, 0x50, 0x4E, 0x47]),
         ]
@@ -165,8 +165,8 @@ struct TrackerStoreTests {
     }
 
     @Test("two processes on one store: SQLite and LMDB share it, the file stores refuse the second as busy",
-          arguments: trialBackends)
-    func twoProcesses(backend: TrialBackend) async throws {
+          arguments: localBackends)
+    func twoProcesses(backend: TestBackend) async throws {
         let directory = try TemporaryDirectory("tracker-two")
         try writeTracker(backend, in: directory.url, calls: 0..<2)
         let store = try backend.open(directory.url)
@@ -183,7 +183,7 @@ struct TrackerStoreTests {
         }
         let (status, errors) = helper.wait()
         let expected = TrackerWrites.state(after: 5, oneSpelling: oneSpelling(backend))
-        if backend.name == "json" || backend.name == "plist" {
+        if backend.isFileStore {
             #expect(done == 0 && status != 0 && errors.contains("(busy)"), "\(backend.name): \(status) \(errors)")
             #expect(exactly(try await daos.projects.read(), before))
         } else {
@@ -199,7 +199,7 @@ struct TrackerStoreTests {
         try store.close()
         // Closed and reopened, the store holds the same.
         try withTracker(backend, in: directory.url) { daos, _ in
-            let want = backend.name == "json" || backend.name == "plist" ? before : expected
+            let want = backend.isFileStore ? before : expected
             let read = try daos.projects.read()
             #expect(exactly(read, want))
         }

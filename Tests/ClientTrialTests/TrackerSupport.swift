@@ -8,7 +8,7 @@ import Testing
 
 /// Opens `backend` in `directory`, runs `body` with the tracker's DAOs, and
 /// closes the store (also when `body` throws).
-func withTracker<T>(_ backend: TrialBackend, in directory: URL, _ body: (TrackerDAOs, any MigratableStore) throws -> T)
+func withTracker<T>(_ backend: TestBackend, in directory: URL, _ body: (TrackerDAOs, any MigratableStore) throws -> T)
     throws -> T
 {
     let store = try backend.open(directory)
@@ -19,7 +19,7 @@ func withTracker<T>(_ backend: TrialBackend, in directory: URL, _ body: (Tracker
 }
 
 /// Closes `store`, recording a failure as an issue (for `defer`).
-func closeRecordingFailure(_ store: any Store, _ backend: TrialBackend) {
+func closeRecordingFailure(_ store: any Store, _ backend: TestBackend) {
     do { try store.close() } catch { Issue.record("closing the \(backend.name) store failed: \(error)") }
 }
 
@@ -34,7 +34,7 @@ func exactly<T: Equatable>(_ a: T, _ b: T) -> Bool {
 
 /// Whether the property-list store is the backend: it refuses texts spelled
 /// two ways in one entity's document, so its data is generated in NFC.
-func oneSpelling(_ backend: TrialBackend) -> Bool { backend.name == "plist" }
+func oneSpelling(_ backend: TestBackend) -> Bool { backend.name == "plist" }
 
 /// Every regular file under `directory` (relative path → bytes), for
 /// checking that a call changed nothing.
@@ -53,7 +53,7 @@ func fileContents(_ directory: URL) throws -> [String: Data] {
 }
 
 /// The tracker's writes `0..<count` made in this process.
-func writeTracker(_ backend: TrialBackend, in directory: URL, calls: Range<Int>) throws {
+func writeTracker(_ backend: TestBackend, in directory: URL, calls: Range<Int>) throws {
     try withTracker(backend, in: directory) { daos, _ in
         for index in calls { try TrackerWrites.apply(index, oneSpelling: oneSpelling(backend), to: daos) }
     }

@@ -15,8 +15,8 @@ struct TrackerTextTests {
         "\u{10FFFF}", "tab\there", "\u{0}", " ", "\\\"'", "\u{85}next", "]]>&<", "$key",
     ]
 
-    @Test("every text comes back with its scalars, after reopening", arguments: trialBackends)
-    func pasted(backend: TrialBackend) throws {
+    @Test("every text comes back with its scalars, after reopening", arguments: localBackends)
+    func pasted(backend: TestBackend) throws {
         let directory = try TemporaryDirectory("tracker-text")
         let projects = Self.texts.enumerated().map { index, text in
             let slug = "\(text)#\(index)"

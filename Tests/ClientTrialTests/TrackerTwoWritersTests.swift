@@ -9,8 +9,8 @@ import Testing
 
 @Suite("Client trial, tracker: two writers at once")
 struct TrackerTwoWritersTests {
-    @Test("both processes' returned calls are kept", arguments: trialBackends.filter { $0.name == "sqlite" || $0.name == "lmdb" })
-    func twoWriters(backend: TrialBackend) throws {
+    @Test("both processes' returned calls are kept", arguments: localBackends.filter { $0.name == "sqlite" || $0.name == "lmdb" })
+    func twoWriters(backend: TestBackend) throws {
         let directory = try TemporaryDirectory("tracker-two-writers")
         try writeTracker(backend, in: directory.url, calls: 0..<1)
         let store = try backend.open(directory.url)

@@ -10,8 +10,8 @@ import Testing
 
 @Suite("Client trial: a library domain through the README's API on every backend")
 struct TrialTests {
-    @Test("a three-level tree with extreme values comes back exactly, also after reopening", arguments: trialBackends)
-    func roundTrip(backend: TrialBackend) throws {
+    @Test("a three-level tree with extreme values comes back exactly, also after reopening", arguments: localBackends)
+    func roundTrip(backend: TestBackend) throws {
         let directory = try TemporaryDirectory()
         let corpus = Sample.corpus()
         let extreme = Library(
@@ -52,8 +52,8 @@ struct TrialTests {
         }
     }
 
-    @Test("NFC and NFD spellings are two keys (the property list refuses the second, as documented)", arguments: trialBackends)
-    func normalization(backend: TrialBackend) throws {
+    @Test("NFC and NFD spellings are two keys (the property list refuses the second, as documented)", arguments: localBackends)
+    func normalization(backend: TestBackend) throws {
         let directory = try TemporaryDirectory()
         let nfc = "Zo\u{EB}", nfd = "Zoe\u{308}"
         let libraries = [nfc, nfd].map {
@@ -86,8 +86,8 @@ struct TrialTests {
         }
     }
 
-    @Test("NaN and -0.0 are stored at every level and compare as IEEE 754", arguments: trialBackends)
-    func nanAndNegativeZero(backend: TrialBackend) throws {
+    @Test("NaN and -0.0 are stored at every level and compare as IEEE 754", arguments: localBackends)
+    func nanAndNegativeZero(backend: TestBackend) throws {
         let directory = try TemporaryDirectory()
         try withLibrary(backend, in: directory.url) { daos, _ in
             try daos.libraries.persist(Sample.corpus())
@@ -122,8 +122,8 @@ struct TrialTests {
         }
     }
 
-    @Test("updates, moves between parents at two levels, and erases follow docs/SEMANTICS.md", arguments: trialBackends)
-    func updateMoveErase(backend: TrialBackend) throws {
+    @Test("updates, moves between parents at two levels, and erases follow docs/SEMANTICS.md", arguments: localBackends)
+    func updateMoveErase(backend: TestBackend) throws {
         let directory = try TemporaryDirectory()
         var expected: [Library] = []
         try withLibrary(backend, in: directory.url) { daos, _ in
@@ -199,8 +199,8 @@ struct TrialTests {
         }
     }
 
-    @Test("calls after close are .closed; the store opens again with everything", arguments: trialBackends)
-    func closeAndReopen(backend: TrialBackend) throws {
+    @Test("calls after close are .closed; the store opens again with everything", arguments: localBackends)
+    func closeAndReopen(backend: TestBackend) throws {
         let directory = try TemporaryDirectory()
         let store = try backend.open(directory.url)
         let daos = try LibraryDAOs(store)
@@ -216,8 +216,8 @@ struct TrialTests {
         }
     }
 
-    @Test("a lightweight migration adds an optional field; the old type is refused after it", arguments: trialBackends)
-    func migration(backend: TrialBackend) throws {
+    @Test("a lightweight migration adds an optional field; the old type is refused after it", arguments: localBackends)
+    func migration(backend: TestBackend) throws {
         let directory = try TemporaryDirectory()
         try withLibrary(backend, in: directory.url) { daos, _ in try daos.libraries.persist(Sample.corpus()) }
         // Without the migration, the new type is refused, naming the field.

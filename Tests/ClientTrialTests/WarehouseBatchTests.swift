@@ -27,8 +27,8 @@ struct WarehouseBatchTests {
     }
 
     @Test("the last record with a key wins, at every level, and a child held twice ends under the last parent",
-          arguments: trialBackends)
-    func lastWins(backend: TrialBackend) throws {
+          arguments: localBackends)
+    func lastWins(backend: TestBackend) throws {
         let directory = try TemporaryDirectory("trial-wh-batch")
         let store = try backend.open(directory.url)
         defer {
@@ -76,8 +76,8 @@ struct WarehouseBatchTests {
     }
 
     @Test("keys given twice, missing or in another spelling: reads give each as often as asked, erases count records",
-          arguments: trialBackends)
-    func keyLists(backend: TrialBackend) throws {
+          arguments: localBackends)
+    func keyLists(backend: TestBackend) throws {
         let directory = try TemporaryDirectory("trial-wh-keys")
         let store = try backend.open(directory.url)
         defer {

@@ -14,8 +14,8 @@ import Testing
 struct WarehouseKeySizeTests {
     static let long = String(repeating: "k", count: 300)
 
-    @Test("a child's key under a long parent key, and a composite index over long values", arguments: trialBackends)
-    func combinedKeys(backend: TrialBackend) throws {
+    @Test("a child's key under a long parent key, and a composite index over long values", arguments: localBackends)
+    func combinedKeys(backend: TestBackend) throws {
         let directory = try TemporaryDirectory("trial-wh-keys")
         let store = try backend.open(directory.url)
         defer {

@@ -11,8 +11,8 @@ import Testing
 
 @Suite("Client trial: observing the warehouse domain across four levels")
 struct WarehouseObservationTests {
-    @Test("changes three levels away arrive, exact against a fresh read", arguments: trialBackends)
-    func acrossLevels(backend: TrialBackend) async throws {
+    @Test("changes three levels away arrive, exact against a fresh read", arguments: localBackends)
+    func acrossLevels(backend: TestBackend) async throws {
         let directory = try TemporaryDirectory("trial-wh-observe")
         let store = try backend.open(directory.url)
         defer {

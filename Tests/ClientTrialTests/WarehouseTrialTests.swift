@@ -33,8 +33,8 @@ struct WarehouseTrialTests {
     }
 
     @Test("generated trees, queries, moves and erases answer as the model does, after reopening too",
-          arguments: trialBackends)
-    func generated(backend: TrialBackend) throws {
+          arguments: localBackends)
+    func generated(backend: TestBackend) throws {
         var checks = 0
         for round in 0..<Self.rounds {
             checks += try run(backend, seed: Self.firstSeed &+ UInt64(round))
@@ -42,7 +42,7 @@ struct WarehouseTrialTests {
         #expect(checks > 150 * Self.rounds)
     }
 
-    private func run(_ backend: TrialBackend, seed: UInt64) throws -> Int {
+    private func run(_ backend: TestBackend, seed: UInt64) throws -> Int {
         let directory = try TemporaryDirectory()
         var generator = WarehouseGenerator(seed: seed, oneSpelling: backend.name == "plist")
         var model = WarehouseModel()
@@ -162,7 +162,7 @@ struct WarehouseTrialTests {
         return checks
     }
 
-    private func withStorages(_ backend: TrialBackend, _ directory: URL, _ body: (WarehouseStorages) throws -> Void) throws {
+    private func withStorages(_ backend: TestBackend, _ directory: URL, _ body: (WarehouseStorages) throws -> Void) throws {
         let store = try backend.open(directory)
         defer {
             do { try store.close() } catch { Issue.record("closing the \(backend.name) store failed: \(error)") }

@@ -67,7 +67,7 @@ func makeLedgers(_ count: Int, accounts: Int, balance: Int64 = 100) -> [LedgerRe
 @Suite("Conformance: async calls")
 struct AsyncCallTests {
     @Test("every async call answers as its synchronous call", arguments: allBackends)
-    func sameAnswers(backend: Backend) async throws {
+    func sameAnswers(backend: TestBackend) async throws {
         try await withAsyncStore(backend) { store, _ in
             let ledgers = DAO(storage: try store.anyStorage(for: LedgerRecord.self), translator: Same<LedgerRecord>())
             let accounts = DAO(
@@ -133,7 +133,7 @@ struct AsyncCallTests {
     }
 
     @Test("an async call fails as its synchronous call does", arguments: allBackends)
-    func sameErrors(backend: Backend) async throws {
+    func sameErrors(backend: TestBackend) async throws {
         try await withAsyncStore(backend) { store, _ in
             let ledgers = DAO(storage: try store.anyStorage(for: LedgerRecord.self), translator: Same<LedgerRecord>())
             try await ledgers.persist(makeLedgers(1, accounts: 2))

@@ -34,7 +34,7 @@ private final class Collected<T: Sendable>: @unchecked Sendable {
 @Suite("Conformance: the borrowing read path lends what read returns")
 struct BorrowingReadTests {
     @Test("generated data and queries: forEach lends what read returns, in its order", arguments: allBackends)
-    func generatedQueries(backend: Backend) throws {
+    func generatedQueries(backend: TestBackend) throws {
         var checks = 0
         for round in 0..<3 {
             let seed = 20_261_129 &+ UInt64(round)
@@ -81,7 +81,7 @@ struct BorrowingReadTests {
     }
 
     @Test("records read by position and the dialog graph, through the storage and the DAO", arguments: allBackends)
-    func positionalRecordsAndTheDAO(backend: Backend) throws {
+    func positionalRecordsAndTheDAO(backend: TestBackend) throws {
         try withStore(backend) { store, _ in
             // Three levels, written by position.
             let libraries = try store.anyStorage(for: LibraryRecord.self)
@@ -147,7 +147,7 @@ struct BorrowingReadTests {
     }
 
     @Test("the async forms lend what the synchronous ones do", arguments: allBackends)
-    func asyncForms(backend: Backend) async throws {
+    func asyncForms(backend: TestBackend) async throws {
         try await withAsyncStore(backend) { store, _ in
             // Ledgers (String keys) owning accounts (integer keys, an optional note).
             let ledgers = try store.anyStorage(for: LedgerRecord.self)
@@ -180,7 +180,7 @@ struct BorrowingReadTests {
     }
 
     @Test("an error of the closure stops the read and reaches the caller; the store goes on", arguments: allBackends)
-    func closuresErrorStopsTheRead(backend: Backend) throws {
+    func closuresErrorStopsTheRead(backend: TestBackend) throws {
         try withStore(backend) { store, _ in
             let authors = try store.anyStorage(for: CatalogAuthor.self)
             try authors.persist(catalogAuthors())

@@ -161,7 +161,7 @@ struct ChildHoldersTests {
     /// working, and, after a close and reopen, that `second` is still refused
     /// (by the recorded schemas) while `first` alone finds its data.
     func refusesSecond<First: Record & Equatable, Second: Record>(
-        _ backend: Backend, first: First.Type, records: [First], second: Second.Type,
+        _ backend: TestBackend, first: First.Type, records: [First], second: Second.Type,
         child: String, holders: [String], added: First
     ) throws {
         let directory = try TemporaryDirectory()
@@ -193,7 +193,7 @@ struct ChildHoldersTests {
     }
 
     @Test("a second parent type holding the child is refused at open, in either order", arguments: allBackends)
-    func twoParents(backend: Backend) throws {
+    func twoParents(backend: TestBackend) throws {
         try refusesSecond(
             backend, first: HeldPatient.self, records: patients, second: HeldVisit.self,
             child: "ch_notes", holders: ["ch_patients", "ch_visits"],
@@ -206,7 +206,7 @@ struct ChildHoldersTests {
     }
 
     @Test("the child's own storage opened first, then two parents: the second is refused", arguments: allBackends)
-    func childFirst(backend: Backend) throws {
+    func childFirst(backend: TestBackend) throws {
         try withStore(backend) { store, _ in
             let notes = try store.anyStorage(for: HeldNote.self)
             let patientStorage = try store.anyStorage(for: HeldPatient.self)
@@ -221,7 +221,7 @@ struct ChildHoldersTests {
     }
 
     @Test("a grandchild type reused under another parent type is refused, in either order", arguments: allBackends)
-    func threeLevels(backend: Backend) throws {
+    func threeLevels(backend: TestBackend) throws {
         try refusesSecond(
             backend, first: HeldWard.self, records: wards, second: HeldPatient.self,
             child: "ch_notes", holders: ["ch_beds", "ch_patients"],
@@ -238,7 +238,7 @@ struct ChildHoldersTests {
     }
 
     @Test("a parent type holding a child that names another owner is refused, in either order", arguments: allBackends)
-    func namedOwner(backend: Backend) throws {
+    func namedOwner(backend: TestBackend) throws {
         try refusesSecond(
             backend, first: HeldRoom.self,
             records: [HeldRoom(id: "r1", items: [HeldItem(id: 1, roomId: "r1"), HeldItem(id: 2, roomId: "r1")])],
@@ -276,7 +276,7 @@ struct ChildHoldersMigrationTests {
     /// are refused naming both holders, nothing is applied, and the patients
     /// and `seed`'s records read back as stored.
     func refused<Other: Record & Equatable>(
-        _ backend: MigratableBackend, seed other: [Other], _ steps: [MigrationStep]
+        _ backend: TestBackend, seed other: [Other], _ steps: [MigrationStep]
     ) throws {
         let directory = try TemporaryDirectory()
         do {
@@ -303,24 +303,24 @@ struct ChildHoldersMigrationTests {
         #expect(try store.anyStorage(for: Other.self).readAll() == other, "on \(backend.name)")
     }
 
-    @Test("the general step giving another parent type a relation to the child", arguments: migratableBackends)
-    func rewriteAddsHolder(backend: MigratableBackend) throws {
+    @Test("the general step giving another parent type a relation to the child", arguments: allBackends)
+    func rewriteAddsHolder(backend: TestBackend) throws {
         try refused(backend, seed: [PlainVisit(id: "v1", day: 3)], [.rewrite("ch_visits", to: HeldVisit.self) { _ in }])
     }
 
-    @Test("the lightweight step adding a parent type that holds the child", arguments: migratableBackends)
-    func lightweightAddsHolder(backend: MigratableBackend) throws {
+    @Test("the lightweight step adding a parent type that holds the child", arguments: allBackends)
+    func lightweightAddsHolder(backend: TestBackend) throws {
         try refused(backend, seed: [HeldRoom(id: "r1", items: [])], [.lightweight(to: HeldVisit.self)])
     }
 
-    @Test("the general step renaming another parent's child to the child's name", arguments: migratableBackends)
-    func rewriteRenamesOntoChild(backend: MigratableBackend) throws {
+    @Test("the general step renaming another parent's child to the child's name", arguments: allBackends)
+    func rewriteRenamesOntoChild(backend: TestBackend) throws {
         let visits = [MemoVisit(id: "v1", day: 3, memos: [HeldMemo(id: 7, ownerId: "v1", text: "memo")])]
         try refused(backend, seed: visits, [.rewrite("ch_memos", to: HeldNote.self) { _ in }])
     }
 
-    @Test("renaming another parent's child to the child's name", arguments: migratableBackends)
-    func renameOntoChild(backend: MigratableBackend) throws {
+    @Test("renaming another parent's child to the child's name", arguments: allBackends)
+    func renameOntoChild(backend: TestBackend) throws {
         let directory = try TemporaryDirectory()
         let visits = [MemoVisit(id: "v1", day: 3, memos: [HeldMemo(id: 7, ownerId: "v1", text: "memo")])]
         do {

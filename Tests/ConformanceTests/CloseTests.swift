@@ -7,7 +7,7 @@ import Testing
 @Suite("Conformance: close() releases the store; every later call is a closed error")
 struct CloseTests {
     @Test("after close every call through the store and its storages throws .closed", arguments: allBackends)
-    func callsAfterClose(backend: Backend) throws {
+    func callsAfterClose(backend: TestBackend) throws {
         try withStore(backend) { store, _ in
             let authors = try store.anyStorage(for: CatalogAuthor.self)
             let chapters = try store.anyStorage(for: CatalogChapter.self)
@@ -37,7 +37,7 @@ struct CloseTests {
     }
 
     @Test("close is idempotent, and the location opens again in the same process with its data", arguments: allBackends)
-    func reopenAfterClose(backend: Backend) throws {
+    func reopenAfterClose(backend: TestBackend) throws {
         let directory = try TemporaryDirectory()
         let store = try backend.open(directory.url, .full)
         try store.anyStorage(for: CatalogAuthor.self).persist(catalogAuthors())
@@ -51,7 +51,7 @@ struct CloseTests {
     }
 
     @Test("closing while other threads read and write: each call finishes or is a closed error", arguments: allBackends)
-    func closeUnderLoad(backend: Backend) throws {
+    func closeUnderLoad(backend: TestBackend) throws {
         let directory = try TemporaryDirectory()
         let store = try backend.open(directory.url, .none)
         let dialogs = try store.anyStorage(for: DialogRecord.self)

@@ -17,7 +17,7 @@ struct ConcurrencyTests {
     /// checks that each ledger it sees still holds its total, so a read that
     /// saw part of a commit fails.
     @Test("120 tasks mixing reads and writes: every read sees whole commits", arguments: allBackends)
-    func mixedTasks(backend: Backend) async throws {
+    func mixedTasks(backend: TestBackend) async throws {
         try await withAsyncStore(backend) { store, _ in
             let ledgers = DAO(storage: try store.anyStorage(for: LedgerRecord.self), translator: Same<LedgerRecord>())
             let accounts = DAO(
@@ -103,7 +103,7 @@ struct ConcurrencyTests {
     /// pool's threads while waiting, would never finish; the watchdog ends
     /// the run then.
     @Test("200 concurrent reads complete while a write transaction is held open", arguments: allBackends)
-    func readsBesideOpenWrite(backend: Backend) async throws {
+    func readsBesideOpenWrite(backend: TestBackend) async throws {
         try await withAsyncStore(backend) { store, _ in
             let ledgers = DAO(storage: try store.anyStorage(for: LedgerRecord.self), translator: Same<LedgerRecord>())
             let made = makeLedgers(4, accounts: 3)
@@ -144,7 +144,7 @@ struct ConcurrencyTests {
     /// is cancelled: the call throws `CancellationError` and nothing of it is
     /// stored.
     @Test("a persist cancelled in the middle of its batch stores nothing", arguments: allBackends)
-    func cancelledBatch(backend: Backend) async throws {
+    func cancelledBatch(backend: TestBackend) async throws {
         try await withAsyncStore(backend) { store, _ in
             let ledgers = DAO(storage: try store.anyStorage(for: LedgerRecord.self), translator: Same<LedgerRecord>())
             let before = makeLedgers(2, accounts: 2)
@@ -177,7 +177,7 @@ struct ConcurrencyTests {
     /// The DAO's batch persist checks between objects too; a task cancelled
     /// before its call starts does nothing and reads nothing.
     @Test("calls of a cancelled task throw CancellationError and do nothing", arguments: allBackends)
-    func cancelledBeforeStart(backend: Backend) async throws {
+    func cancelledBeforeStart(backend: TestBackend) async throws {
         try await withAsyncStore(backend) { store, _ in
             let ledgers = DAO(storage: try store.anyStorage(for: LedgerRecord.self), translator: Same<LedgerRecord>())
             let accounts = DAO(
@@ -215,7 +215,7 @@ struct ConcurrencyTests {
     /// A write that committed answers normally even when its task is
     /// cancelled before the answer reaches it.
     @Test("a write cancelled after its commit returns normally", arguments: allBackends)
-    func cancelledAfterCommit(backend: Backend) async throws {
+    func cancelledAfterCommit(backend: TestBackend) async throws {
         try await withAsyncStore(backend) { store, _ in
             let storage = try store.anyStorage(for: LedgerRecord.self)
             let committed = DispatchSemaphore(value: 0)
@@ -258,7 +258,7 @@ struct ReaderWriterExampleTests {
     }
 
     @Test("the example's reader and writer agree on every backend", arguments: allBackends)
-    func runs(backend: Backend) throws {
+    func runs(backend: TestBackend) throws {
         let directory = try TemporaryDirectory()
         let process = Process()
         process.executableURL = try Self.executable()

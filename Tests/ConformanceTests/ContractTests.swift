@@ -83,7 +83,7 @@ struct ContractTests {
     }
 
     @Test("three levels round-trip, move, refuse orphans and erase without leftovers", arguments: allBackends)
-    func threeLevels(backend: Backend) throws {
+    func threeLevels(backend: TestBackend) throws {
         try withStore(backend) { store, _ in
             var records = forums()
             // The grandchild's storage first: it sets up its owners.
@@ -117,7 +117,7 @@ struct ContractTests {
     }
 
     @Test("relations that loop back to an entity are a schema mismatch, not endless recursion", arguments: allBackends)
-    func relationLoop(backend: Backend) throws {
+    func relationLoop(backend: TestBackend) throws {
         _ = try withStore(backend) { store, _ in
             #expect {
                 _ = try store.anyStorage(for: LoopingCommentRecord.self)
@@ -129,7 +129,7 @@ struct ContractTests {
     }
 
     @Test("an undeclared Codable key is a schema mismatch, and nothing is stored", arguments: allBackends)
-    func undeclaredKey(backend: Backend) throws {
+    func undeclaredKey(backend: TestBackend) throws {
         try withStore(backend) { store, _ in
             let storage = try store.anyStorage(for: ExtraKeyRecord.self)
             #expect {
@@ -143,7 +143,7 @@ struct ContractTests {
     }
 
     @Test("children whose entity does not name its owner behave as owned children", arguments: allBackends)
-    func childrenWithoutOwnedBy(backend: Backend) throws {
+    func childrenWithoutOwnedBy(backend: TestBackend) throws {
         try withStore(backend) { store, _ in
             let trees = try store.anyStorage(for: TreeRecord.self)
             let leaves = try store.anyStorage(for: LeafRecord.self)

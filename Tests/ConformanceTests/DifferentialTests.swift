@@ -1,6 +1,7 @@
 import DAOCore
 import DialogGraph
 import Foundation
+import TestSupport
 import Testing
 
 // The differential test: generated libraries (awkward text and reals, optionals,
@@ -30,7 +31,7 @@ struct DifferentialTests {
     }
 
     @Test("generated data and queries", arguments: allBackends)
-    func differential(backend: Backend) throws {
+    func differential(backend: TestBackend) throws {
         var checks = 0
         for round in 0..<Self.rounds {
             let seed = Self.firstSeed &+ UInt64(round)
@@ -39,7 +40,7 @@ struct DifferentialTests {
         #expect(checks > 300 * Self.rounds)
     }
 
-    private func runRound(backend: Backend, seed: UInt64) throws -> Int {
+    private func runRound(backend: TestBackend, seed: UInt64) throws -> Int {
         var random = SplitMix64(seed: seed)
         // Binary property lists store canonically equivalent strings once (a
         // documented limitation): that backend gets one spelling of each text.
@@ -313,7 +314,7 @@ struct Generator {
 
     /// The seconds of a backend's dates: its reals, without `-0.0` on the
     /// property list (docs/SEMANTICS.md, "Limits of one backend").
-    static func dates(for backend: Backend) -> [Double] {
+    static func dates(for backend: TestBackend) -> [Double] {
         let reals = reals(for: backend)
         guard backend.name == "plist" else { return reals }
         return reals.filter { $0.bitPattern != (-0.0).bitPattern }
@@ -323,7 +324,7 @@ struct Generator {
     /// subnormals of both signs, the greatest magnitudes), `-0.0`, the
     /// canonical NaN and, where the backend keeps a NaN's sign and payload,
     /// other NaNs; each several times, so that ties and NaNs are common.
-    static func reals(for backend: Backend) -> [Double] {
+    static func reals(for backend: TestBackend) -> [Double] {
         var reals = AwkwardReal.all + [.nan, .nan, 0, 0, -0.0, -0.0, -0.0]
         if backend.keepsNaNPayloads { reals += [-Double.nan, Double(bitPattern: 0x7FF0_0000_0000_0001), Double(bitPattern: 0xFFF4_0000_0000_00FF)] }
         return reals

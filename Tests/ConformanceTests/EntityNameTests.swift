@@ -82,8 +82,8 @@ struct EntityNameTests {
         _ = try store.anyStorage(for: type)
     }
 
-    @Test("declaring a record type with a reserved or empty name fails with schemaMismatch", arguments: migratableBackends)
-    func declaration(backend: MigratableBackend) throws {
+    @Test("declaring a record type with a reserved or empty name fails with schemaMismatch", arguments: allBackends)
+    func declaration(backend: TestBackend) throws {
         let directory = try TemporaryDirectory()
         let store = try backend.open(directory.url)
         defer {
@@ -103,8 +103,8 @@ struct EntityNameTests {
     }
 
     @Test("a migration that renames an entity to a refused name fails with schemaMismatch and changes nothing",
-          arguments: migratableBackends)
-    func migration(backend: MigratableBackend) throws {
+          arguments: allBackends)
+    func migration(backend: TestBackend) throws {
         let directory = try TemporaryDirectory()
         let records = [WellNamedThing(id: "a", weight: 0.25), WellNamedThing(id: "\u{1F680}", weight: nil)]
         do {

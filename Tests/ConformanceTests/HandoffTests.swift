@@ -102,7 +102,7 @@ private func libraryState(_ store: any Store) throws -> ([TestSupport.LibraryRec
 @Suite("Conformance: records handed to the storage one at a time")
 struct HandoffTests {
     @Test("a translation that fails mid-stream writes nothing, at any level, by Codable or by position", arguments: allBackends)
-    func translationFailsMidStream(backend: Backend) throws {
+    func translationFailsMidStream(backend: TestBackend) throws {
         try withStore(backend) { store, _ in
             let authors = try store.anyStorage(for: CatalogAuthor.self)
             let initial = catalogAuthors()
@@ -143,7 +143,7 @@ struct HandoffTests {
     }
 
     @Test("a translation error comes before a record's refusal earlier in the call", arguments: allBackends)
-    func translationErrorComesFirst(backend: Backend) throws {
+    func translationErrorComesFirst(backend: TestBackend) throws {
         try withStore(backend) { store, _ in
             let stations = try store.anyStorage(for: Station.self)
             try stations.persist(station("n", samples: [1, 2]))
@@ -176,7 +176,7 @@ struct HandoffTests {
     }
 
     @Test("a NaN or -0.0 is written as any real; the engine's refusal of another record is the answer", arguments: allBackends)
-    func realsDoNotChangeEngineFailure(backend: Backend) throws {
+    func realsDoNotChangeEngineFailure(backend: TestBackend) throws {
         try withStore(backend) { store, _ in
             let stations = try store.anyStorage(for: Station.self)
             try stations.persist(station("n", samples: [1]))
@@ -227,7 +227,7 @@ struct HandoffTests {
     }
 
     @Test("in one call the last record with a key wins and children move between parents", arguments: allBackends)
-    func duplicatesAndMoves(backend: Backend) throws {
+    func duplicatesAndMoves(backend: TestBackend) throws {
         try withStore(backend) { store, _ in
             let authors = try store.anyStorage(for: CatalogAuthor.self)
             let dao = DAO(storage: authors, translator: HeldTranslator<CatalogAuthor>())
@@ -292,7 +292,7 @@ private struct PausingTranslator: Translator {
 
 extension HandoffTests {
     @Test("an observer that registers while a call hands its records over still gets the commit", arguments: allBackends)
-    func observerJoinsMidCall(backend: Backend) async throws {
+    func observerJoinsMidCall(backend: TestBackend) async throws {
         try await withAsyncStore(backend) { store, _ in
             let boards = try store.anyStorage(for: BoardRecord.self)
             let commits = try #require(boards.commits)

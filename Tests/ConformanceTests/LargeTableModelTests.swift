@@ -94,7 +94,7 @@ struct LargeTableModelTests {
     }
 
     @Test(arguments: allBackends)
-    func largeTablesAgainstModel(_ backend: Backend) throws {
+    func largeTablesAgainstModel(_ backend: TestBackend) throws {
         let directory = try TemporaryDirectory()
         var rng = TestRandom(seed: 2026)
         var model: [String: ModelShelf] = [:]

@@ -134,7 +134,7 @@ struct MigrationRelationTests {
     }
 
     /// The seeded catalog migrated to ``LabelledAuthor`` by the lightweight step.
-    func migratedToLabels(_ backend: MigratableBackend) throws -> TemporaryDirectory {
+    func migratedToLabels(_ backend: TestBackend) throws -> TemporaryDirectory {
         let directory = try catalog.seeded(backend)
         var migrator = Migrator()
         migrator.register("v2: authors have labels", [.lightweight(to: LabelledAuthor.self)])
@@ -144,8 +144,8 @@ struct MigrationRelationTests {
         return directory
     }
 
-    @Test("lightweight: a parent gains a relation to a new child entity (with its own child and indexes)", arguments: migratableBackends)
-    func relationAdded(backend: MigratableBackend) throws {
+    @Test("lightweight: a parent gains a relation to a new child entity (with its own child and indexes)", arguments: allBackends)
+    func relationAdded(backend: TestBackend) throws {
         let directory = try migratedToLabels(backend)
         let authors = catalog.authors
         // Existing authors read back intact, with no labels.
@@ -175,8 +175,8 @@ struct MigrationRelationTests {
         }
     }
 
-    @Test("lightweight: a relation to a new child type that does not name its owner", arguments: migratableBackends)
-    func relationAddedUnowned(backend: MigratableBackend) throws {
+    @Test("lightweight: a relation to a new child type that does not name its owner", arguments: allBackends)
+    func relationAddedUnowned(backend: TestBackend) throws {
         let directory = try catalog.seeded(backend)
         let authors = catalog.authors
         var migrator = Migrator()
@@ -199,8 +199,8 @@ struct MigrationRelationTests {
         }
     }
 
-    @Test("a failed migration that adds a relation applies nothing; the same one without the failure then does", arguments: migratableBackends)
-    func relationAddedAtomically(backend: MigratableBackend) throws {
+    @Test("a failed migration that adds a relation applies nothing; the same one without the failure then does", arguments: allBackends)
+    func relationAddedAtomically(backend: TestBackend) throws {
         let directory = try catalog.seeded(backend)
         var failing = Migrator()
         failing.register(
@@ -225,8 +225,8 @@ struct MigrationRelationTests {
         }
     }
 
-    @Test("lightweight refuses a removed relation, naming .dropRelation, which erases it", arguments: migratableBackends)
-    func relationRemoved(backend: MigratableBackend) throws {
+    @Test("lightweight refuses a removed relation, naming .dropRelation, which erases it", arguments: allBackends)
+    func relationRemoved(backend: TestBackend) throws {
         let directory = try migratedToLabels(backend)
         let authors = catalog.authors
         let stored = authors.enumerated().map { labelled($1, $0 == 0 ? labels(of: $1.id) : []) }
@@ -271,8 +271,8 @@ struct MigrationRelationTests {
         }
     }
 
-    @Test("lightweight refuses a relation to a child entity the store holds already, and applies nothing", arguments: migratableBackends)
-    func relationToStoredEntity(backend: MigratableBackend) throws {
+    @Test("lightweight refuses a relation to a child entity the store holds already, and applies nothing", arguments: allBackends)
+    func relationToStoredEntity(backend: TestBackend) throws {
         let directory = try catalog.seeded(backend)
         var migrator = Migrator()
         migrator.register("v2", [.lightweight(to: AuthorHoldingTags.self)])
@@ -285,8 +285,8 @@ struct MigrationRelationTests {
         try catalog.expectUnchanged(backend, directory)
     }
 
-    @Test("lightweight refuses a relation to a child entity another owner holds (one holder per child)", arguments: migratableBackends)
-    func relationToHeldEntity(backend: MigratableBackend) throws {
+    @Test("lightweight refuses a relation to a child entity another owner holds (one holder per child)", arguments: allBackends)
+    func relationToHeldEntity(backend: TestBackend) throws {
         try ChildHoldersMigrationTests().refused(
             backend, seed: [PlainVisit(id: "v1", day: 3)], [.lightweight(to: HeldVisit.self)])
     }

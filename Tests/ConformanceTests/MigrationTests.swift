@@ -1,27 +1,8 @@
 import DAOCore
 import DialogGraph
-import FileStorage
-import LMDBStorage
 import Foundation
-import SQLiteStorage
 import TestSupport
 import Testing
-
-/// One backend whose store can be migrated.
-struct MigratableBackend: Sendable, CustomTestStringConvertible {
-    let name: String
-    let open: @Sendable (_ directory: URL) throws -> any MigratableStore
-
-    var testDescription: String { name }
-}
-
-/// Every backend whose store runs a ``Migrator``.
-let migratableBackends: [MigratableBackend] = [
-    MigratableBackend(name: "json") { try FileStore(directory: $0, format: .json) },
-    MigratableBackend(name: "plist") { try FileStore(directory: $0, format: .propertyList) },
-    MigratableBackend(name: "sqlite") { try SQLiteDatabase(path: $0.appending(path: "store.sqlite")) },
-    MigratableBackend(name: "lmdb") { try LMDBEnvironment(directory: $0) },
-]
 
 struct MigrationTestFailure: Error {}
 
@@ -34,7 +15,7 @@ struct MigrationTests {
     ]
 
     /// A store holding the catalog (three levels) and the tags, first version.
-    func seeded(_ backend: MigratableBackend) throws -> TemporaryDirectory {
+    func seeded(_ backend: TestBackend) throws -> TemporaryDirectory {
         let directory = try TemporaryDirectory()
         try opened(backend, directory) { (store) throws in
             try store.anyStorage(for: CatalogAuthor.self).persist(authors)
@@ -43,7 +24,7 @@ struct MigrationTests {
         return directory
     }
 
-    func opened<T>(_ backend: MigratableBackend, _ directory: TemporaryDirectory, _ body: (any MigratableStore) throws -> T)
+    func opened<T>(_ backend: TestBackend, _ directory: TemporaryDirectory, _ body: (any MigratableStore) throws -> T)
         throws -> T
     {
         let store = try backend.open(directory.url)
@@ -56,7 +37,7 @@ struct MigrationTests {
     /// Migrates with `steps` as one migration, then reopens the store and returns
     /// what `read` reads (checking that a second run applies nothing).
     func migrated<T>(
-        _ backend: MigratableBackend, _ steps: [MigrationStep], read: (any Store) throws -> T
+        _ backend: TestBackend, _ steps: [MigrationStep], read: (any Store) throws -> T
     ) throws -> T {
         let directory = try seeded(backend)
         var migrator = Migrator()
@@ -74,16 +55,16 @@ struct MigrationTests {
     /// The books and chapters, untouched by a step on `authors`.
     func books(of author: CatalogAuthor) -> [CatalogBook] { author.books }
 
-    @Test("add a field with a default", arguments: migratableBackends)
-    func addField(backend: MigratableBackend) throws {
+    @Test("add a field with a default", arguments: allBackends)
+    func addField(backend: TestBackend) throws {
         let read = try migrated(
             backend, [.addField("born", to: "authors", type: .integer, optional: false, default: .integer(1900))]
         ) { try $0.anyStorage(for: AuthorBorn.self).readAll() }
         #expect(read == authors.map { AuthorBorn(id: $0.id, name: $0.name, country: $0.country, born: 1900, books: $0.books) })
     }
 
-    @Test("add an optional field with a value in every record", arguments: migratableBackends)
-    func addOptionalFieldWithValue(backend: MigratableBackend) throws {
+    @Test("add an optional field with a value in every record", arguments: allBackends)
+    func addOptionalFieldWithValue(backend: TestBackend) throws {
         let read = try migrated(
             backend, [.addField("color", to: "tags", type: .text, optional: true, default: .text("red"))]
         ) { (store) throws in
@@ -95,8 +76,8 @@ struct MigrationTests {
         #expect(read == tags.map { TagColored(id: $0.id, label: $0.label, weight: $0.weight, color: "red") })
     }
 
-    @Test("add a field whose default has no SQL literal (a real, text with NUL)", arguments: migratableBackends)
-    func addFieldOddDefault(backend: MigratableBackend) throws {
+    @Test("add a field whose default has no SQL literal (a real, text with NUL)", arguments: allBackends)
+    func addFieldOddDefault(backend: TestBackend) throws {
         let read = try migrated(
             backend,
             [
@@ -119,16 +100,16 @@ struct MigrationTests {
         #expect(tagsRead.map(\.weight) == [0.1, 0.1, 0.1])
     }
 
-    @Test("drop a field", arguments: migratableBackends)
-    func dropField(backend: MigratableBackend) throws {
+    @Test("drop a field", arguments: allBackends)
+    func dropField(backend: TestBackend) throws {
         let read = try migrated(backend, [.dropField("country", from: "authors")]) {
             try $0.anyStorage(for: AuthorNoCountry.self).readAll()
         }
         #expect(read == authors.map { AuthorNoCountry(id: $0.id, name: $0.name, books: $0.books) })
     }
 
-    @Test("rename a field", arguments: migratableBackends)
-    func renameField(backend: MigratableBackend) throws {
+    @Test("rename a field", arguments: allBackends)
+    func renameField(backend: TestBackend) throws {
         let read = try migrated(backend, [.renameField("name", to: "fullName", in: "authors")]) { (store) throws in
             let authors = try store.anyStorage(for: AuthorFullName.self)
             #expect(try authors.read(where: #Predicate { $0.fullName == "李雷" }).map(\.id) == ["author-3"])
@@ -137,8 +118,8 @@ struct MigrationTests {
         #expect(read == authors.map { AuthorFullName(id: $0.id, fullName: $0.name, country: $0.country, books: $0.books) })
     }
 
-    @Test("change a field's type through a closure", arguments: migratableBackends)
-    func changeField(backend: MigratableBackend) throws {
+    @Test("change a field's type through a closure", arguments: allBackends)
+    func changeField(backend: TestBackend) throws {
         let read = try migrated(
             backend,
             [
@@ -154,8 +135,8 @@ struct MigrationTests {
                 })
     }
 
-    @Test("rename an entity; add and drop an index", arguments: migratableBackends)
-    func entityAndIndexes(backend: MigratableBackend) throws {
+    @Test("rename an entity; add and drop an index", arguments: allBackends)
+    func entityAndIndexes(backend: TestBackend) throws {
         let labels = try migrated(backend, [.renameEntity("tags", to: "labels")]) { (store) throws in
             let labels = try store.anyStorage(for: LabelTag.self)
             #expect(try labels.count(where: #Predicate { $0.label == "poetry" }) == 1)
@@ -176,8 +157,8 @@ struct MigrationTests {
         #expect(dropped == tags.map { TagWithoutIndex(id: $0.id, label: $0.label, weight: $0.weight) })
     }
 
-    @Test("the general step rewrites each record with its children (three levels)", arguments: migratableBackends)
-    func generalStep(backend: MigratableBackend) throws {
+    @Test("the general step rewrites each record with its children (three levels)", arguments: allBackends)
+    func generalStep(backend: TestBackend) throws {
         let read = try migrated(
             backend,
             [
@@ -233,8 +214,8 @@ struct MigrationTests {
         #expect(read == expected)
     }
 
-    @Test("lightweight migration: dropped field, added optional field, added index", arguments: migratableBackends)
-    func lightweight(backend: MigratableBackend) throws {
+    @Test("lightweight migration: dropped field, added optional field, added index", arguments: allBackends)
+    func lightweight(backend: TestBackend) throws {
         let read = try migrated(backend, [.lightweight(to: AuthorLight.self), .lightweight(to: TagWithoutIndex.self)]) { (store) throws in
             let authors = try store.anyStorage(for: AuthorLight.self)
             #expect(try authors.count(where: #Predicate { $0.website == nil }) == 3)
@@ -244,8 +225,8 @@ struct MigrationTests {
         #expect(read == authors.map { AuthorLight(id: $0.id, name: $0.name, website: nil, books: $0.books) })
     }
 
-    @Test("lightweight migration refuses what it cannot infer, and applies nothing", arguments: migratableBackends)
-    func lightweightRefuses(backend: MigratableBackend) throws {
+    @Test("lightweight migration refuses what it cannot infer, and applies nothing", arguments: allBackends)
+    func lightweightRefuses(backend: TestBackend) throws {
         let directory = try seeded(backend)
         var migrator = Migrator()
         migrator.register("v2", [.lightweight(to: AuthorLight.self), .lightweight(to: TagReordered.self)])
@@ -262,7 +243,7 @@ struct MigrationTests {
 
     /// The first version still reads everything, the changed types are still
     /// refused, and no migration is recorded.
-    func expectUnchanged(_ backend: MigratableBackend, _ directory: TemporaryDirectory, sourceLocation: SourceLocation = #_sourceLocation) throws {
+    func expectUnchanged(_ backend: TestBackend, _ directory: TemporaryDirectory, sourceLocation: SourceLocation = #_sourceLocation) throws {
         try opened(backend, directory) { (store) throws in
             #expect(try Migrator.state(of: store).applied == [], sourceLocation: sourceLocation)
             #expect(
@@ -276,8 +257,8 @@ struct MigrationTests {
         }
     }
 
-    @Test("a failure in the middle applies nothing, in an earlier migration either", arguments: migratableBackends)
-    func failureInTheMiddle(backend: MigratableBackend) throws {
+    @Test("a failure in the middle applies nothing, in an earlier migration either", arguments: allBackends)
+    func failureInTheMiddle(backend: TestBackend) throws {
         let directory = try seeded(backend)
         var migrator = Migrator()
         migrator.register("v2", [.addField("born", to: "authors", type: .integer, optional: false, default: .integer(1))])
@@ -305,8 +286,8 @@ struct MigrationTests {
         try expectUnchanged(backend, directory)
     }
 
-    @Test("a store with a migration this build does not know is refused", arguments: migratableBackends)
-    func unknownMigration(backend: MigratableBackend) throws {
+    @Test("a store with a migration this build does not know is refused", arguments: allBackends)
+    func unknownMigration(backend: TestBackend) throws {
         let directory = try seeded(backend)
         var newer = Migrator()
         newer.register("v2", [.addIndex("authors_by_name", on: ["name"], to: "authors")])
@@ -332,8 +313,8 @@ struct MigrationTests {
         }
     }
 
-    @Test("a migration must come before the first storage", arguments: migratableBackends)
-    func migrateFirst(backend: MigratableBackend) throws {
+    @Test("a migration must come before the first storage", arguments: allBackends)
+    func migrateFirst(backend: TestBackend) throws {
         let directory = try seeded(backend)
         var migrator = Migrator()
         migrator.register("v2", [.dropField("country", from: "authors")])
@@ -349,8 +330,8 @@ struct MigrationTests {
         }
     }
 
-    @Test("rename a child entity and its foreign key (three levels)", arguments: migratableBackends)
-    func renameChild(backend: MigratableBackend) throws {
+    @Test("rename a child entity and its foreign key (three levels)", arguments: allBackends)
+    func renameChild(backend: TestBackend) throws {
         let read = try migrated(
             backend, [.renameEntity("chapters", to: "sections"), .renameField("bookId", to: "book", in: "sections")]
         ) { (store) throws in
@@ -382,8 +363,8 @@ struct MigrationTests {
                 })
     }
 
-    @Test("rename the middle entity of three levels: its owner and its children follow", arguments: migratableBackends)
-    func renameMiddle(backend: MigratableBackend) throws {
+    @Test("rename the middle entity of three levels: its owner and its children follow", arguments: allBackends)
+    func renameMiddle(backend: TestBackend) throws {
         let read = try migrated(backend, [.renameEntity("books", to: "volumes")]) { (store) throws in
             // The leaf first: it finds its renamed owner.
             let chapters = try store.anyStorage(for: ChapterOfVolume.self)
@@ -417,8 +398,8 @@ struct MigrationTests {
                 })
     }
 
-    @Test("every storage class survives a rewrite bit for bit", arguments: migratableBackends)
-    func everyStorageClass(backend: MigratableBackend) throws {
+    @Test("every storage class survives a rewrite bit for bit", arguments: allBackends)
+    func everyStorageClass(backend: TestBackend) throws {
         let directory = try TemporaryDirectory()
         // What the engine reads back before the migration (each engine's own
         // rules apply; docs/SEMANTICS.md) is what it must read after.
@@ -457,8 +438,8 @@ struct MigrationTests {
 
 @Suite("Conformance: the example domain's second message version")
 struct DialogGraphMigrationTests {
-    @Test("a store of the first version migrates to MessageRecordV2 on every backend", arguments: migratableBackends)
-    func messagesGainReactionCount(backend: MigratableBackend) throws {
+    @Test("a store of the first version migrates to MessageRecordV2 on every backend", arguments: allBackends)
+    func messagesGainReactionCount(backend: TestBackend) throws {
         let directory = try TemporaryDirectory()
         var dialogs: [DialogRecord] = []
         for d in Int64(1)...4 {

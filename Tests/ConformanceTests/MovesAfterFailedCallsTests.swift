@@ -12,7 +12,7 @@ import Testing
 @Suite("Conformance: children moved between parents after failed calls")
 struct MovesAfterFailedCallsTests {
     @Test(arguments: allBackends)
-    func movesAndFailuresThenQueries(_ backend: Backend) throws {
+    func movesAndFailuresThenQueries(_ backend: TestBackend) throws {
         try withStore(backend) { store, _ in
             let clinics = try store.anyStorage(for: MacroClinic.self)
             let patients = try store.anyStorage(for: MacroPatient.self)

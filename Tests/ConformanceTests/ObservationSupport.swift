@@ -77,7 +77,7 @@ struct Same<R: Record & Plain>: Translator where R.ID == R.PrimaryKey {
 /// Opens `backend` in a fresh directory and runs `body` with its store; the
 /// store is released before the directory is removed.
 func withAsyncStore<T>(
-    _ backend: Backend, durability: Durability = .none, isolation: isolated (any Actor)? = #isolation,
+    _ backend: TestBackend, durability: Durability = .none, isolation: isolated (any Actor)? = #isolation,
     _ body: (any Store, URL) async throws -> T
 ) async throws -> T {
     let directory = try TemporaryDirectory()

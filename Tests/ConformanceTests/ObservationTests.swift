@@ -10,7 +10,7 @@ struct ObservationTests {
 
     @Test("random writes and erases: every change set turns the old snapshot into the new, which is a fresh read",
           arguments: allBackends)
-    func randomBoards(backend: Backend) async throws {
+    func randomBoards(backend: TestBackend) async throws {
         for seed: UInt64 in [1, 2] {
             try await withAsyncStore(backend) { store, _ in
                 try await runRandomBoards(store, seed: seed, steps: 70, oneSpellingPerText: backend.name == "plist")
@@ -126,7 +126,7 @@ struct ObservationTests {
     }
 
     @Test("the dialog graph: unread messages of a dialog and dialogs by key, under random writes", arguments: allBackends)
-    func randomDialogs(backend: Backend) async throws {
+    func randomDialogs(backend: TestBackend) async throws {
         try await withAsyncStore(backend) { store, _ in
             let dialogs = DAO(storage: try store.anyStorage(for: DialogRecord.self), translator: DialogTranslator())
             let messages = DAO(storage: try store.anyStorage(for: MessageRecord.self), translator: MessageTranslator())
@@ -172,7 +172,7 @@ struct ObservationTests {
     // MARK: Coalescing and silence
 
     @Test("a slow consumer gets one snapshot of the latest state, exact against the one it saw", arguments: allBackends)
-    func coalescing(backend: Backend) async throws {
+    func coalescing(backend: TestBackend) async throws {
         try await withAsyncStore(backend) { store, _ in
             let boards = DAO(storage: try store.anyStorage(for: BoardRecord.self), translator: Same<BoardRecord>())
             let cards = DAO(storage: try store.anyStorage(for: CardRecord.self), translator: Same<CardRecord>())
@@ -203,7 +203,7 @@ struct ObservationTests {
     }
 
     @Test("commits that cannot change the results are not read again, and produce no snapshot", arguments: allBackends)
-    func silence(backend: Backend) async throws {
+    func silence(backend: TestBackend) async throws {
         try await withAsyncStore(backend) { store, _ in
             let boards = DAO(storage: try store.anyStorage(for: BoardRecord.self), translator: Same<BoardRecord>())
             let cards = DAO(storage: try store.anyStorage(for: CardRecord.self), translator: Same<CardRecord>())
@@ -246,7 +246,7 @@ struct ObservationTests {
     }
 
     @Test("a change to a parent's children is a modification of the parent; cascades count", arguments: allBackends)
-    func childrenModifyParents(backend: Backend) async throws {
+    func childrenModifyParents(backend: TestBackend) async throws {
         try await withAsyncStore(backend) { store, _ in
             let boards = DAO(storage: try store.anyStorage(for: BoardRecord.self), translator: Same<BoardRecord>())
             let cards = DAO(storage: try store.anyStorage(for: CardRecord.self), translator: Same<CardRecord>())
@@ -273,7 +273,7 @@ struct ObservationTests {
 
     @Test("cancelling, leaving the loop or dropping the iterator removes the observer and frees the store",
           arguments: allBackends)
-    func cancellationFrees(backend: Backend) async throws {
+    func cancellationFrees(backend: TestBackend) async throws {
         let directory = try TemporaryDirectory()
         weak var weakStore: AnyObject?
         let commits: CommitBroadcaster
@@ -326,7 +326,7 @@ struct ObservationTests {
     }
 
     @Test("closing the store ends every observation", arguments: allBackends)
-    func closeEnds(backend: Backend) async throws {
+    func closeEnds(backend: TestBackend) async throws {
         try await withAsyncStore(backend) { store, _ in
             let boards = DAO(storage: try store.anyStorage(for: BoardRecord.self), translator: Same<BoardRecord>())
             let commits = try #require(boards.storage.commits)
@@ -343,7 +343,7 @@ struct ObservationTests {
     }
 
     @Test("a failing read ends the observation with the StorageError", arguments: allBackends)
-    func failingRead(backend: Backend) async throws {
+    func failingRead(backend: TestBackend) async throws {
         try await withAsyncStore(backend) { store, _ in
             let boards = DAO(storage: try store.anyStorage(for: BoardRecord.self), translator: Same<BoardRecord>())
             var iterator = boards.observe(limit: -1).makeAsyncIterator()
@@ -374,7 +374,7 @@ struct CrossProcessObservationTests {
     }
 
     @Test("a commit by another process is noticed by polling", arguments: backends)
-    func anotherProcessWrites(backend: Backend) async throws {
+    func anotherProcessWrites(backend: TestBackend) async throws {
         let executable = try Self.writerExecutable()
         try await withAsyncStore(backend, durability: .full) { store, directory in
             let dialogs = DAO(storage: try store.anyStorage(for: DialogRecord.self), translator: DialogTranslator())
@@ -427,7 +427,7 @@ private final class RowsDelegate: ResultsDelegate {
 struct ResultsControllerTests {
     @MainActor
     @Test("ResultsController calls initial, then update with the changes, on the main actor", arguments: allBackends)
-    func delegateHearsChanges(backend: Backend) async throws {
+    func delegateHearsChanges(backend: TestBackend) async throws {
         try await withAsyncStore(backend) { store, _ in
             let boards = DAO(storage: try store.anyStorage(for: BoardRecord.self), translator: Same<BoardRecord>())
             let cards = DAO(storage: try store.anyStorage(for: CardRecord.self), translator: Same<CardRecord>())
@@ -459,7 +459,7 @@ import Synchronization
 struct SteadyWriterObservationTests {
     @Test("an observer that starts while a writer commits without pause gets its first snapshot",
           .timeLimit(.minutes(3)), arguments: allBackends)
-    func firstSnapshotUnderLoad(backend: Backend) async throws {
+    func firstSnapshotUnderLoad(backend: TestBackend) async throws {
         try await withAsyncStore(backend) { store, _ in
             let boards = DAO(storage: try store.anyStorage(for: BoardRecord.self), translator: Same<BoardRecord>())
             try await boards.persist(BoardRecord(id: "b", title: "0", cards: []))

@@ -13,7 +13,7 @@ import Testing
 struct OwnerlessChildTests {
     let shelf = TxShelf(id: "s1", label: "one", boxes: [], notes: [TxNote(id: 1, shelfId: "s1", text: "kept")])
 
-    func outcomes(_ backend: Backend) throws -> [String] {
+    func outcomes(_ backend: TestBackend) throws -> [String] {
         var lines: [String] = []
         let directory = try TemporaryDirectory()
         // The holder opened in this process.
@@ -53,7 +53,7 @@ struct OwnerlessChildTests {
     /// name a shelf no store holds, then the holder's storage opened: refused
     /// before anything is recorded or written, in this process and after
     /// reopening, until the notes written on their own are erased.
-    func childFirstOutcomes(_ backend: Backend) throws -> [String] {
+    func childFirstOutcomes(_ backend: TestBackend) throws -> [String] {
         var lines: [String] = []
         let directory = try TemporaryDirectory()
         do {
@@ -111,7 +111,7 @@ struct OwnerlessChildTests {
     }
 
     @Test("the refusal names the holder, the child and what to do", arguments: allBackends)
-    func childFirstMessage(backend: Backend) throws {
+    func childFirstMessage(backend: TestBackend) throws {
         let directory = try TemporaryDirectory()
         let store = try backend.open(directory.url, .full)
         try store.anyStorage(for: TxNote.self).persist(TxNote(id: 1, shelfId: "nowhere", text: "x"))

@@ -1,5 +1,6 @@
 import DAOCore
 import Foundation
+import TestSupport
 import Testing
 
 // A child entity queried by its parent's key and equalities on its other
@@ -11,7 +12,7 @@ import Testing
 @Suite("Conformance: a parent's children by their other fields")
 struct ParentRangeEqualityTests {
     @Test("equalities besides the parent's key answer as the core says", arguments: allBackends)
-    func childrenByOtherFields(backend: Backend) throws {
+    func childrenByOtherFields(backend: TestBackend) throws {
         try withStore(backend) { store, _ in
             let authors = try store.anyStorage(for: CatalogAuthor.self)
             try authors.persist(catalogAuthors())

@@ -62,7 +62,7 @@ struct PreparedQueryTests {
     static let tags: [Data] = [Data(), Data([0]), Data([0, 1]), Data([255]), Data("é".utf8)]
 
     @Test("generated data, values and prepared queries", arguments: allBackends)
-    func prepared(backend: Backend) throws {
+    func prepared(backend: TestBackend) throws {
         var checks = 0
         for round in 0..<Self.rounds {
             checks += try runRound(backend: backend, seed: Self.firstSeed &+ UInt64(round))
@@ -70,7 +70,7 @@ struct PreparedQueryTests {
         #expect(checks > 400 * Self.rounds)
     }
 
-    private func runRound(backend: Backend, seed: UInt64) throws -> Int {
+    private func runRound(backend: TestBackend, seed: UInt64) throws -> Int {
         var random = SplitMix64(seed: seed)
         let texts = Generator.texts(distinctUpToEquivalence: backend.name == "plist")
         var generator = Generator(texts: texts, reals: Generator.reals(for: backend), dates: Generator.dates(for: backend))
@@ -495,7 +495,7 @@ struct PreparedDAOTests {
     }
 
     @Test("read, count and erase through the DAO", arguments: allBackends)
-    func throughTheDAO(backend: Backend) throws {
+    func throughTheDAO(backend: TestBackend) throws {
         try withStore(backend) { store, _ in
             try store.anyStorage(for: DialogRecord.self).persist(Self.dialogs())
             let messages = DAO(storage: try store.anyStorage(for: MessageRecord.self), translator: MessageTranslator())
@@ -522,7 +522,7 @@ struct PreparedDAOTests {
     }
 
     @Test("many tasks call one prepared query at once", arguments: allBackends)
-    func concurrent(backend: Backend) async throws {
+    func concurrent(backend: TestBackend) async throws {
         let directory = try TemporaryDirectory()
         let store = try backend.open(directory.url, .full)
         try await store.anyStorage(for: DialogRecord.self).persist(Self.dialogs())
@@ -549,7 +549,7 @@ struct PreparedDAOTests {
     }
 
     @Test("a prepared query outlives its store and the entity's plans", arguments: allBackends)
-    func acrossReopen(backend: Backend) throws {
+    func acrossReopen(backend: TestBackend) throws {
         let directory = try TemporaryDirectory()
         let prepared = try PreparedQuery(where: Self.unreadPredicate, sortedBy: Self.newestFirst)
         var first = try backend.open(directory.url, .full)

@@ -1,6 +1,7 @@
 import DAOCore
 import DialogGraph
 import Foundation
+import TestSupport
 import Testing
 
 /// A query over messages and the name it is reported under.
@@ -98,7 +99,7 @@ struct QueryTests {
     }
 
     @Test("messages", arguments: allBackends, messageQueries)
-    func messageQuery(backend: Backend, query: MessageQuery) throws {
+    func messageQuery(backend: TestBackend, query: MessageQuery) throws {
         try withStore(backend, durability: .none) { store, _ in
             try Self.populated(store)
             let storage = try store.anyStorage(for: MessageRecord.self)
@@ -111,7 +112,7 @@ struct QueryTests {
     }
 
     @Test("users", arguments: allBackends, userQueries)
-    func userQuery(backend: Backend, query: UserQuery) throws {
+    func userQuery(backend: TestBackend, query: UserQuery) throws {
         try withStore(backend, durability: .none) { store, _ in
             try Self.populated(store)
             let storage = try store.anyStorage(for: UserRecord.self)
@@ -121,7 +122,7 @@ struct QueryTests {
     }
 
     @Test("dialogs come with their messages, in key order", arguments: allBackends)
-    func parentsWithChildren(backend: Backend) throws {
+    func parentsWithChildren(backend: TestBackend) throws {
         try withStore(backend, durability: .none) { store, _ in
             try Self.populated(store)
             let dialogs = try store.anyStorage(for: DialogRecord.self)
@@ -134,7 +135,7 @@ struct QueryTests {
     }
 
     @Test("reading by keys keeps their order and skips missing keys", arguments: allBackends)
-    func readByKeys(backend: Backend) throws {
+    func readByKeys(backend: TestBackend) throws {
         try withStore(backend, durability: .none) { store, _ in
             try Self.populated(store)
             let dialogs = try store.anyStorage(for: DialogRecord.self)
@@ -145,7 +146,7 @@ struct QueryTests {
     }
 
     @Test("erase where a predicate holds", arguments: allBackends)
-    func eraseWhere(backend: Backend) throws {
+    func eraseWhere(backend: TestBackend) throws {
         try withStore(backend, durability: .none) { store, _ in
             try Self.populated(store)
             let messages = try store.anyStorage(for: MessageRecord.self)
@@ -158,7 +159,7 @@ struct QueryTests {
     }
 
     @Test("a negative limit is an invalid argument", arguments: allBackends)
-    func negativeLimit(backend: Backend) throws {
+    func negativeLimit(backend: TestBackend) throws {
         try withStore(backend, durability: .none) { store, _ in
             let users = try store.anyStorage(for: UserRecord.self)
             let error = #expect(throws: StorageError.self) { try users.read(limit: -1) }

@@ -39,7 +39,7 @@ private func handedOut<R: Record>(_ storage: AnyStorage<R>, _ query: Query<R>) t
 @Suite("Conformance: records handed out by a read")
 struct ReadHandoutTests {
     @Test("a read hands out what read(_:) returns, in its order, for every kind of query", arguments: allBackends)
-    func handsOutWhatReadReturns(backend: Backend) throws {
+    func handsOutWhatReadReturns(backend: TestBackend) throws {
         try withStore(backend) { store, _ in
             // Three levels, String keys, optionals, a composite index.
             let authors = try store.anyStorage(for: CatalogAuthor.self)
@@ -109,7 +109,7 @@ struct ReadHandoutTests {
     }
 
     @Test("only LMDB hands out while reading, and only a record type with children and no parent", arguments: allBackends)
-    func handsOutWhileReadingOnlyWhereItCan(backend: Backend) throws {
+    func handsOutWhileReadingOnlyWhereItCan(backend: TestBackend) throws {
         try withStore(backend) { store, _ in
             // The child entities first: a child asked for before its owner.
             let chapters = try store.anyStorage(for: CatalogChapter.self)
@@ -135,7 +135,7 @@ struct ReadHandoutTests {
     }
 
     @Test("an error of the caller's stops the read and reaches it as thrown; the store goes on", arguments: allBackends)
-    func callersErrorStopsTheRead(backend: Backend) throws {
+    func callersErrorStopsTheRead(backend: TestBackend) throws {
         try withStore(backend) { store, _ in
             let authors = try store.anyStorage(for: CatalogAuthor.self)
             try authors.persist(catalogAuthors())

@@ -111,7 +111,7 @@ struct ReadmeQuickStartTests {
     /// Both declarations store the same entity, read and written by position,
     /// and answer alike on every backend.
     @Test(arguments: allBackends)
-    func theMacroAndTheHandWrittenRecordAgree(_ backend: Backend) throws {
+    func theMacroAndTheHandWrittenRecordAgree(_ backend: TestBackend) throws {
         #expect(HandWritten.NoteRecord.entity.name == NoteRecord.entity.name)
         #expect(HandWritten.NoteRecord.entity.fields.map(\.name) == NoteRecord.entity.fields.map(\.name))
         #expect(HandWritten.NoteRecord.entity.indexes == NoteRecord.entity.indexes)

@@ -174,7 +174,7 @@ struct RecordDecodingTests {
     /// Stores ``readings`` laxly, runs `read` on a reopened store and returns
     /// its error; then checks that the store still holds every reading.
     private func refusedRead(
-        _ backend: Backend, sourceLocation: SourceLocation = #_sourceLocation, _ read: (any Store) throws -> Void
+        _ backend: TestBackend, sourceLocation: SourceLocation = #_sourceLocation, _ read: (any Store) throws -> Void
     ) throws -> StorageError? {
         let directory = try TemporaryDirectory()
         try withOpened(backend, at: directory.url) { try $0.anyStorage(for: LaxReading.self).persist(Self.readings) }
@@ -189,7 +189,7 @@ struct RecordDecodingTests {
     }
 
     @Test("init(from:) throwing its own DecodingError", arguments: allBackends)
-    func codableRefusal(backend: Backend) throws {
+    func codableRefusal(backend: TestBackend) throws {
         // The file stores decode an entity's records when its storage is
         // opened, SQLite and LMDB when they are read: either way the call fails.
         let error = try refusedRead(backend) { _ = try $0.anyStorage(for: StrictReading.self).readAll() }
@@ -199,7 +199,7 @@ struct RecordDecodingTests {
     }
 
     @Test("init(fields:) and init(from:) throwing a DecodingError without a coding path", arguments: allBackends)
-    func fieldwiseRefusal(backend: Backend) throws {
+    func fieldwiseRefusal(backend: TestBackend) throws {
         let error = try refusedRead(backend) { _ = try $0.anyStorage(for: StrictFieldwiseReading.self).readAll() }
         #expect(error?.kind == .decoding, "\(String(describing: error))")
         #expect(error?.entity == "decoding_readings")
@@ -207,14 +207,14 @@ struct RecordDecodingTests {
     }
 
     @Test("a read by key of the refused record", arguments: allBackends)
-    func readByKey(backend: Backend) throws {
+    func readByKey(backend: TestBackend) throws {
         let error = try refusedRead(backend) { _ = try $0.anyStorage(for: StrictReading.self).read(primaryKey: "b 🚀") }
         #expect(error?.kind == .decoding, "\(String(describing: error))")
         #expect(isRefusal(error?.underlying), "\(String(describing: error))")
     }
 
     @Test("a child refusing a value, read through its parent", arguments: allBackends)
-    func childRefusal(backend: Backend) throws {
+    func childRefusal(backend: TestBackend) throws {
         let stations = [
             LaxStation(id: "north", name: "North", readings: [
                 LaxStationReading(id: 1, stationId: "north", value: 3), LaxStationReading(id: 2, stationId: "north", value: 2000),

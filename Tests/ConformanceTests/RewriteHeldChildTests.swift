@@ -68,7 +68,7 @@ struct RewriteHeldChildTests {
 
     /// A store of ``shelves`` on `backend`, migrated ("v2") by a general step
     /// that rewrites `rw_jars` as `Jar`, upper-casing every label; closed.
-    func storeShelvesAndRewriteJars<Jar: Record>(on backend: MigratableBackend, to jar: Jar.Type) throws -> TemporaryDirectory {
+    func storeShelvesAndRewriteJars<Jar: Record>(on backend: TestBackend, to jar: Jar.Type) throws -> TemporaryDirectory {
         let directory = try TemporaryDirectory()
         do {
             let store = try backend.open(directory.url)
@@ -87,8 +87,8 @@ struct RewriteHeldChildTests {
         return directory
     }
 
-    @Test("the child keeps its name: its records stay children of their parents", arguments: migratableBackends)
-    func rewrittenHeldChild(backend: MigratableBackend) throws {
+    @Test("the child keeps its name: its records stay children of their parents", arguments: allBackends)
+    func rewrittenHeldChild(backend: TestBackend) throws {
         let directory = try storeShelvesAndRewriteJars(on: backend, to: JarV1.self)
         let store = try backend.open(directory.url)
         defer {
@@ -104,8 +104,8 @@ struct RewriteHeldChildTests {
         #expect(try store.anyStorage(for: JarV1.self).count() == 0, "erase cascades on \(backend.name)")
     }
 
-    @Test("the parent's relation follows the child's new name", arguments: migratableBackends)
-    func renamedHeldChild(backend: MigratableBackend) throws {
+    @Test("the parent's relation follows the child's new name", arguments: allBackends)
+    func renamedHeldChild(backend: TestBackend) throws {
         let directory = try storeShelvesAndRewriteJars(on: backend, to: JarV2.self)
         let store = try backend.open(directory.url)
         defer {

@@ -1,12 +1,13 @@
 import DAOCore
 import DialogGraph
 import Foundation
+import TestSupport
 import Testing
 
 @Suite("Conformance: values round-trip")
 struct RoundTripTests {
     @Test("every field type, optionals set and nil, extremes and awkward text", arguments: allBackends)
-    func everyFieldType(backend: Backend) throws {
+    func everyFieldType(backend: TestBackend) throws {
         try withStore(backend) { store, _ in
             let users = try store.anyStorage(for: UserRecord.self)
             let records = [
@@ -56,7 +57,7 @@ struct RoundTripTests {
     }
 
     @Test("dates round-trip exactly, which is more than to the millisecond", arguments: allBackends)
-    func dates(backend: Backend) throws {
+    func dates(backend: TestBackend) throws {
         try withStore(backend) { store, _ in
             let messages = try store.anyStorage(for: MessageRecord.self)
             try store.anyStorage(for: DialogRecord.self).persist(DialogRecord(id: 1, isPinned: false, messages: []))
@@ -71,7 +72,7 @@ struct RoundTripTests {
     }
 
     @Test("the DAO round-trips plain objects through the translators", arguments: allBackends)
-    func plainObjects(backend: Backend) throws {
+    func plainObjects(backend: TestBackend) throws {
         try withStore(backend) { store, _ in
             let data = WorkloadData(dialogs: 5, messagesPerDialog: 7, seed: 3)
             let dialogs = DAO(storage: try store.anyStorage(for: DialogRecord.self), translator: DialogTranslator())

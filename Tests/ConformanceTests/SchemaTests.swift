@@ -20,7 +20,7 @@ func expectStorageError(
 }
 
 /// Opens `backend` at `directory`, runs `body`, and closes the store.
-func withOpened<T>(_ backend: Backend, at directory: URL, _ body: (any Store) throws -> T) throws -> T {
+func withOpened<T>(_ backend: TestBackend, at directory: URL, _ body: (any Store) throws -> T) throws -> T {
     let store = try backend.open(directory, .full)
     defer {
         do { try store.close() } catch { Issue.record("closing failed: \(error)") }
@@ -37,7 +37,7 @@ struct SchemaTests {
     /// storage for `opening` and returns the error, after checking that the
     /// data is still all there with the first version.
     func mismatch<R: Record>(
-        _ backend: Backend, opening: R.Type, sourceLocation: SourceLocation = #_sourceLocation
+        _ backend: TestBackend, opening: R.Type, sourceLocation: SourceLocation = #_sourceLocation
     ) throws -> StorageError? {
         let directory = try TemporaryDirectory()
         let authors = catalogAuthors()
@@ -74,7 +74,7 @@ struct SchemaTests {
     }
 
     @Test("a dropped field is named, through the child and through its owner, and no value is lost", arguments: allBackends)
-    func droppedField(backend: Backend) throws {
+    func droppedField(backend: TestBackend) throws {
         let removed = SchemaChange.fieldRemoved(FieldSchema(name: "subtitle", type: .text, optional: true))
         let direct = try mismatch(backend, opening: BookWithoutSubtitle.self)
         expect(direct, entity: "books", [removed])
@@ -83,7 +83,7 @@ struct SchemaTests {
     }
 
     @Test("added, retyped and newly optional fields and a dropped owner are all named", arguments: allBackends)
-    func changedFields(backend: Backend) throws {
+    func changedFields(backend: TestBackend) throws {
         expect(
             try mismatch(backend, opening: ChapterChanged.self), entity: "chapters",
             [
@@ -99,7 +99,7 @@ struct SchemaTests {
     }
 
     @Test("a removed, changed or added index, reordered fields and another primary key are named", arguments: allBackends)
-    func indexesAndKeys(backend: Backend) throws {
+    func indexesAndKeys(backend: TestBackend) throws {
         let index = IndexSchema(name: "tags_by_label_weight", fields: ["label", "weight"])
         expect(try mismatch(backend, opening: TagWithoutIndex.self), entity: "tags", [.indexRemoved(index)])
         expect(
@@ -120,7 +120,7 @@ struct SchemaTests {
     }
 
     @Test("the schema is recorded when a storage is first opened, before anything is written", arguments: allBackends)
-    func recordedAtOpen(backend: Backend) throws {
+    func recordedAtOpen(backend: TestBackend) throws {
         let directory = try TemporaryDirectory()
         try withOpened(backend, at: directory.url) { store in
             _ = try store.anyStorage(for: CatalogTag.self)
@@ -136,7 +136,7 @@ struct SchemaTests {
     }
 
     @Test("the same record types reopen with their data, on every backend", arguments: allBackends)
-    func sameTypesReopen(backend: Backend) throws {
+    func sameTypesReopen(backend: TestBackend) throws {
         let directory = try TemporaryDirectory()
         let authors = catalogAuthors()
         try withOpened(backend, at: directory.url) { store in

@@ -10,7 +10,7 @@ import Testing
 /// On the property-list backend, which refuses a second spelling of stored text
 /// (see `withPlistTextLimitation`), pass it as `backend` to get a second author
 /// spelled "Zed" for tests that are not about normalization.
-func sampleLibrary(_ backend: Backend? = nil) -> [AuthorRecord] {
+func sampleLibrary(_ backend: TestBackend? = nil) -> [AuthorRecord] {
     let second = backend?.name == "plist" ? "Zed" : AwkwardText.nfd
     func book(_ isbn: String, _ author: String, year: Int64, chapters: [Int64]) -> BookRecord {
         BookRecord(
@@ -40,7 +40,7 @@ func sampleLibrary(_ backend: Backend? = nil) -> [AuthorRecord] {
 @Suite("Conformance: one meaning on every backend")
 struct SemanticsTests {
     @Test("keys that differ only in Unicode normalization are different keys, with their own children", arguments: allBackends)
-    func normalizationDistinctKeys(backend: Backend) throws {
+    func normalizationDistinctKeys(backend: TestBackend) throws {
         let library = sampleLibrary()
         try withPlistTextLimitation(backend) {
             try withReopenedStore(backend) { store in
@@ -72,7 +72,7 @@ struct SemanticsTests {
     }
 
     @Test("text canonically equivalent to stored text: kept apart, or refused by the property list", arguments: allBackends)
-    func equivalentSpellings(backend: Backend) throws {
+    func equivalentSpellings(backend: TestBackend) throws {
         try withReopenedStore(backend) { store in
             let chapters = try store.anyStorage(for: ChapterRecord.self)
             let authors = try store.anyStorage(for: AuthorRecord.self)
@@ -122,7 +122,7 @@ struct SemanticsTests {
     }
 
     @Test("a child held by a parent must name that parent's key by the same scalars", arguments: allBackends)
-    func childNamesParentExactly(backend: Backend) throws {
+    func childNamesParentExactly(backend: TestBackend) throws {
         try withStore(backend) { store, _ in
             let authors = try store.anyStorage(for: AuthorRecord.self)
             var author = sampleLibrary()[0]
@@ -135,7 +135,7 @@ struct SemanticsTests {
     }
 
     @Test("predicates and sorts over relations see every child", arguments: allBackends)
-    func relationPredicates(backend: Backend) throws {
+    func relationPredicates(backend: TestBackend) throws {
         try withStore(backend) { store, _ in
             let authors = try store.anyStorage(for: AuthorRecord.self)
             try authors.persist(sampleLibrary(backend))
@@ -154,7 +154,7 @@ struct SemanticsTests {
     }
 
     @Test("text compares by Unicode scalars in every predicate", arguments: allBackends)
-    func textByScalars(backend: Backend) throws {
+    func textByScalars(backend: TestBackend) throws {
         try withPlistTextLimitation(backend) {
             try withStore(backend) { store, _ in
                 let authors = try store.anyStorage(for: AuthorRecord.self)
@@ -176,7 +176,7 @@ struct SemanticsTests {
     }
 
     @Test("-0.0 and NaN are stored as given, compare as IEEE 754 and sort in one total order", arguments: allBackends)
-    func negativeZeroAndNaN(backend: Backend) throws {
+    func negativeZeroAndNaN(backend: TestBackend) throws {
         let negativeNaN = -Double.nan
         let payloadNaN = Double(bitPattern: 0x7FF0_0000_0000_1234)
         // Chapter weights (a real field of the third level) and book prices
@@ -253,7 +253,7 @@ struct SemanticsTests {
     }
 
     @Test("every value a field can hold comes back bit for bit, after reopening too", arguments: allBackends)
-    func extremeValues(backend: Backend) throws {
+    func extremeValues(backend: TestBackend) throws {
         // The property list refuses a second spelling of equivalent text (tested above).
         let texts = Generator.texts(distinctUpToEquivalence: backend.name == "plist")
         var chapters: [ChapterRecord] = []
@@ -298,7 +298,7 @@ struct SemanticsTests {
     }
 
     @Test("children come back in primary-key order, whatever order they were given in", arguments: allBackends)
-    func childrenInKeyOrder(backend: Backend) throws {
+    func childrenInKeyOrder(backend: TestBackend) throws {
         try withStore(backend) { store, _ in
             let authors = try store.anyStorage(for: AuthorRecord.self)
             let library = sampleLibrary(backend)
@@ -313,7 +313,7 @@ struct SemanticsTests {
     }
 
     @Test("a child moves to a parent that had no children, in one persist", arguments: allBackends)
-    func childMovesToNewParent(backend: Backend) throws {
+    func childMovesToNewParent(backend: TestBackend) throws {
         try withStore(backend) { store, _ in
             let dialogs = try store.anyStorage(for: DialogRecord.self)
             try dialogs.persist([dialogRecord(1, messageIds: [1, 2, 3])])
@@ -328,7 +328,7 @@ struct SemanticsTests {
     }
 
     @Test("persisting a parent again updates its stored children, adds new ones and takes moved ones", arguments: allBackends)
-    func childrenUpdatedAddedAndMoved(backend: Backend) throws {
+    func childrenUpdatedAddedAndMoved(backend: TestBackend) throws {
         try withStore(backend) { store, _ in
             let dialogs = try store.anyStorage(for: DialogRecord.self)
             try dialogs.persist([dialogRecord(1, messageIds: [1, 2, 3]), dialogRecord(2, messageIds: [7, 8])])
@@ -363,7 +363,7 @@ func sortedLibrary(_ author: AuthorRecord) -> AuthorRecord {
 /// Opens `backend` in a fresh directory, runs `first`, releases the store,
 /// opens the directory again and runs `then`.
 func withReopenedStore(
-    _ backend: Backend, _ first: (any Store) throws -> Void, then: (any Store) throws -> Void
+    _ backend: TestBackend, _ first: (any Store) throws -> Void, then: (any Store) throws -> Void
 ) throws {
     let directory = try TemporaryDirectory()
     try withExtendedLifetime(directory) {
@@ -390,7 +390,7 @@ func difference<T>(_ a: T, _ b: T) -> String {
 /// refusal of a text canonically equivalent to a stored one but spelled
 /// differently: Foundation's binary property-list writer would store the two
 /// spellings once (docs/SEMANTICS.md).
-func withPlistTextLimitation(_ backend: Backend, _ body: () throws -> Void) throws {
+func withPlistTextLimitation(_ backend: TestBackend, _ body: () throws -> Void) throws {
     guard backend.name == "plist" else { return try body() }
     #expect {
         try body()

@@ -1,6 +1,7 @@
 import DAOCore
 import DAOMacros
 import Foundation
+import TestSupport
 import Testing
 
 // Queries sorted by numeric fields whose values tie, are nil, or mix whole
@@ -44,7 +45,7 @@ private func tieReadings(seed: UInt64, count: Int) -> [TieReading] {
 @Suite("Conformance: sort ties on numeric fields")
 struct SortTieConformanceTests {
     @Test("ties, nils and whole reals sort as the core says, ties by key", arguments: allBackends)
-    func tiesSortByKey(backend: Backend) throws {
+    func tiesSortByKey(backend: TestBackend) throws {
         try withStore(backend) { store, _ in
             let readings = try store.anyStorage(for: TieReading.self)
             try readings.persist(tieReadings(seed: 0x7E1E5, count: 120))

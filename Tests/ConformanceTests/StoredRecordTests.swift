@@ -224,7 +224,7 @@ struct StoredRecordTests {
     }
 
     @Test(arguments: allBackends)
-    func roundTripThreeLevels(_ backend: Backend) throws {
+    func roundTripThreeLevels(_ backend: TestBackend) throws {
         try withStore(backend) { store, _ in
             let clinics = try store.anyStorage(for: MacroClinic.self)
             let written = macroClinics()
@@ -245,7 +245,7 @@ struct StoredRecordTests {
     }
 
     @Test(arguments: allBackends)
-    func queriesOverTheCompositeIndex(_ backend: Backend) throws {
+    func queriesOverTheCompositeIndex(_ backend: TestBackend) throws {
         try withStore(backend) { store, _ in
             try store.anyStorage(for: MacroClinic.self).persist(macroClinics())
             let visits = try store.anyStorage(for: MacroVisit.self)
@@ -267,7 +267,7 @@ struct StoredRecordTests {
     }
 
     @Test(arguments: allBackends)
-    func erasingAParentErasesTwoLevelsOfChildren(_ backend: Backend) throws {
+    func erasingAParentErasesTwoLevelsOfChildren(_ backend: TestBackend) throws {
         try withStore(backend) { store, _ in
             let clinics = try store.anyStorage(for: MacroClinic.self)
             try clinics.persist(macroClinics())
@@ -278,7 +278,7 @@ struct StoredRecordTests {
     }
 
     @Test(arguments: allBackends)
-    func storesNaNAndNegativeZeroAsGiven(_ backend: Backend) throws {
+    func storesNaNAndNegativeZeroAsGiven(_ backend: TestBackend) throws {
         try withStore(backend) { store, _ in
             let clinics = try store.anyStorage(for: MacroClinic.self)
             let visits = try store.anyStorage(for: MacroVisit.self)
@@ -294,7 +294,7 @@ struct StoredRecordTests {
     }
 
     @Test(arguments: allBackends)
-    func handAndMacroDeclarationsReadEachOthersStores(_ backend: Backend) throws {
+    func handAndMacroDeclarationsReadEachOthersStores(_ backend: TestBackend) throws {
         let directory = try TemporaryDirectory()
         try withExtendedLifetime(directory) {
             let written = macroClinics()

@@ -7,7 +7,7 @@ import Testing
 /// Opens `backend` in a fresh directory and runs `body` with its store; the
 /// store is released before the directory is removed.
 func withStore<T>(
-    _ backend: Backend, durability: Durability = .full, _ body: (any Store, URL) throws -> T
+    _ backend: TestBackend, durability: Durability = .full, _ body: (any Store, URL) throws -> T
 ) throws -> T {
     let directory = try TemporaryDirectory()
     return try withExtendedLifetime(directory) {

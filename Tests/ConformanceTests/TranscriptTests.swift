@@ -140,7 +140,7 @@ struct TranscriptTests {
         try compare(seed: Self.firstSeed &+ UInt64(round), nfc: true, backends: allBackends)
     }
 
-    func compare(seed: UInt64, nfc: Bool, backends: [Backend]) throws {
+    func compare(seed: UInt64, nfc: Bool, backends: [TestBackend]) throws {
         let transcripts = try backends.map { try TranscriptRun(seed: seed, nfc: nfc, steps: Self.steps).run(on: $0) }
         let first = transcripts[0]
         // The calls must reach the interesting outcomes, or the comparison is idle.
@@ -176,7 +176,7 @@ struct TranscriptRun {
     func pick<T>(_ values: [T], _ random: inout SplitMix64) -> T { values[Int(random.next() % UInt64(values.count))] }
     func chance(_ percent: UInt64, _ random: inout SplitMix64) -> Bool { random.next() % 100 < percent }
 
-    func run(on backend: Backend) throws -> [String] {
+    func run(on backend: TestBackend) throws -> [String] {
         var random = SplitMix64(seed: seed)
         var lines: [String] = []
         let directory = try TemporaryDirectory()
@@ -242,7 +242,7 @@ struct TranscriptRun {
 
     // MARK: Calls
 
-    func call(_ choice: UInt64, _ random: inout SplitMix64, _ s: inout Session, backend: Backend, directory: URL) -> (String, String) {
+    func call(_ choice: UInt64, _ random: inout SplitMix64, _ s: inout Session, backend: TestBackend, directory: URL) -> (String, String) {
         switch choice {
         case 0..<4:
             // Close and reopen; the storages are opened again as calls need them.

@@ -7,7 +7,7 @@ import Testing
 @Suite("Conformance: writes, relations and transactions")
 struct WriteTests {
     @Test("persist replaces a record with the same key (upsert)", arguments: allBackends)
-    func upsertReplaces(backend: Backend) throws {
+    func upsertReplaces(backend: TestBackend) throws {
         try withStore(backend) { store, _ in
             let users = try store.anyStorage(for: UserRecord.self)
             try users.persist(UserRecord(id: "a", name: "Ann", bio: "x", email: "e", birthDate: .now, gender: .female))
@@ -19,7 +19,7 @@ struct WriteTests {
     }
 
     @Test("in one batch the last record with a key wins", arguments: allBackends)
-    func lastWins(backend: Backend) throws {
+    func lastWins(backend: TestBackend) throws {
         try withStore(backend) { store, _ in
             let dialogs = try store.anyStorage(for: DialogRecord.self)
             try dialogs.persist([dialogRecord(1, messageIds: [1, 2]), dialogRecord(1, pinned: true, messageIds: [3])])
@@ -29,7 +29,7 @@ struct WriteTests {
     }
 
     @Test("a persisted parent keeps exactly the children it holds: no orphans", arguments: allBackends)
-    func noOrphans(backend: Backend) throws {
+    func noOrphans(backend: TestBackend) throws {
         try withStore(backend) { store, _ in
             let dialogs = try store.anyStorage(for: DialogRecord.self)
             let messages = try store.anyStorage(for: MessageRecord.self)
@@ -51,7 +51,7 @@ struct WriteTests {
     }
 
     @Test("erasing a parent erases its children, by key and by predicate", arguments: allBackends)
-    func eraseCascades(backend: Backend) throws {
+    func eraseCascades(backend: TestBackend) throws {
         try withStore(backend) { store, _ in
             let dialogs = try store.anyStorage(for: DialogRecord.self)
             let messages = try store.anyStorage(for: MessageRecord.self)
@@ -71,7 +71,7 @@ struct WriteTests {
     }
 
     @Test("erase all empties the entity and its children", arguments: allBackends)
-    func eraseAll(backend: Backend) throws {
+    func eraseAll(backend: TestBackend) throws {
         try withStore(backend) { store, _ in
             let dialogs = try store.anyStorage(for: DialogRecord.self)
             try dialogs.persist((1...10).map { dialogRecord($0, messageIds: [$0 * 10, $0 * 10 + 1]) })
@@ -83,7 +83,7 @@ struct WriteTests {
     }
 
     @Test("children can be written through their own storage", arguments: allBackends)
-    func childStorage(backend: Backend) throws {
+    func childStorage(backend: TestBackend) throws {
         try withStore(backend) { store, _ in
             // The child's storage is asked for first, before its owner's.
             let messages = try store.anyStorage(for: MessageRecord.self)
@@ -103,7 +103,7 @@ struct WriteTests {
     }
 
     @Test("a child whose owner does not exist is refused, and nothing of its batch is written", arguments: allBackends)
-    func missingOwner(backend: Backend) throws {
+    func missingOwner(backend: TestBackend) throws {
         try withStore(backend) { store, _ in
             let dialogs = try store.anyStorage(for: DialogRecord.self)
             let messages = try store.anyStorage(for: MessageRecord.self)
@@ -117,7 +117,7 @@ struct WriteTests {
     }
 
     @Test("a batch that fails part-way leaves the store as it was", arguments: allBackends)
-    func failedBatchIsAtomic(backend: Backend) throws {
+    func failedBatchIsAtomic(backend: TestBackend) throws {
         try withStore(backend) { store, _ in
             let dialogs = try store.anyStorage(for: DialogRecord.self)
             let before = [dialogRecord(1, messageIds: [1, 2]), dialogRecord(2, messageIds: [3])]
@@ -136,7 +136,7 @@ struct WriteTests {
     }
 
     @Test("a translator's refusal reaches the caller as a translation error, and nothing is written", arguments: allBackends)
-    func translationError(backend: Backend) throws {
+    func translationError(backend: TestBackend) throws {
         try withStore(backend) { store, _ in
             let dialogs = DAO(storage: try store.anyStorage(for: DialogRecord.self), translator: DialogTranslator())
             let stray = Message(
@@ -152,7 +152,7 @@ struct WriteTests {
     }
 
     @Test("a new store on the same location sees everything committed", arguments: allBackends)
-    func reopen(backend: Backend) throws {
+    func reopen(backend: TestBackend) throws {
         let directory = try TemporaryDirectory()
         let data = WorkloadData(dialogs: 6, messagesPerDialog: 4, seed: 11)
         let users = sampleUsers(count: 12)
@@ -172,7 +172,7 @@ struct WriteTests {
     }
 
     @Test("durability none stores the same data", arguments: allBackends)
-    func durabilityNone(backend: Backend) throws {
+    func durabilityNone(backend: TestBackend) throws {
         let directory = try TemporaryDirectory()
         do {
             let store = try backend.open(directory.url, .none)
@@ -183,7 +183,7 @@ struct WriteTests {
     }
 
     @Test("concurrent tasks writing and reading through one store", arguments: allBackends)
-    func concurrentUse(backend: Backend) async throws {
+    func concurrentUse(backend: TestBackend) async throws {
         let directory = try TemporaryDirectory()
         let store = try backend.open(directory.url, .none)
         let users = try store.anyStorage(for: UserRecord.self)
@@ -205,7 +205,7 @@ struct WriteTests {
     }
 
     @Test("children stored in interleaved order read back whole, in key order, at every level", arguments: allBackends)
-    func interleavedChildren(backend: Backend) throws {
+    func interleavedChildren(backend: TestBackend) throws {
         try withStore(backend) { store, _ in
             let authors = try store.anyStorage(for: CatalogAuthor.self)
             func chapter(_ id: String, _ book: String, _ number: Int64) -> CatalogChapter {

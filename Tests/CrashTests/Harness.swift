@@ -7,23 +7,23 @@ import Testing
 import Glibc
 #endif
 
-/// The backends every crash and corruption test runs against
+/// The names of `list` that `STORAGE_TORTURE_BACKENDS` keeps
 /// (`STORAGE_TORTURE_BACKENDS=lmdb,sqlite` narrows a torture run).
-let backends: [String] = {
-    let all = ["json", "plist", "sqlite", "lmdb"]
-    guard let list = ProcessInfo.processInfo.environment["STORAGE_TORTURE_BACKENDS"] else { return all }
-    return all.filter { list.split(separator: ",").map(String.init).contains($0) }
-}()
+private func selected(_ list: [TestBackend]) -> [String] {
+    let names = list.map(\.name)
+    guard let wanted = ProcessInfo.processInfo.environment["STORAGE_TORTURE_BACKENDS"] else { return names }
+    return names.filter { wanted.split(separator: ",").map(String.init).contains($0) }
+}
+
+/// The backends every crash and corruption test runs against: those that
+/// keep their store in files (``localBackends``).
+let backends: [String] = selected(localBackends)
 
 /// The backends of the kill tests: those of ``backends``, and PostgreSQL when
-/// `DAO_POSTGRES_URL` names a server (no damaged-file tests: its files are
-/// the server's). The helper's stores of a directory live in a schema named
-/// after it, dropped with ``dropServerSchema(_:_:)``.
-let killBackends: [String] = {
-    guard let url = ProcessInfo.processInfo.environment["DAO_POSTGRES_URL"], !url.isEmpty else { return backends }
-    guard let list = ProcessInfo.processInfo.environment["STORAGE_TORTURE_BACKENDS"] else { return backends + ["postgres"] }
-    return backends + (list.split(separator: ",").contains("postgres") ? ["postgres"] : [])
-}()
+/// `DAO_POSTGRES_URL` names a server (``allBackends``; no damaged-file tests:
+/// its files are the server's). The helper's stores of a directory live in a
+/// schema named after it, dropped with ``dropServerSchema(_:_:)``.
+let killBackends: [String] = selected(allBackends)
 
 /// Drops the PostgreSQL schema of `directory` when `backend` is `postgres`.
 func dropServerSchema(_ backend: String, _ directory: URL) {

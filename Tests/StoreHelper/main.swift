@@ -69,6 +69,13 @@ func say(_ line: String) {
     FileHandle.standardOutput.write(Data((line + "\n").utf8))
 }
 
+/// Opens the store of the backend named `name` (one of ``localBackends``)
+/// in `directory`, or ends the helper when there is no such backend.
+func openStore(_ name: String, _ directory: URL, for command: String) throws -> any MigratableStore {
+    guard let backend = localBackends.first(where: { $0.name == name }) else { fail("\(command): unknown backend \(name)") }
+    return try backend.open(directory)
+}
+
 let arguments = CommandLine.arguments.dropFirst()
 guard let command = arguments.first else { fail("usage: StoreHelper <command> <arguments…>") }
 
@@ -121,14 +128,7 @@ case ("trial-write", let rest) where rest.count == 4:
     guard let from = Int(rest[2]), let to = Int(rest[3]) else { fail("trial-write: bad numbers") }
     let directory = URL(fileURLWithPath: rest[1])
     do {
-        let store: any Store
-        switch rest[0] {
-        case "json": store = try FileStore(directory: directory, format: .json)
-        case "plist": store = try FileStore(directory: directory, format: .propertyList)
-        case "sqlite": store = try SQLiteDatabase(path: directory.appending(path: "library.sqlite"))
-        case "lmdb": store = try LMDBEnvironment(directory: directory)
-        default: fail("trial-write: unknown backend \(rest[0])")
-        }
+        let store = try openStore(rest[0], directory, for: "trial-write")
         let libraries = DAO(storage: try store.anyStorage(for: LibraryRecord.self), translator: LibraryTranslator())
         for index in from..<to {
             switch TrialWrites.step(index) {
@@ -146,14 +146,7 @@ case ("tracker-write", let rest) where rest.count == 4:
     guard let from = Int(rest[2]), let to = Int(rest[3]) else { fail("tracker-write: bad numbers") }
     let directory = URL(fileURLWithPath: rest[1])
     do {
-        let store: any Store
-        switch rest[0] {
-        case "json": store = try FileStore(directory: directory, format: .json)
-        case "plist": store = try FileStore(directory: directory, format: .propertyList)
-        case "sqlite": store = try SQLiteDatabase(path: directory.appending(path: "library.sqlite"))
-        case "lmdb": store = try LMDBEnvironment(directory: directory)
-        default: fail("tracker-write: unknown backend \(rest[0])")
-        }
+        let store = try openStore(rest[0], directory, for: "tracker-write")
         let daos = try TrackerDAOs(store)
         for index in from..<to {
             try TrackerWrites.apply(index, oneSpelling: rest[0] == "plist", to: daos)
@@ -168,14 +161,7 @@ case ("logistics-write", let rest) where rest.count == 4:
     guard let from = Int(rest[2]), let to = Int(rest[3]) else { fail("logistics-write: bad numbers") }
     let directory = URL(fileURLWithPath: rest[1])
     do {
-        let store: any Store
-        switch rest[0] {
-        case "json": store = try FileStore(directory: directory, format: .json)
-        case "plist": store = try FileStore(directory: directory, format: .propertyList)
-        case "sqlite": store = try SQLiteDatabase(path: directory.appending(path: "library.sqlite"))
-        case "lmdb": store = try LMDBEnvironment(directory: directory)
-        default: fail("logistics-write: unknown backend \(rest[0])")
-        }
+        let store = try openStore(rest[0], directory, for: "logistics-write")
         let daos = try LogisticsDAOs(store)
         for index in from..<to {
             try LogisticsWrites.apply(index, oneSpelling: rest[0] == "plist", to: daos)
@@ -190,14 +176,7 @@ case ("tracker-check", let rest) where rest.count == 3:
     guard let count = Int(rest[2]) else { fail("tracker-check: bad number") }
     let directory = URL(fileURLWithPath: rest[1])
     do {
-        let store: any Store
-        switch rest[0] {
-        case "json": store = try FileStore(directory: directory, format: .json)
-        case "plist": store = try FileStore(directory: directory, format: .propertyList)
-        case "sqlite": store = try SQLiteDatabase(path: directory.appending(path: "library.sqlite"))
-        case "lmdb": store = try LMDBEnvironment(directory: directory)
-        default: fail("tracker-check: unknown backend \(rest[0])")
-        }
+        let store = try openStore(rest[0], directory, for: "tracker-check")
         let daos = try TrackerDAOs(store)
         let projects = try daos.projects.read()
         let counts = try daos.counts()
@@ -242,13 +221,7 @@ case ("trial-read-only", let rest) where rest.count == 2:
     }
     let store: any Store
     do {
-        switch rest[0] {
-        case "json": store = try FileStore(directory: directory, format: .json)
-        case "plist": store = try FileStore(directory: directory, format: .propertyList)
-        case "sqlite": store = try SQLiteDatabase(path: directory.appending(path: "library.sqlite"))
-        case "lmdb": store = try LMDBEnvironment(directory: directory)
-        default: fail("trial-read-only: unknown backend \(rest[0])")
-        }
+        store = try openStore(rest[0], directory, for: "trial-read-only")
         say("open ok")
     } catch {
         say("open error \(kind(error))")
@@ -286,13 +259,7 @@ case ("trial-full", let rest) where rest.count == 4:
     guard setrlimit(Int32(RLIMIT_FSIZE.rawValue), &limit) == 0 else { fail("trial-full: setrlimit: errno \(errno)") }
     let store: any Store
     do {
-        switch rest[0] {
-        case "json": store = try FileStore(directory: directory, format: .json)
-        case "plist": store = try FileStore(directory: directory, format: .propertyList)
-        case "sqlite": store = try SQLiteDatabase(path: directory.appending(path: "library.sqlite"))
-        case "lmdb": store = try LMDBEnvironment(directory: directory)
-        default: fail("trial-full: unknown backend \(rest[0])")
-        }
+        store = try openStore(rest[0], directory, for: "trial-full")
     } catch {
         say("open error \(kind(error))")
         exit(0)

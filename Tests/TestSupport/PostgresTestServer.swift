@@ -2,7 +2,6 @@ import DAOCore
 import Foundation
 import PostgresStorage
 import Synchronization
-import TestSupport
 
 /// The PostgreSQL server the tests run against: `DAO_POSTGRES_URL`, or none
 /// (the PostgreSQL backend is then left out of ``allBackends``).
@@ -10,8 +9,8 @@ import TestSupport
 /// Each test directory gets a schema of its own, named after the
 /// directory, so that opening the same directory again opens the same
 /// store; the schema is dropped when the directory is removed.
-enum PostgresTestServer {
-    static let url: String? = {
+public enum PostgresTestServer {
+    public static let url: String? = {
         guard let url = ProcessInfo.processInfo.environment["DAO_POSTGRES_URL"], !url.isEmpty else { return nil }
         return url
     }()
@@ -37,13 +36,13 @@ enum PostgresTestServer {
     }
 
     /// The name of the schema that stands for `directory`.
-    static func schema(for directory: URL) -> String {
+    public static func schema(for directory: URL) -> String {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
         for byte in directory.standardizedFileURL.path.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
         return "dao_test_" + String(hash, radix: 16)
     }
 
-    static func configuration(schema: String, durability: Durability) throws -> PostgresConfiguration {
+    public static func configuration(schema: String, durability: Durability) throws -> PostgresConfiguration {
         guard let url else {
             throw StorageError(.invalidArgument, .open, message: "DAO_POSTGRES_URL is not set")
         }
@@ -55,10 +54,17 @@ enum PostgresTestServer {
     }
 
     /// Opens the store of `directory`.
-    static func open(_ directory: URL, _ durability: Durability) throws -> PostgresStore {
+    public static func open(_ directory: URL, _ durability: Durability) throws -> PostgresStore {
         _ = cleanup
         let schema = schema(for: directory)
         schemas.withLock { $0[directory.standardizedFileURL.path] = schema }
         return try PostgresStore(configuration(schema: schema, durability: durability))
+    }
+
+    /// Drops the schema of `directory`: what a process that did not open the
+    /// store (the crash tests, whose stores a child process opened) calls
+    /// when it removes the directory.
+    public static func drop(_ directory: URL) throws {
+        try PostgresStore(configuration(schema: schema(for: directory), durability: .none)).removeSchema()
     }
 }
