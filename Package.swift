@@ -166,7 +166,7 @@ let package = Package(
         // types more than one target stores.
         .target(
             name: "TestSupport",
-            dependencies: ["DAOCore", "DAOMacros", "FileStorage", "SQLiteStorage", "LMDBStorage", "PostgresStorage"],
+            dependencies: ["DAOCore", "DAOMacros", "DialogGraph", "FileStorage", "SQLiteStorage", "LMDBStorage", "PostgresStorage"],
             path: "Tests/TestSupport"),
         .testTarget(
             name: "ConformanceTests",
