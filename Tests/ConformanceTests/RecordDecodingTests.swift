@@ -179,7 +179,7 @@ struct RecordDecodingTests {
         let directory = try TemporaryDirectory()
         try withOpened(backend, at: directory.url) { try $0.anyStorage(for: LaxReading.self).persist(Self.readings) }
         let error = try withOpened(backend, at: directory.url) { store in
-            expectStorageError({ try read(store) }, sourceLocation: sourceLocation)
+            expectStorageError(sourceLocation: sourceLocation) { try read(store) }
         }
         let kept = try withOpened(backend, at: directory.url) {
             try $0.anyStorage(for: LaxReading.self).readAll().sorted { $0.id < $1.id }

@@ -3,22 +3,6 @@ import Foundation
 import TestSupport
 import Testing
 
-/// The error `body` throws, if it is a ``StorageError``; a test failure when it
-/// throws nothing or something else.
-func expectStorageError(
-    _ body: () throws -> Void, sourceLocation: SourceLocation = #_sourceLocation
-) -> StorageError? {
-    do {
-        try body()
-        Issue.record("expected a StorageError, got none", sourceLocation: sourceLocation)
-    } catch let error as StorageError {
-        return error
-    } catch {
-        Issue.record("expected a StorageError, got \(error)", sourceLocation: sourceLocation)
-    }
-    return nil
-}
-
 /// Opens `backend` at `directory`, runs `body`, and closes the store.
 func withOpened<T>(_ backend: TestBackend, at directory: URL, _ body: (any Store) throws -> T) throws -> T {
     let store = try backend.open(directory, .full)
@@ -49,7 +33,7 @@ struct SchemaTests {
             try store.anyStorage(for: CatalogTag.self).persist(tags)
         }
         let error = try withOpened(backend, at: directory.url) { store in
-            expectStorageError({ _ = try store.anyStorage(for: opening) }, sourceLocation: sourceLocation)
+            expectStorageError(sourceLocation: sourceLocation) { _ = try store.anyStorage(for: opening) }
         }
         // Nothing was lost or changed: the first version reads everything back.
         try withOpened(backend, at: directory.url) { (store) throws -> Void in
