@@ -146,22 +146,16 @@ let package = Package(
             path: "Examples/ReaderWriter",
         ),
 
-        // The child process of the crash and corruption tests.
-        .executableTarget(
-            name: "CrashHelper",
-            dependencies: ["DAOCore", "DialogGraph", "FileStorage", "SQLiteStorage", "LMDBStorage", "PostgresStorage", "TestSupport"],
-        ),
-
         // Tests.
-        // A second process for tests that need one (another process growing an
-        // LMDB map, holding an SQLite write lock, a writer to kill); built with
-        // the tests.
+        // The tests' second process (another process growing an LMDB map,
+        // holding an SQLite write lock, a writer to kill, the crash and
+        // corruption tests' writer and checker); built with the tests.
         .executableTarget(
             name: "StoreHelper",
             dependencies: ["DAOCore", "DialogGraph", "FileStorage", "LMDBStorage", "SQLiteStorage", "CSQLite", "TestSupport"],
             path: "Tests/StoreHelper",
         ),
-        // What several test targets and the helpers share: the list of the
+        // What several test targets and the helper share: the list of the
         // backends, temporary directories, the driver of StoreHelper, record
         // types more than one target stores.
         .target(
@@ -197,7 +191,7 @@ let package = Package(
         .testTarget(
             name: "StorageBenchReferenceTests",
             dependencies: ["StorageBenchReference", "StorageBenchKit", "DialogGraph", "CLMDB", "TestSupport"]),
-        .testTarget(name: "CrashTests", dependencies: ["CrashHelper", "TestSupport"]),
+        .testTarget(name: "CrashTests", dependencies: ["StoreHelper", "TestSupport"]),
         // An outside client's trial: another domain declared the README's way,
         // on every backend, with damaged files and killed writers.
         .testTarget(

@@ -3,10 +3,6 @@ import Foundation
 import TestSupport
 import Testing
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 // A writer of the trial's domain (StoreHelper's `trial-write`, a second
 // process) killed with SIGKILL mid-write, again and again on one store: each
 // time the store must open and hold exactly the transactions whose calls
@@ -23,20 +19,12 @@ struct KillTests {
         var random = TestRandom(seed: UInt64(backend.name.utf8.reduce(7) { $0 &* 31 &+ UInt64($1) }))
         var written = 0
         for round in 0..<4 {
-            let helper = try HelperProcess(["trial-write", backend.name, directory.url.path, "\(written)", "\(written + 60)"])
             let target = written + 1 + Int(random.next() % 8)
-            var done = written
-            var killed = false
-            while let line = helper.readLine() {
-                if line.hasPrefix("done "), let index = Int(line.dropFirst(5)) { done = index + 1 }
-                if !killed && done >= target {
-                    usleep(UInt32(random.next() % 4_000))
-                    helper.killAbruptly()
-                    killed = true
-                }
-            }
-            let (status, errors) = helper.wait()
-            if !killed { Issue.record("round \(round): the writer ended (\(status)) before it was killed: \(errors)") }
+            let (returned, killed, writer) = try HelperProcess.runAndKill(
+                ["trial-write", backend.name, directory.url.path, "\(written)", "\(written + 60)"],
+                afterDone: target - written, delayMicroseconds: UInt32(random.next() % 4_000))
+            let done = written + returned
+            if !killed { Issue.record("round \(round): the writer ended before it was killed: \(writer)") }
             let read = try withLibrary(backend, in: directory.url) { daos, _ in
                 // Children counted on their own agree with those read through parents.
                 let libraries = try daos.libraries.read()

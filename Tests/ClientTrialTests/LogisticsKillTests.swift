@@ -3,10 +3,6 @@ import Foundation
 import TestSupport
 import Testing
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 // The logistics writer (StoreHelper's `logistics-write`, a second process)
 // killed with SIGKILL during three-level persists with bytes of 2 KB per
 // parcel, moves of a parcel by its own storage, cascading erasures and
@@ -28,19 +24,11 @@ struct LogisticsKillTests {
         var written = 0
         for round in 0..<Self.kills {
             let target = written + 1 + random.below(5)
-            let helper = try HelperProcess(["logistics-write", backend.name, directory.url.path, "\(written)", "\(target + 30)"])
-            var done = written
-            var killed = false
-            while let line = helper.readLine() {
-                if line.hasPrefix("done "), let index = Int(line.dropFirst(5)) { done = index + 1 }
-                if !killed && done >= target {
-                    usleep(UInt32(random.below(4_000)))
-                    helper.killAbruptly()
-                    killed = true
-                }
-            }
-            let (status, errors) = helper.wait()
-            if !killed { Issue.record("round \(round): the writer ended (\(status)) before it was killed: \(errors)") }
+            let (returned, killed, writer) = try HelperProcess.runAndKill(
+                ["logistics-write", backend.name, directory.url.path, "\(written)", "\(target + 30)"],
+                afterDone: target - written, delayMicroseconds: UInt32(random.below(4_000)))
+            let done = written + returned
+            if !killed { Issue.record("round \(round): the writer ended before it was killed: \(writer)") }
             let (shipments, parcels, scans, agree, indexed) = try withLogistics(backend, in: directory.url) { daos, _ in
                 let shipments = try daos.shipments.read()
                 let parcels = try daos.parcels.read()

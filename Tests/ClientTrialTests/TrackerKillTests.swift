@@ -3,10 +3,6 @@ import Foundation
 import TestSupport
 import Testing
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 // The tracker's writer (StoreHelper's `tracker-write`, a second process)
 // killed with SIGKILL while a three-level persist, a cascading erase of a
 // project or an erase of issues by a predicate is under way, again and again
@@ -26,19 +22,11 @@ struct TrackerKillTests {
             // Even rounds kill during a persist, odd ones during an erasure.
             var target = written + 1 + random.below(4)
             while (target % 6 >= 4) != (round % 2 == 1) { target += 1 }
-            let helper = try HelperProcess(["tracker-write", backend.name, directory.url.path, "\(written)", "\(target + 12)"])
-            var done = written
-            var killed = false
-            while let line = helper.readLine() {
-                if line.hasPrefix("done "), let index = Int(line.dropFirst(5)) { done = index + 1 }
-                if !killed && done >= target {
-                    usleep(UInt32(random.below(3_000)))
-                    helper.killAbruptly()
-                    killed = true
-                }
-            }
-            let (status, errors) = helper.wait()
-            if !killed { Issue.record("round \(round): the writer ended (\(status)) before it was killed: \(errors)") }
+            let (returned, killed, writer) = try HelperProcess.runAndKill(
+                ["tracker-write", backend.name, directory.url.path, "\(written)", "\(target + 12)"],
+                afterDone: target - written, delayMicroseconds: UInt32(random.below(3_000)))
+            let done = written + returned
+            if !killed { Issue.record("round \(round): the writer ended before it was killed: \(writer)") }
             killedDuring.append(target % 6 >= 4 ? "erase" : "persist")
             let (read, agree, indexed) = try withTracker(backend, in: directory.url) { daos, _ in
                 let projects = try daos.projects.read()

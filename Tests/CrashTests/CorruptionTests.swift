@@ -89,9 +89,9 @@ struct CorruptionTests {
         let original = try TemporaryDirectory("crash-corrupt-\(backend)")
         defer { original.remove() }
         let seed = "7"
-        let writer = try runHelper(["write", backend, original.url.path, seed, String(Self.transactions)])
+        let writer = try HelperProcess.run(["write", backend, original.url.path, seed, String(Self.transactions)])
         try #require(writer.status == 0, "\(writer)")
-        let intact = try runHelper(["verify", backend, original.url.path, seed, String(Self.transactions)])
+        let intact = try HelperProcess.run(["verify", backend, original.url.path, seed, String(Self.transactions)])
         try #require(intact.status == 0, "the undamaged store: \(intact)")
 
         var random = TestRandom(seed: Torture.seed ^ UInt64(backend.utf8.count))
@@ -124,7 +124,7 @@ struct CorruptionTests {
                 return (size as? Int) == 0
             }
             let accepted = [String(Self.transactions)] + (noTrace ? ["0"] : [])
-            let verdict = try runHelper(["verify", backend, copy.url.path, seed] + accepted)
+            let verdict = try HelperProcess.run(["verify", backend, copy.url.path, seed] + accepted)
             let kind = verdict.hung ? "hung" : verdict.signal.map { "signal \($0)" } ?? (verdict.status == 10
                 ? String(verdict.output.split(separator: ":").first ?? "error") : "status \(verdict.status)")
             outcomes[kind, default: 0] += 1
@@ -160,7 +160,7 @@ struct LMDBOpenCheckTests {
     func damagedDataFile() throws {
         let original = try TemporaryDirectory("crash-lmdb-open")
         defer { original.remove() }
-        let writer = try runHelper(["write", "lmdb", original.url.path, "3", "40"])
+        let writer = try HelperProcess.run(["write", "lmdb", original.url.path, "3", "40"])
         try #require(writer.status == 0, "\(writer)")
         let data = try Data(contentsOf: original.url.appendingPathComponent("data.mdb"))
         let pageSize = 4096
@@ -193,7 +193,7 @@ struct LMDBOpenCheckTests {
             try FileManager.default.removeItem(at: copy.url)
             try FileManager.default.copyItem(at: original.url, to: copy.url)
             try damage.apply(to: copy.url.appendingPathComponent(file))
-            let verdict = try runHelper(["verify", "lmdb", copy.url.path, "3", "40"])
+            let verdict = try HelperProcess.run(["verify", "lmdb", copy.url.path, "3", "40"])
             // A cut that takes only pages on the free list loses nothing
             // (liblmdb does not even write some of them): the exact data of
             // the 40 transactions is then the right answer.
@@ -262,11 +262,11 @@ struct LMDBPageCheckTests {
         defer { original.remove() }
         // Dialogs with 100 messages each: branch pages in the messages'
         // database; and the crash helper's store, with overflow pages.
-        let writer = try runHelper(["write", "lmdb", original.url.path, "5", "60"])
+        let writer = try HelperProcess.run(["write", "lmdb", original.url.path, "5", "60"])
         try #require(writer.status == 0, "\(writer)")
-        let filler = try runHelper(["fill", "lmdb", original.url.path, "5", "100"])
+        let filler = try HelperProcess.run(["fill", "lmdb", original.url.path, "5", "100"])
         try #require(filler.status == 0, "\(filler)")
-        let intact = try runHelper(["read-filled", "lmdb", original.url.path, "5", "100"])
+        let intact = try HelperProcess.run(["read-filled", "lmdb", original.url.path, "5", "100"])
         try #require(intact.status == 0 && intact.output.hasPrefix("ok 100 dialogs, 10000 messages"), "the undamaged store: \(intact)")
         let file = FileReader(data: [UInt8](try Data(contentsOf: original.url.appendingPathComponent("data.mdb"))))
         let filePages = file.data.count / file.pageSize
@@ -305,14 +305,14 @@ struct LMDBPageCheckTests {
             var bytes = file.data
             damage(&bytes)
             try Data(bytes).write(to: copy.url.appendingPathComponent("data.mdb"))
-            let verdict = try runHelper(["read-filled", "lmdb", copy.url.path, "5", "100"])
+            let verdict = try HelperProcess.run(["read-filled", "lmdb", copy.url.path, "5", "100"])
             #expect(verdict.status == 10 && verdict.output.hasPrefix("error corrupt"), "\(what): \(verdict)")
             #expect(verdict.output.contains("page \(page) is damaged"), "\(what) (page \(page)): \(verdict)")
             #expect(verdict.output.contains("data.mdb"), "\(what): \(verdict)")
             if page == leaf.page {
                 // Without the walk the open reads the meta and root pages
                 // only, and this file opens (a read of that page could crash).
-                let unchecked = try runHelper(["open-meta-pages-only", "lmdb", copy.url.path, "5", "100"])
+                let unchecked = try HelperProcess.run(["open-meta-pages-only", "lmdb", copy.url.path, "5", "100"])
                 #expect(unchecked.status == 0 && unchecked.output.hasPrefix("ok"), "\(what), metaPages: \(unchecked)")
             }
         }
@@ -327,7 +327,7 @@ struct LMDBPageCheckTests {
     func valuePastTheFile() throws {
         let original = try TemporaryDirectory("crash-lmdb-value-past")
         defer { original.remove() }
-        let writer = try runHelper(["write", "lmdb", original.url.path, "5", "60"])
+        let writer = try HelperProcess.run(["write", "lmdb", original.url.path, "5", "60"])
         try #require(writer.status == 0, "\(writer)")
         let file = FileReader(data: [UInt8](try Data(contentsOf: original.url.appendingPathComponent("data.mdb"))))
         let filePages = file.data.count / file.pageSize
@@ -345,15 +345,15 @@ struct LMDBPageCheckTests {
         for index in 0..<4 { bytes[node + index] = UInt8(truncatingIfNeeded: length >> (8 * index)) }
         try Data(bytes).write(to: original.url.appendingPathComponent("data.mdb"))
 
-        let walked = try runHelper(["verify", "lmdb", original.url.path, "5", "60"])
+        let walked = try HelperProcess.run(["verify", "lmdb", original.url.path, "5", "60"])
         #expect(walked.status == 10 && walked.output.hasPrefix("error corrupt"), "with the walk: \(walked)")
         #expect(walked.output.contains("page \(leaf) is damaged") || walked.output.contains("page \(overflow.page) is damaged"), "\(walked)")
-        let unwalked = try runHelper(["verify", "lmdb-metapages", original.url.path, "5", "60"])
+        let unwalked = try HelperProcess.run(["verify", "lmdb-metapages", original.url.path, "5", "60"])
         #expect(unwalked.status == 10 && unwalked.output.hasPrefix("error corrupt"), "without the walk: \(unwalked)")
         #expect(unwalked.output.contains("liblmdb gave \(length) bytes") && unwalked.output.contains("data.mdb"), "\(unwalked)")
         // A migration reads every value of the entity it rewrites through
         // the same check (the value is a chapter's long text).
-        let migrated = try runHelper(["migrate-chapters", "lmdb-metapages", original.url.path, "5", "60"])
+        let migrated = try HelperProcess.run(["migrate-chapters", "lmdb-metapages", original.url.path, "5", "60"])
         #expect(migrated.status == 10 && migrated.output.contains("error corrupt"), "a migration without the walk: \(migrated)")
         #expect(migrated.output.contains("liblmdb gave \(length) bytes"), "\(migrated)")
     }

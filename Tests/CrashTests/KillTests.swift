@@ -29,18 +29,18 @@ struct KillTests {
         // The store is created (and its first transaction committed) before the
         // first kill: a kill while an empty store is being created is not what
         // this test is about.
-        let first = try runHelper(["write", backend, directory.url.path, seed, "1"])
+        let first = try HelperProcess.run(["write", backend, directory.url.path, seed, "1"])
         try #require(first.status == 0, "\(first)")
         var committed = 1
         for round in 0..<Self.kills {
             let afterDone = random.below(6)
             let extra = UInt32(random.below(4000))
-            let (done, writer) = try runWriterAndKill(
+            let (done, _, writer) = try HelperProcess.runAndKill(
                 ["write", backend, directory.url.path, seed, "1000000", String(committed)],
-                afterDone: afterDone, extraMicroseconds: extra)
+                afterDone: afterDone, delayMicroseconds: extra)
             #expect(writer.signal == 9, "round \(round): the writer was not killed: \(writer)")
             let returned = committed + done
-            let verify = try runHelper(["verify", backend, directory.url.path, seed, String(returned), String(returned + 1)])
+            let verify = try HelperProcess.run(["verify", backend, directory.url.path, seed, String(returned), String(returned + 1)])
             try #require(
                 verify.status == 0,
                 "round \(round), seed \(seed), torture seed \(Torture.seed): after \(returned) returned transactions: \(verify)")
@@ -62,10 +62,10 @@ struct LiveOpenTests {
             dropServerSchema(backend, directory.url)
             directory.remove()
         }
-        let first = try runHelper(["write", backend, directory.url.path, "5", "1"])
+        let first = try HelperProcess.run(["write", backend, directory.url.path, "5", "1"])
         try #require(first.status == 0, "\(first)")
         let writer = Process()
-        writer.executableURL = helperURL
+        writer.executableURL = try HelperProcess.executable()
         // Bounded, so that it ends even if this test does not get to stop it.
         writer.arguments = ["write", backend, directory.url.path, "5", "3000", "1"]
         writer.standardOutput = FileHandle.nullDevice
@@ -78,7 +78,7 @@ struct LiveOpenTests {
         // The file store admits one process at a time; it is refused as busy.
         let opens = Torture.isOn ? 40 : 6
         for round in 0..<opens {
-            let verdict = try runHelper(["open", backend, directory.url.path, "5", "20"])
+            let verdict = try HelperProcess.run(["open", backend, directory.url.path, "5", "20"])
             let busy = verdict.output.hasPrefix("error busy")
             #expect(verdict.status == 0 || busy, "round \(round): \(verdict)")
         }

@@ -20,18 +20,18 @@ struct MigrationKillTests {
             defer { directory.remove() }
             let seed = String(random.next() % 1_000_000)
             let count = "60"
-            let written = try runHelper(["write", backend, directory.url.path, seed, count])
+            let written = try HelperProcess.run(["write", backend, directory.url.path, seed, count])
             try #require(written.status == 0, "\(written)")
             let extra = UInt32(random.below(30_000))
-            let (_, migrator) = try runWriterAndKill(
-                ["migrate", backend, directory.url.path, seed, count], afterDone: 0, extraMicroseconds: extra)
-            let verify = try runHelper(["verify-migrated", backend, directory.url.path, seed, count])
+            let (_, _, migrator) = try HelperProcess.runAndKill(
+                ["migrate", backend, directory.url.path, seed, count], afterDone: 0, delayMicroseconds: extra)
+            let verify = try HelperProcess.run(["verify-migrated", backend, directory.url.path, seed, count])
             try #require(
                 verify.status == 0,
                 "round \(round), seed \(seed), killed after \(extra) µs (\(migrator)): \(verify)")
-            let finished = try runHelper(["migrate", backend, directory.url.path, seed, count])
+            let finished = try HelperProcess.run(["migrate", backend, directory.url.path, seed, count])
             #expect(finished.status == 0, "round \(round): \(finished)")
-            let after = try runHelper(["verify-migrated", backend, directory.url.path, seed, count])
+            let after = try HelperProcess.run(["verify-migrated", backend, directory.url.path, seed, count])
             #expect(after.status == 0 && after.output.hasPrefix("ok new"), "round \(round): \(after)")
         }
     }
@@ -80,7 +80,7 @@ struct RelationMigrationKillTests {
             try FileManager.default.copyItem(
                 at: directory.appendingPathComponent(name), to: copy.url.appendingPathComponent(name))
         }
-        let again = try runHelper(["readd-labels", backend, copy.url.path, seed, count])
+        let again = try HelperProcess.run(["readd-labels", backend, copy.url.path, seed, count])
         #expect(again.status == 0 && again.output.hasPrefix("ok empty"), "\(context): \(again)")
     }
 
@@ -94,41 +94,41 @@ struct RelationMigrationKillTests {
             let path = directory.url.path
             let seed = String(random.next() % 1_000_000)
             let count = "60"
-            let written = try runHelper(["write", backend, path, seed, count])
+            let written = try HelperProcess.run(["write", backend, path, seed, count])
             try #require(written.status == 0, "\(written)")
             for (name, data) in foreignMigrationFiles { try data.write(to: directory.url.appendingPathComponent(name)) }
 
             // The relation added, killed.
             let context = "round \(round), seed \(seed), torture seed \(Torture.seed)"
             let addDelay = UInt32(random.below(8000))
-            let (_, adder) = try runWriterAndKill(["migrate-labels", backend, path, seed, count], afterDone: 0, extraMicroseconds: addDelay)
-            let added = try runHelper(["verify-labels", backend, path, seed, count])
+            let (_, _, adder) = try HelperProcess.runAndKill(["migrate-labels", backend, path, seed, count], afterDone: 0, delayMicroseconds: addDelay)
+            let added = try HelperProcess.run(["verify-labels", backend, path, seed, count])
             try #require(added.status == 0, "\(context): adding labels killed after \(addDelay) µs (\(adder)): \(added)")
             outcomes["add killed: " + (adder.signal == nil ? "ran to its end" : String(added.output.prefix(6))), default: 0] += 1
             expectForeignFiles(in: directory.url, "\(context), after the kill while adding")
-            let addFinished = try runHelper(["migrate-labels", backend, path, seed, count])
+            let addFinished = try HelperProcess.run(["migrate-labels", backend, path, seed, count])
             try #require(addFinished.status == 0, "\(context): \(addFinished)")
-            let addedAfter = try runHelper(["verify-labels", backend, path, seed, count])
+            let addedAfter = try HelperProcess.run(["verify-labels", backend, path, seed, count])
             try #require(addedAfter.status == 0 && addedAfter.output.hasPrefix("ok new"), "\(context): \(addedAfter)")
             // The new relation takes writes.
-            let labelled = try runHelper(["write-labels", backend, path, seed, count])
+            let labelled = try HelperProcess.run(["write-labels", backend, path, seed, count])
             try #require(labelled.status == 0, "\(context): \(labelled)")
-            let readBack = try runHelper(["verify-labels", backend, path, seed, count, "labelled"])
+            let readBack = try HelperProcess.run(["verify-labels", backend, path, seed, count, "labelled"])
             try #require(readBack.status == 0 && readBack.output.hasPrefix("ok new"), "\(context): \(readBack)")
 
             // The relation dropped, killed.
             let dropDelay = UInt32(random.below(8000))
-            let (_, dropper) = try runWriterAndKill(["migrate-drop", backend, path, seed, count], afterDone: 0, extraMicroseconds: dropDelay)
-            let dropped = try runHelper(["verify-drop", backend, path, seed, count])
+            let (_, _, dropper) = try HelperProcess.runAndKill(["migrate-drop", backend, path, seed, count], afterDone: 0, delayMicroseconds: dropDelay)
+            let dropped = try HelperProcess.run(["verify-drop", backend, path, seed, count])
             try #require(dropped.status == 0, "\(context): dropping labels killed after \(dropDelay) µs (\(dropper)): \(dropped)")
             outcomes["drop killed: " + (dropper.signal == nil ? "ran to its end" : String(dropped.output.prefix(6))), default: 0] += 1
             expectForeignFiles(in: directory.url, "\(context), after the kill while dropping")
             if dropped.output.hasPrefix("ok new") {
                 try expectDroppedEmpty(backend, directory.url, seed: seed, count: count, "\(context), after the kill")
             }
-            let dropFinished = try runHelper(["migrate-drop", backend, path, seed, count])
+            let dropFinished = try HelperProcess.run(["migrate-drop", backend, path, seed, count])
             try #require(dropFinished.status == 0, "\(context): \(dropFinished)")
-            let droppedAfter = try runHelper(["verify-drop", backend, path, seed, count])
+            let droppedAfter = try HelperProcess.run(["verify-drop", backend, path, seed, count])
             try #require(droppedAfter.status == 0 && droppedAfter.output.hasPrefix("ok new"), "\(context): \(droppedAfter)")
             try expectDroppedEmpty(backend, directory.url, seed: seed, count: count, "\(context), after the drop")
             expectForeignFiles(in: directory.url, "\(context), at the end")

@@ -1,7 +1,10 @@
-// A second process for the tests that need one: another process growing an
-// LMDB map, or holding an SQLite write transaction. The tests start it with a
-// command and its arguments and talk to it through its standard input and
-// output; it never decides when to stop on a timer.
+// The tests' second process (driven by TestSupport's `HelperProcess`):
+// another process growing an LMDB map, or holding an SQLite write
+// transaction, a writer to kill, a reader of a damaged store. The tests start
+// it with a command and its arguments and talk to it through its standard
+// input and output; it never decides when to stop on a timer. Its backends
+// are TestSupport's `allBackends`. Besides the commands below, it runs those
+// of the crash and corruption tests (CrashCommands.swift).
 //
 //   lmdb-grow <directory> <first-id> <count>
 //       opens the LMDB environment in <directory> with a 64 KiB map, persists
@@ -11,28 +14,28 @@
 //       opens the SQLite database <file>, begins a write transaction
 //       (BEGIN IMMEDIATE), inserts dialog <dialog-id>, prints "locked", waits
 //       until its standard input ends, then commits, prints "committed" and exits.
-//   trial-write <json|plist|sqlite|lmdb> <directory> <from> <to>
+//   trial-write <backend> <directory> <from> <to>
 //       opens that backend's store in <directory> (durability full) and makes
 //       the transactions <from>..<to> of `TrialWrites` (Tests/TestSupport)
 //       through DAOs, printing "done <i>" after each call returns: what the
 //       tests kill mid-write.
-//   tracker-write <json|plist|sqlite|lmdb> <directory> <from> <to>
+//   tracker-write <backend> <directory> <from> <to>
 //       the same with the tracker's three levels (`TrackerWrites`): persists
 //       of whole projects, erasures of projects and of closed issues (every
 //       text in NFC on plist, which refuses two spellings in one document).
-//   logistics-write <json|plist|sqlite|lmdb> <directory> <from> <to>
+//   logistics-write <backend> <directory> <from> <to>
 //       the same with the logistics domain's three levels
 //       (`LogisticsWrites`): persists of whole shipments, parcels moved by
 //       their own storage, erasures of shipments and of parcels by a
 //       predicate over their scans (every text in NFC on plist).
-//   tracker-check <json|plist|sqlite|lmdb> <directory> <count>
+//   tracker-check <backend> <directory> <count>
 //       opens that backend's store in <directory>, reads every project
 //       through the DAO and every level through its own storage, and prints
 //       "equal" (the state after <count> calls of `TrackerWrites`, children
 //       counted on their own agreeing), "empty", "different", or "error
 //       <kind>" (a `StorageError`) or "untyped <error>": what the damage
 //       tests run, so that a crash inside an engine is a verdict.
-//   trial-read-only <json|plist|sqlite|lmdb> <directory>
+//   trial-read-only <backend> <directory>
 //       when run as root, first gives up root for good (the `nobody` user and
 //       group, no supplementary groups), then checks that it cannot write
 //       <directory>; opens that backend's store there, reads every library,
@@ -41,7 +44,7 @@
 //       <equal|different>" or "read error <kind>", "persist ok" or "persist
 //       error <kind>", "close ok" or "close error <kind>" (a step after a
 //       failed open is not taken). Exits 0 when every step ran.
-//   trial-full <json|plist|sqlite|lmdb> <directory> <from> <bytes>
+//   trial-full <backend> <directory> <from> <bytes>
 //       a full disk, as far as this process can tell: ignores SIGXFSZ and
 //       limits every file it writes to <bytes> (RLIMIT_FSIZE, so a write
 //       past it fails with EFBIG), opens that backend's store in
@@ -65,15 +68,19 @@ func fail(_ message: String) -> Never {
     exit(1)
 }
 
-func say(_ line: String) {
-    FileHandle.standardOutput.write(Data((line + "\n").utf8))
-}
-
-/// Opens the store of the backend named `name` (one of ``localBackends``)
-/// in `directory`, or ends the helper when there is no such backend.
-func openStore(_ name: String, _ directory: URL, for command: String) throws -> any MigratableStore {
-    guard let backend = localBackends.first(where: { $0.name == name }) else { fail("\(command): unknown backend \(name)") }
-    return try backend.open(directory)
+/// Writes `text` and a newline to standard output at once, unbuffered, so a
+/// line reported is a line the parent can read after a SIGKILL.
+func say(_ text: String) {
+    let line = Array((text + "\n").utf8)
+    line.withUnsafeBytes { buffer in
+        guard let base = buffer.baseAddress else { return }
+        var offset = 0
+        while offset < buffer.count {
+            let written = write(1, base + offset, buffer.count - offset)
+            if written <= 0 { return }
+            offset += written
+        }
+    }
 }
 
 let arguments = CommandLine.arguments.dropFirst()
@@ -128,7 +135,7 @@ case ("trial-write", let rest) where rest.count == 4:
     guard let from = Int(rest[2]), let to = Int(rest[3]) else { fail("trial-write: bad numbers") }
     let directory = URL(fileURLWithPath: rest[1])
     do {
-        let store = try openStore(rest[0], directory, for: "trial-write")
+        let store = try openStore(rest[0], directory)
         let libraries = DAO(storage: try store.anyStorage(for: LibraryRecord.self), translator: LibraryTranslator())
         for index in from..<to {
             switch TrialWrites.step(index) {
@@ -146,7 +153,7 @@ case ("tracker-write", let rest) where rest.count == 4:
     guard let from = Int(rest[2]), let to = Int(rest[3]) else { fail("tracker-write: bad numbers") }
     let directory = URL(fileURLWithPath: rest[1])
     do {
-        let store = try openStore(rest[0], directory, for: "tracker-write")
+        let store = try openStore(rest[0], directory)
         let daos = try TrackerDAOs(store)
         for index in from..<to {
             try TrackerWrites.apply(index, oneSpelling: rest[0] == "plist", to: daos)
@@ -161,7 +168,7 @@ case ("logistics-write", let rest) where rest.count == 4:
     guard let from = Int(rest[2]), let to = Int(rest[3]) else { fail("logistics-write: bad numbers") }
     let directory = URL(fileURLWithPath: rest[1])
     do {
-        let store = try openStore(rest[0], directory, for: "logistics-write")
+        let store = try openStore(rest[0], directory)
         let daos = try LogisticsDAOs(store)
         for index in from..<to {
             try LogisticsWrites.apply(index, oneSpelling: rest[0] == "plist", to: daos)
@@ -176,7 +183,7 @@ case ("tracker-check", let rest) where rest.count == 3:
     guard let count = Int(rest[2]) else { fail("tracker-check: bad number") }
     let directory = URL(fileURLWithPath: rest[1])
     do {
-        let store = try openStore(rest[0], directory, for: "tracker-check")
+        let store = try openStore(rest[0], directory)
         let daos = try TrackerDAOs(store)
         let projects = try daos.projects.read()
         let counts = try daos.counts()
@@ -221,7 +228,7 @@ case ("trial-read-only", let rest) where rest.count == 2:
     }
     let store: any Store
     do {
-        store = try openStore(rest[0], directory, for: "trial-read-only")
+        store = try openStore(rest[0], directory)
         say("open ok")
     } catch {
         say("open error \(kind(error))")
@@ -259,7 +266,7 @@ case ("trial-full", let rest) where rest.count == 4:
     guard setrlimit(Int32(RLIMIT_FSIZE.rawValue), &limit) == 0 else { fail("trial-full: setrlimit: errno \(errno)") }
     let store: any Store
     do {
-        store = try openStore(rest[0], directory, for: "trial-full")
+        store = try openStore(rest[0], directory)
     } catch {
         say("open error \(kind(error))")
         exit(0)
@@ -293,5 +300,6 @@ case ("trial-full", let rest) where rest.count == 4:
     }
 
 default:
-    fail("unknown command or wrong arguments: \(arguments.joined(separator: " "))")
+    // The commands of the crash and corruption tests (CrashCommands.swift).
+    exit(crashCommand(Array(arguments)))
 }

@@ -9,17 +9,17 @@ struct AuthorRecord: Record, Hashable {
     var name: String
     var born: Date?
     var rating: Double?
-    var books: [BookRecord]
+    var books: [CrashBookRecord]
 
     static let entity = Entity<AuthorRecord>(
         "authors", primaryKey: "handle", \.handle,
         fields: [Field("name", \.name), Field("born", \.born), Field("rating", \.rating)],
         indexes: [Index("authors_by_name", on: ["name"])],
-        relations: [Relation("books", \.books, foreignKey: "authorHandle", \BookRecord.authorHandle)])
+        relations: [Relation("books", \.books, foreignKey: "authorHandle", \CrashBookRecord.authorHandle)])
 }
 
 /// A book of an author, keyed by its ISBN.
-struct BookRecord: Record, Hashable {
+struct CrashBookRecord: Record, Hashable {
     typealias PrimaryKey = String
     var isbn: String
     var authorHandle: String
@@ -27,7 +27,7 @@ struct BookRecord: Record, Hashable {
     var year: Int64?
     var chapters: [ChapterRecord]
 
-    static let entity = Entity<BookRecord>(
+    static let entity = Entity<CrashBookRecord>(
         "books", primaryKey: "isbn", \.isbn,
         fields: [Field("authorHandle", \.authorHandle), Field("title", \.title), Field("year", \.year)],
         relations: [Relation("chapters", \.chapters, foreignKey: "bookIsbn", \ChapterRecord.bookIsbn)],
@@ -49,12 +49,12 @@ struct ChapterRecord: Record, Hashable {
             Field("bookIsbn", \.bookIsbn), Field("number", \.number), Field("text", \.text), Field("note", \.note),
         ],
         indexes: [Index("chapters_by_book_number", on: ["bookIsbn", "number"])],
-        ownedBy: BookRecord.self)
+        ownedBy: CrashBookRecord.self)
 }
 
 extension AuthorRecord {
     /// A book with its chapters in key order.
-    static func normalizedBook(_ book: BookRecord) -> BookRecord {
+    static func normalizedBook(_ book: CrashBookRecord) -> CrashBookRecord {
         var book = book
         book.chapters.sort { $0.id < $1.id }
         return book

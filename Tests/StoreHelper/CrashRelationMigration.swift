@@ -25,7 +25,7 @@ struct LabelledAuthorRecord: Record, Hashable {
     var name: String
     var born: Date?
     var rating: Double?
-    var books: [BookRecord]
+    var books: [CrashBookRecord]
     var labels: [AuthorLabelRecord]
 
     static let entity = Entity<LabelledAuthorRecord>(
@@ -33,7 +33,7 @@ struct LabelledAuthorRecord: Record, Hashable {
         fields: [Field("name", \.name), Field("born", \.born), Field("rating", \.rating)],
         indexes: [Index("authors_by_name", on: ["name"])],
         relations: [
-            Relation("books", \.books, foreignKey: "authorHandle", \BookRecord.authorHandle),
+            Relation("books", \.books, foreignKey: "authorHandle", \CrashBookRecord.authorHandle),
             Relation("labels", \.labels, foreignKey: "authorHandle", \AuthorLabelRecord.authorHandle),
         ])
 

@@ -1,7 +1,7 @@
-// A child process for the crash and corruption tests (Tests/CrashTests): it
-// writes a seeded sequence of transactions to a store, reporting each one that
-// returned, and it checks a store against that sequence. Run by the tests, not
-// by people; its exit status is the verdict:
+// The commands of the crash and corruption tests (Tests/CrashTests): a
+// writer of a seeded sequence of transactions that reports each one that
+// returned, and a checker of a store against that sequence. The exit status
+// is the verdict:
 //
 //   0  the store holds exactly the expected state (or one of the two expected)
 //   10 a StorageError was thrown (printed as "error <kind>: <description>")
@@ -10,39 +10,19 @@
 //   30 another error was thrown
 //   64 bad arguments
 //
-//   crash-helper write  <backend> <dir> <seed> <count> [<start>]  transactions start..<count, "done <i>" after each
-//   crash-helper verify <backend> <dir> <seed> <n> [<n2>]         the state after n (or n2) transactions; "ok <n>"
-//   crash-helper open   <backend> <dir> <seed> <count>            opens the store <count> times, reading a count each
-//   crash-helper drop postgres <dir>                              drops the PostgreSQL schema of <dir>
+//   write  <backend> <dir> <seed> <count> [<start>]  transactions start..<count, "done <i>" after each
+//   verify <backend> <dir> <seed> <n> [<n2>]         the state after n (or n2) transactions; "ok <n>"
+//   open   <backend> <dir> <seed> <count>            opens the store <count> times, reading a count each
+//   drop postgres <dir>                              drops the PostgreSQL schema of <dir>
 //
-// and the migration commands of Migration.swift and RelationMigration.swift.
+// and the migration commands of CrashMigration.swift and CrashRelationMigration.swift.
 
 import DAOCore
 import DialogGraph
 import FileStorage
 import Foundation
 import LMDBStorage
-import SQLiteStorage
 import TestSupport
-
-#if canImport(Glibc)
-import Glibc
-#endif
-
-/// Writes `text` and a newline to standard output at once, unbuffered, so a
-/// line reported is a line the parent can read after a SIGKILL.
-func say(_ text: String) {
-    let line = Array((text + "\n").utf8)
-    line.withUnsafeBytes { buffer in
-        guard let base = buffer.baseAddress else { return }
-        var offset = 0
-        while offset < buffer.count {
-            let written = write(1, base + offset, buffer.count - offset)
-            if written <= 0 { return }
-            offset += written
-        }
-    }
-}
 
 /// Opens the store of `backend` in `directory`: one of the tests' backends
 /// (``allBackends``: PostgreSQL when `DAO_POSTGRES_URL` names a server, in a
@@ -76,7 +56,7 @@ func operation(_ index: Int, seed: UInt64) -> Operation {
     case 0, 1, 2:
         let handle = ["ana", "Zoë", "li-😀", "o'brien", "x"][Int(random.next() % 5)] + "\(random.next() % 4)"
         let bookCount = Int(random.next() % 4)
-        let books = (0..<bookCount).map { b -> BookRecord in
+        let books = (0..<bookCount).map { b -> CrashBookRecord in
             let isbn = "isbn-\(i)-\(b)"
             let chapterCount = Int(random.next() % 4)
             let chapters = (0..<chapterCount).map { c -> ChapterRecord in
@@ -86,7 +66,7 @@ func operation(_ index: Int, seed: UInt64) -> Operation {
                     text: long ? String(repeating: "chapter \(c) 📚 ", count: 150) : "chapter \(c) of \(isbn)",
                     note: random.next() % 2 == 0 ? nil : "note\u{0}\(random.next() % 1000)")
             }
-            return BookRecord(
+            return CrashBookRecord(
                 isbn: isbn, authorHandle: handle, title: "title \(random.next() % 100)",
                 year: random.next() % 3 == 0 ? nil : Int64(1900 + random.next() % 120), chapters: chapters)
         }
@@ -147,14 +127,14 @@ func normalized(_ dialog: Dialog) -> Dialog {
 /// The access paths of one store.
 struct Handles {
     let authors: AnyStorage<AuthorRecord>
-    let books: AnyStorage<BookRecord>
+    let books: AnyStorage<CrashBookRecord>
     let chapters: AnyStorage<ChapterRecord>
     let dialogs: DAO<AnyStorage<DialogRecord>, DialogTranslator>
     let messages: AnyStorage<MessageRecord>
 
     init(_ store: any Store) throws {
         authors = try store.anyStorage(for: AuthorRecord.self)
-        books = try store.anyStorage(for: BookRecord.self)
+        books = try store.anyStorage(for: CrashBookRecord.self)
         chapters = try store.anyStorage(for: ChapterRecord.self)
         dialogs = DAO(storage: try store.anyStorage(for: DialogRecord.self), translator: DialogTranslator())
         messages = try store.anyStorage(for: MessageRecord.self)
@@ -224,10 +204,11 @@ func describeDifference(_ found: State, _ expected: State) -> String {
 
 // MARK: Commands
 
-func main() -> Int32 {
-    let arguments = Array(CommandLine.arguments.dropFirst())
+/// Runs the crash tests' command `arguments` (`write`, `verify`, ...; see
+/// above) and returns its exit status.
+func crashCommand(_ arguments: [String]) -> Int32 {
     if arguments.count == 3, arguments[0] == "drop", arguments[1] == "postgres" {
-        // crash-helper drop postgres <dir>: drops the schema the tests' stores of <dir> made.
+        // drop postgres <dir>: drops the schema the tests' stores of <dir> made.
         do {
             try PostgresTestServer.drop(URL(fileURLWithPath: arguments[2]))
             return 0
@@ -237,7 +218,7 @@ func main() -> Int32 {
         }
     }
     guard arguments.count >= 5, let seed = UInt64(arguments[3]), let count = Int(arguments[4]) else {
-        say("usage: crash-helper write|verify <backend> <dir> <seed> <count> [<count2>]")
+        say("usage: StoreHelper write|verify <backend> <dir> <seed> <count> [<count2>]")
         return 64
     }
     let backend = arguments[1]
@@ -301,7 +282,7 @@ func main() -> Int32 {
             let store = try openStore(backend, directory)
             if let environment = store as? LMDBEnvironment {
                 _ = try environment.storage(for: AuthorRecord.self).verify()
-                _ = try environment.storage(for: BookRecord.self).verify()
+                _ = try environment.storage(for: CrashBookRecord.self).verify()
                 _ = try environment.storage(for: ChapterRecord.self).verify()
                 _ = try environment.storage(for: DialogRecord.self).verify()
                 _ = try environment.storage(for: MessageRecord.self).verify()
@@ -353,5 +334,3 @@ func main() -> Int32 {
         return 30
     }
 }
-
-exit(main())
