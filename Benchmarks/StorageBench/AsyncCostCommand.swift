@@ -33,13 +33,11 @@ struct AsyncCostCommand: ParsableCommand {
     var durability = "none"
 
     func validate() throws {
-        guard (1...1_000_000).contains(dialogs) else { throw ValidationError("--dialogs takes 1 to 1000000, not \(dialogs)") }
-        guard (0...10_000).contains(messagesPerDialog) else {
-            throw ValidationError("--messages-per-dialog takes 0 to 10000, not \(messagesPerDialog)")
-        }
-        guard (1...1_000_000).contains(calls) else { throw ValidationError("--calls takes 1 to 1000000, not \(calls)") }
-        guard Durability(rawValue: durability) != nil else {
-            throw ValidationError("--durability takes full or none, not '\(durability)'")
+        try validating {
+            try checkOption("--dialogs", dialogs, in: 1...1_000_000)
+            try checkOption("--messages-per-dialog", messagesPerDialog, in: 0...10_000)
+            try checkOption("--calls", calls, in: 1...1_000_000)
+            _ = try parseDurability(durability)
         }
         _ = try LoadBackendRegistry.standard.select(backends)
     }
@@ -47,7 +45,7 @@ struct AsyncCostCommand: ParsableCommand {
     func run() throws {
         let chosen = try LoadBackendRegistry.standard.select(backends)
         let (dialogs, messagesPerDialog, calls) = (dialogs, messagesPerDialog, calls)
-        let durability = Durability(rawValue: durability) ?? .none
+        let durability = try validating { try parseDurability(self.durability) }
         let regions = try waitForTask {
             try await AsyncCost.run(
                 backends: chosen, dialogs: dialogs, messagesPerDialog: messagesPerDialog, calls: calls,

@@ -181,15 +181,7 @@ struct Run: ParsableCommand {
         let provenance = Provenance.thisRun(startedAt: started)
         let executor: any IterationExecutor
         var scratch: URL?
-        defer {
-            if let scratch {
-                do {
-                    try FileManager.default.removeItem(at: scratch)
-                } catch {
-                    FileHandle.standardError.write(Data("storage-bench: could not remove \(scratch.path): \(error)\n".utf8))
-                }
-            }
-        }
+        defer { if let scratch { removeScratchDirectory(scratch) } }
         if inProcess {
             executor = InProcessExecutor(registry: .withServers)
         } else {
@@ -198,9 +190,7 @@ struct Run: ParsableCommand {
             }
             var callgrind: Callgrind?
             if instructions {
-                let directory = FileManager.default.temporaryDirectory
-                    .appendingPathComponent("storage-bench-\(UUID().uuidString)", isDirectory: true)
-                try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+                let directory = try makeScratchDirectory("callgrind")
                 scratch = directory
                 callgrind = try Callgrind.prepare(executable: executable, in: directory)
             }

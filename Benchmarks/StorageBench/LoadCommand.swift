@@ -77,10 +77,7 @@ struct Load: ParsableCommand {
             }
             if let targetRate, !(targetRate > 0) { throw ConfigurationError("--target-rate must be above 0") }
             guard warmup >= 0, warmup <= 3600 else { throw ConfigurationError("--warmup must be 0 to 3600 seconds") }
-            let durabilities = try parseDurabilities(durability)
-            guard durabilities.count == 1, let durability = durabilities.first else {
-                throw ConfigurationError("--durability takes one value here")
-            }
+            let durability = try parseDurability(self.durability)
             let formats = try LoadSweepOptions.parseFormats(format)
             if let output { try ReportWriter.validate(URL(fileURLWithPath: output)) }
             return Plan(

@@ -44,24 +44,15 @@ struct Migrate: ParsableCommand {
     var format: [String] = ["csv"]
 
     func benchmark() throws -> MigrateBenchmark {
-        do {
-            let durabilities = try parseDurabilities(durability)
-            guard durabilities.count == 1, let chosen = durabilities.first else {
-                throw ConfigurationError("give one durability")
-            }
-            guard (1...1000).contains(iterations) else {
-                throw ConfigurationError("--iterations must be between 1 and 1000, not \(iterations)")
-            }
-            guard (0...100).contains(warmup) else {
-                throw ConfigurationError("--warmup must be between 0 and 100, not \(warmup)")
-            }
+        return try validating {
+            let chosen = try parseDurability(durability)
+            try checkOption("--iterations", iterations, in: 1...1000)
+            try checkOption("--warmup", warmup, in: 0...100)
             _ = try ReportFormat.parseList(format.joined(separator: ","))
             return MigrateBenchmark(
                 backends: try MigrateBenchmark.select(backends),
                 size: try BenchSize(dialogs: dialogs, messagesPerDialog: messagesPerDialog), durability: chosen,
                 iterations: iterations, warmup: warmup, seed: seed)
-        } catch let error as ConfigurationError {
-            throw ValidationError(error.message)
         }
     }
 

@@ -53,17 +53,11 @@ struct Observe: ParsableCommand {
     }
 
     func validate() throws {
-        do {
+        try validating {
             _ = try BenchSize(dialogs: dialogs, messagesPerDialog: messagesPerDialog)
-            guard (1...1_000_000).contains(calls) else {
-                throw ConfigurationError("--calls must be between 1 and 1000000, not \(calls)")
-            }
-            guard (1...100).contains(rounds) else {
-                throw ConfigurationError("--rounds must be between 1 and 100, not \(rounds)")
-            }
+            try checkOption("--calls", calls, in: 1...1_000_000)
+            try checkOption("--rounds", rounds, in: 1...100)
             _ = try formats()
-        } catch let error as ConfigurationError {
-            throw ValidationError(error.message)
         }
     }
 
@@ -72,10 +66,7 @@ struct Observe: ParsableCommand {
         let configuration: ObserveBenchmark.Configuration
         do {
             chosen = try BackendRegistry.standard.select(backends)
-            let durabilities = try parseDurabilities(durability)
-            guard durabilities.count == 1, let durability = durabilities.first else {
-                throw ConfigurationError("--durability takes one value here")
-            }
+            let durability = try parseDurability(self.durability)
             let counts = try observers.split(separator: ",").map { item -> Int in
                 guard let count = Int(item.trimmingCharacters(in: .whitespaces)), count >= 0 else {
                     throw ConfigurationError("--observers takes counts such as 1,10,100, not '\(item)'")

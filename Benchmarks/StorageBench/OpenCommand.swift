@@ -32,13 +32,11 @@ struct Open: ParsableCommand {
     var output: String?
 
     func benchmark() throws -> OpenBenchmark {
-        do {
+        return try validating {
             guard iterations > 0 else { throw ConfigurationError("iterations must be positive") }
             return OpenBenchmark(
                 backends: try OpenBenchmark.select(backends), sizes: try BenchSize.parseSweep(sizes),
                 iterations: iterations, seed: seed)
-        } catch let error as ConfigurationError {
-            throw ValidationError(error.message)
         }
     }
 

@@ -41,25 +41,18 @@ struct PostgresBulk: ParsableCommand {
     var output: String?
 
     func benchmark() throws -> PostgresBulkBenchmark {
-        do {
+        return try validating {
             try PostgresURLOption.apply(postgresURL)
             guard let server = try PostgresServer.fromEnvironment() else {
                 throw ConfigurationError("postgres-bulk needs a server: --postgres-url or DAO_POSTGRES_URL")
             }
-            let durabilities = try parseDurabilities(durability)
-            guard durabilities.count == 1, let chosen = durabilities.first else {
-                throw ConfigurationError("give one durability")
-            }
-            guard (1...100).contains(rounds) else {
-                throw ConfigurationError("--rounds must be between 1 and 100, not \(rounds)")
-            }
+            let chosen = try parseDurability(durability)
+            try checkOption("--rounds", rounds, in: 1...100)
             let offered = BackendRegistry.postgres(.success(server))
             return PostgresBulkBenchmark(
                 server: server, backends: try offered.select(backends),
                 size: try BenchSize(dialogs: dialogs, messagesPerDialog: messagesPerDialog), rounds: rounds,
                 durability: chosen)
-        } catch let error as ConfigurationError {
-            throw ValidationError(error.message)
         }
     }
 

@@ -48,17 +48,8 @@ public enum AsyncCost {
         let keys = (0..<calls).map { _ in Int64(random.next() % UInt64(dialogs)) + 1 }
         var regions: [Region] = []
         for backend in backends {
-            let directory = FileManager.default.temporaryDirectory
-                .appendingPathComponent("storage-bench-async-cost-\(UUID().uuidString)", isDirectory: true)
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-            defer {
-                // The directory is this run's own, made above.
-                do {
-                    try FileManager.default.removeItem(at: directory)
-                } catch {
-                    FileHandle.standardError.write(Data("async-cost: cannot remove \(directory.path): \(error)\n".utf8))
-                }
-            }
+            let directory = try makeScratchDirectory("async-cost")
+            defer { removeScratchDirectory(directory) }
             guard let subject = try backend.open(directory, durability) as? DAOLoadSubject else {
                 throw ConfigurationError("async-cost measures the DAO backends; '\(backend.name)' is not one")
             }

@@ -109,6 +109,25 @@ public func parseDurabilities(_ text: String) throws -> [Durability] {
     return durabilities
 }
 
+/// Parses the `--durability` of a command that runs one: `full` or `none`.
+/// - Throws: ``ConfigurationError`` naming an unknown value, or for several.
+public func parseDurability(_ text: String) throws -> Durability {
+    let durabilities = try parseDurabilities(text)
+    guard durabilities.count == 1, let durability = durabilities.first else {
+        throw ConfigurationError("--durability takes one value here")
+    }
+    return durability
+}
+
+/// Checks a command-line value against the range it may take.
+/// - Throws: ``ConfigurationError`` naming `option`, the range and `value`
+///   when `value` lies outside `range`.
+public func checkOption<Value: Comparable>(_ option: String, _ value: Value, in range: ClosedRange<Value>) throws {
+    guard range.contains(value) else {
+        throw ConfigurationError("\(option) must be between \(range.lowerBound) and \(range.upperBound), not \(value)")
+    }
+}
+
 /// Parses a regression threshold: `10%`, `10` (percent) or `0.1` (a fraction below 1).
 /// - Returns: the threshold as a fraction (0.1 for 10%).
 /// - Throws: ``ConfigurationError`` for a value that is not a number between 0 and 1000%.

@@ -125,16 +125,8 @@ public struct SubprocessExecutor: IterationExecutor {
         guard let callgrind else {
             throw ConfigurationError("a job counts instructions but the executor has no callgrind to run it under")
         }
-        let directory = FileManager.default.temporaryDirectory
-            .appendingPathComponent("storage-bench-callgrind-\(UUID().uuidString)", isDirectory: true)
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer {
-            do {
-                try FileManager.default.removeItem(at: directory)
-            } catch {
-                FileHandle.standardError.write(Data("storage-bench: could not remove \(directory.path): \(error)\n".utf8))
-            }
-        }
+        let directory = try makeScratchDirectory("callgrind")
+        defer { removeScratchDirectory(directory) }
         let outputBase = directory.appendingPathComponent("callgrind.out")
         var result = try start(job, callgrindOutput: (callgrind, outputBase))
         guard result.error == nil else { return result }

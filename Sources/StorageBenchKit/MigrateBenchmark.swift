@@ -135,16 +135,8 @@ public struct MigrateBenchmark: Sendable {
 
     /// One iteration on a fresh store.
     private func measure(_ backend: Subject, _ data: WorkloadData) throws -> Timing {
-        let directory = FileManager.default.temporaryDirectory
-            .appendingPathComponent("storage-bench-migrate-\(UUID().uuidString)", isDirectory: true)
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer {
-            do {
-                try FileManager.default.removeItem(at: directory)
-            } catch {
-                FileHandle.standardError.write(Data("storage-bench: could not remove \(directory.path): \(error)\n".utf8))
-            }
-        }
+        let directory = try makeScratchDirectory("migrate")
+        defer { removeScratchDirectory(directory) }
         let translator = DialogTranslator()
         let records = try data.initial.map { try translator.record(from: $0) }
         do {

@@ -176,16 +176,8 @@ public enum ObserveBenchmark {
     private static func runOnce(
         _ configuration: Configuration, backend: Backend, data: WorkloadData, observers count: Int
     ) async throws -> Run {
-        let directory = FileManager.default.temporaryDirectory
-            .appendingPathComponent("storage-bench-observe-\(backend.name)-\(UUID().uuidString)", isDirectory: true)
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer {
-            do {
-                try FileManager.default.removeItem(at: directory)
-            } catch {
-                FileHandle.standardError.write(Data("storage-bench: could not remove \(directory.path): \(error)\n".utf8))
-            }
-        }
+        let directory = try makeScratchDirectory("observe-\(backend.name)")
+        defer { removeScratchDirectory(directory) }
         return try await measure(configuration, backend: backend, data: data, observers: count, directory: directory)
     }
 

@@ -96,10 +96,9 @@ public struct OpenBenchmark: Sendable {
                 var bytes: Int64?
                 var settings = ""
                 var failure = ""
-                let directory = FileManager.default.temporaryDirectory
-                    .appendingPathComponent("storage-bench-open-\(UUID().uuidString)", isDirectory: true)
                 do {
-                    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+                    let directory = try makeScratchDirectory("open")
+                    defer { removeScratchDirectory(directory) }
                     try write(backend, size, in: directory)
                     bytes = try MigrateBenchmark.bytes(in: directory)
                     progress("\(backend.name) \(size): wrote \(bytes ?? 0) bytes")
@@ -110,11 +109,6 @@ public struct OpenBenchmark: Sendable {
                     }
                 } catch {
                     failure = "\(error)"
-                }
-                do {
-                    try FileManager.default.removeItem(at: directory)
-                } catch {
-                    FileHandle.standardError.write(Data("storage-bench: could not remove \(directory.path): \(error)\n".utf8))
                 }
                 let messages = size.dialogs * size.messagesPerDialog
                 for (operation, seconds) in [("open-cold", cold), ("open-warm", warm)] {

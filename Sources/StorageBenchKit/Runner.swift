@@ -80,12 +80,8 @@ public struct RunConfiguration: Sendable {
         guard !sizes.isEmpty else { throw ConfigurationError("no size to run") }
         guard !durabilities.isEmpty else { throw ConfigurationError("no durability to run") }
         guard !operations.isEmpty else { throw ConfigurationError("no operation to run") }
-        guard (1...1000).contains(iterations) else {
-            throw ConfigurationError("--iterations must be between 1 and 1000, not \(iterations)")
-        }
-        guard (0...100).contains(warmup) else {
-            throw ConfigurationError("--warmup must be between 0 and 100, not \(warmup)")
-        }
+        try checkOption("--iterations", iterations, in: 1...1000)
+        try checkOption("--warmup", warmup, in: 0...100)
         self.backends = backends
         self.sizes = sizes
         self.durabilities = durabilities
@@ -109,27 +105,19 @@ public struct RunConfiguration: Sendable {
         guard timeLimit >= 0, timeLimit.isFinite else {
             throw ConfigurationError("--time-limit must be a number of seconds, not \(timeLimit)")
         }
-        guard (0...100).contains(instructionIterations) else {
-            throw ConfigurationError("--instruction-iterations must be between 0 and 100, not \(instructionIterations)")
-        }
-        guard (1...100).contains(readRuns) else {
-            throw ConfigurationError("--read-runs must be between 1 and 100, not \(readRuns)")
-        }
+        try checkOption("--instruction-iterations", instructionIterations, in: 0...100)
+        try checkOption("--read-runs", readRuns, in: 1...100)
         guard readRunSeconds >= 0, readRunSeconds.isFinite else {
             throw ConfigurationError("--read-time must be a number of seconds, not \(readRunSeconds)")
         }
         guard (1...readRuns).contains(minReadRuns) else {
             throw ConfigurationError("--min-read-runs must be between 1 and --read-runs (\(readRuns)), not \(minReadRuns)")
         }
-        guard (1...100).contains(eraseRuns) else {
-            throw ConfigurationError("--erase-runs must be between 1 and 100, not \(eraseRuns)")
-        }
+        try checkOption("--erase-runs", eraseRuns, in: 1...100)
         guard eraseRunSeconds >= 0, eraseRunSeconds.isFinite else {
             throw ConfigurationError("--erase-time must be a number of seconds, not \(eraseRunSeconds)")
         }
-        guard (1...100).contains(updateRuns) else {
-            throw ConfigurationError("--update-runs must be between 1 and 100, not \(updateRuns)")
-        }
+        try checkOption("--update-runs", updateRuns, in: 1...100)
         guard updateRunSeconds >= 0, updateRunSeconds.isFinite else {
             throw ConfigurationError("--update-time must be a number of seconds, not \(updateRunSeconds)")
         }

@@ -41,12 +41,11 @@ public enum WorkloadRunner {
         // memory figures start, so that they are the backend's alone.
         let updated = data.updated
         var probe = measuresMemory && !job.countsInstructions ? MemoryProbe() : nil
-        let directory = FileManager.default.temporaryDirectory
-            .appendingPathComponent("storage-bench-\(backend.name)-\(UUID().uuidString)", isDirectory: true)
+        let directory: URL
         do {
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            directory = try makeScratchDirectory(backend.name)
         } catch {
-            result.error = "could not create the temporary directory \(directory.path): \(error)"
+            result.error = "could not create a temporary directory: \(error)"
             return result
         }
         var current = BenchOperation.persist
@@ -58,12 +57,7 @@ public enum WorkloadRunner {
             result.error = "\(current.rawValue): \(error)"
         }
         if var probe { result.workloadPeakRSSBytes = probe.workloadPeak() }
-        do {
-            try FileManager.default.removeItem(at: directory)
-        } catch {
-            let message = "storage-bench: could not remove \(directory.path): \(error)\n"
-            FileHandle.standardError.write(Data(message.utf8))
-        }
+        removeScratchDirectory(directory)
         return result
     }
 

@@ -107,21 +107,13 @@ public enum LoadSweep {
                     seed: mix.seed, observerSnapshots: nil, peakResidentRise: nil, figures: [], failure: reason)
             }
         }
-        let directory = FileManager.default.temporaryDirectory
-            .appendingPathComponent("storage-bench-load-\(UUID().uuidString)", isDirectory: true)
+        let directory: URL
         do {
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            directory = try makeScratchDirectory("load")
         } catch {
             return failed("cannot create a temporary directory: \(error)")
         }
-        defer {
-            // The directory is this run's own, made above.
-            do {
-                try FileManager.default.removeItem(at: directory)
-            } catch {
-                progress("load: cannot remove \(directory.path): \(error)")
-            }
-        }
+        defer { removeScratchDirectory(directory) }
         var memory = MemoryProbeHandle()
         let subject: any LoadSubject
         do {

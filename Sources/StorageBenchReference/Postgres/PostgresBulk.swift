@@ -153,16 +153,8 @@ public struct PostgresBulkBenchmark: Sendable {
 
     /// One write of `data.initial` by `method` into a fresh schema, timed, then checked.
     private func measure(_ method: String, data: WorkloadData, messages: Int) throws -> (Double, String) {
-        let directory = FileManager.default.temporaryDirectory
-            .appendingPathComponent("storage-bench-bulk-\(UUID().uuidString)", isDirectory: true)
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer {
-            do {
-                try FileManager.default.removeItem(at: directory)
-            } catch {
-                FileHandle.standardError.write(Data("storage-bench: could not remove \(directory.path): \(error)\n".utf8))
-            }
-        }
+        let directory = try makeScratchDirectory("bulk")
+        defer { removeScratchDirectory(directory) }
         // The subject lives only in this closure: its release drops its schema.
         return try { () throws -> (Double, String) in
             let subject: any WorkloadSubject
