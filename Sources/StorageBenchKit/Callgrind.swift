@@ -93,7 +93,9 @@ public struct Callgrind: Sendable {
     }
 
     /// The environment of a worker under callgrind: deterministic hashing,
-    /// and the caller's `TMPDIR` (where the stores are made), nothing else.
+    /// the caller's `TMPDIR` (where the stores are made) and the PostgreSQL
+    /// server's URL (`DAO_POSTGRES_URL`, which registers the server
+    /// backends), nothing else.
     ///
     /// Not the caller's whole environment: the process's start copies every
     /// variable onto its stack and into its heap (Foundation's
@@ -111,6 +113,7 @@ public struct Callgrind: Sendable {
     ) -> [String: String] {
         var environment = ["SWIFT_DETERMINISTIC_HASHING": "1"]
         if let temporary = parent["TMPDIR"] { environment["TMPDIR"] = temporary }
+        if let server = parent["DAO_POSTGRES_URL"] { environment["DAO_POSTGRES_URL"] = server }
         return environment
     }
 

@@ -89,6 +89,10 @@ import Glibc
         #expect(short == ["SWIFT_DETERMINISTIC_HASHING": "1", "TMPDIR": "/t"])
         #expect(long == short)
         #expect(Callgrind.environment(from: ["HOME": "/root"]) == ["SWIFT_DETERMINISTIC_HASHING": "1"])
+        // The server's URL passes, so that the server backends are registered in the worker too.
+        #expect(
+            Callgrind.environment(from: ["HOME": "/root", "DAO_POSTGRES_URL": "postgres://u@h/d"])
+                == ["SWIFT_DETERMINISTIC_HASHING": "1", "DAO_POSTGRES_URL": "postgres://u@h/d"])
     }
 
     #if os(Linux)
