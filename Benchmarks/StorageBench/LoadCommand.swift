@@ -107,10 +107,11 @@ struct Load: ParsableCommand {
         let quiet = noProgress
         let options = plan.options
         let results = try waitForTask {
-            await LoadSweep.run(options) { line in
-                if !quiet { FileHandle.standardError.write(Data((line + "\n").utf8)) }
-            }
+            await LoadSweep.run(
+                options, progress: { line in if !quiet { TerminalProgress.show(line) } },
+                problems: { line in TerminalProgress.keep(line) })
         }
+        if !quiet { TerminalProgress.finish() }
         let roles = BackendRegistry.withReferences.roles
         let rows = LoadReport.rows(results, provenance: Provenance.thisRun(startedAt: started))
         let output =

@@ -132,7 +132,8 @@ public struct BenchmarkRunner: Sendable {
                             here, size: size, durability: durability, end: end,
                             rounds: round - c.warmup - c.iterations, seconds: seconds,
                             brief: ProgressPrinter.isTerminal))
-                    if ProgressPrinter.isTerminal { FileHandle.standardError.write(Data("\n".utf8)) }
+                    // On a terminal the line is progress, rewritten by the next: the
+                    // warnings line counts the unsettled figures, --verbose lists them.
                 }
             }
         }

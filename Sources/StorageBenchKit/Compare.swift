@@ -409,10 +409,10 @@ public struct Comparison: Sendable {
         }
         let otherMachine = entries.filter { $0.unjudged == .otherMachine }.count
         if otherMachine > 0 {
-            var line = "Wall times not judged: " + machines.sorted().joined(separator: "; ")
-            line += "; \(otherMachine) time figures measure the machines as much as the code, so rows are judged by "
-            line += "instructions and allocations only, past \(Format.percent(self.otherMachineInstructionThreshold)) "
-            line += "(library routines picked for the CPU count differently)"
+            var line = "Wall times not judged (\(otherMachine) figures measure the machine as much as the code): "
+            line += machines.sorted().joined(separator: "; ")
+            line += "; rows are judged by instructions and allocations only, past "
+            line += "\(Format.percent(self.otherMachineInstructionThreshold)) (library routines differ by CPU)"
             let keysWithCounts = Set(entries.filter { $0.metric.isCount }.map(\.key))
             let uncounted = Set(entries.filter { $0.unjudged == .otherMachine && !keysWithCounts.contains($0.key) }.map(\.key))
             line += uncounted.isEmpty ? "." : " (\(uncounted.count) rows were not counted in both reports: not judged at all)."
@@ -568,6 +568,29 @@ public struct Comparison: Sendable {
     /// The verdicts listed row by row (the rest are counted), in this order.
     static let listed: [Verdict] = [.regressed, .failed, .improved, .missing]
 
+    /// The width a terminal line of ``render(markdown:verbose:)`` keeps within.
+    public static let terminalWidth = 100
+
+    /// `text` as lines of at most ``terminalWidth`` columns, broken between
+    /// words, each line after the first indented by two spaces; a word longer
+    /// than a line stays whole.
+    static func wrap(_ text: String, width: Int = terminalWidth) -> String {
+        var lines: [String] = []
+        var line = ""
+        for word in text.split(separator: " ", omittingEmptySubsequences: true) {
+            if line.isEmpty {
+                line = (lines.isEmpty ? "" : "  ") + word
+            } else if line.count + 1 + word.count <= width {
+                line += " " + word
+            } else {
+                lines.append(line)
+                line = "  " + word
+            }
+        }
+        if !line.isEmpty { lines.append(line) }
+        return lines.map { $0 + "\n" }.joined()
+    }
+
     /// The comparison as text or Markdown (for a CI job summary): the
     /// outcome, the notes, the regressed and failed rows, the improved ones,
     /// the missing ones, then a count of the rest (every row with `verbose`).
@@ -653,8 +676,8 @@ public struct Comparison: Sendable {
             return text
         }
         var text = "Comparison: \(outcome); \(headline)\n"
-        for note in notes { text += note + "\n" }
-        text += thresholds + "\n"
+        for note in notes { text += Self.wrap(note) }
+        text += Self.wrap(thresholds)
         for section in sections {
             text += "\(section.title):\n" + SummaryTable.align([header] + section.rows)
         }

@@ -33,3 +33,20 @@ struct ProgressPrinter: Sendable {
         if isTerminal { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
     }
 }
+
+/// Progress for the commands (`load`): lines rewritten in place on a
+/// terminal, so that only the summary stays on the screen; plain lines
+/// otherwise (a log, CI).
+public enum TerminalProgress {
+    /// Shows `line` in place of the last progress line.
+    public static func show(_ line: String) { ProgressPrinter.write(line) }
+
+    /// Writes `line` to stay (a failure), in place of the progress line.
+    public static func keep(_ line: String) {
+        ProgressPrinter.finish()
+        FileHandle.standardError.write(Data((line + "\n").utf8))
+    }
+
+    /// Clears the progress line on a terminal.
+    public static func finish() { ProgressPrinter.finish() }
+}

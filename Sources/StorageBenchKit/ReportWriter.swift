@@ -130,28 +130,34 @@ public enum ReportWriter {
         return written
     }
 
-    /// `wrote a.csv, latest.csv` and `wrote a.html, report.html`: the files
-    /// written, one line per kind, each file after the first by its name only
-    /// when it is in the same folder.
+    /// `wrote results/a.{csv,html}, latest.csv, report.html`: the files
+    /// written, on one line; files of one folder and one name but for their
+    /// extension share an entry, and a file in the first file's folder is
+    /// given by its name only.
     public static func wroteLines(_ urls: [URL]) -> String {
-        var kinds: [(String, [URL])] = []
+        guard let first = urls.first else { return "" }
+        func folder(_ url: URL) -> String { url.deletingLastPathComponent().standardizedFileURL.path }
+        func shown(_ url: URL) -> String {
+            let path = url.relativePath
+            return String(path.dropLast(url.lastPathComponent.count))
+        }
+        var entries: [(url: URL, stem: String, extensions: [String])] = []
         for url in urls {
-            let kind = url.pathExtension
-            if let index = kinds.firstIndex(where: { $0.0 == kind }) {
-                kinds[index].1.append(url)
+            let stem = url.deletingPathExtension().lastPathComponent
+            if let index = entries.firstIndex(where: { folder($0.url) == folder(url) && $0.stem == stem }) {
+                entries[index].extensions.append(url.pathExtension)
             } else {
-                kinds.append((kind, [url]))
+                entries.append((url, stem, [url.pathExtension]))
             }
         }
-        return kinds.map { _, files in
-            guard let first = files.first else { return "" }
-            let folder = first.deletingLastPathComponent().standardizedFileURL.path
-            let names = files.map { file in
-                file == first || file.deletingLastPathComponent().standardizedFileURL.path != folder
-                    ? file.relativePath : file.lastPathComponent
-            }
-            return "wrote " + names.joined(separator: ", ") + "\n"
-        }.joined()
+        let names = entries.enumerated().map { index, entry in
+            let prefix = index == 0 || folder(entry.url) != folder(first) ? shown(entry.url) : ""
+            let suffix =
+                entry.extensions.count == 1
+                ? (entry.extensions[0].isEmpty ? "" : "." + entry.extensions[0]) : ".{" + entry.extensions.joined(separator: ",") + "}"
+            return prefix + entry.stem + suffix
+        }
+        return "wrote " + names.joined(separator: ", ") + "\n"
     }
 
     /// Checks that `output` can be written before any work starts: its directory

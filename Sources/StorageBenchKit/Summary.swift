@@ -69,18 +69,16 @@ extension SummaryTable {
         func find(_ backend: String, _ operation: String) -> ReportRow? {
             rows.first { $0.backend == backend && $0.operation == operation }
         }
-        var header = ["choice", "throughput", "95% interval"]
+        var header = ["operation", "choice", "throughput", "95% interval"]
         if hasReference { header += ["÷ raw engine", "raw engine"] }
         header += thirdParty
         if counted { header.append("instr/unit") }
         var table: [[String]] = [header]
-        // Each operation's title goes above its ranked rows, outside the
-        // aligned columns, so that a long name does not widen the first one.
-        var titles: [(before: Int, text: String)] = []
+        // Each operation's name is the first cell of its first ranked row and
+        // its unit that of the second, so that no line is a title alone.
         for operation in operations {
             let unit = BenchOperation(rawValue: operation)?.shortUnit
                 ?? rows.first(where: { $0.operation == operation }).map { "\($0.unit)/s" } ?? "/s"
-            titles.append((table.count, "  \(operation) (\(unit))"))
             let ranked = choices.filter { $0.operation == operation }.sorted { a, b in
                 switch (a.error.isEmpty ? a.throughputPerSecond : nil, b.error.isEmpty ? b.throughputPerSecond : nil) {
                 case let (x?, y?): return x > y
@@ -88,8 +86,15 @@ extension SummaryTable {
                 default: return false
                 }
             }
+            if ranked.isEmpty { table.append(["\(operation) (\(unit))"] + Array(repeating: "", count: header.count - 1)) }
             for (rank, row) in ranked.enumerated() {
-                var line = ["  \(rank + 1) \(row.backend)"]
+                let first =
+                    switch rank {
+                    case 0: ranked.count == 1 ? "\(operation) (\(unit))" : operation
+                    case 1: "(\(unit))"
+                    default: ""
+                    }
+                var line = [first, "\(rank + 1) \(row.backend)"]
                 if !row.error.isEmpty {
                     line += ["error", ""]
                 } else {
@@ -127,19 +132,23 @@ extension SummaryTable {
         let fewest = counts.min() ?? 0
         let most = counts.max() ?? fewest
         var text = "\(title): median of \(fewest == most ? "\(fewest)" : "\(fewest)–\(most)") iterations\n"
-        var legend = ["  choices ranked by throughput; 95% interval of the median (from 6 iterations; else –)"]
+        // The legend is one paragraph, wrapped: two lines for make bench's screen.
+        var legend = ["choices ranked by throughput; 95% interval of the median (6+ iterations; else –)"]
         if hasReference {
-            legend.append("  ÷ raw engine: paired ratio to the engine used directly; (…) its 95% interval")
-            legend.append(
-                "  " + (["raw engine"] + thirdParty).joined(separator: ", ")
-                    + ": throughput of references beside their choice, not choices")
+            legend.append("÷ raw engine: paired ratio to the engine, (…) its 95% interval")
+            legend.append((["raw engine"] + thirdParty).joined(separator: ", ") + ": references, not choices")
         }
-        if counted { legend.append("  instr/unit: callgrind instructions per unit, timed region only (no I/O wait)") }
-        text += legend.map { $0 + "\n" }.joined()
-        // align's lines: the header, its rule, then the table's rows in order.
-        var lines = align(table).split(separator: "\n").map(String.init)
-        for title in titles.reversed() { lines.insert(title.text, at: title.before + 1) }
-        text += lines.map { $0 + "\n" }.joined()
+        if counted { legend.append("instr/unit: callgrind instructions per unit, timed region only (no I/O wait)") }
+        text += LoadReport.wrap(legend.joined(separator: "; "), indent: "  ", width: SummaryTable.screenWidth - 2)
+            .split(separator: "\n").map { "  " + $0.drop { $0 == " " } + "\n" }.joined()
+        // The operation and the choice share the first column, both aligned left.
+        let operationWidth = table.map { $0[0].count }.max() ?? 0
+        table = table.map { row in
+            guard row.count > 1 else { return row }
+            let operationCell = row[0] + String(repeating: " ", count: operationWidth - row[0].count)
+            return [operationCell + "  " + row[1]] + row.dropFirst(2)
+        }
+        text += align(table)
         text += screenMemory(rows: rows, choices: orderedUnique(choices.map(\.backend)))
         return text
     }
@@ -217,7 +226,7 @@ public struct RunWarnings: Sendable {
     public var oneLine: String? {
         guard count > 0 else { return nil }
         var parts: [String] = []
-        if !noisy.isEmpty { parts.append("\(noisy.count) noisy wall times") }
+        if !noisy.isEmpty { parts.append("\(noisy.count) noisy times") }
         if !unsettled.isEmpty { parts.append("\(unsettled.count) unsettled ratios") }
         if !notes.isEmpty { parts.append("\(notes.count) notes") }
         return "storage-bench: \(count) warnings (\(parts.joined(separator: ", "))); --verbose prints them"

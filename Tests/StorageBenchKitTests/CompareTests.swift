@@ -146,7 +146,9 @@ import Testing
         let text = comparison.render(markdown: false)
         #expect(!text.contains("missing"))
         #expect(!text.contains("json/full"))
-        #expect(text.split(separator: "\n").count <= 5)
+        // A few lines (the notes wrapped at 100 columns), not one of the 16 rows each.
+        #expect(text.split(separator: "\n").count <= 8)
+        #expect(text.split(separator: "\n").allSatisfy { $0.count <= Comparison.terminalWidth })
     }
 
     @Test func theSharedSizeIsComparedAndADurabilityChangeNamed() throws {
@@ -193,6 +195,12 @@ import Testing
         #expect(lines.count == 1)
         #expect(lines.first?.contains("Other CPU × 4") == true)
         #expect(lines.first?.contains("(host h)") == true)
+        // On a terminal the note, like every line, keeps within 100 columns, its words whole.
+        let rendered = comparison.render(markdown: false).split(separator: "\n")
+        #expect(rendered.allSatisfy { $0.count <= Comparison.terminalWidth })
+        #expect(rendered.contains { $0.hasPrefix("Wall times not judged") })
+        let words = rendered.joined(separator: " ").split(separator: " ").joined(separator: " ")
+        #expect(words.contains("this run on Other CPU × 4 (host h)"))
         // A count that moved past the other-machine threshold (3%) still regresses on another CPU…
         let heavier = [
             Self.onCPU(

@@ -1,5 +1,6 @@
 import DAOCore
 import TestSupport
+import Foundation
 import Testing
 
 @testable import StorageBenchKit
@@ -85,6 +86,19 @@ import Testing
         #expect(throws: ConfigurationError.self) {
             try RunConfiguration(backends: backends, sizes: [size], operations: [])
         }
+    }
+
+    /// The files a command wrote take one line: one folder named once, the
+    /// extensions of one name in braces, a file elsewhere by its path.
+    @Test func theWrittenFilesAreOneLine() {
+        func url(_ path: String) -> URL { URL(fileURLWithPath: path, relativeTo: URL(fileURLWithPath: "/tmp/bench/")) }
+        let run = ReportWriter.wroteLines(
+            [url("results/r1.csv"), url("results/latest.csv"), url("results/r1.html"), url("results/report.html")])
+        #expect(run == "wrote results/r1.{csv,html}, latest.csv, report.html\n")
+        let load = ReportWriter.wroteLines(
+            [url("results/load-1.csv"), url("results/load-1.json"), url("other/load-1.html"), url("results/README")])
+        #expect(load == "wrote results/load-1.{csv,json}, other/load-1.html, README\n")
+        #expect(ReportWriter.wroteLines([]) == "")
     }
 
     @Test func anOutputThatIsADirectoryIsRejected() throws {

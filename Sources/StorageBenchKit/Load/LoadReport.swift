@@ -242,22 +242,42 @@ public enum LoadReport {
     /// raw engine at the most clients, and the references as columns. Rows
     /// take the role `roles` gives them, else the one their name implies.
     public static func summary(_ rows: [LoadReportRow], roles: [String: BackendRole] = [:]) -> String {
+        let tables = screenTables(rows, roles: roles)
+        // A reference column empty at the end of a row leaves no trailing spaces.
+        func aligned(_ table: [[String]]) -> [String] {
+            SummaryTable.align(table).split(separator: "\n").map { String($0.reversed().drop { $0 == " " }.reversed()) }
+        }
+        // Mixes with the same columns (the same client counts and references)
+        // share one header and one alignment; each mix's title starts at the
+        // margin above its rows.
         var text = ""
-        for (index, table) in screenTables(rows, roles: roles).enumerated() {
-            if index > 0 { text += "\n" }
-            text += LoadReport.wrap(table.title, indent: "  ")
-            // A reference column empty at the end of a row leaves no trailing spaces.
-            text += SummaryTable.align(table.rows).split(separator: "\n", omittingEmptySubsequences: false)
-                .map { String($0.reversed().drop { $0 == " " }.reversed()) }.joined(separator: "\n")
-            for note in table.notes { text += LoadReport.wrap("  " + note, indent: "    ") }
+        var index = 0
+        while index < tables.count {
+            guard let header = tables[index].rows.first else {
+                index += 1
+                continue
+            }
+            var end = index + 1
+            while end < tables.count, tables[end].rows.first == header { end += 1 }
+            let group = tables[index..<end]
+            let lines = aligned([header] + group.flatMap { $0.rows.dropFirst() })
+            text += lines.prefix(2).map { $0 + "\n" }.joined()
+            var next = 2
+            for table in group {
+                text += LoadReport.wrap(table.title, indent: "  ")
+                let count = table.rows.count - 1
+                text += lines[next..<min(next + count, lines.count)].map { $0 + "\n" }.joined()
+                next += count
+                for note in table.notes { text += LoadReport.wrap("  " + note, indent: "    ") }
+            }
+            index = end
         }
         return text
     }
 
     /// The legend of ``summary(_:roles:)``, once above it.
     public static let summaryLegend = """
-        Under load: choices ranked by ops/s at the most clients (C), all operations; p99 and ratios at
-          that C; ÷ raw: ops/s ÷ the raw engine's, p99 ÷ raw: p99 ÷ its p99; references as columns
+        Under load (all operations): choices ranked by ops/s at the most clients C; p99, ÷ raw at that C
 
         """
 
@@ -416,12 +436,12 @@ public enum LoadReport {
     }
 
     /// `text` broken at spaces into lines of at most 100 columns, later lines indented.
-    static func wrap(_ text: String, indent: String) -> String {
+    static func wrap(_ text: String, indent: String, width: Int = 100) -> String {
         var lines: [String] = []
         var line = ""
         for word in text.split(separator: " ", omittingEmptySubsequences: false) {
             let candidate = line.isEmpty ? String(word) : line + " " + word
-            if candidate.count > 100 && !line.isEmpty {
+            if candidate.count > width && !line.isEmpty {
                 lines.append(line)
                 line = indent + word
             } else {

@@ -72,21 +72,28 @@ public struct LoadSweepOptions: Sendable {
 /// failed row for each client count; errors under load are counted per
 /// operation; neither stops the other backends.
 public enum LoadSweep {
-    /// Runs `options`, telling `progress` what starts, and returns a result per
-    /// backend × mix × client count.
+    /// Runs `options`, telling `progress` what starts and `problems` what
+    /// failed (`progress` too when `problems` is `nil`), and returns a result
+    /// per backend × mix × client count.
     ///
     /// No step holds a thread of Swift's cooperative pool while it waits: a
     /// store is opened, loaded and closed on a thread of the sweep's own,
     /// synchronous clients run on a thread each, and `async` clients await the
     /// store's executor.
-    public static func run(_ options: LoadSweepOptions, progress: (String) -> Void) async -> [LoadRunResult] {
+    public static func run(
+        _ options: LoadSweepOptions, progress: (String) -> Void, problems: ((String) -> Void)? = nil
+    ) async -> [LoadRunResult] {
+        func problem(_ line: String) {
+            if let problems { problems(line) } else { progress(line) }
+        }
         var results: [LoadRunResult] = []
         for mix in options.mixes {
             let data = LoadData(mix: mix)
             let counts = options.clients ?? mix.clients
             for backend in options.backends {
                 results += await runBackend(
-                    backend, mix: mix, data: data, counts: counts, options: options, progress: progress)
+                    backend, mix: mix, data: data, counts: counts, options: options, progress: progress,
+                    problems: problem)
             }
         }
         return results
@@ -94,10 +101,10 @@ public enum LoadSweep {
 
     static func runBackend(
         _ backend: LoadBackend, mix: LoadMix, data: LoadData, counts: [Int], options: LoadSweepOptions,
-        progress: (String) -> Void
+        progress: (String) -> Void, problems: (String) -> Void
     ) async -> [LoadRunResult] {
         func failed(_ reason: String) -> [LoadRunResult] {
-            progress("load: \(backend.name) \(mix.name): \(reason)")
+            problems("load: \(backend.name) \(mix.name): \(reason)")
             return counts.map { clients in
                 LoadRunResult(
                     backend: backend.name, reference: backend.reference, mix: mix.name,
@@ -126,7 +133,7 @@ public enum LoadSweep {
         do {
             try await onOwnThread { try subject.load(data.initial) }
         } catch {
-            await close(subject, backend: backend, progress: progress)
+            await close(subject, backend: backend, problems: problems)
             return failed("the initial dialogs did not load: \(error)")
         }
         let shared = LoadShared(mix: mix, data: data)
@@ -141,22 +148,22 @@ public enum LoadSweep {
                 settings, subject: subject, shared: shared, backend: backend, durability: options.durability,
                 memory: &memory)
             if let failure = result.failure {
-                progress("load: \(backend.name) \(mix.name): \(failure)")
+                problems("load: \(backend.name) \(mix.name): \(failure)")
             } else if let all = result.all, all.errors > 0 {
-                progress("load: \(backend.name) \(mix.name): \(all.errors) errors; first: \(all.firstError ?? "?")")
+                problems("load: \(backend.name) \(mix.name): \(all.errors) errors; first: \(all.firstError ?? "?")")
             }
             results.append(result)
         }
-        await close(subject, backend: backend, progress: progress)
+        await close(subject, backend: backend, problems: problems)
         return results
     }
 
-    /// Closes `subject` on a thread of its own, telling `progress` when it fails.
-    static func close(_ subject: any LoadSubject, backend: LoadBackend, progress: (String) -> Void) async {
+    /// Closes `subject` on a thread of its own, telling `problems` when it fails.
+    static func close(_ subject: any LoadSubject, backend: LoadBackend, problems: (String) -> Void) async {
         do {
             try await onOwnThread { try subject.close() }
         } catch {
-            progress("load: \(backend.name): closing failed: \(error)")
+            problems("load: \(backend.name): closing failed: \(error)")
         }
     }
 }
