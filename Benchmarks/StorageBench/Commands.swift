@@ -34,22 +34,22 @@ struct Run: ParsableCommand {
     var backends = "all"
 
     @Option(parsing: .unconditional, help: "Dialogs in the graph (D; default 1000). Not with --sizes.")
-    var dialogs: Int?
+    var dialogs: String?
 
     @Option(name: .customLong("messages-per-dialog"), parsing: .unconditional, help: "Messages per dialog (M; default 100). Not with --sizes.")
-    var messagesPerDialog: Int?
+    var messagesPerDialog: String?
 
-    @Option(help: "A sweep of sizes DxM, comma-separated, e.g. 100x10,1000x100,10000x100.")
+    @Option(parsing: .unconditional, help: "A sweep of sizes DxM, comma-separated, e.g. 100x10,1000x100,10000x100.")
     var sizes: String?
 
     @Option(parsing: .unconditional, help: "Measured iterations per backend and size (default 6, the fewest that give a 95% interval of a median).")
-    var iterations: Int?
+    var iterations: String?
 
-    @Option(parsing: .unconditional, help: "Warm-up iterations run first and discarded.")
-    var warmup = 1
+    @Option(parsing: .unconditional, help: "Warm-up iterations run first and discarded (0 to 100).")
+    var warmup = "1"
 
     @Option(name: .customLong("max-iterations"), parsing: .unconditional, help: "Measured iterations at most: after --iterations, backends whose ratios to their reference (without one in the run: medians) are not yet known within --precision run more rounds, each up to where it takes the most interval width off for its time, up to this many (default: 30 when --iterations is not given, else --iterations: no extra rounds).")
-    var maxIterations: Int?
+    var maxIterations: String?
 
     @Option(parsing: .unconditional, help: "The half-width of the 95% confidence interval of each paired ratio (or median) to reach with extra rounds, more than 0% and less than 100%, e.g. 3%.")
     var precision = "3%"
@@ -58,22 +58,22 @@ struct Run: ParsableCommand {
     var timeLimit: Double = 360
 
     @Option(name: .customLong("read-runs"), parsing: .unconditional, help: "The most runs of each read-only operation (read-all, read-by-id, query) per iteration: it runs again in place, on the unchanged store, while its runs are fewer than --min-read-runs or add up to less than --read-time; the iteration's time is the median of its runs (1: one run).")
-    var readRuns = 9
+    var readRuns = "9"
 
     @Option(name: .customLong("read-time"), parsing: .unconditional, help: "The seconds the runs of a read-only operation may add up to before no further run starts (with --read-runs), once it has run --min-read-runs times.")
     var readTime: Double = 0.25
 
     @Option(name: .customLong("min-read-runs"), parsing: .unconditional, help: "The fewest runs of each read-only operation per iteration, whatever --read-time says (up to --read-runs). A backend and its reference, run in step, take as many runs as the first of them to stop.")
-    var minReadRuns = 5
+    var minReadRuns = "5"
 
     @Option(name: .customLong("erase-runs"), parsing: .unconditional, help: "The most runs of erase-all per iteration: after each run, the store is put back untimed (what it erased, persisted again in one call and checked) and it runs again, while its runs and restores add up to less than --erase-time; the iteration's time is the median of its runs (1: one run). A backend and its reference, run in step, take as many runs as the first of them to stop.")
-    var eraseRuns = 21
+    var eraseRuns = "21"
 
     @Option(name: .customLong("erase-time"), parsing: .unconditional, help: "The seconds the runs of erase-all and the restores before them may add up to before no further run starts (with --erase-runs).")
     var eraseTime: Double = 1
 
     @Option(name: .customLong("update-runs"), parsing: .unconditional, help: "The most runs of update per iteration: after each run, the store is put back untimed to what it held before update (the dialogs as persist wrote them, upserted again in one call and checked) and update runs again, checked as the first run, while one more restore and run (each reckoned as long as the last run) fit in --update-time with what was spent; the iteration's time is the median of its runs (1: one run). A backend and its reference, run in step, take as many runs as the first of them to stop.")
-    var updateRuns = 3
+    var updateRuns = "3"
 
     @Option(name: .customLong("update-time"), parsing: .unconditional, help: "The seconds the runs of update and the restores around them may add up to: a further run starts only when it and its restore, each reckoned as long as the last run, fit (with --update-runs).")
     var updateTime: Double = 4
@@ -85,10 +85,10 @@ struct Run: ParsableCommand {
     var instructions = false
 
     @Option(name: .customLong("instruction-iterations"), parsing: .unconditional, help: "Callgrind iterations per backend and size with --instructions (the median is reported).")
-    var instructionIterations = 1
+    var instructionIterations = "1"
 
     @Option(parsing: .unconditional, help: "The generator seed.")
-    var seed: UInt64 = 42
+    var seed = "42"
 
     @Option(help: "full or none (or both, comma-separated).")
     var durability = "full"
@@ -130,6 +130,18 @@ struct Run: ParsableCommand {
         do {
             try PostgresURLOption.apply(postgresURL)
             let chosen = try BackendRegistry.withServers.select(backends)
+            // Whole numbers are read here, so that any value out of range,
+            // however it is spelled, gets the range.
+            let iterations = try self.iterations.map {
+                try parseCount($0, option: "--iterations", in: RunConfiguration.iterationsRange)
+            }
+            let maxIterations = try self.maxIterations.map {
+                try parseCount($0, option: "--max-iterations", in: RunConfiguration.iterationsRange)
+            }
+            let runs = RunConfiguration.runsRange
+            let instructionIterations = try parseCount(
+                self.instructionIterations, option: "--instruction-iterations", in: RunConfiguration.warmupRange)
+            let readRuns = try parseCount(self.readRuns, option: "--read-runs", in: runs)
             let sweep: [BenchSize]
             if let sizes {
                 guard dialogs == nil, messagesPerDialog == nil else {
@@ -137,16 +149,27 @@ struct Run: ParsableCommand {
                 }
                 sweep = try BenchSize.parseSweep(sizes)
             } else {
-                sweep = [try BenchSize(dialogs: dialogs ?? 1000, messagesPerDialog: messagesPerDialog ?? 100)]
+                let limit = 1...BenchSize.limit
+                sweep = [
+                    try BenchSize(
+                        dialogs: try dialogs.map { try parseCount($0, option: "--dialogs", in: limit) } ?? 1000,
+                        messagesPerDialog: try messagesPerDialog.map {
+                            try parseCount($0, option: "--messages-per-dialog", in: limit)
+                        } ?? 100)
+                ]
             }
             let configuration = try RunConfiguration(
                 backends: chosen, sizes: sweep, durabilities: try parseDurabilities(durability),
-                operations: try BenchOperation.parseList(operations), iterations: iterations ?? 6, warmup: warmup,
-                seed: seed, showsProgress: !noProgress, maxIterations: maxIterations ?? (iterations == nil ? 30 : nil),
+                operations: try BenchOperation.parseList(operations), iterations: iterations ?? 6,
+                warmup: try parseCount(warmup, option: "--warmup", in: RunConfiguration.warmupRange),
+                seed: try parseCount(seed, option: "--seed", in: UInt64.min...UInt64.max), showsProgress: !noProgress,
+                maxIterations: maxIterations ?? (iterations == nil ? 30 : nil),
                 precision: try parsePrecision(precision), timeLimit: timeLimit,
                 instructionIterations: instructions ? instructionIterations : 0, readRuns: readRuns,
-                readRunSeconds: readTime, minReadRuns: minReadRuns, eraseRuns: eraseRuns, eraseRunSeconds: eraseTime,
-                updateRuns: updateRuns, updateRunSeconds: updateTime)
+                readRunSeconds: readTime,
+                minReadRuns: try parseCount(minReadRuns, option: "--min-read-runs", in: 1...readRuns),
+                eraseRuns: try parseCount(eraseRuns, option: "--erase-runs", in: runs), eraseRunSeconds: eraseTime,
+                updateRuns: try parseCount(updateRuns, option: "--update-runs", in: runs), updateRunSeconds: updateTime)
             if instructions {
                 guard !inProcess else { throw ConfigurationError("--instructions runs workers; not with --in-process") }
                 guard Callgrind.isBuiltIn else {

@@ -19,7 +19,7 @@ struct Open: ParsableCommand {
     @Option(help: "Comma-separated backends, or all (\(OpenBenchmark.standardSubjects.map(\.name).joined(separator: ", "))).")
     var backends = "all"
 
-    @Option(help: "Comma-separated sizes DxM (dialogs × messages per dialog), or a sweep (see run --help).")
+    @Option(parsing: .unconditional, help: "Comma-separated sizes DxM (dialogs × messages per dialog), or a sweep (see run --help).")
     var sizes = "1000x100"
 
     @Option(parsing: .unconditional, help: "Measured iterations (each a cold and a warm open) per backend and size.")

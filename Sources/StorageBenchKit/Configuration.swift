@@ -43,8 +43,21 @@ public struct BenchSize: Sendable, Hashable, Codable, CustomStringConvertible {
     /// - Throws: ``ConfigurationError`` for anything else.
     public init(parsing text: String) throws {
         let parts = text.lowercased().split(separator: "x", omittingEmptySubsequences: false)
-        guard parts.count == 2, let dialogs = Int(parts[0]), let messages = Int(parts[1]) else {
+        // A whole number too long for an Int is out of range, not malformed.
+        func isWhole(_ part: Substring) -> Bool {
+            let digits = part.first == "-" || part.first == "+" ? part.dropFirst() : part
+            return !digits.isEmpty && digits.allSatisfy { $0.isASCII && $0.isNumber }
+        }
+        guard parts.count == 2, isWhole(parts[0]), isWhole(parts[1]) else {
             throw ConfigurationError("'\(text)' is not a size; write DIALOGSxMESSAGES, e.g. 1000x100")
+        }
+        let limit = 1...Self.limit
+        guard let dialogs = Int(parts[0]), limit.contains(dialogs) else {
+            throw ConfigurationError("the number of dialogs must be between 1 and \(Self.limit), not \(parts[0])")
+        }
+        guard let messages = Int(parts[1]), limit.contains(messages) else {
+            throw ConfigurationError(
+                "the number of messages per dialog must be between 1 and \(Self.limit), not \(parts[1])")
         }
         try self.init(dialogs: dialogs, messagesPerDialog: messages)
     }
@@ -160,6 +173,19 @@ public func parsePrecision(_ text: String) throws -> Double {
         throw ConfigurationError("--precision must be more than 0% and less than 100%, e.g. 3%, not \(text)")
     }
     return fraction
+}
+
+/// Parses a whole-number option such as `--dialogs`, giving its range for
+/// anything outside it, however it is spelled: `-5`, `--dialogs=-5`, more
+/// digits than the type holds, or not a whole number at all (`1e3`).
+/// - Returns: the value, within `range`.
+/// - Throws: ``ConfigurationError`` "OPTION must be a whole number between LOW and HIGH, not TEXT".
+public func parseCount<T: FixedWidthInteger>(_ text: String, option: String, in range: ClosedRange<T>) throws -> T {
+    guard let value = T(text.trimmingCharacters(in: .whitespaces)), range.contains(value) else {
+        throw ConfigurationError(
+            "\(option) must be a whole number between \(range.lowerBound) and \(range.upperBound), not \(text)")
+    }
+    return value
 }
 
 /// Splits a comma-separated option value into trimmed, non-empty, lowercased items.

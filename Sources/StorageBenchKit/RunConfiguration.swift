@@ -66,6 +66,13 @@ public struct RunConfiguration: Sendable {
     /// up to (``IterationJob/updateRunSeconds``).
     public var updateRunSeconds: Double
 
+    /// The measured iterations (and ``maxIterations``) a run accepts.
+    public static let iterationsRange = 1...1000
+    /// The warm-up iterations (and the callgrind iterations) a run accepts.
+    public static let warmupRange = 0...100
+    /// The in-place runs of an operation (`--read-runs`, `--erase-runs`, `--update-runs`) a run accepts.
+    public static let runsRange = 1...100
+
     /// Creates a configuration.
     /// - Throws: ``ConfigurationError`` when a list is empty or a count out of range.
     public init(
@@ -80,8 +87,8 @@ public struct RunConfiguration: Sendable {
         guard !sizes.isEmpty else { throw ConfigurationError("no size to run") }
         guard !durabilities.isEmpty else { throw ConfigurationError("no durability to run") }
         guard !operations.isEmpty else { throw ConfigurationError("no operation to run") }
-        try checkOption("--iterations", iterations, in: 1...1000)
-        try checkOption("--warmup", warmup, in: 0...100)
+        try checkOption("--iterations", iterations, in: Self.iterationsRange)
+        try checkOption("--warmup", warmup, in: Self.warmupRange)
         self.backends = backends
         self.sizes = sizes
         self.durabilities = durabilities
@@ -91,7 +98,7 @@ public struct RunConfiguration: Sendable {
         self.seed = seed
         self.showsProgress = showsProgress
         let maxIterations = maxIterations ?? iterations
-        guard (iterations...1000).contains(maxIterations) else {
+        guard (iterations...Self.iterationsRange.upperBound).contains(maxIterations) else {
             throw ConfigurationError(
                 "--max-iterations must be between --iterations (\(iterations)) and 1000, not \(maxIterations)")
         }
@@ -103,23 +110,23 @@ public struct RunConfiguration: Sendable {
             throw ConfigurationError("the confidence must be between 0 and 1, not \(confidence)")
         }
         guard timeLimit >= 0, timeLimit.isFinite else {
-            throw ConfigurationError("--time-limit must be a number of seconds, not \(timeLimit)")
+            throw ConfigurationError("--time-limit must be a number of seconds, 0 or more, not \(timeLimit)")
         }
-        try checkOption("--instruction-iterations", instructionIterations, in: 0...100)
-        try checkOption("--read-runs", readRuns, in: 1...100)
+        try checkOption("--instruction-iterations", instructionIterations, in: Self.warmupRange)
+        try checkOption("--read-runs", readRuns, in: Self.runsRange)
         guard readRunSeconds >= 0, readRunSeconds.isFinite else {
-            throw ConfigurationError("--read-time must be a number of seconds, not \(readRunSeconds)")
+            throw ConfigurationError("--read-time must be a number of seconds, 0 or more, not \(readRunSeconds)")
         }
         guard (1...readRuns).contains(minReadRuns) else {
             throw ConfigurationError("--min-read-runs must be between 1 and --read-runs (\(readRuns)), not \(minReadRuns)")
         }
-        try checkOption("--erase-runs", eraseRuns, in: 1...100)
+        try checkOption("--erase-runs", eraseRuns, in: Self.runsRange)
         guard eraseRunSeconds >= 0, eraseRunSeconds.isFinite else {
-            throw ConfigurationError("--erase-time must be a number of seconds, not \(eraseRunSeconds)")
+            throw ConfigurationError("--erase-time must be a number of seconds, 0 or more, not \(eraseRunSeconds)")
         }
-        try checkOption("--update-runs", updateRuns, in: 1...100)
+        try checkOption("--update-runs", updateRuns, in: Self.runsRange)
         guard updateRunSeconds >= 0, updateRunSeconds.isFinite else {
-            throw ConfigurationError("--update-time must be a number of seconds, not \(updateRunSeconds)")
+            throw ConfigurationError("--update-time must be a number of seconds, 0 or more, not \(updateRunSeconds)")
         }
         self.updateRuns = updateRuns
         self.updateRunSeconds = updateRunSeconds

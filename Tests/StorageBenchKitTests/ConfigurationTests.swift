@@ -23,6 +23,34 @@ import Testing
         #expect(throws: ConfigurationError.self) { try BenchSize(dialogs: 1, messagesPerDialog: -3) }
     }
 
+    /// A negative, a too large (however many digits) or a malformed count
+    /// gets the option's range, never a parser's generic message.
+    @Test func everyBadCountGetsItsRange() throws {
+        #expect(try parseCount("6", option: "--iterations", in: 1...1000) == 6)
+        #expect(try parseCount(" +7 ", option: "--iterations", in: 1...1000) == 7)
+        #expect(try parseCount("18446744073709551615", option: "--seed", in: UInt64.min...UInt64.max) == .max)
+        for text in ["-5", "0", "1001", "99999999999999999999999", "-99999999999999999999999", "1e3", "5.0", "", "six"] {
+            let error = try #require(throws: ConfigurationError.self) {
+                try parseCount(text, option: "--iterations", in: 1...1000)
+            }
+            #expect(error.message == "--iterations must be a whole number between 1 and 1000, not \(text)")
+        }
+        let seed = try #require(throws: ConfigurationError.self) {
+            try parseCount("-1", option: "--seed", in: UInt64.min...UInt64.max)
+        }
+        #expect(seed.message == "--seed must be a whole number between 0 and 18446744073709551615, not -1")
+        // Sizes: a count of any length is a range, not a malformed size.
+        for (text, says) in [
+            ("-5x10", "the number of dialogs must be between 1 and 10000000, not -5"),
+            ("99999999999999999999999x10", "the number of dialogs must be between 1 and 10000000, not 99999999999999999999999"),
+            ("10x-99999999999999999999999", "the number of messages per dialog must be between 1 and 10000000, not -99999999999999999999999"),
+            ("1e3x10", "'1e3x10' is not a size; write DIALOGSxMESSAGES, e.g. 1000x100"),
+        ] {
+            let error = try #require(throws: ConfigurationError.self) { try BenchSize.parseSweep(text) }
+            #expect(error.message == says)
+        }
+    }
+
     @Test func operationsParseInWorkloadOrder() throws {
         #expect(try BenchOperation.parseList("query,persist") == [.persist, .query])
         #expect(try BenchOperation.parseList("all") == BenchOperation.allCases)
