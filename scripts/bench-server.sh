@@ -13,16 +13,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bench="${SWIFT:-swift} run -c release --skip-build storage-bench"
-if [ -z "${DAO_POSTGRES_URL:-}" ]; then
-    DAO_POSTGRES_DIR="$(mktemp -d /tmp/dao-postgres.XXXXXX)"
-    export DAO_POSTGRES_DIR
-    trap 'bash scripts/setup.sh postgres-stop "$DAO_POSTGRES_DIR"' EXIT
-    DAO_POSTGRES_URL="$(bash scripts/setup.sh postgres)"
-    echo "bench-server: started PostgreSQL at $DAO_POSTGRES_URL" >&2
-else
+source scripts/throwaway-postgres.sh
+if [ -n "${DAO_POSTGRES_URL:-}" ]; then
     echo "bench-server: using the PostgreSQL server of DAO_POSTGRES_URL" >&2
+else
+    throwaway_postgres
+    echo "bench-server: started PostgreSQL at $DAO_POSTGRES_URL" >&2
 fi
-export DAO_POSTGRES_URL
 
 status=0
 # shellcheck disable=SC2086 # the argument lists are meant to split

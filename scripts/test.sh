@@ -7,12 +7,9 @@
 # (scripts/build-checked.sh --build-tests).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if [ -z "${DAO_POSTGRES_URL:-}" ] && [ "${POSTGRES:-1}" != 0 ]; then
-    DAO_POSTGRES_DIR="$(mktemp -d /tmp/dao-postgres.XXXXXX)"
-    export DAO_POSTGRES_DIR
-    trap 'bash scripts/setup.sh postgres-stop "$DAO_POSTGRES_DIR"' EXIT
-    DAO_POSTGRES_URL="$(bash scripts/setup.sh postgres)"
-    export DAO_POSTGRES_URL
+source scripts/throwaway-postgres.sh
+if [ "${POSTGRES:-1}" != 0 ]; then
+    throwaway_postgres
 fi
 status=0
 "${SWIFT:-swift}" test --skip-build || status=$?
