@@ -183,6 +183,11 @@ public struct ColumnRowReader: FieldReader {
         readsKey = false
     }
 
+    /// The integer the record read from column 0 (its primary key) of the
+    /// current row, if it read that column as an integer.
+    @inlinable @inline(__always)
+    public var keyRead: Int64? { readsKey ? key : nil }
+
     /// The next column; reading past the last one is an error, never a call
     /// into the engine with an index out of range.
     @inlinable @inline(__always)
@@ -254,7 +259,7 @@ public struct ColumnRowReader: FieldReader {
     /// Reads the next field as a date (seconds since 2001-01-01); NULL is an error.
     @inlinable @inline(__always)
     public mutating func decode(_ type: Date.Type) throws -> Date {
-        Date(timeIntervalSinceReferenceDate: try real())
+        Date(storedSeconds: try real())
     }
 
     /// Reads the next field as text (invalid UTF-8 repaired); NULL is an error.
@@ -650,7 +655,7 @@ public struct ColumnRowWriter: FieldWriter {
 
     /// Binds a date as seconds since 2001-01-01.
     @inlinable @inline(__always)
-    public mutating func encode(_ value: Date) throws { try encode(value.timeIntervalSinceReferenceDate) }
+    public mutating func encode(_ value: Date) throws { try encode(value.storedSeconds) }
 
     /// Binds bytes.
     @inlinable

@@ -137,6 +137,9 @@ public final class Entity<Root: Record>: Sendable {
     /// specialized pass.
     let realsChecker: (@Sendable ([Root]) throws -> RealsScan)?
     private let positionByName: [String: Int]
+    /// The stored shape ``CodableFields`` reads and writes a `Codable`
+    /// record by, built once.
+    let codableShape: CodableShape
     /// The plans of this entity's queries, by shape (see ``QueryPlan/init(_:parts:)``).
     let queryPlans = QueryPlanCache<Root>()
 
@@ -176,6 +179,9 @@ public final class Entity<Root: Record>: Sendable {
         declaredOrder = self.fields.map(\.name) + relations.map(\.name)
         declaredKeys = Set(declaredOrder)
         realFields = self.fields.filter { $0.type == .real || $0.type == .date }
+        codableShape = CodableShape(
+            entity: name, names: self.fields.map(\.name), types: self.fields.map(\.type),
+            optional: self.fields.map(\.isOptional), relations: relations.map(\.name))
         hasRelations = !relations.isEmpty
         hasRealFieldsOrRelations = !realFields.isEmpty || !relations.isEmpty
         if !realFields.isEmpty, let fieldwise = Root.self as? any FieldwiseRecord.Type {

@@ -349,7 +349,7 @@ public struct StoredValueWriter: FieldWriter {
     public mutating func encode(_ value: Double) throws { values.append(.real(value)) }
     public mutating func encode(_ value: String) throws { values.append(.text(value)) }
     public mutating func encode(_ value: Bool) throws { values.append(.integer(value ? 1 : 0)) }
-    public mutating func encode(_ value: Date) throws { values.append(.real(value.timeIntervalSinceReferenceDate)) }
+    public mutating func encode(_ value: Date) throws { values.append(.real(value.storedSeconds)) }
     public mutating func encode(_ value: Data) throws { values.append(.blob([UInt8](value))) }
     public mutating func encodeNil() throws { values.append(.null) }
 }
@@ -626,7 +626,7 @@ public struct StoredValueReader: FieldReader {
 
     public mutating func decode(_ type: Date.Type) throws -> Date {
         guard case .real(let value) = try next() else { throw error("expected a date (a double)") }
-        return Date(timeIntervalSinceReferenceDate: value)
+        return Date(storedSeconds: value)
     }
 
     public mutating func decode(_ type: Data.Type) throws -> Data {

@@ -226,7 +226,7 @@ public struct PackedFieldWriter: FieldWriter {
 
     /// Writes a date field (seconds since 2001-01-01).
     @inlinable @inline(__always)
-    public mutating func encode(_ value: Date) throws { try encode(value.timeIntervalSinceReferenceDate) }
+    public mutating func encode(_ value: Date) throws { try encode(value.storedSeconds) }
 
     /// Writes a bytes field.
     @inlinable
@@ -430,7 +430,7 @@ public struct PackedFieldReader: FieldReader {
     /// Reads a date (or real) field.
     @inlinable @inline(__always)
     public mutating func decode(_ type: Date.Type) throws -> Date {
-        Date(timeIntervalSinceReferenceDate: Double(bitPattern: try eightBytes(at: next(.date, or: .real))))
+        Date(storedSeconds: Double(bitPattern: try eightBytes(at: next(.date, or: .real))))
     }
 
     /// Whether the next field is nil; a nil field is consumed.

@@ -196,7 +196,7 @@ extension String: FieldValue {
 
 extension Date: FieldValue {
     public static var fieldType: FieldType { .date }
-    public var storedValue: StoredValue { .real(timeIntervalSinceReferenceDate) }
+    public var storedValue: StoredValue { .real(storedSeconds) }
 }
 
 extension Data: FieldValue {

@@ -3,6 +3,20 @@ import Foundation
 // The rules of values and relations, decided once here and checked by the
 // adapters before they write (see docs/SEMANTICS.md).
 
+extension Date {
+    /// The real a `Date` is stored as, on every backend: its seconds since
+    /// 2001-01-01 00:00:00 UTC, the date's own representation, so that every
+    /// date comes back bit for bit (`-0.0` and NaN seconds included, where
+    /// the backend keeps such reals: docs/SEMANTICS.md). Every reader and
+    /// writer of stored values goes through it and ``init(storedSeconds:)``.
+    @inlinable
+    public var storedSeconds: Double { timeIntervalSinceReferenceDate }
+
+    /// The date stored as `seconds` (``storedSeconds``).
+    @inlinable
+    public init(storedSeconds seconds: Double) { self.init(timeIntervalSinceReferenceDate: seconds) }
+}
+
 extension Entity {
     /// What the property-list store must know of the reals of `record` (its
     /// `Double`, `Float` and `Date` fields, and its children's) before it
@@ -164,7 +178,7 @@ public struct FieldScanWriter: FieldWriter {
     /// `-0.0` seconds.
     @inlinable @inline(__always)
     public mutating func encode(_ value: Date) throws {
-        let seconds = value.timeIntervalSinceReferenceDate
+        let seconds = value.storedSeconds
         if unstorable == nil && seconds == 0 && seconds.sign == .minus { unstorable = position }
         try encode(seconds)
     }

@@ -374,7 +374,7 @@ struct DocumentRow: Codable {
             case .integer: return .integer(try container.decode(Int64.self, forKey: key))
             case .bool: return .integer(try container.decode(Bool.self, forKey: key) ? 1 : 0)
             case .real: return .real(try container.decode(Double.self, forKey: key))
-            case .date: return .real(try container.decode(Date.self, forKey: key).timeIntervalSinceReferenceDate)
+            case .date: return .real(try container.decode(Date.self, forKey: key).storedSeconds)
             case .text: return .text(try container.decode(String.self, forKey: key))
             case .blob: return .blob([UInt8](try container.decode(Data.self, forKey: key)))
             }
@@ -391,7 +391,7 @@ struct DocumentRow: Codable {
             case (.bool, .integer(let number)): try container.encode(number != 0, forKey: key)
             case (.integer, .integer(let number)): try container.encode(number, forKey: key)
             case (.date, .real(let seconds)):
-                try container.encode(Date(timeIntervalSinceReferenceDate: seconds), forKey: key)
+                try container.encode(Date(storedSeconds: seconds), forKey: key)
             case (.real, .real(let number)): try container.encode(number, forKey: key)
             case (.text, .text(let text)): try container.encode(text, forKey: key)
             case (.blob, .blob(let bytes)): try container.encode(Data(bytes), forKey: key)

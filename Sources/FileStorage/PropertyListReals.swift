@@ -35,7 +35,7 @@ struct RealsRespelled<Value: Encodable>: Encodable {
 /// How a real is written in a document that keeps its zeros apart.
 enum RealSpelling {
     /// The one spelling of a `Date` whose seconds are a NaN.
-    static let notADate = Date(timeIntervalSinceReferenceDate: .nan)
+    static let notADate = Date(storedSeconds: .nan)
 
     /// The value Foundation's encoder is given for `value`.
     static func write(_ value: Double, _ asDouble: (Double) throws -> Void, _ asFloat: (Float) throws -> Void) rethrows {
@@ -120,7 +120,7 @@ struct RespellingKeyedContainer<Key: CodingKey>: KeyedEncodingContainerProtocol 
             try encode(real, forKey: key)
         } else if let real = value as? Float {
             try encode(real, forKey: key)
-        } else if let date = value as? Date, date.timeIntervalSinceReferenceDate.isNaN {
+        } else if let date = value as? Date, date.storedSeconds.isNaN {
             try base.encode(RealSpelling.notADate, forKey: key)
         } else if RealSpelling.passesThrough(T.self) {
             try base.encode(value, forKey: key)
@@ -173,7 +173,7 @@ struct RespellingUnkeyedContainer: UnkeyedEncodingContainer {
             try encode(real)
         } else if let real = value as? Float {
             try encode(real)
-        } else if let date = value as? Date, date.timeIntervalSinceReferenceDate.isNaN {
+        } else if let date = value as? Date, date.storedSeconds.isNaN {
             try base.encode(RealSpelling.notADate)
         } else if RealSpelling.passesThrough(T.self) {
             try base.encode(value)
@@ -222,7 +222,7 @@ struct RespellingSingleValueContainer: SingleValueEncodingContainer {
             try encode(real)
         } else if let real = value as? Float {
             try encode(real)
-        } else if let date = value as? Date, date.timeIntervalSinceReferenceDate.isNaN {
+        } else if let date = value as? Date, date.storedSeconds.isNaN {
             try base.encode(RealSpelling.notADate)
         } else if RealSpelling.passesThrough(T.self) {
             try base.encode(value)
