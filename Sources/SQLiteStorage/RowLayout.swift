@@ -2,7 +2,7 @@ import CSQLite
 import DAOCore
 
 /// The columns of an entity's table, in the order they are selected and bound
-/// (the entity's fields: primary key first), and its relation keys.
+/// (the entity's fields: primary key first), and the errors of reading them.
 final class RowLayout: Sendable {
     /// The entity's name, for error messages.
     let entityName: String
@@ -10,30 +10,17 @@ final class RowLayout: Sendable {
     let names: [String]
     /// Column index by field name.
     let indexByName: [String: Int]
-    /// An empty children array (`[Child]()`) by relation name: what a row's
-    /// decoder gives for a relation key before the children are attached.
-    let relationPlaceholders: [String: any Sendable]
     /// Whether each column's field is optional (its column may hold NULL);
     /// consulted only to make an error.
     let optional: [Bool]
 
-    init(entityName: String, names: [String], optional: [Bool] = [], relationPlaceholders: [String: any Sendable]) {
+    init(entityName: String, names: [String], optional: [Bool] = []) {
         self.entityName = entityName
         self.names = names
         self.optional = optional
         var indexByName: [String: Int] = [:]
         for (index, name) in names.enumerated() { indexByName[name] = index }
         self.indexByName = indexByName
-        self.relationPlaceholders = relationPlaceholders
-    }
-
-    /// The column of `name`, guessing `guess` first: synthesized `Codable` visits
-    /// keys in declaration order, which is column order, so the guess is almost
-    /// always right and the dictionary is rarely consulted.
-    @inline(__always)
-    func column(of name: String, guess: Int) -> Int? {
-        if guess < names.count, names[guess] == name { return guess }
-        return indexByName[name]
     }
 
     /// The error of reading `column`: `message` about it, or with `message`
@@ -76,11 +63,5 @@ final class RowLayout: Sendable {
         return StorageError(
             .corrupt, .read, entity: entityName,
             message: "column '\(name)' holds \(found), which its field's type is never stored as: the row was changed outside the store")
-    }
-
-    func unknownKey(_ name: String, _ operation: StorageError.Operation) -> StorageError {
-        StorageError(
-            .schemaMismatch, operation, entity: entityName,
-            message: "the record's Codable key '\(name)' is not a declared field or relation of '\(entityName)'")
     }
 }

@@ -27,8 +27,15 @@ final class Table<R: Record>: Sendable {
     /// Binds records in the record type's own module, likewise
     /// (``FieldwiseRecord/writeRows(_:to:_:)``).
     let rowsWriter: (any RowsWriter<R>)?
+    /// Reads a row into a record in place, by position when `R` is a
+    /// ``FieldwiseRecord`` (made once per table, as ``fieldBinder``).
+    let fieldReader: (any FieldSlotReader<R>)?
     /// Makes the errors of the ``ColumnRowReader``s over this table's rows.
     let columnAccess: ColumnAccess
+    /// An empty children array (`[Child]()`) per relation, in declaration
+    /// order: what a `Codable` record's relation keys read before the
+    /// children are attached (``CodableFields/read(_:from:relations:)``).
+    let relationPlaceholders: [any Sendable]
 
     /// The quoted column list, in field order.
     let selectList: String
@@ -79,14 +86,12 @@ final class Table<R: Record>: Sendable {
         treeNames = [entity.name] + links.flatMap(\.tableNames)
         deleteDescendantsSQL = Self.descendantDeletes(links, ofKeys: "?1").map(SQLText.init(sql:))
         fieldBinder = (R.self as? any FieldwiseRecord.Type).map { makeFieldBinder($0, for: R.self) }
+        fieldReader = (R.self as? any FieldwiseRecord.Type).flatMap { makeFieldReader($0, for: R.self) }
         rowsReader = (R.self as? any FieldwiseRecord.Type).flatMap { makeRowsReader($0, for: R.self) }
         rowsWriter = (R.self as? any FieldwiseRecord.Type).flatMap { makeRowsWriter($0, for: R.self) }
-        var placeholders: [String: any Sendable] = [:]
-        for link in links { placeholders[link.name] = link.placeholder }
+        relationPlaceholders = links.map(\.placeholder)
         let names = entity.fields.map(\.name)
-        self.layout = RowLayout(
-            entityName: entity.name, names: names, optional: entity.fields.map(\.isOptional),
-            relationPlaceholders: placeholders)
+        self.layout = RowLayout(entityName: entity.name, names: names, optional: entity.fields.map(\.isOptional))
         columnAccess = LayoutAccess(layout: layout)
 
         let table = quoted(entity.name)
@@ -187,7 +192,9 @@ private func makeLink<Rel: ToManyRelation>(_ relation: Rel, parentTable: String,
 // MARK: - Writing
 
 /// Writes records of one table within one storage call: one upsert statement
-/// and one encoder for every row, and a writer per relation.
+/// for every row, and a writer per relation. Each record's fields are bound
+/// by a ``ColumnRowWriter``: by the record's own `write(fields:)`, or for a
+/// record that only conforms to `Codable`, by DAOCore's ``CodableFields``.
 final class TableWriter<R: Record> {
     let upsert: Statement
     /// The plain `INSERT`, prepared on first use.
@@ -195,7 +202,21 @@ final class TableWriter<R: Record> {
     private var updateStatement: Statement?
     private let table: Table<R>
     private let connection: Connection
-    let encoder: RowEncoder
+    /// The parameter of the foreign key of a relation's child (its value is
+    /// kept in ``capturedParent``), or 0.
+    let parentParameter: Int32
+    /// The primary key bound for the record last bound by ``bind(_:to:)``,
+    /// when it was an integer or text (`.null` otherwise), so the relation
+    /// writers need not read it through a key path.
+    private(set) var capturedKey: StoredValue = .null
+    /// The value bound to ``parentParameter`` for that record, likewise.
+    private(set) var capturedParent: StoredValue = .null
+    /// Binds a record that only conforms to `Codable`; `nil` for a
+    /// ``FieldwiseRecord``.
+    private let codable: CodableFields?
+    /// What binds text and bytes to each statement bound here, kept for
+    /// the writer's life: the ``ColumnRowWriter``s hold it unretained.
+    private var accesses: [StatementAccess] = []
     let children: [any ChildWriter<R>]
     /// Whether ``children`` has a writer: testing the existential array itself
     /// looks up its metadata (an extended existential over `R`) on every row,
@@ -214,11 +235,13 @@ final class TableWriter<R: Record> {
         upsert = try connection.statement(table.upsertSQL)
         self.table = table
         self.connection = connection
-        encoder = RowEncoder(layout: table.layout)
         writeFields = table.fieldBinder
         rowsWriter = table.rowsWriter
+        codable = table.fieldBinder == nil ? CodableFields(table.entity) : nil
         if let foreignKey = table.foreignKey, let column = table.layout.indexByName[foreignKey.column] {
-            encoder.parentParameter = Int32(column + 1)
+            parentParameter = Int32(column + 1)
+        } else {
+            parentParameter = 0
         }
         children = try table.links.map { try $0.makeWriter(connection) }
         hasChildren = !children.isEmpty
@@ -231,7 +254,7 @@ final class TableWriter<R: Record> {
     }
 
     /// Binds `record`'s fields to the upsert: by position for a
-    /// ``FieldwiseRecord``, through `Encodable` otherwise.
+    /// ``FieldwiseRecord``, through ``CodableFields`` otherwise.
     @inline(__always)
     func bind(_ record: R) throws {
         try bind(record, to: upsert)
@@ -240,13 +263,35 @@ final class TableWriter<R: Record> {
     /// Binds `record`'s fields to `statement` (the upsert or the plain insert).
     @inline(__always)
     func bind(_ record: R, to statement: Statement) throws {
-        guard let writeFields else {
-            try encoder.encode(record, into: statement)
-            return
+        var writer = columnWriter(for: statement)
+        capturedKey = .null
+        capturedParent = .null
+        if let writeFields {
+            try writeFields.write(record, to: &writer)
+        } else if let codable {
+            try codable.write(record, to: &writer)
         }
-        var writer = ParameterWriter(encoder: encoder, statement: statement)
-        try writeFields.write(record, to: &writer)
         try writer.finish()
+        capturedKey = writer.capturedKey
+        capturedParent = writer.capturedParent
+    }
+
+    /// A ``ColumnRowWriter`` that binds to `statement` (the upsert, the
+    /// plain insert or the update) through its ``StatementAccess``, which
+    /// this writer keeps.
+    @inline(__always)
+    private func columnWriter(for statement: Statement) -> ColumnRowWriter {
+        ColumnRowWriter(
+            functions: sqliteBindFunctions, handle: statement.handle, count: Int32(table.layout.names.count),
+            parentParameter: parentParameter, access: access(for: statement))
+    }
+
+    /// The ``StatementAccess`` of `statement`, made on first use.
+    private func access(for statement: Statement) -> StatementAccess {
+        for access in accesses where access.statement === statement { return access }
+        let access = StatementAccess(statement: statement, layout: table.layout)
+        accesses.append(access)
+        return access
     }
 
     /// The `UPDATE` of a row stored under the parent it names
@@ -271,17 +316,11 @@ final class TableWriter<R: Record> {
     /// Calls `body` with a ``ColumnRowWriter`` that binds to `statement` (the
     /// upsert, the plain insert or the update), for ``rowsWriter``.
     func withColumnWriter(for statement: Statement, _ body: (inout ColumnRowWriter) throws -> Void) throws {
-        let access = StatementAccess(statement: statement, layout: table.layout)
-        try withExtendedLifetime(access) {
-            var writer = ColumnRowWriter(
-                functions: sqliteBindFunctions, handle: statement.handle, count: Int32(table.layout.names.count),
-                parentParameter: encoder.parentParameter, access: access)
-            try body(&writer)
-        }
+        var writer = columnWriter(for: statement)
+        try body(&writer)
     }
 
-    /// Runs the upsert bound by `encoder.encode(record, into: upsert)`, then
-    /// writes the record's children.
+    /// Runs the upsert bound by ``bind(_:)``, then writes the record's children.
     func finish(_ record: R) throws {
         try upsert.run()
         try finishChildren(record)
@@ -305,16 +344,16 @@ private func makeFieldBinder<F: FieldwiseRecord, R>(_ type: F.Type, for record: 
     return ConvertingBinder<R, F>()
 }
 
-/// Writes a record's fields by position to a ``ParameterWriter``.
+/// Writes a record's fields by position to a ``ColumnRowWriter``.
 protocol FieldBinder<Record>: Sendable {
     associatedtype Record
-    func write(_ record: Record, to writer: inout ParameterWriter) throws
+    func write(_ record: Record, to writer: inout ColumnRowWriter) throws
 }
 
 /// `F`'s `write(fields:)`.
 struct FieldwiseBinder<F: FieldwiseRecord>: FieldBinder {
     @inline(__always)
-    func write(_ record: F, to writer: inout ParameterWriter) throws {
+    func write(_ record: F, to writer: inout ColumnRowWriter) throws {
         try record.write(fields: &writer)
     }
 }
@@ -323,8 +362,71 @@ struct FieldwiseBinder<F: FieldwiseRecord>: FieldBinder {
 /// converted per record (a copy of it); for when the binder above cannot be
 /// cast to `Record`'s, which does not happen when `F` is `Record`.
 struct ConvertingBinder<Record, F: FieldwiseRecord>: FieldBinder {
-    func write(_ record: Record, to writer: inout ParameterWriter) throws {
+    func write(_ record: Record, to writer: inout ColumnRowWriter) throws {
         try unsafeBitCast(record, to: F.self).write(fields: &writer)
+    }
+}
+
+/// Reads the current row of a statement into a record built in place.
+protocol FieldSlotReader<Record>: Sendable {
+    associatedtype Record
+    func read(_ reader: inout ColumnRowReader, into slot: UnsafeMutablePointer<Record>) throws
+}
+
+/// `F(fields:)`, built in the slot: a record returned from generic code and
+/// stored again was copied (retaining its strings) and the original
+/// destroyed, once per row.
+struct FieldwiseSlotReader<F: FieldwiseRecord>: FieldSlotReader {
+    @inline(__always)
+    func read(_ reader: inout ColumnRowReader, into slot: UnsafeMutablePointer<F>) throws {
+        slot.initialize(to: try F(fields: &reader))
+    }
+}
+
+/// The ``FieldSlotReader`` of `F`, which is `R` (the caller found `F` by
+/// casting `R.self`); `nil` if it were not.
+private func makeFieldReader<F: FieldwiseRecord, R>(_ type: F.Type, for record: R.Type) -> (any FieldSlotReader<R>)? {
+    FieldwiseSlotReader<F>() as? any FieldSlotReader<R>
+}
+
+/// Reads the rows of one statement into records one at a time: by position
+/// for a ``FieldwiseRecord``, through DAOCore's ``CodableFields`` for a record
+/// that only conforms to `Codable`, both with a ``ColumnRowReader``. For
+/// many rows of a ``FieldwiseRecord`` at once, ``Table/rowsReader`` reads
+/// them in the record type's own module.
+struct RowReader<R: Record> {
+    private var reader: ColumnRowReader
+    private let fieldReader: (any FieldSlotReader<R>)?
+    private let codable: CodableFields?
+    private let placeholders: [Any]
+    /// Keeps the reader's error maker alive (the reader holds it unretained).
+    private let table: Table<R>
+
+    init(_ table: Table<R>, _ statement: Statement) {
+        self.table = table
+        reader = ColumnRowReader(
+            functions: sqliteColumnFunctions, handle: statement.handle, count: Int32(table.layout.names.count),
+            access: table.columnAccess)
+        fieldReader = table.fieldReader
+        codable = table.fieldReader == nil ? CodableFields(table.entity) : nil
+        placeholders = table.relationPlaceholders
+    }
+
+    /// Reads the statement's current row into the uninitialized `slot`,
+    /// which is left uninitialized when this throws. Returns the integer
+    /// the record read from column 0 (its primary key) by position, if it
+    /// read one, so a caller that needs the row's key need not ask SQLite
+    /// for it again.
+    @inline(__always) @discardableResult
+    mutating func read(into slot: UnsafeMutablePointer<R>) throws -> Int64? {
+        reader.rewind()
+        if let fieldReader {
+            try fieldReader.read(&reader, into: slot)
+            return reader.keyRead
+        }
+        guard let codable else { return nil }
+        slot.initialize(to: try codable.read(R.self, from: &reader, relations: placeholders))
+        return nil
     }
 }
 
@@ -387,7 +489,7 @@ final class LayoutAccess: ColumnAccess, @unchecked Sendable {
 }
 
 /// Binds text and bytes to one statement (text through the statement's own
-/// buffers, as ``ParameterWriter`` does) and makes the errors of binding to it.
+/// buffers) and makes the errors of binding to it.
 final class StatementAccess: ColumnAccess, @unchecked Sendable {
     // @unchecked: used only by the writer of one storage call, under the
     // connection's lock, as the statement it holds.
@@ -477,10 +579,10 @@ struct TableReader<R: Record> {
             try statement.checkStep(rows.status)
             return records
         }
-        let decoder = RowDecoder(layout: table.layout, statement: statement)
+        var reader = RowReader(table, statement)
         var records = RecordBuffer<R>()
         while try statement.step() {
-            try records.append { try decoder.decodeRow(R.self, into: $0) }
+            try records.append { try reader.read(into: $0) }
         }
         return records.takeAll()
     }
@@ -504,12 +606,12 @@ struct TableReader<R: Record> {
         }
         // Another record type's rows, decoded field by field, watched for
         // ties as the record type's own loop watches them.
-        let decoder = RowDecoder(layout: table.layout, statement: statement)
+        var reader = RowReader(table, statement)
         var records = RecordBuffer<R>()
         var watched = columnRows(statement)
         watched.sortColumns = sortColumns
         while try statement.step() {
-            try records.append { try decoder.decodeRow(R.self, into: $0) }
+            try records.append { try reader.read(into: $0) }
             if !watched.tied { watched.watchTies() }
         }
         if watched.tied { tied = true }
@@ -545,7 +647,7 @@ struct TableReader<R: Record> {
             try statement.checkStep(rows.status)
             return
         }
-        let decoder = RowDecoder(layout: table.layout, statement: statement)
+        var reader = RowReader(table, statement)
         var records = RecordBuffer<R>()
         let handle = statement.handle
         // The run's key: an integer while the keys are integers (the usual
@@ -573,7 +675,7 @@ struct TableReader<R: Record> {
                 }
             }
             started = true
-            try records.append { try decoder.decodeRow(R.self, into: $0) }
+            try records.append { try reader.read(into: $0) }
         }
         flush()
     }
@@ -592,7 +694,7 @@ struct TableReader<R: Record> {
         _ statement: Statement, keyColumn: Int32?, keys: inout [StoredValue], inKeyOrder: Bool = false
     ) throws -> RecordBuffer<R> {
         defer { statement.reset() }
-        let decoder = RowDecoder(layout: table.layout, statement: statement)
+        var reader = RowReader(table, statement)
         var records = RecordBuffer<R>()
         // The primary keys, as integers while every one is (the usual case:
         // no enum payload to build, compare and destroy per row), then as
@@ -607,7 +709,7 @@ struct TableReader<R: Record> {
         let keyIsRowid = table.entity.primaryKeyField.type == .integer
         while try statement.step() {
             var rowKey: Int64?
-            try records.append { rowKey = try decoder.decodeRow(R.self, into: $0) }
+            try records.append { rowKey = try reader.read(into: $0) }
             if let keyColumn { keys.append(statement.storedValue(keyColumn)) }
             guard inKeyOrder else { continue }
             // Column 0 is the primary key (``Table/selectList`` is in field order).
@@ -1091,7 +1193,6 @@ final class RelationWriter<Rel: ToManyRelation>: ChildWriter {
                 existing.append(existingKeys.storedValue(0))
             }
         }
-        let encoder = writer.encoder
         // No child is stored under this parent: insert them; children stored
         // under this parent already are updated in place; others are
         // upserted (see ``ChildRows/run(childKey:)``).
@@ -1140,7 +1241,7 @@ final class RelationWriter<Rel: ToManyRelation>: ChildWriter {
         } else {
             for index in children.indices {
                 try writer.bind(children[index], to: target)
-                try finishRow(rows.row(encoder.capturedKey, encoder.capturedParent), index)
+                try finishRow(rows.row(writer.capturedKey, writer.capturedParent), index)
             }
         }
         if !existing.isEmpty {
