@@ -12,7 +12,8 @@ extension EntityTable {
     }
 
     /// Makes `buffer` the decoder's value: laid out now for a record read
-    /// through `Decodable`, as it is read for a ``FieldwiseRecord``
+    /// through `Decodable` (its primary key is read before the record, to
+    /// find its children), as it is read for a ``FieldwiseRecord``
     /// (``ValueDecoder/begin(_:checkingSum:)``).
     @inline(__always)
     func load(_ buffer: UnsafeRawBufferPointer, _ decoder: ValueDecoder) throws {
@@ -40,7 +41,8 @@ extension EntityTable {
             }
             return record
         }
-        guard hasRelations else { return try decoder.decode(R.self, children: []) }
+        let codable = try codecs.codableFields()
+        guard hasRelations else { return try decoder.decode(R.self, with: codable, children: []) }
         var pk: [UInt8] = []
         KeyCodec.append(untagged: try decoder.value(at: 0), to: &pk)
         var children: [Any] = []
@@ -48,7 +50,7 @@ extension EntityTable {
         for position in relations.indices {
             children.append(try relations[position].loadChildren(parentKey: pk, in: txn, codecs: codecs.children[position]))
         }
-        return try decoder.decode(R.self, children: children)
+        return try decoder.decode(R.self, with: codable, children: children)
     }
 
     /// Decodes the value in `buffer`, with its children, into the next slot

@@ -63,7 +63,8 @@ extension EntityTable {
         if writesFieldwise {
             try encoder.encodeFields { try writeFields(record, &$0) }
         } else {
-            try encoder.encode(record.pointee)
+            let codable = try codecs.codableFields()
+            try encoder.encodeFields { try codable.write(record.pointee, to: &$0) }
         }
         // The primary key's bytes and the storage key are built in buffers
         // the call's codecs keep, moved out and back, so no record allocates

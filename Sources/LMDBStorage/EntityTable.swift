@@ -22,6 +22,9 @@ struct IndexTable: Sendable {
 final class Codecs {
     let encoder: ValueEncoder
     let decoder: ValueDecoder
+    /// Reads and writes the entity's records through `Codable` when they
+    /// are not ``FieldwiseRecord``s; `nil` for those.
+    let codable: CodableFields?
     let children: [Codecs]
     /// The link to the parent, resolved once for the call.
     let link: ParentLink?
@@ -56,6 +59,15 @@ final class Codecs {
         return eraser
     }
     private var keptRunEraser: RunEraser?
+
+    /// ``codable``, for a record type that is not a ``FieldwiseRecord``.
+    @inline(__always)
+    func codableFields() throws -> CodableFields {
+        guard let codable else {
+            throw StorageError(.engine, .read, message: "the codecs of a FieldwiseRecord have no Codable bridge")
+        }
+        return codable
+    }
     /// Lists the keys stored under each parent whose children are being
     /// replaced, through one cursor kept for the call (closed by
     /// ``closeCursors()``); erasing a parent's children walks and deletes
@@ -68,10 +80,11 @@ final class Codecs {
 
     init(
         schema: ValueSchema, children: [Codecs], link: ParentLink?, storedIndexes: [(fields: [Int], dbi: MDB_dbi)],
-        main: MDB_dbi, byId: MDB_dbi
+        main: MDB_dbi, byId: MDB_dbi, codable: CodableFields?
     ) {
         encoder = ValueEncoder(schema: schema)
         decoder = ValueDecoder(schema: schema)
+        self.codable = codable
         self.children = children
         self.link = link
         self.storedIndexes = storedIndexes
@@ -408,7 +421,7 @@ final class EntityTable<R: Record>: Sendable {
         }
         let codecs = Codecs(
             schema: schema, children: relations.map { $0.makeCodecs() }, link: link, storedIndexes: stored,
-            main: main, byId: byId)
+            main: main, byId: byId, codable: writesFieldwise ? nil : CodableFields(entity))
         if !codecs.children.isEmpty { codecs.disableSharedTails() }
         return codecs
     }

@@ -1,11 +1,13 @@
 import DAOCore
 import Foundation
 
-/// Decodes values written by ``ValueEncoder`` into records, driven by each
-/// record's `Codable` conformance. Children for the record's relations are
-/// handed in (they come from their own database). One decoder serves one
-/// storage call and is reused for each of its values; it reads straight from
-/// the memory map, so the only copy made is into the record's own properties.
+/// Decodes values written by ``ValueEncoder`` into records, through a
+/// ``PackedFieldReader`` (``FieldwiseRecord/readPacked(from:)`` for a
+/// ``FieldwiseRecord``, DAOCore's ``CodableFields`` for a record that only
+/// conforms to `Codable`, to which the children of its relations are handed
+/// in: they come from their own database). One decoder serves one storage
+/// call and is reused for each of its values; it reads straight from the
+/// memory map, so the only copy made is into the record's own properties.
 // @unchecked Sendable, restated from `PackedValueAccess`: a decoder is used
 // by one call at a time (a table's pool hands each out to one read call).
 final class ValueDecoder: PackedValueAccess, @unchecked Sendable {
@@ -22,8 +24,6 @@ final class ValueDecoder: PackedValueAccess, @unchecked Sendable {
     let optional: UnsafeMutablePointer<Bool>
     /// The number of fields.
     let fieldCount: Int
-    fileprivate var children: [Any]
-    fileprivate var nextGuess = 0
     /// Whether the value's checksum was compared and matched: its text is
     /// then what this store wrote from Swift strings, well-formed UTF-8, and
     /// is made into strings without being validated again
@@ -43,7 +43,6 @@ final class ValueDecoder: PackedValueAccess, @unchecked Sendable {
             (types + index).initialize(to: schema.types[index])
             (optional + index).initialize(to: schema.optional[index])
         }
-        children = []
         super.init()
     }
 
@@ -223,12 +222,6 @@ final class ValueDecoder: PackedValueAccess, @unchecked Sendable {
         }
     }
 
-    /// Decodes the loaded value into a record; `children` are the values of its
-    /// relations, in declaration order (`[Child]` each).
-    ///
-    /// - Throws: ``StorageError``: ``StorageError/Kind/decoding`` when the record
-    ///   refuses a value, ``StorageError/Kind/schemaMismatch`` when it reads a key
-    ///   the entity does not declare.
     /// Decodes the loaded value as a ``FieldwiseRecord``, reading its fields by
     /// position; its relations are left empty for the caller to attach.
     func decodeFieldwise<F: FieldwiseRecord, R>(_ type: F.Type, as: R.Type) throws -> R {
@@ -315,276 +308,19 @@ final class ValueDecoder: PackedValueAccess, @unchecked Sendable {
         offsets[index] < 0
     }
 
-    func decode<R: Record>(_ type: R.Type, children: [Any]) throws -> R {
-        self.children = children
-        // Let go of the children when done: the decoder outlives the call
-        // (its codecs are kept between read calls), and holding them shared
-        // the arrays with the records returned.
-        defer { self.children = [] }
-        nextGuess = 0
-        do {
-            return try R(from: RecordDecoder(state: self))
-        } catch let error as StorageError {
-            throw error
-        } catch {
-            throw StorageError(
-                .decoding, .read, entity: schema.entity, message: "a stored value does not decode as \(R.self)",
-                underlying: error)
-        }
+    /// Decodes the value ``begin(_:checkingSum:)`` made the decoder's into a
+    /// record that only conforms to `Codable`, through `codable`;
+    /// `children` are the values of its relations, in declaration order
+    /// (`[Child]` each).
+    ///
+    /// - Throws: ``StorageError`` (``CodableFields``'s, the packed reader's),
+    ///   or the record's own error.
+    func decode<R: Record>(_ type: R.Type, with codable: CodableFields, children: [Any]) throws -> R {
+        var reader = try packedReader()
+        let record = try codable.read(R.self, from: &reader, relations: children)
+        try layOut(from: reader.fieldIndex, at: reader.byteOffset)
+        return record
     }
-
-    fileprivate func slot(_ key: String) throws -> Int {
-        guard let slot = schema.slot(of: key, guess: nextGuess) else {
-            throw StorageError(
-                .schemaMismatch, .read, entity: schema.entity,
-                message: "the record reads the key '\(key)', which the entity does not declare")
-        }
-        nextGuess = slot + 1
-        return slot
-    }
-
-    fileprivate func fieldValue(_ key: String) throws -> StoredValue {
-        let slot = try slot(key)
-        guard slot < schema.fieldCount else {
-            throw StorageError(
-                .schemaMismatch, .read, entity: schema.entity,
-                message: "the record reads the relation '\(key)' as a single value")
-        }
-        return try value(at: slot)
-    }
-
-    /// The integer field `key`, read straight from the value; `nil` when the
-    /// field is not a non-nil integer (the caller then takes the general path).
-    @inline(__always)
-    fileprivate func integer(_ key: String) throws -> Int64? {
-        let slot = try slot(key)
-        guard slot < schema.fieldCount, schema.types[slot] == .integer, offsets[slot] >= 0 else {
-            nextGuess = slot
-            return nil
-        }
-        var position = offsets[slot]
-        let raw = try readVarint(&position)
-        return Int64(bitPattern: raw >> 1) ^ -Int64(bitPattern: raw & 1)
-    }
-
-    /// The text field `key`, read straight from the value; `nil` as for ``integer(_:)``.
-    @inline(__always)
-    fileprivate func text(_ key: String) throws -> String? {
-        let slot = try slot(key)
-        guard slot < schema.fieldCount, schema.types[slot] == .text, offsets[slot] >= 0 else {
-            nextGuess = slot
-            return nil
-        }
-        var position = offsets[slot]
-        let length = Int(try readVarint(&position))
-        return string(UnsafeRawBufferPointer(rebasing: base[position..<position + length]))
-    }
-
-    /// The date field `key`; `nil` as for ``integer(_:)``.
-    @inline(__always)
-    fileprivate func date(_ key: String) throws -> Date? {
-        let slot = try slot(key)
-        guard slot < schema.fieldCount, schema.types[slot] == .date, offsets[slot] >= 0 else {
-            nextGuess = slot
-            return nil
-        }
-        let bits = UInt64(littleEndian: base.loadUnaligned(fromByteOffset: offsets[slot], as: UInt64.self))
-        return Date(timeIntervalSinceReferenceDate: Double(bitPattern: bits))
-    }
-
-    /// The boolean field `key`; `nil` as for ``integer(_:)``.
-    @inline(__always)
-    fileprivate func bool(_ key: String) throws -> Bool? {
-        let slot = try slot(key)
-        guard slot < schema.fieldCount, schema.types[slot] == .bool, offsets[slot] >= 0 else {
-            nextGuess = slot
-            return nil
-        }
-        return base[offsets[slot]] != 0
-    }
-
-    fileprivate func isNil(_ key: String) throws -> Bool {
-        let slot = try slot(key)
-        nextGuess = slot  // the value itself is read next
-        return slot < schema.fieldCount && offsets[slot] < 0
-    }
-}
-
-private func mismatch<T>(_ type: T.Type, _ value: StoredValue, _ path: [any CodingKey]) -> DecodingError {
-    DecodingError.typeMismatch(
-        type, DecodingError.Context(codingPath: path, debugDescription: "the stored value is \(value)"))
-}
-
-private func integer<T: FixedWidthInteger>(_ type: T.Type, _ value: StoredValue, _ path: [any CodingKey]) throws -> T {
-    guard case .integer(let integer) = value, let result = T(exactly: integer) else { throw mismatch(type, value, path) }
-    return result
-}
-
-private func decodeValue<T: Decodable>(_ type: T.Type, from value: StoredValue, path: [any CodingKey]) throws -> T {
-    if T.self == Date.self {
-        guard case .real(let seconds) = value, let date = Date(timeIntervalSinceReferenceDate: seconds) as? T else {
-            throw mismatch(type, value, path)
-        }
-        return date
-    }
-    if T.self == Data.self {
-        guard case .blob(let bytes) = value, let data = Data(bytes) as? T else { throw mismatch(type, value, path) }
-        return data
-    }
-    return try T(from: StoredValueDecoder(value: value, codingPath: path))
-}
-
-private struct RecordDecoder: Decoder {
-    let state: ValueDecoder
-    var codingPath: [any CodingKey] { [] }
-    var userInfo: [CodingUserInfoKey: Any] { [:] }
-
-    func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
-        KeyedDecodingContainer(RecordDecodingContainer<Key>(state: state))
-    }
-
-    func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
-        throw StorageError(.decoding, .read, entity: state.schema.entity, message: "a record must decode a keyed container")
-    }
-
-    func singleValueContainer() throws -> any SingleValueDecodingContainer {
-        throw StorageError(.decoding, .read, entity: state.schema.entity, message: "a record must decode a keyed container")
-    }
-}
-
-private struct RecordDecodingContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
-    let state: ValueDecoder
-    var codingPath: [any CodingKey] { [] }
-    var allKeys: [Key] {
-        (state.schema.names + state.schema.relations).compactMap { Key(stringValue: $0) }
-    }
-
-    func contains(_ key: Key) -> Bool {
-        state.schema.slot(of: key.stringValue, guess: state.nextGuess) != nil
-    }
-
-    func decodeNil(forKey key: Key) throws -> Bool { try state.isNil(key.stringValue) }
-
-    func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool {
-        if let bool = try state.bool(key.stringValue) { return bool }
-        let value = try state.fieldValue(key.stringValue)
-        guard case .integer(let integer) = value else { throw mismatch(type, value, [key]) }
-        return integer != 0
-    }
-
-    func decode(_ type: String.Type, forKey key: Key) throws -> String {
-        if let text = try state.text(key.stringValue) { return text }
-        let value = try state.fieldValue(key.stringValue)
-        guard case .text(let text) = value else { throw mismatch(type, value, [key]) }
-        return text
-    }
-
-    func decode(_ type: Double.Type, forKey key: Key) throws -> Double {
-        let value = try state.fieldValue(key.stringValue)
-        guard case .real(let real) = value else { throw mismatch(type, value, [key]) }
-        return real
-    }
-
-    func decode(_ type: Float.Type, forKey key: Key) throws -> Float {
-        let value = try state.fieldValue(key.stringValue)
-        guard case .real(let real) = value else { throw mismatch(type, value, [key]) }
-        return Float(real)
-    }
-
-    func decode(_ type: Int.Type, forKey key: Key) throws -> Int { try integer(type, state.fieldValue(key.stringValue), [key]) }
-    func decode(_ type: Int8.Type, forKey key: Key) throws -> Int8 { try integer(type, state.fieldValue(key.stringValue), [key]) }
-    func decode(_ type: Int16.Type, forKey key: Key) throws -> Int16 { try integer(type, state.fieldValue(key.stringValue), [key]) }
-    func decode(_ type: Int32.Type, forKey key: Key) throws -> Int32 { try integer(type, state.fieldValue(key.stringValue), [key]) }
-    func decode(_ type: Int64.Type, forKey key: Key) throws -> Int64 {
-        if let integer = try state.integer(key.stringValue) { return integer }
-        return try integer(type, state.fieldValue(key.stringValue), [key])
-    }
-    func decode(_ type: UInt.Type, forKey key: Key) throws -> UInt { try integer(type, state.fieldValue(key.stringValue), [key]) }
-    func decode(_ type: UInt8.Type, forKey key: Key) throws -> UInt8 { try integer(type, state.fieldValue(key.stringValue), [key]) }
-    func decode(_ type: UInt16.Type, forKey key: Key) throws -> UInt16 { try integer(type, state.fieldValue(key.stringValue), [key]) }
-    func decode(_ type: UInt32.Type, forKey key: Key) throws -> UInt32 { try integer(type, state.fieldValue(key.stringValue), [key]) }
-    func decode(_ type: UInt64.Type, forKey key: Key) throws -> UInt64 { try integer(type, state.fieldValue(key.stringValue), [key]) }
-
-    func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
-        if T.self == Date.self, let date = try state.date(key.stringValue), let value = date as? T {
-            return value
-        }
-        let slot = try state.slot(key.stringValue)
-        let fieldCount = state.schema.fieldCount
-        if slot >= fieldCount {
-            guard let children = state.children[slot - fieldCount] as? T else {
-                throw DecodingError.typeMismatch(
-                    type, DecodingError.Context(codingPath: [key], debugDescription: "the relation's children are not \(T.self)"))
-            }
-            return children
-        }
-        return try decodeValue(type, from: state.value(at: slot), path: [key])
-    }
-
-    func nestedContainer<NestedKey: CodingKey>(
-        keyedBy type: NestedKey.Type, forKey key: Key
-    ) throws -> KeyedDecodingContainer<NestedKey> {
-        throw DecodingError.typeMismatch(
-            type, DecodingError.Context(codingPath: [key], debugDescription: "fields hold single values"))
-    }
-
-    func nestedUnkeyedContainer(forKey key: Key) throws -> any UnkeyedDecodingContainer {
-        throw DecodingError.typeMismatch(
-            [Any].self, DecodingError.Context(codingPath: [key], debugDescription: "fields hold single values"))
-    }
-
-    func superDecoder() throws -> any Decoder {
-        throw DecodingError.typeMismatch(
-            Any.self, DecodingError.Context(codingPath: [], debugDescription: "records have no super decoder"))
-    }
-
-    func superDecoder(forKey key: Key) throws -> any Decoder {
-        throw DecodingError.typeMismatch(
-            Any.self, DecodingError.Context(codingPath: [key], debugDescription: "fields hold single values"))
-    }
-}
-
-/// Hands one field's value to a field type's own `init(from:)` (a
-/// `RawRepresentable` enum, a UUID).
-private struct StoredValueDecoder: Decoder, SingleValueDecodingContainer {
-    let value: StoredValue
-    let codingPath: [any CodingKey]
-    var userInfo: [CodingUserInfoKey: Any] { [:] }
-
-    func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
-        throw mismatch(type, value, codingPath)
-    }
-    func unkeyedContainer() throws -> any UnkeyedDecodingContainer { throw mismatch([Any].self, value, codingPath) }
-    func singleValueContainer() throws -> any SingleValueDecodingContainer { self }
-
-    func decodeNil() -> Bool { value == .null }
-    func decode(_ type: Bool.Type) throws -> Bool {
-        guard case .integer(let integer) = value else { throw mismatch(type, value, codingPath) }
-        return integer != 0
-    }
-    func decode(_ type: String.Type) throws -> String {
-        guard case .text(let text) = value else { throw mismatch(type, value, codingPath) }
-        return text
-    }
-    func decode(_ type: Double.Type) throws -> Double {
-        guard case .real(let real) = value else { throw mismatch(type, value, codingPath) }
-        return real
-    }
-    func decode(_ type: Float.Type) throws -> Float {
-        guard case .real(let real) = value else { throw mismatch(type, value, codingPath) }
-        return Float(real)
-    }
-    func decode(_ type: Int.Type) throws -> Int { try integer(type, value, codingPath) }
-    func decode(_ type: Int8.Type) throws -> Int8 { try integer(type, value, codingPath) }
-    func decode(_ type: Int16.Type) throws -> Int16 { try integer(type, value, codingPath) }
-    func decode(_ type: Int32.Type) throws -> Int32 { try integer(type, value, codingPath) }
-    func decode(_ type: Int64.Type) throws -> Int64 { try integer(type, value, codingPath) }
-    func decode(_ type: UInt.Type) throws -> UInt { try integer(type, value, codingPath) }
-    func decode(_ type: UInt8.Type) throws -> UInt8 { try integer(type, value, codingPath) }
-    func decode(_ type: UInt16.Type) throws -> UInt16 { try integer(type, value, codingPath) }
-    func decode(_ type: UInt32.Type) throws -> UInt32 { try integer(type, value, codingPath) }
-    func decode(_ type: UInt64.Type) throws -> UInt64 { try integer(type, value, codingPath) }
-    func decode<T: Decodable>(_ type: T.Type) throws -> T { try decodeValue(type, from: value, path: codingPath) }
 }
 
 extension ValueDecoder {
