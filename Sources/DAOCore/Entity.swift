@@ -117,10 +117,6 @@ public final class Entity<Root: Record>: Sendable {
     /// The fields stored as reals (`Double`, `Float`, `Date`), checked by
     /// `checkRealsForPropertyList(_:)`.
     let realFields: [Field<Root>]
-    /// The `Codable` keys a record may encode: its fields and relations.
-    let declaredKeys: Set<String>
-    /// The same keys in declaration order.
-    let declaredOrder: [String]
     /// Whether the entity owns relations: tested before walking ``relations``,
     /// whose iteration asks the runtime for the metadata of a constrained
     /// existential (about 400 instructions) even when it is empty.
@@ -176,8 +172,6 @@ public final class Entity<Root: Record>: Sendable {
         }
         positionByKeyPath = byKeyPath
         positionByName = byName
-        declaredOrder = self.fields.map(\.name) + relations.map(\.name)
-        declaredKeys = Set(declaredOrder)
         realFields = self.fields.filter { $0.type == .real || $0.type == .date }
         codableShape = CodableShape(
             entity: name, names: self.fields.map(\.name), types: self.fields.map(\.type),

@@ -8,11 +8,11 @@ extension Date {
     /// 2001-01-01 00:00:00 UTC, the date's own representation, so that every
     /// date comes back bit for bit (`-0.0` and NaN seconds included, where
     /// the backend keeps such reals: docs/SEMANTICS.md). Every reader and
-    /// writer of stored values goes through it and ``init(storedSeconds:)``.
+    /// writer of stored values goes through it and `init(storedSeconds:)`.
     @inlinable
     public var storedSeconds: Double { timeIntervalSinceReferenceDate }
 
-    /// The date stored as `seconds` (``storedSeconds``).
+    /// The date stored as `seconds` (`storedSeconds`).
     @inlinable
     public init(storedSeconds seconds: Double) { self.init(timeIntervalSinceReferenceDate: seconds) }
 }

@@ -214,9 +214,6 @@ final class TableWriter<R: Record> {
     /// Binds a record that only conforms to `Codable`; `nil` for a
     /// ``FieldwiseRecord``.
     private let codable: CodableFields?
-    /// What binds text and bytes to each statement bound here, kept for
-    /// the writer's life: the ``ColumnRowWriter``s hold it unretained.
-    private var accesses: [StatementAccess] = []
     let children: [any ChildWriter<R>]
     /// Whether ``children`` has a writer: testing the existential array itself
     /// looks up its metadata (an extended existential over `R`) on every row,
@@ -278,7 +275,7 @@ final class TableWriter<R: Record> {
 
     /// A ``ColumnRowWriter`` that binds to `statement` (the upsert, the
     /// plain insert or the update) through its ``StatementAccess``, which
-    /// this writer keeps.
+    /// the statement keeps (the writer holds it unretained).
     @inline(__always)
     private func columnWriter(for statement: Statement) -> ColumnRowWriter {
         ColumnRowWriter(
@@ -287,10 +284,11 @@ final class TableWriter<R: Record> {
     }
 
     /// The ``StatementAccess`` of `statement`, made on first use.
+    @inline(__always)
     private func access(for statement: Statement) -> StatementAccess {
-        for access in accesses where access.statement === statement { return access }
+        if let access = statement.columnAccess { return access }
         let access = StatementAccess(statement: statement, layout: table.layout)
-        accesses.append(access)
+        statement.columnAccess = access
         return access
     }
 
@@ -489,11 +487,12 @@ final class LayoutAccess: ColumnAccess, @unchecked Sendable {
 }
 
 /// Binds text and bytes to one statement (text through the statement's own
-/// buffers) and makes the errors of binding to it.
+/// buffers) and makes the errors of binding to it. The statement keeps it
+/// (``Statement/columnAccess``), so it holds the statement unretained.
 final class StatementAccess: ColumnAccess, @unchecked Sendable {
-    // @unchecked: used only by the writer of one storage call, under the
-    // connection's lock, as the statement it holds.
-    let statement: Statement
+    // @unchecked: used only by the writers of storage calls, under the
+    // connection's lock, as the statement that keeps it.
+    unowned(unsafe) let statement: Statement
     let layout: RowLayout
 
     init(statement: Statement, layout: RowLayout) {

@@ -16,6 +16,11 @@ final class Statement {
     /// its capacity.
     private let textBuffers: UnsafeMutablePointer<(bytes: UnsafeMutableRawPointer?, capacity: Int)>
     private let parameterCount: Int32
+    /// What the core's ``ColumnRowWriter`` binds text and bytes to this
+    /// statement through and makes its errors with: made on first use and
+    /// kept as long as the statement, which its table's writers bind to call
+    /// after call (made per call, it was an allocation per call).
+    var columnAccess: StatementAccess?
     /// Texts longer than this are copied by SQLite rather than kept in a
     /// buffer of the statement, which would hold their size for as long as
     /// the statement is cached.
