@@ -16,7 +16,8 @@ results/baseline-smoke.csv (`make bench-smoke`, durability none, with
 instruction and allocation counts) and results/lmdb-open-check*.csv
 (`scripts/lmdb-open-check.sh`: `storage-bench open` on LMDB) and
 results/postgres-bulk.csv (`storage-bench postgres-bulk`) and results/postgres-smoke.csv
-(`storage-bench run --backends postgres,postgres-raw`). Renew a baseline, run this script, and
+(`storage-bench run --backends postgres,postgres-raw`) and results/record-cost.csv
+(`Benchmarks/RecordCost/measure.sh`). Renew a baseline, run this script, and
 commit both. The files scanned are README.md, docs/*.md and the DocC articles
 (Sources/*/*.docc/**/*.md); a marker naming no table here is an error.
 """
@@ -283,7 +284,28 @@ def postgres_bulk():
             + table(["method", "median s", "messages/s", "time ÷ COPY (median)", "time ÷ COPY (worst round)"], lines))
 
 
+def record_cost():
+    """A record's instructions per record by declaration (Benchmarks/RecordCost/measure.sh)."""
+    path = "results/record-cost.csv"
+    rows = load(path)
+    per = {(r["backend"], r["operation"], r["variant"]): float(r["instructions_per_record"]) for r in rows}
+    lines = []
+    for backend in DAO_BACKENDS:
+        for operation in ordered(rows, "operation"):
+            if not all((backend, operation, v) in per for v in ("readme", "hand", "macro")):
+                continue
+            readme, hand, macro = (per[(backend, operation, v)] for v in ("readme", "hand", "macro"))
+            lines.append([f"{backend} {operation}", human(readme), human(hand), human(macro), ratio(readme / hand)])
+    first = rows[0]
+    return (f"*Instructions per record (a warehouse, a shelf and an item each count as one). From `{path}`: "
+            f"{first['warehouses']} warehouses × {first['shelves']} shelves × {first['items']} items, "
+            f"Swift {first['swift_version']} release build, {first['cpu']}.*\n\n"
+            + table(["operation", "Codable only", "hand-written FieldwiseRecord", "@StoredRecord",
+                     "Codable ÷ hand-written"], lines))
+
+
 TABLES = {
+    "record-cost": record_cost,
     "postgres-bulk": postgres_bulk,
     "postgres-ratios": lambda: ratios("results/postgres-smoke.csv"),
     "async-cost": async_cost,

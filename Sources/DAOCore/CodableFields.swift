@@ -32,6 +32,89 @@ import Foundation
 /// One bridge serves one call's records, one after another; it is not safe to
 /// share between threads.
 public final class CodableFields {
+    /// What the containers handed to a record work on. They hold it, not the
+    /// bridge: the bridge keeps its containers for the next record, and a
+    /// container holding the bridge back would have to do so `unowned`, an
+    /// atomic retain and release at every key.
+    let state: CodableFieldState
+    /// The keyed containers last handed out, reused for the next record of
+    /// the same key type: building one asks the runtime for the metadata of
+    /// the container and of the box around it, and allocates the box.
+    @exclusivity(unchecked) private var encodingContainer: CachedContainer?
+    @exclusivity(unchecked) private var decodingContainer: CachedContainer?
+
+    /// A bridge for the records of `entity`.
+    public init<R: Record>(_ entity: Entity<R>) {
+        state = CodableFieldState(entity.codableShape)
+    }
+
+    /// The entity's name, for errors.
+    public var entity: String { state.entity }
+
+    /// The number of declared fields.
+    public var fieldCount: Int { state.names.count }
+
+    /// Writes `record`'s declared fields to `writer`, in field order, through
+    /// its `Encodable` conformance.
+    /// - Throws: ``StorageError`` (see the type's rules), the writer's error,
+    ///   or the record's own.
+    public func write<R: Encodable>(_ record: R, to writer: inout some FieldWriter) throws {
+        state.begin(checkingKeys: false)
+        try record.encode(to: FieldsEncoder(bridge: self))
+        try state.writeSlots(to: &writer)
+    }
+
+    /// Checks that `record` encodes only keys its entity declares (its
+    /// fields and relations), writing nothing. Values are not looked at, nor
+    /// what is nested under a key; a record that encodes an unkeyed
+    /// container or a single value instead of a keyed one encodes the key
+    /// `(an unkeyed container)` or `(a single value)`.
+    /// - Throws: ``StorageError`` of kind ``StorageError/Kind/schemaMismatch``
+    ///   naming the first undeclared key, or the record's own error.
+    public func checkDeclaredKeys<R: Encodable>(_ record: R) throws {
+        state.begin(checkingKeys: true)
+        defer { state.checkingKeys = false }
+        try record.encode(to: FieldsEncoder(bridge: self))
+        if let failure = state.failure { throw failure }
+    }
+
+    /// Reads a record of type `R` from `reader` (every declared field, in
+    /// order, as its declared type) through its `Decodable` conformance;
+    /// `relations` are the children of each of the entity's relations, in
+    /// declaration order (an empty array of the child type when the adapter
+    /// attaches them later).
+    /// - Throws: ``StorageError`` (see the type's rules), the reader's error,
+    ///   or the record's own.
+    public func read<R: Decodable>(_ type: R.Type, from reader: inout some FieldReader, relations: [Any]) throws -> R {
+        try state.readSlots(from: &reader, relations: relations)
+        // Let go of the children when done: the bridge outlives the record.
+        defer { state.relationValues = [] }
+        return try R(from: FieldsDecoder(bridge: self))
+    }
+
+    func keyedEncodingContainer<Key: CodingKey>(_ type: Key.Type) -> KeyedEncodingContainer<Key> {
+        if let cached = encodingContainer, cached.keyType == ObjectIdentifier(Key.self) {
+            // The identifier of `Key` says the cached container's type.
+            return unsafeDowncast(cached, to: Cached<KeyedEncodingContainer<Key>>.self).container
+        }
+        let container = KeyedEncodingContainer(FieldsEncodingContainer<Key>(fields: state))
+        encodingContainer = Cached(container, keyType: Key.self)
+        return container
+    }
+
+    func keyedDecodingContainer<Key: CodingKey>(_ type: Key.Type) -> KeyedDecodingContainer<Key> {
+        if let cached = decodingContainer, cached.keyType == ObjectIdentifier(Key.self) {
+            return unsafeDowncast(cached, to: Cached<KeyedDecodingContainer<Key>>.self).container
+        }
+        let container = KeyedDecodingContainer(FieldsDecodingContainer<Key>(fields: state))
+        decodingContainer = Cached(container, keyType: Key.self)
+        return container
+    }
+}
+
+/// The state of a ``CodableFields`` bridge for the record at hand, and the
+/// rules it applies: what its containers note and read.
+final class CodableFieldState {
     /// The value of one field, as it is written and read.
     enum Slot {
         case null
@@ -53,8 +136,12 @@ public final class CodableFields {
 
     let shape: CodableShape
     /// The entity's name, for errors.
-    public var entity: String { shape.entity }
-    var names: [String] { shape.names }
+    var entity: String { shape.entity }
+    /// The fields' names, in order.
+    let names: [String]
+    /// The fields' names then the relations', in order: the keys a record
+    /// encodes, which synthesized `Codable` visits in this order.
+    let order: [String]
     var types: [FieldType] { shape.types }
     var optional: [Bool] { shape.optional }
     var relations: [String] { shape.relations }
@@ -71,27 +158,19 @@ public final class CodableFields {
     /// (``checkDeclaredKeys(_:)``): no value is kept, and what is nested
     /// under a key is accepted unseen.
     @exclusivity(unchecked) var checkingKeys = false
-    /// The keyed containers last handed out, reused for the next record of
-    /// the same key type: building one asks the runtime for the metadata of
-    /// the container and of the box around it, and allocates the box.
-    @exclusivity(unchecked) private var encodingContainer: CachedContainer?
-    @exclusivity(unchecked) private var decodingContainer: CachedContainer?
 
-    /// A bridge for the records of `entity`.
-    public init<R: Record>(_ entity: Entity<R>) {
-        shape = entity.codableShape
+    init(_ shape: CodableShape) {
+        self.shape = shape
+        names = shape.names
+        order = shape.order
         slots = Array(repeating: nil, count: shape.names.count)
     }
-
-    /// The number of declared fields.
-    public var fieldCount: Int { names.count }
 
     /// The position of `key`: a field's index, or the field count plus a
     /// relation's index; `nil` for a key the entity does not declare.
     @inline(__always)
     func position(of key: String) -> Int? {
-        let names = shape.names
-        if guess < names.count, names[guess] == key {
+        if guess < order.count, order[guess] == key {
             guess += 1
             return guess - 1
         }
@@ -116,16 +195,20 @@ public final class CodableFields {
 
     // MARK: Writing
 
-    /// Writes `record`'s declared fields to `writer`, in field order, through
-    /// its `Encodable` conformance.
-    /// - Throws: ``StorageError`` (see the type's rules), the writer's error,
-    ///   or the record's own.
-    public func write<R: Encodable>(_ record: R, to writer: inout some FieldWriter) throws {
-        for index in slots.indices { slots[index] = nil }
+    /// Makes ready for the next record: with `checkingKeys`, one whose keys
+    /// are only checked.
+    func begin(checkingKeys: Bool) {
+        if !checkingKeys {
+            for index in slots.indices { slots[index] = nil }
+        }
         failure = nil
         guess = 0
-        checkingKeys = false
-        try record.encode(to: FieldsEncoder(fields: self))
+        self.checkingKeys = checkingKeys
+    }
+
+    /// Writes the slots the record encoded to `writer`, in field order, each
+    /// as its field's declared type.
+    func writeSlots(to writer: inout some FieldWriter) throws {
         if let failure { throw failure }
         for index in names.indices {
             try write(slots[index], field: index, to: &writer)
@@ -158,22 +241,6 @@ public final class CodableFields {
             throw encodingError(
                 "the field '\(names[index])' is declared \(types[index].rawValue) but was encoded as \(slot.described)")
         }
-    }
-
-    /// Checks that `record` encodes only keys its entity declares (its
-    /// fields and relations), writing nothing. Values are not looked at, nor
-    /// what is nested under a key; a record that encodes an unkeyed
-    /// container or a single value instead of a keyed one encodes the key
-    /// `(an unkeyed container)` or `(a single value)`.
-    /// - Throws: ``StorageError`` of kind ``StorageError/Kind/schemaMismatch``
-    ///   naming the first undeclared key, or the record's own error.
-    public func checkDeclaredKeys<R: Encodable>(_ record: R) throws {
-        failure = nil
-        guess = 0
-        checkingKeys = true
-        defer { checkingKeys = false }
-        try record.encode(to: FieldsEncoder(fields: self))
-        if let failure { throw failure }
     }
 
     /// The position of the key `key` a record encodes, or `nil` for a key
@@ -249,34 +316,16 @@ public final class CodableFields {
         }
     }
 
-    func keyedEncodingContainer<Key: CodingKey>(_ type: Key.Type) -> KeyedEncodingContainer<Key> {
-        if let cached = encodingContainer, cached.keyType == ObjectIdentifier(Key.self) {
-            // The identifier of `Key` says the cached container's type.
-            return unsafeDowncast(cached, to: Cached<KeyedEncodingContainer<Key>>.self).container
-        }
-        let container = KeyedEncodingContainer(FieldsEncodingContainer<Key>(fields: self))
-        encodingContainer = Cached(container, keyType: Key.self)
-        return container
-    }
-
     // MARK: Reading
 
-    /// Reads a record of type `R` from `reader` (every declared field, in
-    /// order, as its declared type) through its `Decodable` conformance;
-    /// `relations` are the children of each of the entity's relations, in
-    /// declaration order (an empty array of the child type when the adapter
-    /// attaches them later).
-    /// - Throws: ``StorageError`` (see the type's rules), the reader's error,
-    ///   or the record's own.
-    public func read<R: Decodable>(_ type: R.Type, from reader: inout some FieldReader, relations: [Any]) throws -> R {
+    /// Reads every declared field from `reader`, in order, as its declared
+    /// type, and keeps `relations` for the record's relation keys.
+    func readSlots(from reader: inout some FieldReader, relations: [Any]) throws {
         for index in names.indices {
             slots[index] = try readSlot(index, from: &reader)
         }
         relationValues = relations
-        // Let go of the children when done: the bridge outlives the record.
-        defer { relationValues = [] }
         guess = 0
-        return try R(from: FieldsDecoder(fields: self))
     }
 
     private func readSlot(_ index: Int, from reader: inout some FieldReader) throws -> Slot {
@@ -357,15 +406,6 @@ public final class CodableFields {
         return integer
     }
 
-    func keyedDecodingContainer<Key: CodingKey>(_ type: Key.Type) -> KeyedDecodingContainer<Key> {
-        if let cached = decodingContainer, cached.keyType == ObjectIdentifier(Key.self) {
-            return unsafeDowncast(cached, to: Cached<KeyedDecodingContainer<Key>>.self).container
-        }
-        let container = KeyedDecodingContainer(FieldsDecodingContainer<Key>(fields: self))
-        decodingContainer = Cached(container, keyType: Key.self)
-        return container
-    }
-
     func nestedShape() -> StorageError {
         decodingError("a record decodes from one keyed container, each field a single value")
     }
@@ -380,6 +420,8 @@ final class CodableShape: Sendable {
     let types: [FieldType]
     let optional: [Bool]
     let relations: [String]
+    /// The fields' names then the relations'.
+    let order: [String]
     let positionByName: [String: Int]
 
     init(entity: String, names: [String], types: [FieldType], optional: [Bool], relations: [String]) {
@@ -388,8 +430,9 @@ final class CodableShape: Sendable {
         self.types = types
         self.optional = optional
         self.relations = relations
+        order = names + relations
         var positionByName: [String: Int] = [:]
-        for (index, name) in (names + relations).enumerated() where positionByName[name] == nil {
+        for (index, name) in order.enumerated() where positionByName[name] == nil {
             positionByName[name] = index
         }
         self.positionByName = positionByName
@@ -413,12 +456,13 @@ private final class Cached<Container>: CachedContainer {
 // MARK: - Encoding containers
 
 private struct FieldsEncoder: Encoder {
-    let fields: CodableFields
+    let bridge: CodableFields
+    var fields: CodableFieldState { bridge.state }
     var codingPath: [any CodingKey] { [] }
     var userInfo: [CodingUserInfoKey: Any] { [:] }
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
-        fields.keyedEncodingContainer(type)
+        bridge.keyedEncodingContainer(type)
     }
 
     func unkeyedContainer() -> any UnkeyedEncodingContainer {
@@ -433,8 +477,7 @@ private struct FieldsEncoder: Encoder {
 }
 
 private struct FieldsEncodingContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
-    /// Not retained: the bridge keeps this container for its next record.
-    unowned let fields: CodableFields
+    let fields: CodableFieldState
     var codingPath: [any CodingKey] { [] }
 
     mutating func encodeNil(forKey key: Key) throws { try fields.set(.null, forKey: key.stringValue) }
@@ -490,13 +533,13 @@ private struct FieldsEncodingContainer<Key: CodingKey>: KeyedEncodingContainerPr
 /// Captures the single value a field type's own `encode(to:)` encodes (a
 /// raw-value enum, a `UUID`).
 private final class SingleValueEncoder: Encoder, SingleValueEncodingContainer {
-    let fields: CodableFields
+    let fields: CodableFieldState
     let key: String
-    var value: CodableFields.Slot?
+    var value: CodableFieldState.Slot?
     var codingPath: [any CodingKey] { [] }
     var userInfo: [CodingUserInfoKey: Any] { [:] }
 
-    init(fields: CodableFields, key: String) {
+    init(fields: CodableFieldState, key: String) {
         self.fields = fields
         self.key = key
     }
@@ -530,11 +573,11 @@ private final class SingleValueEncoder: Encoder, SingleValueEncodingContainer {
 }
 
 /// What a record is handed where it asks for a shape a field cannot hold:
-/// the bridge has noted the failure (``CodableFields/fail(_:topLevel:)``) and
+/// the bridge has noted the failure (``CodableFieldState/fail(_:topLevel:)``) and
 /// throws it when the record is done; every call here throws it too. While
 /// the bridge only checks keys, these accept anything and keep nothing.
 private struct RefusingContainer: Encoder, UnkeyedEncodingContainer, SingleValueEncodingContainer {
-    let fields: CodableFields
+    let fields: CodableFieldState
     var codingPath: [any CodingKey] { [] }
     var userInfo: [CodingUserInfoKey: Any] { [:] }
     var count: Int { 0 }
@@ -576,7 +619,7 @@ private struct RefusingContainer: Encoder, UnkeyedEncodingContainer, SingleValue
 }
 
 private struct RefusingKeyedContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
-    let fields: CodableFields
+    let fields: CodableFieldState
     var codingPath: [any CodingKey] { [] }
 
     private func refuse() -> StorageError? {
@@ -601,23 +644,23 @@ private struct RefusingKeyedContainer<Key: CodingKey>: KeyedEncodingContainerPro
 // MARK: - Decoding containers
 
 private struct FieldsDecoder: Decoder {
-    let fields: CodableFields
+    let bridge: CodableFields
+    var fields: CodableFieldState { bridge.state }
     var codingPath: [any CodingKey] { [] }
     var userInfo: [CodingUserInfoKey: Any] { [:] }
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
-        fields.keyedDecodingContainer(type)
+        bridge.keyedDecodingContainer(type)
     }
     func unkeyedContainer() throws -> any UnkeyedDecodingContainer { throw fields.nestedShape() }
     func singleValueContainer() throws -> any SingleValueDecodingContainer { throw fields.nestedShape() }
 }
 
 private struct FieldsDecodingContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
-    /// Not retained: the bridge keeps this container for its next record.
-    unowned let fields: CodableFields
+    let fields: CodableFieldState
     var codingPath: [any CodingKey] { [] }
 
-    var allKeys: [Key] { (fields.names + fields.relations).compactMap { Key(stringValue: $0) } }
+    var allKeys: [Key] { fields.order.compactMap { Key(stringValue: $0) } }
 
     func contains(_ key: Key) -> Bool {
         fields.shape.positionByName[key.stringValue] != nil
@@ -632,7 +675,7 @@ private struct FieldsDecodingContainer<Key: CodingKey>: KeyedDecodingContainerPr
         return true
     }
 
-    private func slot(_ key: Key) throws -> CodableFields.Slot { try fields.readSlot(forKey: key.stringValue) }
+    private func slot(_ key: Key) throws -> CodableFieldState.Slot { try fields.readSlot(forKey: key.stringValue) }
 
     func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool { try fields.bool(slot(key), key: key.stringValue) }
     func decode(_ type: String.Type, forKey key: Key) throws -> String {
@@ -689,8 +732,8 @@ private struct FieldsDecodingContainer<Key: CodingKey>: KeyedDecodingContainerPr
 /// Hands one field's value to a field type's own `init(from:)` (a raw-value
 /// enum, a `UUID`).
 private struct SingleValueDecoder: Decoder, SingleValueDecodingContainer {
-    let fields: CodableFields
-    let slot: CodableFields.Slot
+    let fields: CodableFieldState
+    let slot: CodableFieldState.Slot
     let key: String
     var codingPath: [any CodingKey] { [] }
     var userInfo: [CodingUserInfoKey: Any] { [:] }
