@@ -10,8 +10,18 @@ import Synchronization
 /// statements, prepared on the server once per connection and text
 /// (`PREPARE`d under a generated name, kept by their SQL).
 ///
+/// A call's statements are pipelined: ``send(_:_:)`` writes a statement
+/// without waiting for its answer (the driver runs the statements of a
+/// connection one after another, in the order they were sent), and
+/// ``collect(ending:)`` waits once for every answer. A transaction's
+/// `BEGIN` goes out with its first statement, its `COMMIT` with its last
+/// (``collect(ending:)``), so a call whose statements need no answer from
+/// one another waits for the server once. A statement that fails aborts the
+/// transaction on the server: the statements after it fail, `COMMIT` rolls
+/// back, and the first failure, in the order sent, is the one thrown.
+///
 /// `@unchecked Sendable`: the pool hands a connection to one caller at a
-/// time, and only that caller touches its statement cache.
+/// time, and only that caller touches its statement cache and its call's state.
 final class ServerConnection: @unchecked Sendable {
     let connection: PostgresConnection
     private var statements: [String: PostgresNIO.PreparedQuery] = [:]
@@ -26,6 +36,17 @@ final class ServerConnection: @unchecked Sendable {
     /// How to fail the call waiting on this connection, if one is.
     private let pending = PendingCall()
 
+    /// The `BEGIN` of the call's transaction, sent before its first statement.
+    private var pendingBegin: String?
+    /// Whether the call's `BEGIN` was sent and its transaction not ended.
+    private(set) var inTransaction = false
+    /// The statements sent and not yet waited for, in order; `control` for
+    /// `BEGIN` and `COMMIT`, whose answers carry no rows for the caller.
+    private var sent: [(answer: EventLoopFuture<[PostgresRow]>, control: Bool)] = []
+    /// Whether the server answered anything of the current call: a
+    /// connection found dead before that was dead before the call began.
+    private var callAnswered = false
+
     init(_ connection: PostgresConnection, generation: Int) {
         self.connection = connection
         self.generation = generation
@@ -35,32 +56,166 @@ final class ServerConnection: @unchecked Sendable {
         connection.closeFuture.whenComplete { [pending] _ in pending.fail(PostgresError.connectionClosed) }
     }
 
-    /// The rows of `sql` run with `binds`, as a statement prepared on this
-    /// connection the first time it ran here. Blocks the calling thread
-    /// until the server answers (the work runs on the connection's event loop).
-    /// - Throws: the driver's error (see ``PostgresErrors``).
-    func rows(_ sql: String, _ binds: [PostgresData] = []) throws -> [PostgresRow] {
-        let statement: PostgresNIO.PreparedQuery
-        if let kept = statements[sql] {
-            statement = kept
-        } else {
-            statement = try wait(connection.prepare(query: sql))
-            statements[sql] = statement
-        }
-        return try wait(statement.execute(binds))
+    // MARK: A call
+
+    /// Starts a call: its first statement is preceded by `begin` (a
+    /// transaction), or runs on its own when `begin` is `nil`.
+    func startCall(begin: String?) {
+        pendingBegin = begin
+        inTransaction = false
+        sent = []
+        callAnswered = false
     }
 
-    /// Runs `sql` (no parameters, no rows wanted) as a simple query: the
-    /// transaction control statements.
+    /// Sends `sql` with `binds` as a statement prepared on this connection
+    /// (prepared the first time it runs here), without waiting for its answer.
+    /// - Throws: the driver's error, or ``StaleConnection``.
+    func send(_ sql: String, _ binds: [PostgresData]) throws {
+        let statement = try prepared(sql)
+        try beginIfPending()
+        sent.append((statement.execute(binds), false))
+    }
+
+    /// Sends the call's only statement: outside a transaction when nothing
+    /// was sent before it (one statement is atomic on its own), else as
+    /// ``send(_:_:)``.
+    func sendAlone(_ sql: String, _ binds: [PostgresData]) throws {
+        if sent.isEmpty, !inTransaction { pendingBegin = nil }
+        try send(sql, binds)
+    }
+
+    /// Sends `sql` unprepared (DDL, catalogue queries), without waiting.
+    func sendOnce(_ sql: String, _ binds: [PostgresData] = []) throws {
+        try beginIfPending()
+        var bindings = PostgresBindings(capacity: binds.count)
+        for bind in binds { bindings.append(bind) }
+        sent.append((connection.query(PostgresQuery(unsafeSQL: sql, binds: bindings), logger: poolLogger).map(\.rows), false))
+    }
+
+    /// Waits for every statement sent and returns the rows of each (but
+    /// `BEGIN` and `COMMIT`), in the order sent. `ending`: sends the
+    /// transaction's `COMMIT` first, so that it goes with them.
+    /// - Throws: the first failure in the order sent; ``StaleConnection``
+    ///   when the connection was found dead before the server answered
+    ///   anything of the call.
+    func collect(ending: Bool = false) throws -> [[PostgresRow]] {
+        if ending, inTransaction {
+            let commit = try prepared("COMMIT")
+            sent.append((commit.execute([]), true))
+            inTransaction = false
+        }
+        let batch = sent
+        sent = []
+        guard let first = batch.first else { return [] }
+        let answers: [Result<[PostgresRow], any Error>]
+        do {
+            answers = try wait(EventLoopFuture.whenAllComplete(batch.map(\.answer), on: first.answer.eventLoop))
+        } catch {
+            throw stale(error)
+        }
+        var rows: [[PostgresRow]] = []
+        rows.reserveCapacity(batch.count)
+        for (answer, statement) in zip(answers, batch) {
+            switch answer {
+            case .success(let answered):
+                callAnswered = true
+                if !statement.control { rows.append(answered) }
+            case .failure(let error):
+                if PostgresErrors.isConnectionLost(error) {
+                    isBroken = true
+                    throw stale(error)
+                }
+                throw error
+            }
+        }
+        return rows
+    }
+
+    /// Ends the call's transaction if one is open (`COMMIT`), after the
+    /// statements sent.
+    /// - Throws: as ``collect(ending:)``.
+    func commit() throws {
+        _ = try collect(ending: true)
+    }
+
+    /// Rolls the call's transaction back when one is open, after the
+    /// statements sent, whose answers no longer matter. A connection that
+    /// cannot roll back is marked broken.
+    func rollback() {
+        let open = inTransaction
+        pendingBegin = nil
+        inTransaction = false
+        var batch = sent
+        sent = []
+        do {
+            if open {
+                let rollback = try prepared("ROLLBACK")
+                batch.append((rollback.execute([]), true))
+            }
+            guard let first = batch.first else { return }
+            let answers = try wait(EventLoopFuture.whenAllComplete(batch.map(\.answer), on: first.answer.eventLoop))
+            if open, case .failure = answers.last { isBroken = true }
+        } catch {
+            isBroken = true
+        }
+    }
+
+    /// `error`, or ``StaleConnection`` when it is the loss of a connection
+    /// that answered nothing of this call.
+    private func stale(_ error: any Error) -> any Error {
+        guard isBroken || PostgresErrors.isConnectionLost(error) else { return error }
+        isBroken = true
+        return callAnswered ? error : StaleConnection(underlying: error)
+    }
+
+    private func beginIfPending() throws {
+        guard let begin = pendingBegin else { return }
+        // COMMIT and ROLLBACK are prepared with BEGIN, before the call sends
+        // anything (a transaction that failed refuses to prepare anything else).
+        let statement = try prepared(begin)
+        _ = try prepared("COMMIT")
+        _ = try prepared("ROLLBACK")
+        pendingBegin = nil
+        inTransaction = true
+        sent.append((statement.execute([]), true))
+    }
+
+    private func prepared(_ sql: String) throws -> PostgresNIO.PreparedQuery {
+        if let kept = statements[sql] { return kept }
+        let statement: PostgresNIO.PreparedQuery
+        do {
+            statement = try wait(connection.prepare(query: sql))
+        } catch {
+            // A statement sent before it failed first (the transaction refuses the rest): that is the error.
+            if !sent.isEmpty { _ = try collect() }
+            throw stale(error)
+        }
+        callAnswered = true
+        statements[sql] = statement
+        return statement
+    }
+
+    // MARK: One statement, waited for
+
+    /// The rows of `sql` run with `binds` as a prepared statement, after
+    /// the statements sent before it. Blocks the calling thread until the
+    /// server answers (the work runs on the connection's event loop).
+    /// - Throws: the driver's error (see ``PostgresErrors``).
+    func rows(_ sql: String, _ binds: [PostgresData] = []) throws -> [PostgresRow] {
+        try send(sql, binds)
+        return try collect().last ?? []
+    }
+
+    /// Runs `sql` (no parameters, no rows wanted), unprepared.
     func run(_ sql: String) throws {
-        _ = try wait(connection.query(PostgresQuery(unsafeSQL: sql), logger: poolLogger))
+        try sendOnce(sql)
+        _ = try collect()
     }
 
     /// Runs `sql` once, without preparing it (DDL, catalogue queries).
     func once(_ sql: String, _ binds: [PostgresData] = []) throws -> [PostgresRow] {
-        var bindings = PostgresBindings(capacity: binds.count)
-        for bind in binds { bindings.append(bind) }
-        return try wait(connection.query(PostgresQuery(unsafeSQL: sql, binds: bindings), logger: poolLogger)).rows
+        try sendOnce(sql, binds)
+        return try collect().last ?? []
     }
 
     private func wait<T: Sendable>(_ future: EventLoopFuture<T>) throws -> T {
@@ -318,7 +473,8 @@ enum PostgresErrors {
     static func thrown(
         _ error: any Error, _ operation: StorageError.Operation, entity: String?, _ configuration: PostgresConfiguration
     ) -> any Error {
-        isDriverError(error) ? storageError(error, operation, entity: entity, configuration) : error
+        if let stale = error as? StaleConnection { return thrown(stale.underlying, operation, entity: entity, configuration) }
+        return isDriverError(error) ? storageError(error, operation, entity: entity, configuration) : error
     }
 
     /// The typed error for a failed statement.

@@ -68,6 +68,13 @@ public struct PostgresConfiguration: Sendable {
     /// one run of 100 calls in 25 (the pauses cap at 200 ms, so 30 tries
     /// wait at most about 5 s in all).
     public var retries: Int = 30
+    /// How many rows a `persist` call writes with one statement a table, at
+    /// most: more are written in batches of about this many rows, one after
+    /// another in the call's transaction (a record goes whole into one
+    /// batch, with every child it holds, so a batch can be larger). Each
+    /// batch is encoded as one array a column; the bound keeps the memory a
+    /// call holds in proportion to it, not to the number of records handed over.
+    public var rowsPerStatement: Int = 4096
     /// `synchronous_commit` for the store's sessions: `on` for
     /// ``Durability/full``, `off` for ``Durability/none`` (a crash of the
     /// server may lose the last commits, never leave one half-written).
@@ -160,6 +167,8 @@ public struct PostgresConfiguration: Sendable {
         var parameters: [(String, String)] = [
             ("synchronous_commit", durability == .full ? "on" : "off"),
             ("TimeZone", "UTC"),
+            // A call of one statement runs without BEGIN, at the session's level.
+            ("default_transaction_isolation", isolation.rawValue.lowercased()),
         ]
         if let statementTimeout {
             let (s, a) = statementTimeout.components

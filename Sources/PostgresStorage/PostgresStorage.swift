@@ -50,13 +50,16 @@ public struct PostgresStorage<Record: DAOCore.Record>: Storage {
     public func persist(handingOver produce: (_ hand: RecordHandoff<Record>) throws -> Void) throws {
         var handoff = PersistHandoff<Record>(keepingRecords: store.commits.isObserved)
         let checksKeys = table.entity.checksDeclaredKeys
+        let bound = store.configuration.rowsPerStatement
         do {
             try store.transaction(.persist, entity: entityName) { connection in
+                var batch = WriteBatch(table: table, bound: bound)
                 try handoff.run(produce) { record in
                     let record = copy record
                     if checksKeys { try table.entity.checkDeclaredKeys(record) }
-                    try table.write(record, connection)
+                    try batch.add(record, connection)
                 }
+                try batch.finish(connection)
             }
         } catch {
             if let refused = try handoff.refusal(after: error, produce) { throw refused }
@@ -78,16 +81,16 @@ public struct PostgresStorage<Record: DAOCore.Record>: Storage {
     /// - Throws: ``StorageError``.
     public func read(primaryKeys keys: [Record.PrimaryKey]) throws -> [Record] {
         let values = keys.map(\.storedValue)
-        return try store.transaction(.read, entity: entityName, readOnly: true) { connection in
+        return try store.transaction(.read, entity: entityName, readOnly: true, oneStatement: !table.hasLinks) { connection in
             guard !keys.isEmpty else { return [] }
-            var found: [Record]
+            let found: [Record]
+            // The children are asked for by the keys asked for (a child's foreign key names a stored parent), with the parents.
             if keys.count == 1, let key = PostgresValue.bind(values[0], as: table.sql.types[0]) {
-                found = try table.records(connection.rows(table.sql.selectByKey, [key]))
+                found = try table.read(table.sql.selectByKey, [key], keys: values, connection)
             } else {
                 guard let array = table.keyArray(values) else { return [] }
-                found = try table.records(connection.rows(table.sql.selectByKeys, [array]))
+                found = try table.read(table.sql.selectByKeys, [array], keys: values, connection)
             }
-            try table.attachChildren(&found, connection)
             if keys.count == 1 { return found }
             var byKey: [StoredValue: Record] = [:]
             for record in found { byKey[record.primaryKey.storedValue] = record }
@@ -102,13 +105,14 @@ public struct PostgresStorage<Record: DAOCore.Record>: Storage {
     public func read(_ query: Query<Record>) throws -> [Record] {
         try query.validate()
         if query.limit == 0 {
-            try store.transaction(.read, entity: entityName, readOnly: true) { _ in }
+            try store.transaction(.read, entity: entityName, readOnly: true, oneStatement: true) { _ in }
             return []
         }
         let plan = QueryPlan(query)
         let condition = compiledCondition(plan)
         let order = PredicateSQL.orderBy(plan.sort, table.sql)
-        return try store.transaction(.read, entity: entityName, readOnly: true) { connection in
+        // Without relations every way below is one statement.
+        return try store.transaction(.read, entity: entityName, readOnly: true, oneStatement: !table.hasLinks) { connection in
             if let condition, plan.conditionIsExact || plan.query.predicate == nil, let order {
                 var binds = condition.binds
                 var limitParameter: Int?
@@ -138,7 +142,8 @@ public struct PostgresStorage<Record: DAOCore.Record>: Storage {
     public func count(where predicate: Predicate<Record>?) throws -> Int {
         let plan = QueryPlan(Query(where: predicate))
         let condition = compiledCondition(plan)
-        return try store.transaction(.count, entity: entityName, readOnly: true) { connection in
+        let oneStatement = !table.hasLinks || (condition != nil && (plan.conditionIsExact || predicate == nil))
+        return try store.transaction(.count, entity: entityName, readOnly: true, oneStatement: oneStatement) { connection in
             if let condition, plan.conditionIsExact || predicate == nil {
                 let sql = condition.sql == "TRUE" ? table.sql.countAll : table.sql.count(where: condition.sql)
                 return try count(connection.rows(sql, condition.binds))
@@ -157,7 +162,8 @@ public struct PostgresStorage<Record: DAOCore.Record>: Storage {
     @discardableResult
     public func erase(primaryKeys keys: [Record.PrimaryKey]) throws -> Int {
         let values = keys.map(\.storedValue)
-        let erased = try store.transaction(.erase, entity: entityName) { connection -> Int in
+        // One statement (the children go by the foreign keys' cascades): atomic without BEGIN.
+        let erased = try store.transaction(.erase, entity: entityName, oneStatement: true) { connection -> Int in
             guard !keys.isEmpty, let array = table.keyArray(values) else { return 0 }
             return try count(connection.rows(table.sql.deleteByKeys, [array]))
         }
@@ -172,7 +178,8 @@ public struct PostgresStorage<Record: DAOCore.Record>: Storage {
     public func erase(where predicate: Predicate<Record>?) throws -> Int {
         let plan = QueryPlan(Query(where: predicate))
         let condition = compiledCondition(plan)
-        let erased = try store.transaction(.erase, entity: entityName) { connection -> Int in
+        let exact = condition != nil && (plan.conditionIsExact || predicate == nil)
+        let erased = try store.transaction(.erase, entity: entityName, oneStatement: exact) { connection -> Int in
             if let condition, plan.conditionIsExact || predicate == nil {
                 let sql = table.sql.delete(where: condition.sql == "TRUE" ? nil : condition.sql)
                 return try count(connection.rows(sql, condition.binds))

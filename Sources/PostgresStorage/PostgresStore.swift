@@ -154,29 +154,31 @@ public final class PostgresStore: Store, Sendable {
     /// again as a whole (after a pause that grows, with jitter) while the
     /// server reports a serialization failure or a deadlock, up to
     /// ``PostgresConfiguration/retries`` times.
+    ///
+    /// `BEGIN` is sent with the first statement `body` sends (none when it
+    /// sends nothing), `COMMIT` after its last, without waiting in between
+    /// (see ``ServerConnection``). `oneStatement`: `body` sends one
+    /// statement, which runs without `BEGIN` and `COMMIT` (a statement is a
+    /// transaction of its own, at the session's isolation level, which is
+    /// the configured one).
     /// - Throws: ``StorageError``; nothing of `body` is kept then.
     func transaction<T>(
-        _ operation: StorageError.Operation, entity: String?, readOnly: Bool = false,
+        _ operation: StorageError.Operation, entity: String?, readOnly: Bool = false, oneStatement: Bool = false,
         _ body: (ServerConnection) throws -> T
     ) throws -> T {
         var attempt = 0
         var staleTries = 0
+        let begin = oneStatement ? nil : (readOnly ? beginReadOnly : beginReadWrite)
         while true {
             do {
                 return try pool.withConnection(operation, entity: entity) { connection in
-                    try begin(readOnly: readOnly, connection)
+                    connection.startCall(begin: begin)
                     do {
                         let result = try body(connection)
-                        try connection.run("COMMIT")
+                        try connection.commit()
                         return result
                     } catch {
-                        if !connection.isBroken {
-                            do {
-                                try connection.run("ROLLBACK")
-                            } catch {
-                                connection.isBroken = true
-                            }
-                        }
+                        if !connection.isBroken { connection.rollback() }
                         throw error
                     }
                 }
@@ -199,18 +201,8 @@ public final class PostgresStore: Store, Sendable {
         }
     }
 
-    /// Starts a transaction on `connection`. A pooled connection whose
-    /// server went away since it was last used (a restart) fails here, before
-    /// anything of the call was sent: the transaction then starts on a new
-    /// connection instead, so only calls in flight see the restart.
-    private func begin(readOnly: Bool, _ connection: ServerConnection) throws {
-        let sql = "BEGIN ISOLATION LEVEL \(configuration.isolation.rawValue)\(readOnly ? " READ ONLY" : "")"
-        do {
-            try connection.run(sql)
-        } catch where connection.isBroken {
-            throw StaleConnection(underlying: error)
-        }
-    }
+    private var beginReadWrite: String { "BEGIN ISOLATION LEVEL \(configuration.isolation.rawValue)" }
+    private var beginReadOnly: String { "BEGIN ISOLATION LEVEL \(configuration.isolation.rawValue) READ ONLY" }
 
     // MARK: Storages
 

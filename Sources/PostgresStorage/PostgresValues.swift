@@ -187,45 +187,6 @@ enum TextEscape {
     }
 }
 
-/// Writes a record's fields as the parameters of a statement, in field order.
-struct BindingWriter: FieldWriter {
-    var binds: [PostgresData]
-    let types: [FieldType]
-    private var position = 0
-
-    init(types: [FieldType], capacity: Int) {
-        self.types = types
-        binds = []
-        binds.reserveCapacity(capacity)
-    }
-
-    mutating func rewind() {
-        position = 0
-    }
-
-    private mutating func append(_ data: PostgresData) {
-        binds.append(data)
-        position += 1
-    }
-
-    mutating func encode(_ value: Int64) throws {
-        // A field declared bool but written as an integer (or the reverse) is bound as the column's type.
-        if position < types.count, types[position] == .bool { return append(PostgresValue.bool(value != 0)) }
-        append(PostgresValue.int8(value))
-    }
-    mutating func encode(_ value: Double) throws { append(PostgresValue.float8(value)) }
-    mutating func encode(_ value: String) throws { append(PostgresValue.text(value)) }
-    mutating func encode(_ value: Bool) throws {
-        if position < types.count, types[position] == .integer { return append(PostgresValue.int8(value ? 1 : 0)) }
-        append(PostgresValue.bool(value))
-    }
-    mutating func encode(_ value: Date) throws { append(PostgresValue.float8(value.timeIntervalSinceReferenceDate)) }
-    mutating func encode(_ value: Data) throws { append(PostgresValue.bytea(value)) }
-    mutating func encodeNil() throws {
-        append(PostgresValue.null(position < types.count ? types[position] : .text))
-    }
-}
-
 /// Reads a record's fields from the cells of a row, in field order.
 struct CellReader: FieldReader {
     private var iterator: PostgresRow.Iterator

@@ -28,21 +28,54 @@ final class RecordTable<R: Record>: Sendable {
 
     // MARK: Writing
 
-    /// Upserts `record` with its children, at every level: a parent that
-    /// was there before loses the children it no longer holds.
-    func write(_ record: R, _ connection: ServerConnection) throws {
-        let binds = try codec.binds(record, sql.types)
-        let rows = try connection.rows(sql.upsert, binds)
-        guard hasLinks else { return }
-        var inserted = false
-        if let row = rows.first {
-            var reader = CellReader(row, entity: name)
-            inserted = try reader.decode(Bool.self)
+    /// Adds the keys of `record` and of the children it holds, at every
+    /// level, to `keys` (by table); returns how many rows they are.
+    func collectKeys(_ record: R, into keys: inout [ObjectIdentifier: Set<StoredValue>]) -> Int {
+        keys[ObjectIdentifier(self), default: []].insert(keyIdentity(record))
+        var rows = 1
+        for link in links { rows += link.collectKeys(of: record, into: &keys) }
+        return rows
+    }
+
+    /// The identity of the record's key, as the table's primary key index sees it.
+    func keyIdentity(_ record: R) -> StoredValue {
+        PostgresValue.keyIdentity(record.primaryKey.storedValue, sql.types[0])
+    }
+
+    /// Sends the upsert of `records` (their keys distinct from one another,
+    /// at every level) and of the children they hold, one statement a
+    /// table: for a child table, the children of `parents` (their keys, as
+    /// an array) that `records` no longer hold are deleted in the same
+    /// statement. `alone`: the statement is the call's only one.
+    func send(_ records: [R], parents: PostgresData?, alone: Bool = false, _ connection: ServerConnection) throws {
+        var arrays = ColumnArrays(types: sql.types, entity: name, rows: records.count)
+        for record in records { try codec.append(record, to: &arrays) }
+        var binds = arrays.arrays()
+        let keys = binds[0]
+        if let parents, let replace = sql.replaceChildren {
+            binds.append(parents)
+            try connection.send(replace, binds)
+        } else if alone {
+            try connection.sendAlone(sql.upsertRows, binds)
+        } else {
+            try connection.send(sql.upsertRows, binds)
         }
-        let key = binds[0]
-        for link in links {
-            try link.write(childrenOf: record, parentKey: record.primaryKey.storedValue, key, replacing: !inserted, connection)
-        }
+        guard !records.isEmpty else { return }
+        for link in links { try link.send(childrenOf: records, keys: keys, connection) }
+    }
+
+    /// Sends the writes of `record` and of the children it holds one row at
+    /// a time, in the order they are held, each row's children deleted
+    /// before the ones it holds are written: for a record holding one key
+    /// twice somewhere below it, which then stores what writing its rows
+    /// one after another stores (a row written and then replaced by a later
+    /// one with its key loses the children it took along).
+    func sendRowByRow(_ record: R, _ connection: ServerConnection) throws {
+        var arrays = ColumnArrays(types: sql.types, entity: name, rows: 1)
+        try codec.append(record, to: &arrays)
+        let binds = arrays.arrays()
+        try connection.send(sql.upsertRows, binds)
+        for link in links { try link.sendRowByRow(childrenOf: record, key: binds[0], connection) }
     }
 
     // MARK: Reading
@@ -52,6 +85,30 @@ final class RecordTable<R: Record>: Sendable {
         var records: [R] = []
         records.reserveCapacity(rows.count)
         for row in rows { records.append(try codec.record(row, sql.types)) }
+        return records
+    }
+
+    /// The records `sql` selects with `binds`, with their children: the
+    /// children of the parents keyed `keys` (the keys `sql` asks for) are
+    /// asked for with the records, so that both levels take one wait, which
+    /// ends the transaction too when no level below needs another; deeper
+    /// levels are read as ``attachChildren(_:_:)`` reads them.
+    func read(_ sql: String, _ binds: [PostgresData], keys: [StoredValue], _ connection: ServerConnection) throws -> [R] {
+        try connection.send(sql, binds)
+        var asked: [Bool] = []
+        for link in links { asked.append(try link.sendSelect(childrenOfKeys: keys, connection)) }
+        let answers = try connection.collect(ending: asked.allSatisfy { $0 } && links.allSatisfy { !$0.holdsChildren })
+        guard let rows = answers.first else { return [] }
+        var records = try self.records(rows)
+        var answer = 1
+        for (link, sent) in zip(links, asked) {
+            if sent {
+                try link.attach(answers[answer], to: &records, connection)
+                answer += 1
+            } else {
+                try link.attach(to: &records, connection)
+            }
+        }
         return records
     }
 
@@ -78,12 +135,29 @@ final class RecordTable<R: Record>: Sendable {
 /// parent, read and attached to it.
 protocol ChildLink<Parent>: Sendable {
     associatedtype Parent: Record
-    /// Replaces the children stored under `parent` with those it holds.
-    func write(
-        childrenOf parent: Parent, parentKey: StoredValue, _ keyData: PostgresData, replacing: Bool,
-        _ connection: ServerConnection) throws
+    /// Adds the keys of the children `parent` holds, at every level, to
+    /// `keys`; returns how many rows they are.
+    func collectKeys(of parent: Parent, into keys: inout [ObjectIdentifier: Set<StoredValue>]) -> Int
+    /// Sends the statement that makes the children stored under `parents`
+    /// (whose keys are the array `keys`) those they hold, and those of the
+    /// levels below.
+    /// - Throws: ``StorageError/Kind/constraint`` for a child that names
+    ///   another parent; what encoding and sending throw.
+    func send(childrenOf parents: [Parent], keys: PostgresData, _ connection: ServerConnection) throws
+    /// Sends the deletion of the children stored under `parent` (its key
+    /// `key`, as an array of one), then the writes of those it holds, one
+    /// row at a time (``RecordTable/sendRowByRow(_:_:)``).
+    func sendRowByRow(childrenOf parent: Parent, key: PostgresData, _ connection: ServerConnection) throws
     /// Reads the children of `parents` and sets them, in key order.
     func attach(to parents: inout [Parent], _ connection: ServerConnection) throws
+    /// Whether the children hold children of their own.
+    var holdsChildren: Bool { get }
+    /// Sends the select of the children of the parents keyed `keys`;
+    /// `false` (nothing sent) when a key is not of the foreign key's type.
+    func sendSelect(childrenOfKeys keys: [StoredValue], _ connection: ServerConnection) throws -> Bool
+    /// Sets the children of `parents` from `rows` (the answer to
+    /// ``sendSelect(childrenOfKeys:_:)``), with theirs.
+    func attach(_ rows: [PostgresRow], to parents: inout [Parent], _ connection: ServerConnection) throws
 }
 
 extension ToManyRelation {
@@ -97,38 +171,82 @@ struct RelationLink<Relation: ToManyRelation>: ChildLink {
     let relation: Relation
     let table: RecordTable<Relation.Child>
 
-    func write(
-        childrenOf parent: Parent, parentKey: StoredValue, _ keyData: PostgresData, replacing: Bool,
-        _ connection: ServerConnection
-    ) throws {
-        if replacing, let delete = table.sql.deleteByParent {
-            _ = try connection.rows(delete, [keyData])
-        }
-        let children = parent[keyPath: relation.children]
-        for child in children {
+    func collectKeys(of parent: Parent, into keys: inout [ObjectIdentifier: Set<StoredValue>]) -> Int {
+        var rows = 0
+        for child in parent[keyPath: relation.children] { rows += table.collectKeys(child, into: &keys) }
+        return rows
+    }
+
+    func send(childrenOf parents: [Parent], keys: PostgresData, _ connection: ServerConnection) throws {
+        var children: [Relation.Child] = []
+        for parent in parents { try gather(childrenOf: parent, into: &children) }
+        try table.send(children, parents: try parentKeys(keys, of: parents), connection)
+    }
+
+    func sendRowByRow(childrenOf parent: Parent, key: PostgresData, _ connection: ServerConnection) throws {
+        var children: [Relation.Child] = []
+        try gather(childrenOf: parent, into: &children)
+        try table.send([], parents: try parentKeys(key, of: [parent]), connection)
+        for child in children { try table.sendRowByRow(child, connection) }
+    }
+
+    /// Appends the children `parent` holds to `children`.
+    /// - Throws: ``StorageError/Kind/constraint`` for a child that names another parent.
+    private func gather(childrenOf parent: Parent, into children: inout [Relation.Child]) throws {
+        let held = parent[keyPath: relation.children]
+        guard !held.isEmpty else { return }
+        let parentKey = parent.primaryKey.storedValue
+        for child in held {
             guard child[keyPath: relation.parentKey].storedValue == parentKey else {
                 throw StorageError(
                     .constraint, .persist, entity: table.name,
                     message: "child \(child.primaryKey) names parent \(child[keyPath: relation.parentKey]) in '\(relation.foreignKeyField)' but is held by parent \(parent.primaryKey)")
             }
-            try table.write(child, connection)
+            children.append(child)
         }
     }
 
+    /// The parents' keys as an array of the foreign key's type: `keys` (the
+    /// parents' key column) when they are one type.
+    private func parentKeys(_ keys: PostgresData, of parents: [Parent]) throws -> PostgresData {
+        guard let foreignKey = table.sql.foreignKey, keys.type != PostgresValue.arrayType(table.sql.types[foreignKey]) else {
+            return keys
+        }
+        guard let converted = table.keyArrayOfParent(parents.map(\.primaryKey.storedValue), foreignKey: foreignKey) else {
+            throw StorageError(
+                .encoding, .persist, entity: table.name,
+                message: "a parent's key is not a \(table.sql.types[foreignKey].rawValue), the type of '\(relation.foreignKeyField)'")
+        }
+        return converted
+    }
+
+    var holdsChildren: Bool { table.hasLinks }
+
     func attach(to parents: inout [Parent], _ connection: ServerConnection) throws {
-        guard let select = table.sql.selectByParents, let foreignKey = table.sql.foreignKey else { return }
         var keys: [StoredValue] = []
         keys.reserveCapacity(parents.count)
         for parent in parents { keys.append(parent.primaryKey.storedValue) }
-        guard let array = table.keyArrayOfParent(keys, foreignKey: foreignKey) else { return }
-        var children = try table.records(try connection.rows(select, [array]))
+        guard try sendSelect(childrenOfKeys: keys, connection) else { return }
+        try attach(try connection.collect().last ?? [], to: &parents, connection)
+    }
+
+    func sendSelect(childrenOfKeys keys: [StoredValue], _ connection: ServerConnection) throws -> Bool {
+        guard let select = table.sql.selectByParents, let foreignKey = table.sql.foreignKey,
+            let array = table.keyArrayOfParent(keys, foreignKey: foreignKey)
+        else { return false }
+        try connection.send(select, [array])
+        return true
+    }
+
+    func attach(_ rows: [PostgresRow], to parents: inout [Parent], _ connection: ServerConnection) throws {
+        var children = try table.records(rows)
         try table.attachChildren(&children, connection)
         var byParent: [StoredValue: [Relation.Child]] = [:]
         for child in children {
             byParent[child[keyPath: relation.parentKey].storedValue, default: []].append(child)
         }
         for index in parents.indices {
-            parents[index][keyPath: relation.children] = byParent[keys[index]] ?? []
+            parents[index][keyPath: relation.children] = byParent[parents[index].primaryKey.storedValue] ?? []
         }
     }
 }
@@ -161,36 +279,21 @@ struct RecordCodec<R: Record>: Sendable {
         relationNames = Set(entity.relations.map(\.name))
     }
 
-    func binds(_ record: R, _ types: [FieldType]) throws -> [PostgresData] {
-        if let fieldwise { return try Self.fieldwiseBinds(fieldwise, record, types) }
-        var binds: [PostgresData] = []
-        binds.reserveCapacity(types.count)
-        for (field, type) in zip(entity.fields, types) {
-            let value = field.value(in: record)
-            guard let data = PostgresValue.bind(value, as: type) else {
-                throw StorageError(
-                    .encoding, .persist, entity: entity.name,
-                    message: "field '\(field.name)' holds \(value), which is not a \(type.rawValue)")
-            }
-            binds.append(data)
+    /// Writes `record` as the next row of `arrays`.
+    func append(_ record: R, to arrays: inout ColumnArrays) throws {
+        if let fieldwise {
+            try Self.fieldwiseAppend(fieldwise, record, to: &arrays)
+        } else {
+            for field in entity.fields { try arrays.append(field.value(in: record)) }
         }
-        return binds
+        try arrays.endRow()
     }
 
-    private static func fieldwiseBinds<F: FieldwiseRecord>(_ type: F.Type, _ record: R, _ types: [FieldType]) throws
-        -> [PostgresData]
-    {
-        var writer = BindingWriter(types: types, capacity: types.count)
+    private static func fieldwiseAppend<F: FieldwiseRecord>(_ type: F.Type, _ record: R, to arrays: inout ColumnArrays) throws {
         // `F` is `R` (found by casting `R.self`): the record is read where it is, as an `F`.
         try withUnsafePointer(to: record) { pointer in
-            try UnsafeRawPointer(pointer).assumingMemoryBound(to: F.self).pointee.write(fields: &writer)
+            try UnsafeRawPointer(pointer).assumingMemoryBound(to: F.self).pointee.write(fields: &arrays)
         }
-        guard writer.binds.count == types.count else {
-            throw StorageError(
-                .encoding, .persist, entity: F.entity.name,
-                message: "the record wrote \(writer.binds.count) fields where its entity declares \(types.count)")
-        }
-        return writer.binds
     }
 
     func record(_ row: PostgresRow, _ types: [FieldType]) throws -> R {

@@ -43,12 +43,17 @@ struct TableSQL: Sendable {
     let foreignKey: Int?
 
     let selectList: String
-    let upsert: String
+    /// The upsert of a batch of rows: one array a column, `unnest`ed.
+    let upsertRows: String
+    /// For a child table: the upsert of a batch of rows as ``upsertRows``,
+    /// which first deletes the rows of the parents bound as `$n+1` that the
+    /// batch does not hold (keys not in `$1`); `nil` for an entity no
+    /// relation holds.
+    let replaceChildren: String?
     let selectByKey: String
     let selectByKeys: String
     let deleteByKeys: String
     let selectByParents: String?
-    let deleteByParent: String?
     let countAll: String
 
     init(_ schema: EntitySchema, namespace: String, foreignKeyField: String?) {
@@ -59,13 +64,13 @@ struct TableSQL: Sendable {
         foreignKey = foreignKeyField.flatMap { name in schema.fields.firstIndex { $0.name == name } }
         let key = columns[0]
         selectList = columns.joined(separator: ", ")
-        let placeholders = (1...columns.count).map { "$\($0)" }.joined(separator: ", ")
         let others = columns.dropFirst()
         let updates =
             others.isEmpty ? "\(key) = EXCLUDED.\(key)" : others.map { "\($0) = EXCLUDED.\($0)" }.joined(separator: ", ")
-        // `xmax = 0`: the row was inserted, not updated (an inserted parent has no children to replace).
-        upsert =
-            "INSERT INTO \(qualified) (\(selectList)) VALUES (\(placeholders)) ON CONFLICT (\(key)) DO UPDATE SET \(updates) RETURNING (xmax = 0)"
+        let arrays = types.enumerated().map { "$\($0 + 1)::\(PostgresValue.sqlArrayType($1))" }.joined(separator: ", ")
+        let upsertRows =
+            "INSERT INTO \(qualified) (\(selectList)) SELECT * FROM unnest(\(arrays)) ON CONFLICT (\(key)) DO UPDATE SET \(updates)"
+        self.upsertRows = upsertRows
         selectByKey = "SELECT \(selectList) FROM \(qualified) WHERE \(key) = $1"
         selectByKeys = "SELECT \(selectList) FROM \(qualified) WHERE \(key) = ANY($1)"
         deleteByKeys = "WITH erased AS (DELETE FROM \(qualified) WHERE \(key) = ANY($1) RETURNING 1) SELECT count(*) FROM erased"
@@ -73,10 +78,14 @@ struct TableSQL: Sendable {
         if let foreignKey {
             let column = columns[foreignKey]
             selectByParents = "SELECT \(selectList) FROM \(qualified) WHERE \(column) = ANY($1) ORDER BY \(key)"
-            deleteByParent = "DELETE FROM \(qualified) WHERE \(column) = $1"
+            // The rows the batch does not hold, deleted in the same statement:
+            // they are never rows it upserts, so no row is touched twice.
+            replaceChildren =
+                "WITH gone AS (DELETE FROM \(qualified) WHERE \(column) = ANY($\(columns.count + 1)::\(PostgresValue.sqlArrayType(types[foreignKey]))) AND \(key) <> ALL($1::\(PostgresValue.sqlArrayType(types[0])))) "
+                + upsertRows
         } else {
             selectByParents = nil
-            deleteByParent = nil
+            replaceChildren = nil
         }
     }
 

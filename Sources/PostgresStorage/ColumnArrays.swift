@@ -1,0 +1,251 @@
+import DAOCore
+import Foundation
+import NIOCore
+import PostgresNIO
+
+/// The rows of one table gathered for one statement, a column at a time:
+/// each column's values written once, as the elements of a one-dimensional
+/// array in PostgreSQL's binary form, which the statement binds and
+/// `unnest`s (one parameter per column, whatever the number of rows).
+///
+/// A row is written field by field (it is a ``FieldWriter``, for
+/// ``FieldwiseRecord``s, or takes ``StoredValue``s), with the conversions
+/// ``PostgresValue`` documents; a value of another type than its column's
+/// is refused with ``StorageError/Kind/encoding`` when the row ends.
+struct ColumnArrays: FieldWriter {
+    let types: [FieldType]
+    let entity: String
+    private var columns: [ByteBuffer]
+    private var hasNull: [Bool]
+    /// The rows ended.
+    private(set) var count = 0
+    /// The column the next value goes to.
+    private var position = 0
+    /// Why the row being written is refused, if it is.
+    private var refusal: String?
+
+    /// The size of the header each column's buffer starts with: dimensions,
+    /// flags, element type, then the length and lower bound of the one dimension.
+    private static let headerSize = 20
+
+    init(types: [FieldType], entity: String, rows: Int) {
+        self.types = types
+        self.entity = entity
+        hasNull = Array(repeating: false, count: types.count)
+        columns = types.map { type in
+            var buffer = PostgresValue.allocator.buffer(capacity: Self.headerSize + rows * Self.elementSize(type))
+            buffer.writeRepeatingByte(0, count: Self.headerSize)
+            return buffer
+        }
+    }
+
+    private static func elementSize(_ type: FieldType) -> Int {
+        switch type {
+        case .integer, .real, .date: 12
+        case .bool: 5
+        case .text, .blob: 24
+        }
+    }
+
+    // MARK: Rows
+
+    /// Ends the row written since the last one ended.
+    /// - Throws: ``StorageError/Kind/encoding`` when a value did not fit its
+    ///   column or the row wrote another number of fields than the columns.
+    mutating func endRow() throws {
+        defer {
+            position = 0
+            refusal = nil
+        }
+        if let refusal { throw StorageError(.encoding, .persist, entity: entity, message: refusal) }
+        guard position == types.count else {
+            throw StorageError(
+                .encoding, .persist, entity: entity,
+                message: "the record wrote \(position) fields where its entity declares \(types.count)")
+        }
+        count += 1
+    }
+
+    /// The arrays, one a column, as the statement's parameters.
+    func arrays() -> [PostgresData] {
+        zip(columns, types).enumerated().map { column, pair in
+            var (buffer, type) = pair
+            let element = PostgresValue.dataType(type)
+            if count == 0 {
+                // An empty array has no dimension.
+                var empty = PostgresValue.allocator.buffer(capacity: 12)
+                empty.writeInteger(Int32(0))
+                empty.writeInteger(Int32(0))
+                empty.writeInteger(Int32(bitPattern: element.rawValue))
+                return PostgresData(type: PostgresValue.arrayType(type), formatCode: .binary, value: empty)
+            }
+            buffer.setInteger(Int32(1), at: 0)
+            buffer.setInteger(Int32(hasNull[column] ? 1 : 0), at: 4)
+            buffer.setInteger(Int32(bitPattern: element.rawValue), at: 8)
+            buffer.setInteger(Int32(count), at: 12)
+            buffer.setInteger(Int32(1), at: 16)
+            return PostgresData(type: PostgresValue.arrayType(type), formatCode: .binary, value: buffer)
+        }
+    }
+
+    // MARK: Values
+
+    /// The column of the next value, or `nil` (noted) when the row has no more columns.
+    private mutating func next() -> FieldType? {
+        guard position < types.count else {
+            position += 1
+            return nil
+        }
+        return types[position]
+    }
+
+    private mutating func refuse(_ what: String, _ column: FieldType) {
+        if refusal == nil {
+            refusal = "field \(position) holds \(what), which is not a \(column.rawValue)"
+        }
+        position += 1
+    }
+
+    private mutating func writeInt64(_ value: Int64) {
+        columns[position].writeInteger(Int32(8))
+        columns[position].writeInteger(value)
+        position += 1
+    }
+
+    private mutating func writeDouble(_ value: Double) {
+        columns[position].writeInteger(Int32(8))
+        columns[position].writeInteger((value.isNaN ? Double.nan : value).bitPattern)
+        position += 1
+    }
+
+    private mutating func writeBool(_ value: Bool) {
+        columns[position].writeInteger(Int32(1))
+        columns[position].writeInteger(value ? 1 as UInt8 : 0)
+        position += 1
+    }
+
+    private mutating func writeText(_ value: String) {
+        let start = columns[position].writerIndex
+        columns[position].writeInteger(Int32(0))
+        TextEscape.write(value, to: &columns[position])
+        columns[position].setInteger(Int32(columns[position].writerIndex - start - 4), at: start)
+        position += 1
+    }
+
+    private mutating func writeBytes(_ value: some Collection<UInt8>) {
+        columns[position].writeInteger(Int32(value.count))
+        columns[position].writeBytes(value)
+        position += 1
+    }
+
+    mutating func encode(_ value: Int64) throws {
+        guard let column = next() else { return }
+        switch column {
+        case .integer: writeInt64(value)
+        // A field declared bool but written as an integer is stored as the column's type.
+        case .bool: writeBool(value != 0)
+        case .real, .date:
+            guard let real = Double(exactly: value) else { return refuse("\(value)", column) }
+            writeDouble(real)
+        case .text, .blob: refuse("the integer \(value)", column)
+        }
+    }
+
+    mutating func encode(_ value: Double) throws {
+        guard let column = next() else { return }
+        switch column {
+        case .real, .date: writeDouble(value)
+        default: refuse("the real \(value)", column)
+        }
+    }
+
+    mutating func encode(_ value: String) throws {
+        guard let column = next() else { return }
+        guard column == .text else { return refuse("text", column) }
+        writeText(value)
+    }
+
+    mutating func encode(_ value: Bool) throws {
+        guard let column = next() else { return }
+        switch column {
+        case .bool: writeBool(value)
+        case .integer: writeInt64(value ? 1 : 0)
+        default: refuse("the boolean \(value)", column)
+        }
+    }
+
+    mutating func encode(_ value: Date) throws {
+        guard let column = next() else { return }
+        switch column {
+        case .real, .date: writeDouble(value.timeIntervalSinceReferenceDate)
+        default: refuse("a date", column)
+        }
+    }
+
+    mutating func encode(_ value: Data) throws {
+        guard let column = next() else { return }
+        guard column == .blob else { return refuse("bytes", column) }
+        writeBytes(value)
+    }
+
+    mutating func encodeNil() throws {
+        guard next() != nil else { return }
+        hasNull[position] = true
+        columns[position].writeInteger(Int32(-1))
+        position += 1
+    }
+
+    /// Writes `value` as the next field, as ``PostgresValue/bind(_:as:)``
+    /// binds it (a value that is not one of its column's type is refused).
+    mutating func append(_ value: StoredValue) throws {
+        guard let column = next() else { return }
+        switch (value, column) {
+        case (.null, _): try encodeNil()
+        case (.integer(let integer), .integer): writeInt64(integer)
+        case (.integer(let integer), .bool):
+            guard integer == 0 || integer == 1 else { return refuse("\(value)", column) }
+            writeBool(integer == 1)
+        case (.integer(let integer), .real), (.integer(let integer), .date):
+            guard let real = Double(exactly: integer) else { return refuse("\(value)", column) }
+            writeDouble(real)
+        case (.real(let real), .real), (.real(let real), .date): writeDouble(real)
+        case (.text(let text), .text): writeText(text)
+        case (.blob(let bytes), .blob): writeBytes(bytes)
+        default: refuse("\(value)", column)
+        }
+    }
+}
+
+extension PostgresValue {
+    /// The array type of a field type's column.
+    static func arrayType(_ type: FieldType) -> PostgresDataType {
+        switch type {
+        case .integer: .int8Array
+        case .bool: .boolArray
+        case .real, .date: .float8Array
+        case .text: .textArray
+        case .blob: .byteaArray
+        }
+    }
+
+    /// The SQL array type a field type's column binds as (`bigint[]`).
+    static func sqlArrayType(_ type: FieldType) -> String {
+        catalogueType(type) + "[]"
+    }
+
+    /// The identity of a key as the column's unique index sees it: reals
+    /// equal as numbers (`-0.0` and `0.0`, every NaN, an integer and the real
+    /// of its value) are one key there, so one key here.
+    static func keyIdentity(_ key: StoredValue, _ type: FieldType) -> StoredValue {
+        switch (key, type) {
+        case (.real(let real), .real), (.real(let real), .date):
+            if real.isNaN { return .real(.nan) }
+            return .real(real == 0 ? 0 : real)
+        case (.integer(let integer), .real), (.integer(let integer), .date):
+            guard let real = Double(exactly: integer) else { return key }
+            return .real(real == 0 ? 0 : real)
+        default:
+            return key
+        }
+    }
+}
