@@ -149,14 +149,7 @@ struct Run: ParsableCommand {
                 }
                 sweep = try BenchSize.parseSweep(sizes)
             } else {
-                let limit = 1...BenchSize.limit
-                sweep = [
-                    try BenchSize(
-                        dialogs: try dialogs.map { try parseCount($0, option: "--dialogs", in: limit) } ?? 1000,
-                        messagesPerDialog: try messagesPerDialog.map {
-                            try parseCount($0, option: "--messages-per-dialog", in: limit)
-                        } ?? 100)
-                ]
+                sweep = [try parseSize(dialogs ?? "1000", messagesPerDialog ?? "100")]
             }
             let configuration = try RunConfiguration(
                 backends: chosen, sizes: sweep, durabilities: try parseDurabilities(durability),

@@ -20,19 +20,19 @@ struct Migrate: ParsableCommand {
     var backends = "all"
 
     @Option(parsing: .unconditional, help: "Dialogs in the graph (D).")
-    var dialogs = 100
+    var dialogs = "100"
 
     @Option(name: .customLong("messages-per-dialog"), parsing: .unconditional, help: "Messages per dialog (M).")
-    var messagesPerDialog = 100
+    var messagesPerDialog = "100"
 
     @Option(parsing: .unconditional, help: "Measured iterations per backend (1 to 1000).")
-    var iterations = 3
+    var iterations = "3"
 
     @Option(parsing: .unconditional, help: "Warm-up iterations run first and discarded (0 to 100).")
-    var warmup = 1
+    var warmup = "1"
 
     @Option(parsing: .unconditional, help: "The generator seed.")
-    var seed: UInt64 = 42
+    var seed = "42"
 
     @Option(help: "full or none.")
     var durability = "full"
@@ -46,13 +46,13 @@ struct Migrate: ParsableCommand {
     func benchmark() throws -> MigrateBenchmark {
         return try validating {
             let chosen = try parseDurability(durability)
-            try checkOption("--iterations", iterations, in: 1...1000)
-            try checkOption("--warmup", warmup, in: 0...100)
+            let iterations = try parseCount(iterations, option: "--iterations", in: RunConfiguration.iterationsRange)
+            let warmup = try parseCount(warmup, option: "--warmup", in: RunConfiguration.warmupRange)
             _ = try ReportFormat.parseList(format.joined(separator: ","))
             return MigrateBenchmark(
-                backends: try MigrateBenchmark.select(backends),
-                size: try BenchSize(dialogs: dialogs, messagesPerDialog: messagesPerDialog), durability: chosen,
-                iterations: iterations, warmup: warmup, seed: seed)
+                backends: try MigrateBenchmark.select(backends), size: try parseSize(dialogs, messagesPerDialog),
+                durability: chosen, iterations: iterations, warmup: warmup,
+                seed: try parseCount(seed, option: "--seed", in: UInt64.min...UInt64.max))
         }
     }
 

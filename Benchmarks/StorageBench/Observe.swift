@@ -20,13 +20,13 @@ struct Observe: ParsableCommand {
     var backends = "all"
 
     @Option(parsing: .unconditional, help: "Dialogs in the initial graph.")
-    var dialogs = 200
+    var dialogs = "200"
 
     @Option(name: .customLong("messages-per-dialog"), parsing: .unconditional, help: "Messages per dialog.")
-    var messagesPerDialog = 20
+    var messagesPerDialog = "20"
 
     @Option(parsing: .unconditional, help: "Single-dialog persists per run (1 to 1,000,000).")
-    var calls = 1000
+    var calls = "1000"
 
     @Option(parsing: .unconditional, help: "Comma-separated observer counts (0, the reference, always runs).")
     var observers = "1,10,100"
@@ -35,13 +35,22 @@ struct Observe: ParsableCommand {
     var durability = "full"
 
     @Option(parsing: .unconditional, help: "Runs of each observer count (1 to 100), taking turns; throughput is their median, latencies are pooled.")
-    var rounds = 3
+    var rounds = "3"
 
     @Option(help: "Also write the rows to this file (other formats take its name with their extension).")
     var output: String?
 
     @Option(help: "The formats written with --output: csv or markdown; repeat or comma-separate for several.")
     var format: [String] = ["csv"]
+
+    /// The graph's size, the calls per run and the rounds, each checked against its range.
+    func sizeAndCounts() throws -> (size: BenchSize, calls: Int, rounds: Int) {
+        (
+            try parseSize(dialogs, messagesPerDialog),
+            try parseCount(calls, option: "--calls", in: 1...1_000_000),
+            try parseCount(rounds, option: "--rounds", in: 1...100)
+        )
+    }
 
     /// The formats asked for, checked.
     func formats() throws -> [ReportFormat] {
@@ -54,9 +63,7 @@ struct Observe: ParsableCommand {
 
     func validate() throws {
         try validating {
-            _ = try BenchSize(dialogs: dialogs, messagesPerDialog: messagesPerDialog)
-            try checkOption("--calls", calls, in: 1...1_000_000)
-            try checkOption("--rounds", rounds, in: 1...100)
+            _ = try sizeAndCounts()
             _ = try formats()
         }
     }
@@ -73,9 +80,10 @@ struct Observe: ParsableCommand {
                 }
                 return count
             }
+            let (size, calls, rounds) = try sizeAndCounts()
             configuration = ObserveBenchmark.Configuration(
-                dialogs: dialogs, messagesPerDialog: messagesPerDialog, calls: calls, observerCounts: counts,
-                durability: durability, rounds: rounds)
+                dialogs: size.dialogs, messagesPerDialog: size.messagesPerDialog, calls: calls,
+                observerCounts: counts, durability: durability, rounds: rounds)
         } catch let error as ConfigurationError {
             throw ValidationError(error.message)
         }

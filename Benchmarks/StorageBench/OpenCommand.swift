@@ -23,20 +23,20 @@ struct Open: ParsableCommand {
     var sizes = "1000x100"
 
     @Option(parsing: .unconditional, help: "Measured iterations (each a cold and a warm open) per backend and size.")
-    var iterations = 5
+    var iterations = "5"
 
     @Option(parsing: .unconditional, help: "The generator seed.")
-    var seed: UInt64 = 42
+    var seed = "42"
 
     @Option(help: "The CSV report file (default results/open-<UTC date-time>-<host>.csv).")
     var output: String?
 
     func benchmark() throws -> OpenBenchmark {
         return try validating {
-            guard iterations > 0 else { throw ConfigurationError("iterations must be positive") }
             return OpenBenchmark(
                 backends: try OpenBenchmark.select(backends), sizes: try BenchSize.parseSweep(sizes),
-                iterations: iterations, seed: seed)
+                iterations: try parseCount(iterations, option: "--iterations", in: RunConfiguration.iterationsRange),
+                seed: try parseCount(seed, option: "--seed", in: UInt64.min...UInt64.max))
         }
     }
 

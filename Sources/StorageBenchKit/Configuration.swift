@@ -188,6 +188,16 @@ public func parseCount<T: FixedWidthInteger>(_ text: String, option: String, in 
     return value
 }
 
+/// The graph of `--dialogs` × `--messages-per-dialog`, given as the options'
+/// text: each a whole number from 1 to ``BenchSize/limit``.
+/// - Throws: ``ConfigurationError`` naming the option and its range.
+public func parseSize(_ dialogs: String, _ messagesPerDialog: String) throws -> BenchSize {
+    let range = 1...BenchSize.limit
+    return try BenchSize(
+        dialogs: try parseCount(dialogs, option: "--dialogs", in: range),
+        messagesPerDialog: try parseCount(messagesPerDialog, option: "--messages-per-dialog", in: range))
+}
+
 /// Splits a comma-separated option value into trimmed, non-empty, lowercased items.
 /// - Throws: ``ConfigurationError`` when nothing is left.
 func parseList(_ text: String, option: String) throws -> [String] {

@@ -51,6 +51,21 @@ import Testing
         }
     }
 
+    /// `--dialogs` and `--messages-per-dialog` as given on the command line
+    /// (run, migrate, observe): each checked as text against its range.
+    @Test func sizeOptionsGetTheirRange() throws {
+        #expect(try parseSize("100", "10") == BenchSize(dialogs: 100, messagesPerDialog: 10))
+        for (dialogs, messages, says) in [
+            ("-5", "10", "--dialogs must be a whole number between 1 and 10000000, not -5"),
+            ("99999999999999999999", "10", "--dialogs must be a whole number between 1 and 10000000, not 99999999999999999999"),
+            ("10", "1e3", "--messages-per-dialog must be a whole number between 1 and 10000000, not 1e3"),
+            ("10", "0", "--messages-per-dialog must be a whole number between 1 and 10000000, not 0"),
+        ] {
+            let error = try #require(throws: ConfigurationError.self) { try parseSize(dialogs, messages) }
+            #expect(error.message == says)
+        }
+    }
+
     @Test func operationsParseInWorkloadOrder() throws {
         #expect(try BenchOperation.parseList("query,persist") == [.persist, .query])
         #expect(try BenchOperation.parseList("all") == BenchOperation.allCases)
