@@ -136,6 +136,8 @@ public final class Entity<Root: Record>: Sendable {
     /// The stored shape ``CodableFields`` reads and writes a `Codable`
     /// record by, built once.
     let codableShape: CodableShape
+    /// Each field's type and whether it is optional, by position.
+    private let fieldKinds: [(type: FieldType, isOptional: Bool)]
     /// The plans of this entity's queries, by shape (see ``QueryPlan/init(_:parts:)``).
     let queryPlans = QueryPlanCache<Root>()
 
@@ -172,6 +174,7 @@ public final class Entity<Root: Record>: Sendable {
         }
         positionByKeyPath = byKeyPath
         positionByName = byName
+        fieldKinds = self.fields.map { ($0.type, $0.isOptional) }
         realFields = self.fields.filter { $0.type == .real || $0.type == .date }
         codableShape = CodableShape(
             entity: name, names: self.fields.map(\.name), types: self.fields.map(\.type),
@@ -193,6 +196,16 @@ public final class Entity<Root: Record>: Sendable {
     /// The field called `name`, if there is one.
     public func field(named name: String) -> Field<Root>? {
         positionByName[name].map { fields[$0] }
+    }
+
+    /// The type of the field called `name` and whether it is optional, if
+    /// there is one: what ``field(named:)`` tells of it, without a `Field`
+    /// made (in code not specialized for the record type, each `Field` or
+    /// optional `Field` handed out looks up its generic metadata, about 300
+    /// instructions).
+    public func fieldKind(named name: String) -> (type: FieldType, isOptional: Bool)? {
+        guard let position = positionByName[name] else { return nil }
+        return fieldKinds[position]
     }
 
     /// The position of the field called `name` in ``fields``, if there is one.

@@ -312,6 +312,16 @@ public final class BoundPlan<R: Record>: Sendable {
             descending: descending)
     }
 
+    /// ``finish(_:sortKeys:descending:)`` with the sort keys read from the
+    /// candidates through the sort's fields, when the sort compares declared
+    /// fields (else ``finish(_:)``): as ``QueryPlan/finish(_:filtered:descending:)``
+    /// does with `filtered: true`.
+    public func finish(_ candidates: [R], descending: Bool) -> [R] {
+        let sort = template.sort
+        guard let fields = sort.fields else { return finish(candidates) }
+        return finish(candidates, sortKeys: sort.keys(of: candidates, fields: fields), descending: descending)
+    }
+
     /// The answer from `candidates`, exactly the records that meet the
     /// predicate: sorted and limited.
     public func finish(_ candidates: [R]) -> [R] {

@@ -178,7 +178,13 @@ public final class PlanTemplate<R: Record>: Sendable {
     /// ``BoundPlan/otherEqualities``; `nil` when the template has none.
     /// An adapter resolves them once per template.
     public var otherEqualityFields: [String]? { otherEqualities?.map(\.field) }
-    private let memos = Mutex<[ObjectIdentifier: AnyObject & Sendable]>([:])
+    /// Made with room for one memo: the first dictionary storage of its type
+    /// in a process instantiates the type's metadata, whose check of the
+    /// key's `Hashable` conformance scans every conformance record (about
+    /// 560k instructions, once). Templates are made when a query is prepared
+    /// or first planned, so that is paid there and not in an adapter's first
+    /// `memo(_:_:)`.
+    private let memos = Mutex<[ObjectIdentifier: AnyObject & Sendable]>(Dictionary(minimumCapacity: 1))
     /// Whether the last call that chose the direction of its candidates
     /// found them in the order asked for when read in descending key order
     /// (``QueryPlan/prefersDescendingCandidates``).

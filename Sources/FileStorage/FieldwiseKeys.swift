@@ -118,3 +118,57 @@ private func makeFieldValueReader<Root, F: FieldwiseRecord>(
         return scanner.first
     }
 }
+
+/// Tests whether the fields at some positions of a record hold given stored
+/// values (each compared as `Semantics.compare(_:.equal:_)` compares them),
+/// reading one or two fields in one specialized pass over `write(fields:)`
+/// (``FieldwiseRecord/scanFields(_:)``), one pass per field beyond. A
+/// prepared call's candidates are tested with it where they are stored, with
+/// no per-record look-up of the reader or copy of a test.
+final class FieldsMatcher<Root>: Sendable {
+    /// How many values a test compares.
+    let count: Int
+    private let test: @Sendable (Root, [StoredValue]) throws -> Bool
+
+    init(count: Int, _ test: @escaping @Sendable (Root, [StoredValue]) throws -> Bool) {
+        self.count = count
+        self.test = test
+    }
+
+    /// Whether `root`'s fields hold `values`, in the order of the positions
+    /// the matcher was made for (`values.count` is ``count``).
+    func callAsFunction(_ root: Root, _ values: [StoredValue]) throws -> Bool {
+        try test(root, values)
+    }
+}
+
+/// The ``FieldsMatcher`` of the fields at `positions` (at least one) of
+/// `Root`, when it is a ``FieldwiseRecord``; `nil` otherwise.
+func makeFieldsMatcher<Root: Record>(for root: Root.Type, positions: [Int]) -> FieldsMatcher<Root>? {
+    guard !positions.isEmpty, let fieldwise = Root.self as? any FieldwiseRecord.Type else { return nil }
+    return makeFieldsMatcher(fieldwise, for: root, positions: positions)
+}
+
+private func makeFieldsMatcher<Root, F: FieldwiseRecord>(
+    _ type: F.Type, for root: Root.Type, positions: [Int]
+) -> FieldsMatcher<Root> {
+    if positions.count == 1 || (positions.count == 2 && positions[0] != positions[1]) {
+        let first = positions[0]
+        let second = positions.count == 2 ? positions[1] : -1
+        return FieldsMatcher(count: positions.count) { record, values in
+            var scanner = FieldScanWriter(keeping: first, and: second)
+            try unsafeBitCast(record, to: F.self).scanFields(&scanner)
+            guard Semantics.compare(scanner.first, .equal, values[0]) else { return false }
+            return second < 0 || Semantics.compare(scanner.second, .equal, values[1])
+        }
+    }
+    return FieldsMatcher(count: positions.count) { record, values in
+        let fields = unsafeBitCast(record, to: F.self)
+        for index in positions.indices {
+            var scanner = FieldScanWriter(keeping: positions[index])
+            try fields.scanFields(&scanner)
+            guard Semantics.compare(scanner.first, .equal, values[index]) else { return false }
+        }
+        return true
+    }
+}

@@ -26,10 +26,17 @@ public struct FileStorage<R: Record>: Storage {
     }
 
     public func read(primaryKey key: R.PrimaryKey) throws -> R? {
+        // The record comes out through a variable and the closure returns
+        // nothing: `Optional.map` with `attachChildren` went through three
+        // reabstraction thunks, and a closure returning `R?` looked up the
+        // optional's metadata.
+        var found: R?
         try store.read(.read, R.entity.name) { state in
             let table = try state.table(R.self)
-            return try table.record(key.storedValue).map(state.attachChildren)
+            guard let record = table.record(key.storedValue) else { return }
+            found = try state.attachChildren(record)
         }
+        return found
     }
 
     public func read(primaryKeys keys: [R.PrimaryKey]) throws -> [R] {
@@ -68,6 +75,35 @@ public struct FileStorage<R: Record>: Storage {
             // Records without relations are complete as stored.
             return plan.needsCompleteRecords || !table.hasRelations ? matches : try matches.map(state.attachChildren)
         }
+    }
+
+    /// The records that answer one call of a prepared query, as
+    /// ``read(_:)-(Query<R>)`` answers its query. When the prepared query
+    /// keeps a template for the call's values whose access path, with the
+    /// equalities the path does not bind, is the whole predicate (the
+    /// workload's query: a dialog's messages, unread), the call is answered
+    /// from the bound plan (``PreparedQueryCall/boundPlan()``): no predicate,
+    /// query or `QueryPlan` is made for it, and the candidates are tested
+    /// where they are stored by one matcher kept with the template
+    /// (``BoundReads``). Any other call reads its query.
+    ///
+    /// - Throws: ``StorageError``.
+    public func read(_ call: PreparedQueryCall<R>) throws -> [R] {
+        guard let bound = call.boundPlan(), !bound.sort.readsOpaqueValues else { return try read(call.query) }
+        // The records come out through variables and the closure returns
+        // nothing: a closure returning `[R]?` looked up the metadata of the
+        // array and of its optional on every call.
+        var records: [R] = []
+        var answered = false
+        try store.read(.read, R.entity.name) { state in
+            let table = try state.table(R.self)
+            answered = try table.answer(bound, into: &records)
+            // Records without relations are complete as stored.
+            if answered && table.hasRelations {
+                for index in records.indices { records[index] = try state.attachChildren(records[index]) }
+            }
+        }
+        return answered ? records : try read(call.query)
     }
 
     public func count(where predicate: Predicate<R>?) throws -> Int {
@@ -387,6 +423,135 @@ extension Table {
     func walksExactly(_ plan: QueryPlan<R>) -> Bool {
         if case .index(_, let values) = plan.access { return values.count == 1 }
         return true
+    }
+}
+
+extension Table {
+    /// The answer of a prepared call bound from its template (its records
+    /// sorted and limited, without their children) put into `records`, when
+    /// this table finds the candidates of the call's access path and can
+    /// test them against the rest of the predicate by position: the index's
+    /// bound fields after the first (the in-memory indexes hold the leading
+    /// field only) and, when the path is not exact, the call's other
+    /// equalities (``BoundPlan/otherEqualities``). `false` otherwise
+    /// (`records` untouched): an inexact path without such equalities, a
+    /// field this table does not index, a record type that is not a
+    /// ``FieldwiseRecord``.
+    /// - Throws: what the record's `write(fields:)` throws.
+    func answer(_ bound: BoundPlan<R>, into records: inout [R]) throws -> Bool {
+        let access = bound.access
+        var index: Index?
+        var values: [StoredValue] = []
+        if case .index(let used, let indexValues) = access, indexValues.count > 1 {
+            index = used
+            values.append(contentsOf: indexValues.dropFirst())
+        }
+        let indexChecks = values.count
+        if !bound.accessIsExact {
+            guard let others = bound.otherEqualities else { return false }
+            for other in others { values.append(other.value) }
+        }
+        // Everything this store derives from the template, found with one
+        // look-up per call (each look-up of generic metadata in this
+        // unspecialized code costs about 300 instructions).
+        let template = bound.template
+        let reads = template.memo(BoundReads<R>.self) {
+            BoundReads(template, sort: bound.sort, index: index, indexChecks: indexChecks)
+        }
+        var matcher: FieldsMatcher<R>?
+        if !values.isEmpty {
+            guard let made = reads.matcher, made.count == values.count, reads.indexChecks == indexChecks else {
+                return false
+            }
+            matcher = made
+        }
+        let descending = bound.prefersDescendingCandidates
+        var candidates: [R] = []
+        switch access {
+        case .all:
+            let all = allRecords
+            guard let matcher else {
+                candidates = all
+                break
+            }
+            candidates.reserveCapacity(all.count)
+            for position in 0..<all.count {
+                if try matcher(all[position], values) { candidates.append(all[position]) }
+            }
+        case .primaryKey(let key):
+            guard let found = record(key) else { break }
+            if let matcher, try !matcher(found, values) { break }
+            candidates.append(found)
+        case .index(let used, let indexValues):
+            guard let keys = keys(where: used.fields[0], equals: indexValues[0]) else { return false }
+            candidates = try self.records(withKeys: keys, descending: descending, matcher: matcher, values: values)
+        case .parent(let value):
+            guard let foreignKeyName, let keys = keys(where: foreignKeyName, equals: value) else { return false }
+            candidates = try self.records(withKeys: keys, descending: descending, matcher: matcher, values: values)
+        }
+        // The sort keys read by position in one pass where the record
+        // allows it, else through the fields' key paths.
+        if let sortReader = reads.sortReader {
+            let (sortValues, primaryKeys) = try sortReader(candidates)
+            var sortKeys: [StoredValue] = []
+            sortKeys.reserveCapacity(sortValues.count * 2)
+            for index in 0..<sortValues.count {
+                sortKeys.append(sortValues[index])
+                sortKeys.append(primaryKeys[index])
+            }
+            records = bound.finish(candidates, sortKeys: sortKeys, descending: descending)
+        } else {
+            records = bound.finish(candidates, descending: descending)
+        }
+        return true
+    }
+}
+
+/// What a file store derives from a plan template to answer the prepared
+/// calls bound from it (``Table/answer(_:into:)``), made from the record
+/// type alone, once per template (which every store of the record type
+/// shares):
+///
+/// - one ``FieldsMatcher`` of the fields after the first of the index the
+///   template's access path uses, as many as the path binds, then of its
+///   other equalities' fields (``PlanTemplate/otherEqualityFields``), in
+///   their order; `nil` when there are none, the record type is not a
+///   ``FieldwiseRecord`` or a field is not declared;
+/// - the reader of the sort's field and the primary key by position
+///   (``FieldPairReader``), when the sort compares the stored values of one
+///   declared field other than the primary key; `nil` otherwise (the sort
+///   keys are read through the fields then).
+final class BoundReads<R: Record>: Sendable {
+    let matcher: FieldsMatcher<R>?
+    /// How many of the matcher's fields are the index's.
+    let indexChecks: Int
+    let sortReader: FieldPairReader<R>?
+
+    init(_ template: PlanTemplate<R>, sort: SortPlan<R>, index: Index?, indexChecks: Int) {
+        self.indexChecks = indexChecks
+        if let fields = sort.fields, fields.count == 1,
+            let position = R.entity.position(ofField: fields[0].field.name), position > 0
+        {
+            sortReader = makeFieldPairReader(for: R.self, positions: [position, 0])
+        } else {
+            sortReader = nil
+        }
+        matcher = Self.matcher(template, index: index, indexChecks: indexChecks)
+    }
+
+    private static func matcher(_ template: PlanTemplate<R>, index: Index?, indexChecks: Int) -> FieldsMatcher<R>? {
+        var names: [String] = []
+        if let index, indexChecks > 0 {
+            guard indexChecks < index.fields.count else { return nil }
+            names.append(contentsOf: index.fields[1...indexChecks])
+        }
+        names.append(contentsOf: template.otherEqualityFields ?? [])
+        var positions: [Int] = []
+        for name in names {
+            guard let position = R.entity.position(ofField: name) else { return nil }
+            positions.append(position)
+        }
+        return positions.isEmpty ? nil : makeFieldsMatcher(for: R.self, positions: positions)
     }
 }
 

@@ -422,6 +422,43 @@ final class Table<R: Record>: AnyTable {
         return records
     }
 
+    /// ``records(withKeys:descending:matching:)`` with the test a
+    /// ``FieldsMatcher`` and its values (`nil`: every record passes), for a
+    /// prepared call (``answer(_:into:)``): no optional enum copied per
+    /// record.
+    /// - Throws: what the record's `write(fields:)` throws.
+    func records(
+        withKeys keys: Set<StoredValue>, descending: Bool, matcher: FieldsMatcher<R>?, values: [StoredValue]
+    ) throws -> [R] {
+        var records: [R] = []
+        records.reserveCapacity(keys.count)
+        var pairs: [(key: Int64, position: Int)] = []
+        pairs.reserveCapacity(keys.count)
+        for key in keys {
+            guard case .integer(let value) = key else {
+                let sorted = keys.sorted()
+                for key in descending ? sorted.reversed() : sorted {
+                    guard let position = state.positions[key] else { continue }
+                    if let matcher, try !matcher(state.records[position], values) { continue }
+                    records.append(state.records[position])
+                }
+                return records
+            }
+            if let position = state.positions[key] { pairs.append((value, position)) }
+        }
+        // The keys are distinct: no ties to break.
+        if descending { pairs.sort { $0.key > $1.key } } else { pairs.sort { $0.key < $1.key } }
+        if let matcher {
+            for index in 0..<pairs.count {
+                let position = pairs[index].position
+                if try matcher(state.records[position], values) { records.append(state.records[position]) }
+            }
+        } else {
+            for index in 0..<pairs.count { records.append(state.records[pairs[index].position]) }
+        }
+        return records
+    }
+
     /// The reader of the field named `name` by its position, when the record
     /// is a ``FieldwiseRecord``; made once per field.
     func valueReader(of name: String) -> FieldValueReader<R>? {

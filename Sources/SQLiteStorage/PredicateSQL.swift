@@ -73,15 +73,15 @@ enum PredicateSQL {
             return value ? "1" : "0"
 
         case .isTrue(let name):
-            guard let field = entity.field(named: name), !field.isOptional else { return nil }
+            guard let field = entity.fieldKind(named: name), !field.isOptional else { return nil }
             return sql("\(quoted(name)) = 1")
 
         case .not(.isTrue(let name)):
-            guard let field = entity.field(named: name), !field.isOptional else { return nil }
+            guard let field = entity.fieldKind(named: name), !field.isOptional else { return nil }
             return sql("\(quoted(name)) = 0")
 
         case .compare(let name, let comparison, let value):
-            guard let field = entity.field(named: name) else { return nil }
+            guard let field = entity.fieldKind(named: name) else { return nil }
             var column: String { quoted(name) }
             let nullable = field.isOptional || value == .null
             switch comparison {
@@ -109,13 +109,13 @@ enum PredicateSQL {
             }
 
         case .contains(let name, let substring):
-            guard let field = entity.field(named: name), !field.isOptional, field.type == .text else { return nil }
+            guard let field = entity.fieldKind(named: name), !field.isOptional, field.type == .text else { return nil }
             if substring.isEmpty { return "1" }
             parameters.append(.value(.text(substring)))
             return sql("instr(\(quoted(name)), ?) > 0")
 
         case .hasPrefix(let name, let prefix):
-            guard let field = entity.field(named: name), !field.isOptional, field.type == .text else { return nil }
+            guard let field = entity.fieldKind(named: name), !field.isOptional, field.type == .text else { return nil }
             if prefix.isEmpty { return "1" }
             // [prefix, prefix with its last byte + 1): a byte-exact range that an
             // index on the column can serve. UTF-8 never contains 0xFF, so the
@@ -128,7 +128,7 @@ enum PredicateSQL {
             return sql("(\(column) >= ? AND \(column) < ?)")
 
         case .isIn(let name, let values):
-            guard let field = entity.field(named: name) else { return nil }
+            guard let field = entity.fieldKind(named: name) else { return nil }
             var column: String { quoted(name) }
             let present = values.filter { $0 != .null }
             let includesNull = present.count != values.count

@@ -9,7 +9,8 @@ import Testing
 // keys, optionals, a composite index, three levels of relations; and gadgets:
 // UUID, Data, Date, Bool, optional fields, a composite index) and generated
 // values of the parameters (seeded), every prepared query's answer (read as a
-// call, which LMDB binds from the template, and as the call's query), count and
+// call, which LMDB, SQLite and the file store answer from the template when it
+// fits, and as the call's query), count and
 // erase must be identical to the constant query's, to the last bit and
 // Unicode scalar. Values include NaN, -0.0, infinities, `nil`, empty text and
 // canonically equivalent spellings, so a call may need another template than
