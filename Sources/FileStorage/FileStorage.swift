@@ -85,7 +85,7 @@ public struct FileStorage<R: Record>: Storage {
     /// from the bound plan (``PreparedQueryCall/boundPlan()``): no predicate,
     /// query or `QueryPlan` is made for it, and the candidates are tested
     /// where they are stored by one matcher kept with the template
-    /// (``BoundReads``). Any other call reads its query.
+    /// (`BoundReads`). Any other call reads its query.
     ///
     /// - Throws: ``StorageError``.
     public func read(_ call: PreparedQueryCall<R>) throws -> [R] {
