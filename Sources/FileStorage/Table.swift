@@ -398,25 +398,8 @@ final class Table<R: Record>: AnyTable {
     func records(withKeys keys: Set<StoredValue>, descending: Bool, matching test: CandidateTest<R>?) throws -> [R] {
         var records: [R] = []
         records.reserveCapacity(keys.count)
-        var pairs: [(key: Int64, position: Int)] = []
-        pairs.reserveCapacity(keys.count)
-        for key in keys {
-            guard case .integer(let value) = key else {
-                let sorted = keys.sorted()
-                for key in descending ? sorted.reversed() : sorted {
-                    guard let position = state.positions[key] else { continue }
-                    if let test, try !test.passes(state.records[position]) { continue }
-                    records.append(state.records[position])
-                }
-                return records
-            }
-            if let position = state.positions[key] { pairs.append((value, position)) }
-        }
-        // The keys are distinct: no ties to break.
-        if descending { pairs.sort { $0.key > $1.key } } else { pairs.sort { $0.key < $1.key } }
-        for index in 0..<pairs.count {
-            let position = pairs[index].position
-            if let test, try !test.passes(state.records[position]) { continue }
+        try forEachPosition(of: keys, descending: descending) { position in
+            if let test, try !test.passes(state.records[position]) { return }
             records.append(state.records[position])
         }
         return records
@@ -432,31 +415,39 @@ final class Table<R: Record>: AnyTable {
     ) throws -> [R] {
         var records: [R] = []
         records.reserveCapacity(keys.count)
+        if let matcher {
+            try forEachPosition(of: keys, descending: descending) { position in
+                if try matcher(state.records[position], values) { records.append(state.records[position]) }
+            }
+        } else {
+            forEachPosition(of: keys, descending: descending) { records.append(state.records[$0]) }
+        }
+        return records
+    }
+
+    /// Calls `body` with the position of each record stored under `keys`,
+    /// in key order (descending if asked), keys not stored skipped: integer
+    /// keys sorted as integers, any other set of keys in ``StoredValue``'s
+    /// order. No array of positions is made.
+    @inline(__always)
+    private func forEachPosition(
+        of keys: Set<StoredValue>, descending: Bool, _ body: (Int) throws -> Void
+    ) rethrows {
         var pairs: [(key: Int64, position: Int)] = []
         pairs.reserveCapacity(keys.count)
         for key in keys {
             guard case .integer(let value) = key else {
                 let sorted = keys.sorted()
                 for key in descending ? sorted.reversed() : sorted {
-                    guard let position = state.positions[key] else { continue }
-                    if let matcher, try !matcher(state.records[position], values) { continue }
-                    records.append(state.records[position])
+                    if let position = state.positions[key] { try body(position) }
                 }
-                return records
+                return
             }
             if let position = state.positions[key] { pairs.append((value, position)) }
         }
         // The keys are distinct: no ties to break.
         if descending { pairs.sort { $0.key > $1.key } } else { pairs.sort { $0.key < $1.key } }
-        if let matcher {
-            for index in 0..<pairs.count {
-                let position = pairs[index].position
-                if try matcher(state.records[position], values) { records.append(state.records[position]) }
-            }
-        } else {
-            for index in 0..<pairs.count { records.append(state.records[pairs[index].position]) }
-        }
-        return records
+        for index in 0..<pairs.count { try body(pairs[index].position) }
     }
 
     /// The reader of the field named `name` by its position, when the record
