@@ -48,10 +48,11 @@ SCALE_ARGS ?= --backends sqlite,sqlite-raw,lmdb,lmdb-raw --sizes 1000x100,10000x
 # clients, 10 s each after 1 s of warm-up, durability full; writes
 # results/load-<date>-<host>.csv and .json.
 LOAD_ARGS ?= --mix all --backends all --clients 1,2,4,8 --duration 10 --warmup 1 --durability full
-# The short load phase of `make bench`: mixes B and C at 1 and 2 clients, 3 s each
+# The short load phase of `make bench`: YCSB A (half reads, half updates: the
+# write-heavy concurrent mix) and C (reads only) at 1 and 2 clients, 3 s each
 # (results/load-latest.csv); make bench then writes results/report.html with
 # the run's operations and the load phase on one page.
-BENCH_LOAD_ARGS ?= --mix ycsb-b,ycsb-c --backends all --clients 1,2 --duration 3 --warmup 0.5 --durability full
+BENCH_LOAD_ARGS ?= --mix ycsb-a,ycsb-c --backends all --clients 1,2 --duration 3 --warmup 0.5 --durability full
 # `make bench-server`: the PostgreSQL backends beside the embedded engines, on
 # a throwaway cluster that `scripts/setup.sh postgres` starts and stops (or on
 # the server DAO_POSTGRES_URL names, left running): `storage-bench run` on
@@ -63,7 +64,7 @@ BENCH_LOAD_ARGS ?= --mix ycsb-b,ycsb-c --backends all --clients 1,2 --duration 3
 # when DAO_POSTGRES_URL is set, and leaves them out otherwise.
 SERVER_BACKENDS ?= sqlite,sqlite-raw,lmdb,lmdb-raw,postgres,postgres-raw
 SERVER_BENCH_ARGS ?= --backends $(SERVER_BACKENDS)
-SERVER_LOAD_ARGS ?= --mix ycsb-b,ycsb-c --backends $(SERVER_BACKENDS) --clients 1,2 --duration 3 --warmup 0.5 --durability full
+SERVER_LOAD_ARGS ?= --mix ycsb-a,ycsb-c --backends $(SERVER_BACKENDS) --clients 1,2 --duration 3 --warmup 0.5 --durability full
 SERVER_BULK_ARGS ?= --dialogs 1000 --messages-per-dialog 100 --rounds 5 --durability full
 # `make compare`: the newest report of the default results folder (a `make bench`)
 # against the committed baseline; `make compare CURRENT=results/smoke.csv

@@ -327,6 +327,35 @@ struct LoadRunTests {
         #expect(json.contains("\"throughputPerSecond\""))
     }
 
+    @Test func eachYCSBMixTakesOneTitleLineAtLargeSizes() async throws {
+        // make bench's screen counts on one line per mix title: at D=100,000 ×
+        // M=100, durability full and a 10-second run, each YCSB mix's title fits
+        // in 100 columns (the chat mix, with its writer and observers, wraps).
+        let mix = try Self.mix(["read": 0.5, "update": 0.5])
+        let results = try await Self.run(mix, backends: ["lmdb"], clients: [1, 2], operations: 20)
+        let template = LoadReport.rows(results)
+        var rows: [LoadReportRow] = []
+        for builtIn in try LoadMix.select("all") where builtIn.name.hasPrefix("ycsb-") {
+            rows += template.map { row in
+                var row = row
+                row.mix = builtIn.name
+                row.mixDescription = builtIn.proportionsDescription
+                row.dialogs = 100_000
+                row.messagesPerDialog = 100
+                row.durability = "full"
+                row.seconds = 10.25
+                return row
+            }
+        }
+        let summary = LoadReport.summary(rows)
+        for name in LoadMix.builtInNames where name.hasPrefix("ycsb-") {
+            let titles = summary.split(separator: "\n").filter { $0.hasPrefix("\(name) (") }
+            #expect(titles.count == 1, "\(name): \(titles)")
+            #expect(titles.allSatisfy { $0.count <= 100 && $0.hasSuffix(", 10.2 s") }, "\(titles)")
+        }
+        #expect(summary.split(separator: "\n").allSatisfy { $0.count <= 100 })
+    }
+
     @Test func aBackendThatFailsIsCountedAndTheOthersRun() async throws {
         let mix = try Self.mix(["read": 1])
         let failing = LoadBackend(name: "broken") { _, _ in

@@ -343,8 +343,9 @@ public enum LoadReport {
                 table.append(line)
             }
             let seconds = here.map(\.seconds).max() ?? 0
-            var title = "\(mix) (\(first.mixDescription)): \(first.dialogs) dialogs × \(first.messagesPerDialog) messages, "
-            title += "durability \(first.durability), \(String(format: "%.1f", seconds)) s a run"
+            // D=… × M=… (the docs' notation) keeps a built-in mix's title on one line of 100 columns.
+            var title = "\(mix) (\(first.mixDescription)): D=\(first.dialogs) × M=\(first.messagesPerDialog), "
+            title += "durability \(first.durability), \(String(format: "%.1f", seconds)) s"
             if let rate = first.targetRate { title += ", target \(String(format: "%g", rate)) ops/s" }
             var notes: [String] = []
             let failing = backends.filter { backend in
