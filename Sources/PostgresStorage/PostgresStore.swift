@@ -100,6 +100,36 @@ public final class PostgresStore: Store, Sendable {
         }
     }
 
+    /// The bytes the store's tables take on the server: the sum of
+    /// `pg_total_relation_size` over every table in the store's schema (the
+    /// entities' tables and `_dao_metadata`), each with its indexes and its
+    /// TOAST table and index, as the server's files hold them now.
+    ///
+    /// The figure is the size of those files, which grow when a table or
+    /// index is extended, before its pages are written out: no `CHECKPOINT`
+    /// is needed for it to count what was committed. It is taken as the
+    /// files are, without a `VACUUM`: space held by rows that updates and
+    /// erasures left behind is counted until the server reuses it or a
+    /// `VACUUM` returns trailing empty pages (autovacuum may do so at any
+    /// time). It leaves out the cluster's write-ahead log and catalogues,
+    /// which all the server's databases share.
+    ///
+    /// - Throws: ``StorageError`` when the server fails;
+    ///   ``StorageError/Kind/closed`` after ``close()``.
+    public func bytesOnServer() throws -> Int64 {
+        try transaction(.read, entity: nil, readOnly: true, oneStatement: true) { connection in
+            let rows = try connection.rows(
+                """
+                SELECT COALESCE(sum(pg_total_relation_size(c.oid)), 0)::bigint FROM pg_catalog.pg_class c
+                JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+                WHERE n.nspname = $1 AND c.relkind IN ('r', 'p')
+                """, [PostgresValue.text(configuration.schema)])
+            guard let row = rows.first else { return 0 }
+            var reader = CellReader(row, entity: "pg_class")
+            return try reader.decode(Int64.self)
+        }
+    }
+
     /// Closes every connection after the calls in progress; later calls throw
     /// ``StorageError/Kind/closed``. Closing twice does nothing.
     public func close() throws {

@@ -79,6 +79,15 @@ extension WorkloadSubject {
     public func bytesStoredElsewhere() throws -> Int64? { nil }
 }
 
+/// A ``Store`` whose data lives outside the run's directory (a server's
+/// tables and indexes) and that can say how many bytes it takes there:
+/// ``DAOSubject`` reports them through ``WorkloadSubject/bytesStoredElsewhere()``.
+public protocol StoreSizedElsewhere: Store {
+    /// The bytes the store holds outside its directory.
+    /// - Throws: when the engine fails.
+    func bytesStoredElsewhere() throws -> Int64
+}
+
 /// Runs the workload through the public ``DAO`` on any ``Store``: plain objects
 /// in and out, translated to ``DialogRecord`` and ``MessageRecord`` by the
 /// DialogGraph translators.
@@ -106,6 +115,13 @@ public struct DAOSubject: WorkloadSubject {
     }
 
     public var settingsDescription: String { store.settingsDescription }
+
+    /// The store's ``StoreSizedElsewhere/bytesStoredElsewhere()`` when it is a
+    /// ``StoreSizedElsewhere``; `nil` for a store that lives in its directory.
+    public func bytesStoredElsewhere() throws -> Int64? {
+        guard let sized = store as? any StoreSizedElsewhere else { return nil }
+        return try sized.bytesStoredElsewhere()
+    }
 
     public func persist(_ dialogs: [Dialog]) throws { try self.dialogs.persist(dialogs) }
 

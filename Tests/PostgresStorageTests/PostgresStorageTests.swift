@@ -7,6 +7,7 @@ import NIOPosix
 import PostgresNIO
 import PostgresStorage
 import Synchronization
+import TestSupport
 import Testing
 
 // The PostgreSQL adapter's own tests: what only a server shows (a closed
@@ -108,6 +109,34 @@ struct PostgresStorageTests {
             #expect(try gauges.count(where: #Predicate { $0.reading <= 1 }) == 1)
             #expect(try gauges.count(where: #Predicate { $0.reading == 0 }) == 1)
             _ = schema
+        }
+    }
+
+    /// The store's size on the server counts its own schema's tables, grows
+    /// with the rows written (by at least their text's bytes), and is not
+    /// moved by another schema's rows.
+    @Test func bytesOnServerGrowWithTheRowsWritten() throws {
+        try Server.withStore { database, _ in
+            let gauges = try database.storage(for: GaugeRecord.self)
+            let empty = try database.bytesOnServer()
+            #expect(empty > 0, "the metadata table and the entity's empty table and index")
+            var generator = TestRandom(seed: 34)
+            let letters = Array("abcdefghijklmnopqrstuvwxyz0123456789")
+            let records = (1...3000).map { id in
+                let label = String((0..<120).map { _ in generator.pick(letters) })
+                return GaugeRecord(id: Int64(id), label: label, reading: Double(id), taken: Date(), note: nil)
+            }
+            let written = Int64(records.map(\.label.utf8.count).reduce(0, +))
+            try Server.withStore { other, _ in
+                try other.storage(for: GaugeRecord.self).persist(records)
+                #expect(try other.bytesOnServer() >= empty + written)
+                #expect(try database.bytesOnServer() == empty, "another schema's rows are not this store's")
+            }
+            try gauges.persist(records)
+            let full = try database.bytesOnServer()
+            #expect(full >= empty + written, "\(empty) bytes empty, \(full) with \(written) bytes of labels")
+            try database.close()
+            #expect(throws: StorageError.self) { _ = try database.bytesOnServer() }
         }
     }
 

@@ -42,6 +42,29 @@ struct PostgresRawTests {
         #expect(settings.contains("schema=storage_bench_") && settings.contains("pool=1 connection"), "\(settings)")
     }
 
+    /// Both server backends, the adapter through the DAO and its reference,
+    /// run the workload through the harness's runner and report their tables'
+    /// size on the server as `bytes_on_disk`: what a fresh subject's empty
+    /// tables take, plus at least the bytes of the messages' text the store
+    /// holds after update (the run directory stays empty).
+    @Test(arguments: ["postgres", "postgres-raw"])
+    func reportsTheTablesSizeOnTheServer(_ name: String) throws {
+        let backend = try #require(BackendRegistry.postgres(.success(try configuredServer())).backend(named: name))
+        let empty = try withTemporaryDirectory { directory in
+            try backend.open(directory, .none).bytesStoredElsewhere()
+        }
+        let size = try BenchSize(dialogs: 40, messagesPerDialog: 20)
+        let data = WorkloadData(dialogs: 40, messagesPerDialog: 20)
+        let job = IterationJob(
+            backend: backend.name, size: size, seed: 42, durability: .none, operations: [.persist, .update])
+        let result = WorkloadRunner.run(job, backend: backend, data: data)
+        #expect(result.error == nil, "\(result.error ?? "")")
+        let text = Int64(data.updated.flatMap(\.messages).map(\.text.utf8.count).reduce(0, +))
+        let bytes = try #require(result.bytesOnDisk)
+        #expect(bytes >= (empty ?? 0) + text, "\(bytes) bytes on the server, \(empty ?? 0) empty, \(text) of text")
+        #expect(empty != nil && text > 0)
+    }
+
     /// Each call gives back exactly what was written (dates to the
     /// millisecond), as the other references do.
     @Test func answersEveryCallLikeTheData() throws {

@@ -9,7 +9,9 @@ import Synchronization
 /// `postgres-raw`'s), which it drops, and nothing else, when it is closed or
 /// released. Its pool holds ``PostgresServer/poolSize`` connections, as the
 /// reference's load pool does; `durability` is the sessions' `synchronous_commit`.
-public final class ThrowawaySchemaStore: Store {
+/// Its `bytes_on_disk` is the size of its schema's tables on the server
+/// (``PostgresStore/bytesOnServer()``), as `postgres-raw`'s is of its own.
+public final class ThrowawaySchemaStore: StoreSizedElsewhere {
     /// The adapter's store.
     public let store: PostgresStore
     private let removed = Atomic<Bool>(false)
@@ -31,6 +33,10 @@ public final class ThrowawaySchemaStore: Store {
     }
 
     public var settingsDescription: String { store.settingsDescription }
+
+    /// The size of the schema's tables with their indexes and TOAST data
+    /// (``PostgresStore/bytesOnServer()``).
+    public func bytesStoredElsewhere() throws -> Int64 { try store.bytesOnServer() }
 
     /// Drops the schema with its tables and closes the store.
     public func close() throws {
