@@ -8,8 +8,9 @@ import PostgresNIO
 /// array in PostgreSQL's binary form, which the statement binds and
 /// `unnest`s (one parameter per column, whatever the number of rows).
 ///
-/// A row is written field by field (it is a ``FieldWriter``, for
-/// ``FieldwiseRecord``s, or takes ``StoredValue``s), with the conversions
+/// A row is written field by field (it is the ``FieldWriter`` of a
+/// ``FieldwiseRecord``'s `write(fields:)` and of DAOCore's ``CodableFields``
+/// for a record that only conforms to `Codable`), with the conversions
 /// ``PostgresValue`` documents; a value of another type than its column's
 /// is refused with ``StorageError/Kind/encoding`` when the row ends.
 struct ColumnArrays: FieldWriter {
@@ -193,26 +194,6 @@ struct ColumnArrays: FieldWriter {
         hasNull[position] = true
         columns[position].writeInteger(Int32(-1))
         position += 1
-    }
-
-    /// Writes `value` as the next field, as ``PostgresValue/bind(_:as:)``
-    /// binds it (a value that is not one of its column's type is refused).
-    mutating func append(_ value: StoredValue) throws {
-        guard let column = next() else { return }
-        switch (value, column) {
-        case (.null, _): try encodeNil()
-        case (.integer(let integer), .integer): writeInt64(integer)
-        case (.integer(let integer), .bool):
-            guard integer == 0 || integer == 1 else { return refuse("\(value)", column) }
-            writeBool(integer == 1)
-        case (.integer(let integer), .real), (.integer(let integer), .date):
-            guard let real = Double(exactly: integer) else { return refuse("\(value)", column) }
-            writeDouble(real)
-        case (.real(let real), .real), (.real(let real), .date): writeDouble(real)
-        case (.text(let text), .text): writeText(text)
-        case (.blob(let bytes), .blob): writeBytes(bytes)
-        default: refuse("\(value)", column)
-        }
     }
 }
 

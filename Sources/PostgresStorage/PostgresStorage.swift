@@ -49,14 +49,12 @@ public struct PostgresStorage<Record: DAOCore.Record>: Storage {
     ///   written then.
     public func persist(handingOver produce: (_ hand: RecordHandoff<Record>) throws -> Void) throws {
         var handoff = PersistHandoff<Record>(keepingRecords: store.commits.isObserved)
-        let checksKeys = table.entity.checksDeclaredKeys
         let bound = store.configuration.rowsPerStatement
         do {
             try store.transaction(.persist, entity: entityName) { connection in
                 var batch = WriteBatch(table: table, bound: bound)
                 try handoff.run(produce) { record in
                     let record = copy record
-                    if checksKeys { try table.entity.checkDeclaredKeys(record) }
                     try batch.add(record, connection)
                 }
                 try batch.finish(connection)
@@ -218,11 +216,4 @@ public struct PostgresStorage<Record: DAOCore.Record>: Storage {
         var reader = CellReader(row, entity: entityName)
         return Int(try reader.decode(Int64.self))
     }
-}
-
-extension Entity {
-    /// Whether records of this entity are checked for undeclared `Codable`
-    /// keys before they are written: those that are not ``FieldwiseRecord``s
-    /// (a fieldwise record writes its declared fields only).
-    var checksDeclaredKeys: Bool { !(Root.self is any FieldwiseRecord.Type) }
 }

@@ -10,7 +10,7 @@ final class RecordTable<R: Record>: Sendable {
     let sql: TableSQL
     let links: [any ChildLink<R>]
     /// How a record is written and read: by position when it is a
-    /// ``FieldwiseRecord``, else through key paths and its `Decodable`.
+    /// ``FieldwiseRecord``, else through DAOCore's ``CodableFields``.
     private let codec: RecordCodec<R>
 
     init(_ entity: Entity<R>, database: PostgresStore, schemas: [String: EntitySchema]) {
@@ -20,7 +20,7 @@ final class RecordTable<R: Record>: Sendable {
             schema, namespace: database.configuration.schema,
             foreignKeyField: ChildHolders.holder(of: entity.name, recorded: schemas.values)?.foreignKey)
         links = entity.relations.map { $0.link(database: database, schemas: schemas) }
-        codec = RecordCodec(entity)
+        codec = RecordCodec(entity, placeholders: links.map(\.placeholder))
     }
 
     var hasLinks: Bool { !links.isEmpty }
@@ -49,7 +49,8 @@ final class RecordTable<R: Record>: Sendable {
     /// statement. `alone`: the statement is the call's only one.
     func send(_ records: [R], parents: PostgresData?, alone: Bool = false, _ connection: ServerConnection) throws {
         var arrays = ColumnArrays(types: sql.types, entity: name, rows: records.count)
-        for record in records { try codec.append(record, to: &arrays) }
+        let bridge = codec.bridge()
+        for record in records { try codec.append(record, to: &arrays, bridge) }
         var binds = arrays.arrays()
         let keys = binds[0]
         if let parents, let replace = sql.replaceChildren {
@@ -72,7 +73,7 @@ final class RecordTable<R: Record>: Sendable {
     /// one with its key loses the children it took along).
     func sendRowByRow(_ record: R, _ connection: ServerConnection) throws {
         var arrays = ColumnArrays(types: sql.types, entity: name, rows: 1)
-        try codec.append(record, to: &arrays)
+        try codec.append(record, to: &arrays, codec.bridge())
         let binds = arrays.arrays()
         try connection.send(sql.upsertRows, binds)
         for link in links { try link.sendRowByRow(childrenOf: record, key: binds[0], connection) }
@@ -84,7 +85,8 @@ final class RecordTable<R: Record>: Sendable {
     func records(_ rows: [PostgresRow]) throws -> [R] {
         var records: [R] = []
         records.reserveCapacity(rows.count)
-        for row in rows { records.append(try codec.record(row, sql.types)) }
+        let bridge = codec.bridge()
+        for row in rows { records.append(try codec.record(row, bridge)) }
         return records
     }
 
@@ -152,6 +154,9 @@ protocol ChildLink<Parent>: Sendable {
     func attach(to parents: inout [Parent], _ connection: ServerConnection) throws
     /// Whether the children hold children of their own.
     var holdsChildren: Bool { get }
+    /// An empty array of the children, which a `Codable` parent decodes
+    /// for them before they are attached.
+    var placeholder: any Sendable { get }
     /// Sends the select of the children of the parents keyed `keys`;
     /// `false` (nothing sent) when a key is not of the foreign key's type.
     func sendSelect(childrenOfKeys keys: [StoredValue], _ connection: ServerConnection) throws -> Bool
@@ -222,6 +227,8 @@ struct RelationLink<Relation: ToManyRelation>: ChildLink {
 
     var holdsChildren: Bool { table.hasLinks }
 
+    var placeholder: any Sendable { [Relation.Child]() }
+
     func attach(to parents: inout [Parent], _ connection: ServerConnection) throws {
         var keys: [StoredValue] = []
         keys.reserveCapacity(parents.count)
@@ -265,26 +272,47 @@ extension RecordTable {
     }
 }
 
-/// Writes a record as bound parameters and reads it from a row.
+/// Writes a record as bound parameters and reads it from a row: by
+/// position for a ``FieldwiseRecord`` (its `write(fields:)` and
+/// `init(fields:)`), through DAOCore's ``CodableFields`` for a record that
+/// only conforms to `Codable`, with one bridge per statement (``bridge()``).
 struct RecordCodec<R: Record>: Sendable {
     let entity: Entity<R>
     let fieldwise: (any FieldwiseRecord.Type)?
-    let positions: [String: Int]
-    let relationNames: Set<String>
+    /// Per relation, in declaration order, an empty array of its children:
+    /// what a `Codable` record decodes for them before they are attached.
+    let placeholders: [any Sendable]
 
-    init(_ entity: Entity<R>) {
+    init(_ entity: Entity<R>, placeholders: [any Sendable]) {
         self.entity = entity
         fieldwise = R.self as? any FieldwiseRecord.Type
-        positions = Dictionary(entity.fields.enumerated().map { ($1.name, $0) }, uniquingKeysWith: { first, _ in first })
-        relationNames = Set(entity.relations.map(\.name))
+        self.placeholders = placeholders
     }
 
-    /// Writes `record` as the next row of `arrays`.
-    func append(_ record: R, to arrays: inout ColumnArrays) throws {
+    /// The bridge for one statement's records (it serves one call on one
+    /// thread); `nil` for a ``FieldwiseRecord``, which needs none.
+    func bridge() -> CodableFields? {
+        fieldwise == nil ? CodableFields(entity) : nil
+    }
+
+    /// Writes `record` as the next row of `arrays`, through `bridge` (from
+    /// ``bridge()``) when it is not a ``FieldwiseRecord``.
+    /// - Throws: ``StorageError``: ``StorageError/Kind/schemaMismatch`` for a
+    ///   key the entity does not declare, ``StorageError/Kind/encoding`` for
+    ///   a value its column cannot hold or the record's own encoding error.
+    func append(_ record: R, to arrays: inout ColumnArrays, _ bridge: CodableFields?) throws {
         if let fieldwise {
             try Self.fieldwiseAppend(fieldwise, record, to: &arrays)
-        } else {
-            for field in entity.fields { try arrays.append(field.value(in: record)) }
+        } else if let bridge {
+            do {
+                try bridge.write(record, to: &arrays)
+            } catch let error as StorageError {
+                throw error
+            } catch {
+                throw StorageError(
+                    .encoding, .persist, entity: entity.name, message: "record \(record.primaryKey) could not be encoded",
+                    underlying: error)
+            }
         }
         try arrays.endRow()
     }
@@ -296,34 +324,29 @@ struct RecordCodec<R: Record>: Sendable {
         }
     }
 
-    func record(_ row: PostgresRow, _ types: [FieldType]) throws -> R {
-        if let fieldwise {
-            do {
-                return try Self.fieldwiseRecord(fieldwise, row, entity.name)
-            } catch let error as StorageError {
-                throw error
-            } catch {
-                // The record's own init(fields:) refused the values.
-                throw StorageError(.decoding, .read, entity: entity.name, message: "a row does not decode", underlying: error)
-            }
-        }
-        var values: [StoredValue] = []
-        values.reserveCapacity(types.count)
-        for (cell, type) in zip(row, types) {
-            values.append(try PostgresValue.storedValue(cell, type, entity: entity.name))
-        }
+    /// The record of `row` (its relations empty), read through `bridge`
+    /// (from ``bridge()``) when it is not a ``FieldwiseRecord``.
+    /// - Throws: ``StorageError/Kind/decoding`` when a value does not fit the
+    ///   record or the record's own decoding refuses it.
+    func record(_ row: PostgresRow, _ bridge: CodableFields?) throws -> R {
+        var reader = CellReader(row, entity: entity.name)
         do {
-            return try R(
-                from: StoredValuesDecoder(values: values, positions: positions, relations: relationNames, entity: entity.name))
+            if let fieldwise {
+                return try Self.fieldwiseRecord(fieldwise, &reader)
+            }
+            guard let bridge else {
+                throw StorageError(.decoding, .read, entity: entity.name, message: "no bridge to read a Codable record with")
+            }
+            return try bridge.read(R.self, from: &reader, relations: placeholders)
         } catch let error as StorageError {
             throw error
         } catch {
+            // The record's own init(fields:) or init(from:) refused the values.
             throw StorageError(.decoding, .read, entity: entity.name, message: "a row does not decode", underlying: error)
         }
     }
 
-    private static func fieldwiseRecord<F: FieldwiseRecord>(_ type: F.Type, _ row: PostgresRow, _ entity: String) throws -> R {
-        var reader = CellReader(row, entity: entity)
+    private static func fieldwiseRecord<F: FieldwiseRecord>(_ type: F.Type, _ reader: inout CellReader) throws -> R {
         let record = try F(fields: &reader)
         return withUnsafePointer(to: record) { UnsafeRawPointer($0).assumingMemoryBound(to: R.self).pointee }
     }
