@@ -167,7 +167,7 @@ public final class SQLiteDatabase: Store, Sendable {
     ///   error's ``StorageError/schemaChanges`` name every difference), before
     ///   any row is read or written; ``StorageError/Kind/closed`` after ``close()``.
     public func storage<R: Record>(for type: R.Type) throws -> SQLiteStorage<R> {
-        let table = Table(R.entity)
+        let table = SQLiteTable(R.entity)
         let isUpToDate = try withReader(.open, entity: R.entity.name) { connection in
             try connection.transaction(immediate: false) {
                 let session = try SchemaSession(connection, mode: .check)
@@ -217,7 +217,7 @@ public final class SQLiteDatabase: Store, Sendable {
 
     /// Checks (and in `create` mode creates) the tables of `table`'s entity,
     /// its owners' first, so a child's table gets its foreign key to its owner.
-    private func setUpSchema<R: Record>(_ table: Table<R>, _ session: SchemaSession) throws {
+    private func setUpSchema<R: Record>(_ table: SQLiteTable<R>, _ session: SchemaSession) throws {
         if let owner = R.entity.owner {
             try ensureSchema(of: owner, session, below: [R.entity.name])
         }
@@ -236,7 +236,7 @@ public final class SQLiteDatabase: Store, Sendable {
         if let grandOwner = O.entity.owner {
             try ensureSchema(of: grandOwner, session, below: owned + [name])
         }
-        try Table(O.entity).ensureSchema(session, foreignKey: nil)
+        try SQLiteTable(O.entity).ensureSchema(session, foreignKey: nil)
     }
 
     /// Closes the database: ends its observations (``CommitBroadcaster/close()``),

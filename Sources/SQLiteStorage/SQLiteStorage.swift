@@ -19,9 +19,9 @@ import Synchronization
 public struct SQLiteStorage<Record: DAOCore.Record>: Storage {
     /// The database that holds the table.
     public let database: SQLiteDatabase
-    let table: Table<Record>
+    let table: SQLiteTable<Record>
 
-    init(database: SQLiteDatabase, table: Table<Record>) {
+    init(database: SQLiteDatabase, table: SQLiteTable<Record>) {
         self.database = database
         self.table = table
     }
@@ -281,7 +281,7 @@ public struct SQLiteStorage<Record: DAOCore.Record>: Storage {
     /// rather than deleting row by row; returns how many records were erased,
     /// or `nil` (having changed nothing) when a table outside them has a
     /// foreign key to one of them, whose rows would then point at nothing,
-    /// or one of them has a trigger (``Table/needsForeignKeysToEmpty(_:)``).
+    /// or one of them has a trigger (``SQLiteTable/needsForeignKeysToEmpty(_:)``).
     ///
     /// What is deleted is what the enforced path deletes: every row of every
     /// table of the tree, children first; a foreign key from a table of the
@@ -363,7 +363,7 @@ public struct SQLiteStorage<Record: DAOCore.Record>: Storage {
     }
 
     /// The `DELETE`s of the descendants of the rows an exact plan's condition
-    /// selects (``Table/deleteDescendantsSQL(where:)``), kept with the plan's
+    /// selects (``SQLiteTable/deleteDescendantsSQL(where:)``), kept with the plan's
     /// template for this table when it has one.
     private func descendantDeletesSQL(_ plan: Plan) -> [SQLText] {
         guard let condition = plan.condition else { return [] }
@@ -375,7 +375,7 @@ public struct SQLiteStorage<Record: DAOCore.Record>: Storage {
     private func erase(_ keys: [Record.PrimaryKey], _ connection: Connection) throws -> Int {
         let statement = try connection.statement(table.deleteByKeySQL)
         // The record's descendants first, deepest first: its own delete
-        // then cascades to nothing (``Table/deleteDescendantsSQL``).
+        // then cascades to nothing (``SQLiteTable/deleteDescendantsSQL``).
         let descendants = try table.deleteDescendantsSQL.map { try connection.statement($0) }
         var erased = 0
         for key in keys {
@@ -433,7 +433,7 @@ public struct SQLiteStorage<Record: DAOCore.Record>: Storage {
         /// an index scanned backwards (`date DESC, id ASC`) with a temporary
         /// B-tree per group of equal values, about 1k instructions per row.
         /// `nil` otherwise (text would have to be read to compare it).
-        static func tieColumns(of sort: SortPlan<Record>, in table: Table<Record>) -> [Int32]? {
+        static func tieColumns(of sort: SortPlan<Record>, in table: SQLiteTable<Record>) -> [Int32]? {
             guard let fields = sort.fields, !fields.isEmpty else { return nil }
             var columns: [Int32] = []
             for (field, _) in fields {
@@ -525,7 +525,7 @@ private final class ShapeText<Record: DAOCore.Record>: Sendable {
 
     /// The `SELECT` of a read from `table` and its sort columns, made by
     /// `make` the first time.
-    func select(for table: Table<Record>, _ make: () -> (SQLText, [Int32]?)) -> (SQLText, [Int32]?) {
+    func select(for table: SQLiteTable<Record>, _ make: () -> (SQLText, [Int32]?)) -> (SQLText, [Int32]?) {
         let kept = selects.withLock { selects -> SelectText? in
             for select in selects where select.table === table { return select }
             return nil
@@ -567,14 +567,14 @@ private enum DescendantDeletes {}
 /// table it ran on, kept with the core's ``PlanTemplate``. The table is held,
 /// so its identity cannot be reused by another table while the text is kept.
 private final class TableText<Record: DAOCore.Record, Kind>: Sendable {
-    private let texts = Mutex<[ObjectIdentifier: (table: Table<Record>, sql: [SQLText])]>([:])
+    private let texts = Mutex<[ObjectIdentifier: (table: SQLiteTable<Record>, sql: [SQLText])]>([:])
 
-    func sql(for table: Table<Record>, _ build: () -> String) -> SQLText {
+    func sql(for table: SQLiteTable<Record>, _ build: () -> String) -> SQLText {
         texts(for: table) { [build()] }[0]
     }
 
     /// The kept texts of `Kind` for `table`, made by `build` the first time.
-    func texts(for table: Table<Record>, _ build: () -> [String]) -> [SQLText] {
+    func texts(for table: SQLiteTable<Record>, _ build: () -> [String]) -> [SQLText] {
         let key = ObjectIdentifier(table)
         if let kept = texts.withLock({ $0[key] }), kept.table === table { return kept.sql }
         let sql = build().map(SQLText.init(sql:))

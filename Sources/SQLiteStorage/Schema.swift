@@ -22,7 +22,7 @@ func sqlType(_ type: FieldType) -> String {
 }
 
 /// The type a real column of a table written before reals were kept bit for
-/// bit is declared with: `REAL` (``Table/ensureSchema(_:foreignKey:)``
+/// bit is declared with: `REAL` (``SQLiteTable/ensureSchema(_:foreignKey:)``
 /// rebuilds such a table).
 let legacyRealType = "REAL"
 
@@ -54,7 +54,7 @@ func tableDDL(for schema: EntitySchema, named tableName: String, foreignKey: For
     return "CREATE TABLE \(quoted(tableName)) (\(definitions.joined(separator: ", ")))"
 }
 
-extension Table {
+extension SQLiteTable {
     /// `CREATE TABLE` for the entity under `tableName` (see ``tableDDL(for:named:foreignKey:)``).
     func createTableSQL(named tableName: String, foreignKey: ForeignKey?) -> String {
         tableDDL(for: EntitySchema(entity), named: tableName, foreignKey: foreignKey)

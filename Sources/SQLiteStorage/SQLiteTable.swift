@@ -6,7 +6,7 @@ import Synchronization
 /// How one entity is stored in SQLite: its table, the SQL the storage runs on
 /// it, and its relations' child tables. Immutable, built from the entity's
 /// declaration.
-final class Table<R: Record>: Sendable {
+final class SQLiteTable<R: Record>: Sendable {
     let entity: Entity<R>
     /// The table's name (unquoted).
     let name: String
@@ -200,7 +200,7 @@ final class TableWriter<R: Record> {
     /// The plain `INSERT`, prepared on first use.
     private var insertStatement: Statement?
     private var updateStatement: Statement?
-    private let table: Table<R>
+    private let table: SQLiteTable<R>
     private let connection: Connection
     /// The parameter of the foreign key of a relation's child (its value is
     /// kept in ``capturedParent``), or 0.
@@ -228,7 +228,7 @@ final class TableWriter<R: Record> {
     /// ``FieldwiseRecord`` (``FieldwiseRecord/writeRows(_:to:_:)``).
     let rowsWriter: (any RowsWriter<R>)?
 
-    init(_ table: Table<R>, _ connection: Connection) throws {
+    init(_ table: SQLiteTable<R>, _ connection: Connection) throws {
         upsert = try connection.statement(table.upsertSQL)
         self.table = table
         self.connection = connection
@@ -293,7 +293,7 @@ final class TableWriter<R: Record> {
     }
 
     /// The `UPDATE` of a row stored under the parent it names
-    /// (``Table/updateUnderParentSQL``), prepared on first use; `nil` when the
+    /// (``SQLiteTable/updateUnderParentSQL``), prepared on first use; `nil` when the
     /// table has no column it would set.
     func updateUnderParent() throws -> Statement? {
         if let updateStatement { return updateStatement }
@@ -390,7 +390,7 @@ private func makeFieldReader<F: FieldwiseRecord, R>(_ type: F.Type, for record: 
 /// Reads the rows of one statement into records one at a time: by position
 /// for a ``FieldwiseRecord``, through DAOCore's ``CodableFields`` for a record
 /// that only conforms to `Codable`, both with a ``ColumnRowReader``. For
-/// many rows of a ``FieldwiseRecord`` at once, ``Table/rowsReader`` reads
+/// many rows of a ``FieldwiseRecord`` at once, ``SQLiteTable/rowsReader`` reads
 /// them in the record type's own module.
 struct RowReader<R: Record> {
     private var reader: ColumnRowReader
@@ -398,9 +398,9 @@ struct RowReader<R: Record> {
     private let codable: CodableFields?
     private let placeholders: [Any]
     /// Keeps the reader's error maker alive (the reader holds it unretained).
-    private let table: Table<R>
+    private let table: SQLiteTable<R>
 
-    init(_ table: Table<R>, _ statement: Statement) {
+    init(_ table: SQLiteTable<R>, _ statement: Statement) {
         self.table = table
         reader = ColumnRowReader(
             functions: sqliteColumnFunctions, handle: statement.handle, count: Int32(table.layout.names.count),
@@ -552,12 +552,12 @@ protocol ChildWriter<Parent> {
 
 /// Reads records of one table within one storage call.
 struct TableReader<R: Record> {
-    let table: Table<R>
+    let table: SQLiteTable<R>
     let connection: Connection
 
-    /// The rows of `statement` for ``Table/rowsReader``: in runs by the
+    /// The rows of `statement` for ``SQLiteTable/rowsReader``: in runs by the
     /// integer in `groupColumn` (or -1), in key order or not.
-    /// The table's ``Table/columnAccess``, which lives as long as the table,
+    /// The table's ``SQLiteTable/columnAccess``, which lives as long as the table,
     /// makes the reader's errors.
     func columnRows(_ statement: Statement, groupColumn: Int32 = -1, inKeyOrder: Bool = false, expected: Int = 0)
         -> ColumnRows
@@ -628,7 +628,7 @@ struct TableReader<R: Record> {
     ///
     /// `integerKeys` says that the parents' keys are integers: a row whose
     /// `keyColumn` holds anything else then belongs to no parent, and a
-    /// ``Table/rowsReader`` reads the runs.
+    /// ``SQLiteTable/rowsReader`` reads the runs.
     func runs(_ statement: Statement, keyColumn: Int32, integerKeys: Bool, _ body: (StoredValue, [R]) -> Void) throws {
         defer { statement.reset() }
         if let rowsReader = table.rowsReader, integerKeys {
@@ -711,7 +711,7 @@ struct TableReader<R: Record> {
             try records.append { rowKey = try reader.read(into: $0) }
             if let keyColumn { keys.append(statement.storedValue(keyColumn)) }
             guard inKeyOrder else { continue }
-            // Column 0 is the primary key (``Table/selectList`` is in field order).
+            // Column 0 is the primary key (``SQLiteTable/selectList`` is in field order).
             if allIntegers {
                 if keyIsRowid, let rowKey {
                     integerKeys.append(rowKey)
@@ -840,7 +840,7 @@ protocol ChildLink<Parent>: Sendable {
     var placeholder: any Sendable { get }
     /// Why the child's table cannot be set up (a relation loop), if it cannot.
     var cycle: String? { get }
-    /// ``Table/treeNames`` of the child's table.
+    /// ``SQLiteTable/treeNames`` of the child's table.
     var tableNames: [String] { get }
     func ensureSchema(_ session: SchemaSession) throws
     /// Deletes every row of the child table and of its own children, deepest
@@ -882,7 +882,7 @@ final class RelationLink<Rel: ToManyRelation>: ChildLink {
     typealias Child = Rel.Child
 
     let relation: Rel
-    let child: Table<Child>
+    let child: SQLiteTable<Child>
     let foreignKey: ForeignKey
     let childKeysSQL: SQLText
     let childrenOfParentSQL: SQLText
@@ -898,7 +898,7 @@ final class RelationLink<Rel: ToManyRelation>: ChildLink {
     init(_ relation: Rel, foreignKey: ForeignKey, owners: [String]) {
         self.relation = relation
         self.foreignKey = foreignKey
-        self.child = Table(Child.entity, foreignKey: foreignKey, owners: owners)
+        self.child = SQLiteTable(Child.entity, foreignKey: foreignKey, owners: owners)
         // Entity.validate (run before any statement) guarantees the field exists.
         self.foreignKeyColumn = Int32(child.layout.indexByName[foreignKey.column] ?? 0)
         let table = quoted(child.name)
