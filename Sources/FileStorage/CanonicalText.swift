@@ -1,6 +1,6 @@
 /// Which text may be spelled another way with the same meaning (canonically
 /// equivalent), for the property-list format, whose writer stores such
-/// strings once (see ``Table``).
+/// strings once (see ``DocumentTable``).
 ///
 /// Two different strings are canonically equivalent only if one of them is
 /// not in Normalization Form C. A string is certainly in NFC when none of its

@@ -179,7 +179,7 @@ extension StoreState {
     }
 
     /// Tells the table of `relation`'s children how many children `parents`
-    /// hold (see ``Table/expectWrites(_:)``).
+    /// hold (see ``DocumentTable/expectWrites(_:)``).
     private func expectChildWrites<Relation: ToManyRelation>(_ relation: Relation, of parents: [Relation.Parent]) throws {
         var count = 0
         for position in 0..<parents.count {
@@ -217,7 +217,7 @@ extension StoreState {
     }
 
     /// Upserts `record`, whose primary key's stored value is `key`, with its children.
-    private func upsert<T: Record>(_ record: T, key: StoredValue, into table: Table<T>) throws {
+    private func upsert<T: Record>(_ record: T, key: StoredValue, into table: DocumentTable<T>) throws {
         guard table.hasRelations else {
             try table.insert(record, key: key)
             return
@@ -312,7 +312,7 @@ extension StoreState {
 
     /// Erases the record with `key` and, recursively, its children; returns
     /// whether there was one.
-    func erase<T: Record>(_ key: StoredValue, from table: Table<T>) throws -> Bool {
+    func erase<T: Record>(_ key: StoredValue, from table: DocumentTable<T>) throws -> Bool {
         guard table.remove(key) != nil else { return false }
         for relation in T.entity.relations {
             try eraseChildren(relation, parentKey: key)
@@ -323,7 +323,7 @@ extension StoreState {
     /// Erases every record of `table` and of its children's tables at once
     /// (every child record has its owner in `table`); returns how many
     /// records `table` held.
-    func eraseAll<T: Record>(from table: Table<T>) throws -> Int {
+    func eraseAll<T: Record>(from table: DocumentTable<T>) throws -> Int {
         let count = table.recordCount
         table.removeAll()
         for relation in T.entity.relations {
@@ -375,7 +375,7 @@ extension StoreState {
     /// `descending`, where the path finds them by an index (in the table's
     /// order otherwise).
     func candidates<T: Record>(
-        in table: Table<T>, for plan: QueryPlan<T>, filtering: Bool = false, descending: Bool = false
+        in table: DocumentTable<T>, for plan: QueryPlan<T>, filtering: Bool = false, descending: Bool = false
     ) throws -> [T] {
         let early: CandidateTest<T>? = filtering && !plan.needsCompleteRecords ? .plan(plan) : nil
         var records: [T]
@@ -416,7 +416,7 @@ extension StoreState {
     }
 }
 
-extension Table {
+extension DocumentTable {
     /// Whether ``StoreState/candidates(in:for:)`` finds exactly the records of
     /// the plan's access path: the in-memory indexes hold an index's leading
     /// field only.
@@ -426,7 +426,7 @@ extension Table {
     }
 }
 
-extension Table {
+extension DocumentTable {
     /// The answer of a prepared call bound from its template (its records
     /// sorted and limited, without their children) put into `records`, when
     /// this table finds the candidates of the call's access path and can
@@ -508,7 +508,7 @@ extension Table {
 }
 
 /// What a file store derives from a plan template to answer the prepared
-/// calls bound from it (``Table/answer(_:into:)``), made from the record
+/// calls bound from it (``DocumentTable/answer(_:into:)``), made from the record
 /// type alone, once per template (which every store of the record type
 /// shares):
 ///
@@ -606,7 +606,7 @@ enum CandidateTest<R: Record> {
     /// The test of candidates found by the first field of `index`: the
     /// equalities of its other fields with `values` when the access path is
     /// exactly the predicate (``QueryPlan/accessIsExact``), else `test`.
-    static func remaining(_ index: Index, _ values: [StoredValue], plan test: CandidateTest, in table: Table<R>)
+    static func remaining(_ index: Index, _ values: [StoredValue], plan test: CandidateTest, in table: DocumentTable<R>)
         -> CandidateTest
     {
         guard case .plan(let plan) = test else { return test }
@@ -636,7 +636,7 @@ enum CandidateTest<R: Record> {
     /// made afresh finds them in its condition.
     static func others(
         besides bound: String, index: Index? = nil, values: [StoredValue] = [], plan test: CandidateTest,
-        in table: Table<R>
+        in table: DocumentTable<R>
     ) -> CandidateTest {
         guard case .plan(let plan) = test else { return test }
         if let template = plan.template {

@@ -458,7 +458,7 @@ final class StoreState: @unchecked Sendable {
     private(set) var coder: DocumentCoder
     let durability: Durability
     private(set) var manifest: Manifest
-    private var tables: [String: any AnyTable] = [:]
+    private var tables: [String: any AnyDocumentTable] = [:]
     private var inTransaction = false
     /// Set by ``close()``.
     private(set) var isClosed = false
@@ -590,10 +590,10 @@ final class StoreState: @unchecked Sendable {
 
     /// The table of `R`, loaded from its document on first use together with
     /// its owner's and its children's tables.
-    func table<R: Record>(_ type: R.Type) throws -> Table<R> {
+    func table<R: Record>(_ type: R.Type) throws -> DocumentTable<R> {
         let name = R.entity.name
         if let table = tables[name] {
-            guard let typed = table as? Table<R> else {
+            guard let typed = table as? DocumentTable<R> else {
                 throw StorageError(
                     .schemaMismatch, .open, entity: name,
                     message: "two record types declare the entity name '\(name)'; one store can hold only one")
@@ -602,12 +602,12 @@ final class StoreState: @unchecked Sendable {
         }
         if let owner = R.entity.owner, tables[owner.entityName] == nil {
             try loadOwner(owner)
-            if let table = tables[name] as? Table<R> { return table }
+            if let table = tables[name] as? DocumentTable<R> { return table }
         }
         let foreignKey = R.entity.owner.flatMap { $0.ownedRelation(for: R.self)?.foreignKeyField }
         let documentName = manifest.documents[name]
         let records = try documentName.map { try loadDocument(R.self, named: $0) } ?? []
-        let table = Table<R>(records: records, documentName: documentName, foreignKey: foreignKey, format: coder.format)
+        let table = DocumentTable<R>(records: records, documentName: documentName, foreignKey: foreignKey, format: coder.format)
         for deltaName in manifest.deltas?[name] ?? [] {
             table.apply(try loadDelta(R.self, named: deltaName))
         }
@@ -793,7 +793,7 @@ final class StoreState: @unchecked Sendable {
         next.checksums = next.checksums ?? [:]
         var written: [URL] = []
         var superseded: [(name: String, entity: String)] = []
-        var modes: [(table: any AnyTable, full: Bool)] = []
+        var modes: [(table: any AnyDocumentTable, full: Bool)] = []
         do {
             for table in dirty {
                 let entity = table.entityName

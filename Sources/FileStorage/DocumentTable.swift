@@ -13,7 +13,7 @@ import Foundation
 /// dictionary (generic over the record type, whose every insert asked the
 /// runtime for its metadata): they sit in an array, found by position
 /// through the concrete ``positions``.
-struct TableState<R: Record> {
+struct DocumentTableState<R: Record> {
     /// The records, relations emptied, in the order they were inserted, and
     /// the holes of those removed since (see ``live``).
     var records: [R] = []
@@ -24,7 +24,7 @@ struct TableState<R: Record> {
     /// A removal leaves a hole rather than moving records: moving them in
     /// the generic array, unspecialized, cost more than the whole removal
     /// did in a dictionary. The holes are closed by the next whole document
-    /// (``Table/encodeDocument(with:)``), or at a commit or a rollback once
+    /// (``DocumentTable/encodeDocument(with:)``), or at a commit or a rollback once
     /// they are as many as the records.
     var live: [Bool] = []
     /// How many positions of ``records`` are holes.
@@ -42,7 +42,7 @@ struct TableState<R: Record> {
 
     /// The number of records stored.
     var count: Int { positions.count }
-    /// For each indexed field, in the order of ``Table/indexedFields``:
+    /// For each indexed field, in the order of ``DocumentTable/indexedFields``:
     /// value → primary keys of the records holding it. An array rather than
     /// a dictionary by field name: every insert updates every index, and
     /// hashing the names cost a tenth of a `persist`.
@@ -50,7 +50,7 @@ struct TableState<R: Record> {
     /// Property lists only: how many text fields hold each text, by its exact
     /// scalars. Foundation's binary property-list writer stores canonically
     /// equivalent strings once, so two different spellings in one document
-    /// would come back as one; ``Table/insert(_:)`` refuses the second instead.
+    /// would come back as one; ``DocumentTable/insert(_:)`` refuses the second instead.
     /// Built when the first text that may not be in NFC arrives (`nil` until
     /// then): a table that never holds one does not pay for it.
     var texts: [StoredValue: Int]?
@@ -61,7 +61,7 @@ struct TableState<R: Record> {
 }
 
 /// A table as the store holds it, behind the store's lock.
-protocol AnyTable: AnyObject {
+protocol AnyDocumentTable: AnyObject {
     var entityName: String { get }
     /// The document the table was loaded from or last written to.
     var documentName: String? { get set }
@@ -93,13 +93,13 @@ protocol AnyTable: AnyObject {
     func holdsKey(_ key: StoredValue) -> Bool
 }
 
-final class Table<R: Record>: AnyTable {
+final class DocumentTable<R: Record>: AnyDocumentTable {
     // The hot properties below are read and written for every record a
     // commit stores; the store's lock serializes every access to a table, so
     // they go without run-time exclusivity checks.
     let entityName: String
     var documentName: String?
-    @exclusivity(unchecked) var state: TableState<R>
+    @exclusivity(unchecked) var state: DocumentTableState<R>
     /// The fields with an equality index: the foreign key (when the entity is
     /// owned) and the leading field of each declared index.
     private(set) var indexedFields: [Field<R>]
@@ -113,7 +113,7 @@ final class Table<R: Record>: AnyTable {
     let hasRelations: Bool
     /// The state a rollback restores whole: taken at `begin` when the table
     /// is empty, or by ``removeAll()``.
-    private var saved: TableState<R>?
+    private var saved: DocumentTableState<R>?
     /// For each record the transaction under way changed while ``saved`` was
     /// `nil`: its value before (`nil` when it was absent). A rollback puts
     /// these back, so a small transaction on a large table copies nothing
@@ -181,7 +181,7 @@ final class Table<R: Record>: AnyTable {
         indexedNames = indexedFields.map(\.name)
         indexCount = indexedNames.count
         hasRelations = !R.entity.relations.isEmpty
-        state = TableState()
+        state = DocumentTableState()
         state.indexes = Array(repeating: [:], count: indexedFields.count)
         for record in records {
             insertUnchecked(record)
@@ -209,7 +209,7 @@ final class Table<R: Record>: AnyTable {
             saved = state
             hasSaved = true
         }
-        state = TableState()
+        state = DocumentTableState()
         state.indexes = Array(repeating: [:], count: indexedFields.count)
         changed = nil
         isDirty = true
@@ -218,7 +218,7 @@ final class Table<R: Record>: AnyTable {
     var recordCount: Int { state.count }
 
     /// Every record stored, in the order of the array (primary-key order
-    /// when ``TableState/inKeyOrder``).
+    /// when ``DocumentTableState/inKeyOrder``).
     var allRecords: [R] {
         guard state.holes > 0 else { return state.records }
         var records: [R] = []
@@ -243,7 +243,7 @@ final class Table<R: Record>: AnyTable {
         }
     }
 
-    private static func index(_ state: TableState<R>, on field: Field<R>) -> [StoredValue: Set<StoredValue>] {
+    private static func index(_ state: DocumentTableState<R>, on field: Field<R>) -> [StoredValue: Set<StoredValue>] {
         var index: [StoredValue: Set<StoredValue>] = [:]
         for position in 0..<state.records.count where state.live[position] {
             index[indexKey(field.value(in: state.records[position])), default: []].insert(state.keys[position])
@@ -725,7 +725,7 @@ final class Table<R: Record>: AnyTable {
         return nil
     }
 
-    /// Counts the texts of `record` in ``TableState/texts`` and ``TableState/suspects``.
+    /// Counts the texts of `record` in ``DocumentTableState/texts`` and ``DocumentTableState/suspects``.
     private func noteTexts(of record: R, mayHoldSuspects: Bool) {
         guard state.texts != nil || mayHoldSuspects else { return }
         for position in 0..<trackedTextFields.count {
@@ -923,11 +923,11 @@ final class Table<R: Record>: AnyTable {
 
     /// Puts the records in primary-key order, the order of a document, and
     /// closes the holes, if there is anything to do (see
-    /// ``TableState/inKeyOrder`` and ``TableState/live``): the next documents
+    /// ``DocumentTableState/inKeyOrder`` and ``DocumentTableState/live``): the next documents
     /// are then written without sorting, as long as records are replaced in
     /// place, removed or added after the last key. The map and the indexes
     /// (which hold keys, not positions) see the same records; only
-    /// ``TableState/positions`` is rewritten.
+    /// ``DocumentTableState/positions`` is rewritten.
     func compact() {
         guard !state.inKeyOrder || state.holes > 0 else { return }
         var order: [Int]
