@@ -1,0 +1,142 @@
+import DAOCore
+
+// Finding records: by key, by keys in key order, and the readers by position
+// that a query uses.
+extension DocumentTable {
+    func holdsKey(_ key: StoredValue) -> Bool { state.positions[key] != nil }
+
+    func record(_ key: StoredValue) -> R? {
+        guard let position = state.positions[key] else { return nil }
+        return state.records[position]
+    }
+
+    /// The records stored under `keys`, in primary-key order (a key not
+    /// stored is skipped). Integer keys (the common case) are sorted as
+    /// `Int64` pairs with their positions: sorting the `StoredValue`s, which
+    /// switches on both cases and copies them at every comparison, was half
+    /// of a `readAll`.
+    func records(withKeys keys: Set<StoredValue>) -> [R] {
+        var records: [R] = []
+        records.reserveCapacity(keys.count)
+        var pairs: [(key: Int64, position: Int)] = []
+        pairs.reserveCapacity(keys.count)
+        for key in keys {
+            guard case .integer(let value) = key else {
+                for key in keys.sorted() {
+                    if let position = state.positions[key] { records.append(state.records[position]) }
+                }
+                return records
+            }
+            if let position = state.positions[key] { pairs.append((value, position)) }
+        }
+        // The keys are distinct: no ties to break.
+        pairs.sort { $0.key < $1.key }
+        for index in 0..<pairs.count { records.append(state.records[pairs[index].position]) }
+        return records
+    }
+
+    /// ``records(withKeys:)`` in descending key order when `descending`, and
+    /// with a test only those that pass it, tested in place (a record that
+    /// fails is not copied).
+    /// - Throws: what ``QueryPlan/matches(_:)`` throws.
+    func records(withKeys keys: Set<StoredValue>, descending: Bool, matching test: CandidateTest<R>?) throws -> [R] {
+        var records: [R] = []
+        records.reserveCapacity(keys.count)
+        try forEachPosition(of: keys, descending: descending) { position in
+            if let test, try !test.passes(state.records[position]) { return }
+            records.append(state.records[position])
+        }
+        return records
+    }
+
+    /// ``records(withKeys:descending:matching:)`` with the test a
+    /// ``FieldsMatcher`` and its values (`nil`: every record passes), for a
+    /// prepared call (``answer(_:into:)``): no optional enum copied per
+    /// record.
+    /// - Throws: what the record's `write(fields:)` throws.
+    func records(
+        withKeys keys: Set<StoredValue>, descending: Bool, matcher: FieldsMatcher<R>?, values: [StoredValue]
+    ) throws -> [R] {
+        var records: [R] = []
+        records.reserveCapacity(keys.count)
+        if let matcher {
+            try forEachPosition(of: keys, descending: descending) { position in
+                if try matcher(state.records[position], values) { records.append(state.records[position]) }
+            }
+        } else {
+            forEachPosition(of: keys, descending: descending) { records.append(state.records[$0]) }
+        }
+        return records
+    }
+
+    /// Calls `body` with the position of each record stored under `keys`,
+    /// in key order (descending if asked), keys not stored skipped: integer
+    /// keys sorted as integers, any other set of keys in ``StoredValue``'s
+    /// order. No array of positions is made.
+    @inline(__always)
+    private func forEachPosition(
+        of keys: Set<StoredValue>, descending: Bool, _ body: (Int) throws -> Void
+    ) rethrows {
+        var pairs: [(key: Int64, position: Int)] = []
+        pairs.reserveCapacity(keys.count)
+        for key in keys {
+            guard case .integer(let value) = key else {
+                let sorted = keys.sorted()
+                for key in descending ? sorted.reversed() : sorted {
+                    if let position = state.positions[key] { try body(position) }
+                }
+                return
+            }
+            if let position = state.positions[key] { pairs.append((value, position)) }
+        }
+        // The keys are distinct: no ties to break.
+        if descending { pairs.sort { $0.key > $1.key } } else { pairs.sort { $0.key < $1.key } }
+        for index in 0..<pairs.count { try body(pairs[index].position) }
+    }
+
+    /// The reader of the field named `name` by its position, when the record
+    /// is a ``FieldwiseRecord``; made once per field.
+    func valueReader(of name: String) -> FieldValueReader<R>? {
+        guard isFieldwise != false, let position = R.entity.position(ofField: name) else { return nil }
+        if let reader = valueReaders[position] { return reader }
+        guard let reader = makeFieldValueReader(for: R.self, position: position) else {
+            isFieldwise = false
+            return nil
+        }
+        isFieldwise = true
+        valueReaders[position] = reader
+        return reader
+    }
+
+    /// The sort keys of `records` for `sort` (``SortPlan/sorted(_:keys:)``:
+    /// each record's value of the sort's field, then its primary key's),
+    /// read by position in one pass over the records specialized for the
+    /// record type (``FieldPairReader``), without key paths; `nil` unless
+    /// the sort compares the stored values of one field and the record is a
+    /// ``FieldwiseRecord``.
+    /// - Throws: what the record's `write(fields:)` throws.
+    func sortKeys(of records: [R], for sort: SortPlan<R>) throws -> [StoredValue]? {
+        guard isFieldwise != false, let fields = sort.fields, fields.count == 1,
+            let position = R.entity.position(ofField: fields[0].field.name), position > 0
+        else { return nil }
+        let read: FieldPairReader<R>
+        if let kept = sortKeyReaders[position] {
+            read = kept
+        } else {
+            guard let made = makeFieldPairReader(for: R.self, positions: [position, 0]) else {
+                isFieldwise = false
+                return nil
+            }
+            sortKeyReaders[position] = made
+            read = made
+        }
+        let (values, keys) = try read(records)
+        var sortKeys: [StoredValue] = []
+        sortKeys.reserveCapacity(values.count * 2)
+        for index in 0..<values.count {
+            sortKeys.append(values[index])
+            sortKeys.append(keys[index])
+        }
+        return sortKeys
+    }
+}
