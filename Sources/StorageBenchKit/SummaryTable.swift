@@ -191,18 +191,10 @@ public enum SummaryTable {
     /// The rows whose wall time is too uncertain to compare: no 95% interval
     /// (fewer than 6 iterations), or one wider than `precision` around the median.
     public static func noisyRows(_ report: Report, precision: Double) -> [(row: ReportRow, reason: String)] {
-        var noisy: [(ReportRow, String)] = []
-        for row in report.rows where row.error.isEmpty {
-            guard let median = row.medianSeconds, median > 0 else { continue }
-            guard let low = row.ciLowSeconds, let high = row.ciHighSeconds, row.iterations >= 6 else {
-                noisy.append((row, "\(row.iterations) iterations give no 95% interval of the median (6 at least)"))
-                continue
-            }
-            if let reason = widerThan(precision, low: low, figure: median, high: high, of: "the median") {
-                noisy.append((row, reason))
-            }
-        }
-        return noisy
+        uncertainRows(
+            report, precision: precision, figure: \.medianSeconds, low: \.ciLowSeconds, high: \.ciHighSeconds,
+            named: { _ in "the median" },
+            withoutInterval: { "\($0.iterations) iterations give no 95% interval of the median (6 at least)" })
     }
 
     /// The rows whose paired ratio to their reference (``ReportRow/ratioPaired``)
@@ -211,18 +203,34 @@ public enum SummaryTable {
     /// These are the figures extra rounds try to settle for a backend with a
     /// reference, and the ones `compare` judges by default.
     public static func unsettledRatioRows(_ report: Report, precision: Double) -> [(row: ReportRow, reason: String)] {
-        var unsettled: [(ReportRow, String)] = []
+        uncertainRows(
+            report, precision: precision, figure: \.ratioPaired, low: \.ratioPairedLow, high: \.ratioPairedHigh,
+            named: { "the ratio to \($0.reference)" },
+            withoutInterval: { "\($0.iterations) rounds give no 95% interval of the ratio to \($0.reference)" })
+    }
+
+    /// The rows without an error whose `figure` (when it is positive) is too
+    /// uncertain to compare, each with the reason: no 95% interval (`low` or
+    /// `high` missing, or fewer than 6 iterations; `withoutInterval` says
+    /// so), or one wider than `precision` around the figure (`named` names
+    /// the figure in the reason).
+    private static func uncertainRows(
+        _ report: Report, precision: Double, figure: KeyPath<ReportRow, Double?>, low: KeyPath<ReportRow, Double?>,
+        high: KeyPath<ReportRow, Double?>, named name: (ReportRow) -> String,
+        withoutInterval: (ReportRow) -> String
+    ) -> [(row: ReportRow, reason: String)] {
+        var rows: [(ReportRow, String)] = []
         for row in report.rows where row.error.isEmpty {
-            guard let ratio = row.ratioPaired, ratio > 0 else { continue }
-            guard let low = row.ratioPairedLow, let high = row.ratioPairedHigh, row.iterations >= 6 else {
-                unsettled.append((row, "\(row.iterations) rounds give no 95% interval of the ratio to \(row.reference)"))
+            guard let value = row[keyPath: figure], value > 0 else { continue }
+            guard let lowBound = row[keyPath: low], let highBound = row[keyPath: high], row.iterations >= 6 else {
+                rows.append((row, withoutInterval(row)))
                 continue
             }
-            if let reason = widerThan(precision, low: low, figure: ratio, high: high, of: "the ratio to \(row.reference)") {
-                unsettled.append((row, reason))
+            if let reason = widerThan(precision, low: lowBound, figure: value, high: highBound, of: name(row)) {
+                rows.append((row, reason))
             }
         }
-        return unsettled
+        return rows
     }
 
     /// Why the 95% interval `low` … `high` of `figure` is too wide to compare
