@@ -17,7 +17,8 @@ instruction and allocation counts) and results/lmdb-open-check*.csv
 (`scripts/lmdb-open-check.sh`: `storage-bench open` on LMDB) and
 results/postgres-bulk.csv (`storage-bench postgres-bulk`) and results/postgres-smoke.csv
 (`storage-bench run --backends postgres,postgres-raw`) and results/record-cost.csv
-(`Benchmarks/RecordCost/measure.sh`). Renew a baseline, run this script, and
+(`Benchmarks/RecordCost/measure.sh`) and results/torture.csv (`make
+torture`). Renew a baseline, run this script, and
 commit both. The files scanned are README.md, docs/*.md and the DocC articles
 (Sources/*/*.docc/**/*.md); a marker naming no table here is an error.
 """
@@ -304,7 +305,39 @@ def record_cost():
                      "Codable ÷ hand-written"], lines))
 
 
+def torture():
+    """What `make torture` saw, per backend (scripts/torture-summary.py)."""
+    path = "results/torture.csv"
+    rows = load(path)
+    damage = [r for r in rows if r["part"] == "damage"]
+    lines = []
+    for backend in ordered(damage, "backend"):
+        mine = [r for r in damage if r["backend"] == backend]
+        count = lambda test: sum(int(r["count"]) for r in mine if test(r["outcome"]))
+        typed = count(lambda o: o.startswith("error "))
+        exact = count(lambda o: o == "exact data")
+        wrong = count(lambda o: o == "wrong data")
+        crashed = count(lambda o: o.startswith(("crash", "hang")))
+        other = count(lambda o: True) - typed - exact - wrong - crashed
+        lines.append([f"`{backend}`", mine[0]["files"], str(count(lambda o: True)), str(typed), str(exact),
+                      str(wrong), str(crashed), str(other)])
+    kills = {}
+    for r in rows:
+        if r["part"] == "migration-kill":
+            kills[r["backend"]] = kills.get(r["backend"], 0) + int(r["count"])
+    parts = "; ".join(f"{r['backend']}: {r['count']} tests {r['outcome']}" if r["count"] else
+                      f"{r['backend']}: {r['outcome']}" for r in rows if r["part"] == "suite")
+    first = rows[0]
+    killed = ", ".join(f"{b} {n}" for b, n in kills.items())
+    return (f"*Damaged copies by outcome. From `{path}`: `make torture` with seed {first['seed']} at "
+            f"`{first['git_commit']}`, {first['timestamp'][:10]}. Parts: {parts}. Relation migrations killed "
+            f"and reopened: {killed}.*\n\n"
+            + table(["backend", "files", "damaged copies", "typed error", "exact data", "wrong data",
+                     "crash or hang", "other"], lines))
+
+
 TABLES = {
+    "torture": torture,
     "record-cost": record_cost,
     "postgres-bulk": postgres_bulk,
     "postgres-ratios": lambda: ratios("results/postgres-smoke.csv"),

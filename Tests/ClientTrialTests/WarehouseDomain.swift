@@ -94,30 +94,72 @@ struct Same<R: Record & Plain>: Translator {
 
 /// A description of `value` that differs whenever a stored value could: text by
 /// its UTF-8 bytes (not Swift's canonical equivalence), reals, floats and dates
-/// by their bits, bytes as hex, optionals and arrays element by element.
+/// by their bits, bytes as hex, optionals and arrays element by element. Written
+/// into one string (hex digits appended byte by byte), since the trials compare
+/// every record they read this way.
 func fingerprint(_ value: Any) -> String {
+    var out = ""
+    out.reserveCapacity(256)
+    appendFingerprint(value, to: &out)
+    return out
+}
+
+private let hexDigits: [Unicode.Scalar] = Array("0123456789abcdef".unicodeScalars)
+
+private func appendHex(_ bytes: some Sequence<UInt8>, to out: inout String) {
+    for byte in bytes {
+        out.unicodeScalars.append(hexDigits[Int(byte >> 4)])
+        out.unicodeScalars.append(hexDigits[Int(byte & 0xF)])
+    }
+}
+
+private func appendFingerprint(_ value: Any, to out: inout String) {
     switch value {
-    case let text as String: return "s[" + text.utf8.map { String($0, radix: 16) }.joined(separator: ",") + "]"
-    case let real as Double: return "d\(real.bitPattern)"
-    case let real as Float: return "f\(real.bitPattern)"
-    case let date as Date: return "t\(date.timeIntervalSinceReferenceDate.bitPattern)"
-    case let data as Data: return "b" + data.map { String($0, radix: 16) }.joined(separator: ".")
-    case let uuid as UUID: return "u\(uuid.uuidString)"
-    case let zone as Zone: return "z\(zone.rawValue)"
-    case let grade as Grade: return "g\(grade.rawValue)"
+    case let text as String:
+        out += "s["
+        appendHex(text.utf8, to: &out)
+        out += "]"
+        return
+    case let real as Double: out += "d\(real.bitPattern)"; return
+    case let real as Float: out += "f\(real.bitPattern)"; return
+    case let date as Date: out += "t\(date.timeIntervalSinceReferenceDate.bitPattern)"; return
+    case let data as Data:
+        out += "b["
+        appendHex(data, to: &out)
+        out += "]"
+        return
+    case let uuid as UUID: out += "u\(uuid.uuidString)"; return
+    case let zone as Zone: out += "z\(zone.rawValue)"; return
+    case let grade as Grade: out += "g\(grade.rawValue)"; return
     default: break
     }
     let mirror = Mirror(reflecting: value)
     switch mirror.displayStyle {
     case .optional:
-        guard let wrapped = mirror.children.first else { return "nil" }
-        return "?" + fingerprint(wrapped.value)
+        guard let wrapped = mirror.children.first else {
+            out += "nil"
+            return
+        }
+        out += "?"
+        appendFingerprint(wrapped.value, to: &out)
     case .collection:
-        return "[" + mirror.children.map { fingerprint($0.value) }.joined(separator: ";") + "]"
+        out += "["
+        for (index, child) in mirror.children.enumerated() {
+            if index > 0 { out += ";" }
+            appendFingerprint(child.value, to: &out)
+        }
+        out += "]"
     case .struct:
-        return "{" + mirror.children.map { "\($0.label ?? ""):" + fingerprint($0.value) }.joined(separator: ",") + "}"
+        out += "{"
+        for (index, child) in mirror.children.enumerated() {
+            if index > 0 { out += "," }
+            out += child.label ?? ""
+            out += ":"
+            appendFingerprint(child.value, to: &out)
+        }
+        out += "}"
     default:
-        return "\(value)"
+        out += "\(value)"
     }
 }
 
