@@ -329,8 +329,8 @@ def torture():
                       f"{r['backend']}: {r['outcome']}" for r in rows if r["part"] == "suite")
     first = rows[0]
     killed = ", ".join(f"{b} {n}" for b, n in kills.items())
-    return (f"*Damaged copies by outcome. From `{path}`: `make torture` with seed {first['seed']} at "
-            f"`{first['git_commit']}`, {first['timestamp'][:10]}. Parts: {parts}. Relation migrations killed "
+    return (f"*Damaged copies by outcome. From `{path}`: `make torture` with seed {first['seed']}, "
+            f"{first['timestamp'][:10]}. Parts: {parts}. Relation migrations killed "
             f"and reopened: {killed}.*\n\n"
             + table(["backend", "files", "damaged copies", "typed error", "exact data", "wrong data",
                      "crash or hang", "other"], lines))
