@@ -1,8 +1,9 @@
 // swift-tools-version: 6.0
 //
 // A persistence library on the DAO pattern (plain objects, records, translators,
-// storages, one generic DAO) with SQLite, LMDB, JSON and property-list adapters,
-// and a benchmark harness that runs one workload through the DAO on every adapter.
+// storages, one generic DAO) with SQLite, LMDB, JSON, property-list and PostgreSQL
+// adapters, and a benchmark harness that runs one workload through the DAO on
+// every adapter.
 
 import CompilerPluginSupport
 import PackageDescription
@@ -31,13 +32,13 @@ let package = Package(
         // TLS of the PostgreSQL adapter (PostgresStorage); the other adapters do not link it.
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.25.0"),
         // Only for the `grdb` reference backend of the harness; no library product links it.
-        .package(url: "https://github.com/groue/GRDB.swift", exact: "7.10.0"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         // The PostgreSQL adapter (PostgresStorage) and the harness's PostgreSQL references (`postgres-raw`).
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         // Only for the `@StoredRecord` macro (DAOMacros); DAOCore and the adapters do not need it.
-        .package(url: "https://github.com/swiftlang/swift-syntax", exact: "602.0.0"),
+        .package(url: "https://github.com/swiftlang/swift-syntax", "602.0.0"..<"604.0.0"),
         // Only for `make docs` (swift package generate-documentation); nothing links it.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
