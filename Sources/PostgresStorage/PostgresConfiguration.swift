@@ -51,7 +51,9 @@ public struct PostgresConfiguration: Sendable {
     public var tls: TLSMode = .disable
     /// How many connections the store keeps open at most (at least 1).
     public var poolSize: Int = 4
-    /// The isolation level of every transaction.
+    /// The isolation level of every transaction. At `readCommitted`, a read
+    /// of several statements (records with children) still runs at
+    /// `REPEATABLE READ`, so that it sees one committed state.
     public var isolation: IsolationLevel = .readCommitted
     /// How long a connection attempt may take before open (or a call that
     /// needs a new connection) fails with ``StorageError/Kind/io``.

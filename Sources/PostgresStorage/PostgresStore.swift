@@ -232,7 +232,15 @@ public final class PostgresStore: Store, Sendable {
     }
 
     private var beginReadWrite: String { "BEGIN ISOLATION LEVEL \(configuration.isolation.rawValue)" }
-    private var beginReadOnly: String { "BEGIN ISOLATION LEVEL \(configuration.isolation.rawValue) READ ONLY" }
+    /// A read of several statements (a record with its children) runs at
+    /// `REPEATABLE READ` at least, so that all of them see one snapshot: at
+    /// `READ COMMITTED` each statement takes its own, and a commit between
+    /// them would give a parent of one state with children of another. A
+    /// read-only transaction at `REPEATABLE READ` never fails to serialize.
+    private var beginReadOnly: String {
+        let level = configuration.isolation == .readCommitted ? .repeatableRead : configuration.isolation
+        return "BEGIN ISOLATION LEVEL \(level.rawValue) READ ONLY"
+    }
 
     // MARK: Storages
 

@@ -13,9 +13,12 @@ import Testing
 @Suite("Conformance: concurrent async calls")
 struct ConcurrencyTests {
     /// Each write moves an amount between two accounts of one ledger, by
-    /// persisting the ledger with all its accounts in one call; every read
-    /// checks that each ledger it sees still holds its total, so a read that
-    /// saw part of a commit fails.
+    /// persisting the ledger with all its accounts in one call, and writes
+    /// the ledger's new version into the note of its first account (lowest
+    /// id); every read checks that each ledger it sees still holds its total
+    /// and that its first account's note names its version, so a read that
+    /// saw part of a commit, or a ledger of one commit with accounts of
+    /// another, fails.
     @Test("120 tasks mixing reads and writes: every read sees whole commits", arguments: allBackends)
     func mixedTasks(backend: TestBackend) async throws {
         try await withAsyncStore(backend) { store, _ in
@@ -50,6 +53,8 @@ struct ConcurrencyTests {
                                 current.accounts[from].balance -= amount
                                 current.accounts[to].balance += amount
                                 current.version += 1
+                                let first = current.accounts.indices.min { current.accounts[$0].id < current.accounts[$1].id }
+                                if let first { current.accounts[first].note = "v\(current.version)" }
                                 try await ledgers.persist(current)
                                 await Task.yield()
                             }
@@ -66,10 +71,14 @@ struct ConcurrencyTests {
                                     let read = try await ledgers.read(byPrimaryKey: ledger)
                                     #expect(read?.total == total, "\(ledger) version \(read?.version ?? -1)")
                                     #expect(read?.accounts.count == accountCount)
+                                    if let read { #expect(read.isOneCommit, "\(ledger) v\(read.version)") }
                                 case 1:
                                     let all = try await ledgers.read()
                                     #expect(all.count == ledgerCount)
-                                    for read in all { #expect(read.total == total, "\(read.id) v\(read.version)") }
+                                    for read in all {
+                                        #expect(read.total == total, "\(read.id) v\(read.version)")
+                                        #expect(read.isOneCommit, "\(read.id) v\(read.version)")
+                                    }
                                 case 2:
                                     let rows = try await inLedger.read(ledger)
                                     #expect(rows.count == accountCount)
@@ -92,7 +101,7 @@ struct ConcurrencyTests {
             #expect(checked == readers * readsEach)
             let last = try await ledgers.read()
             #expect(last.map(\.version) == Array(repeating: Int64(transfers), count: ledgerCount))
-            #expect(last.allSatisfy { $0.total == total })
+            #expect(last.allSatisfy { $0.total == total && $0.isOneCommit })
         }
     }
 
@@ -270,5 +279,15 @@ struct ReaderWriterExampleTests {
         process.waitUntilExit()
         #expect(process.terminationStatus == 0)
         #expect(printed.contains("\(backend.name): the writer stored 150 messages"), "\(printed)")
+    }
+}
+
+extension LedgerRecord {
+    /// Whether the ledger and its accounts come from one commit of
+    /// `mixedTasks`' writers: its first account's note names its version
+    /// (and is the initial `nil` at version 0).
+    fileprivate var isOneCommit: Bool {
+        let first = accounts.min { $0.id < $1.id }
+        return first?.note == (version == 0 ? nil : "v\(version)")
     }
 }
