@@ -113,6 +113,57 @@ final class PostgresMigrationTransaction: MigrationTransaction {
         try database.setMetadata(StoreMetadataKey.schema(schema.entity), schema.encoded(), connection)
     }
 
+    /// Carries out in place, with `ALTER TABLE`, what keeps the rows where
+    /// they are: a field added last (its value set by one `UPDATE`, then
+    /// `NOT NULL` when the field is not optional), dropped or renamed, an
+    /// index added or dropped. A renamed entity is rewritten: the names of
+    /// its indexes and its foreign key derive from the entity's.
+    func alter(
+        _ change: NativeAlteration, from old: EntitySchema, to new: EntitySchema, in schemas: [String: EntitySchema]
+    ) throws -> Bool {
+        let table = table(new, in: schemas)
+        switch change {
+        case .addField(let field, let value):
+            let column = identifier(field.name)
+            _ = try connection.once(
+                "ALTER TABLE \(table.qualified) ADD COLUMN \(column) \(PostgresValue.columnType(field.type))")
+            if value != .null {
+                guard let data = PostgresValue.bind(value, as: field.type) else {
+                    throw StorageError(
+                        .invalidArgument, .open, entity: new.entity,
+                        message: "field '\(field.name)' cannot hold \(value) as \(field.type.rawValue)")
+                }
+                _ = try connection.once("UPDATE \(table.qualified) SET \(column) = $1", [data])
+            }
+            if !field.optional {
+                _ = try connection.once("ALTER TABLE \(table.qualified) ALTER COLUMN \(column) SET NOT NULL")
+            }
+        case .dropField(let name):
+            // Indexes on the column go with it, as the new schema declares.
+            _ = try connection.once("ALTER TABLE \(table.qualified) DROP COLUMN \(identifier(name))")
+        case .renameField(let from, let to):
+            _ = try connection.once(
+                "ALTER TABLE \(table.qualified) RENAME COLUMN \(identifier(from)) TO \(identifier(to))")
+            // The index on a foreign key is named after its column.
+            if let foreignKey = table.foreignKey, new.fields[foreignKey].name == to {
+                let oldName = identifier("_dao_fk_" + new.entity + "_" + from)
+                let newName = identifier("_dao_fk_" + new.entity + "_" + to)
+                _ = try connection.once("ALTER INDEX IF EXISTS \(database.namespace).\(oldName) RENAME TO \(newName)")
+            }
+        case .addIndex(let index):
+            let fields = index.fields.map { identifier($0) }.joined(separator: ", ")
+            _ = try connection.once(
+                "CREATE INDEX \(identifier("_dao_ix_" + new.entity + "_" + index.name)) ON \(table.qualified) (\(fields))")
+        case .dropIndex(let index):
+            _ = try connection.once(
+                "DROP INDEX IF EXISTS \(database.namespace).\(identifier("_dao_ix_" + old.entity + "_" + index.name))")
+        case .renameEntity:
+            return false
+        }
+        try database.setMetadata(StoreMetadataKey.schema(new.entity), new.encoded(), connection)
+        return true
+    }
+
     func drop(_ schema: EntitySchema, in schemas: [String: EntitySchema]) throws {
         _ = try connection.once("DROP TABLE IF EXISTS \(database.namespace).\(identifier(schema.entity)) CASCADE")
         try database.removeMetadata(StoreMetadataKey.schema(schema.entity), connection)
