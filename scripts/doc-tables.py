@@ -16,7 +16,8 @@ results/baseline-smoke.csv (`make bench-smoke`, durability none, with
 instruction and allocation counts) and results/lmdb-open-check*.csv
 (`scripts/lmdb-open-check.sh`: `storage-bench open` on LMDB) and
 results/postgres-bulk.csv (`storage-bench postgres-bulk`) and results/postgres-smoke.csv
-(`storage-bench run --backends postgres,postgres-raw`) and results/record-cost.csv
+(`storage-bench run --backends postgres,postgres-raw`) and results/borrowing-reads.csv
+(`storage-bench run --operations read-all,read-by-id,query,borrowing --instructions`) and results/record-cost.csv
 (`Benchmarks/RecordCost/measure.sh`) and results/torture.csv (`make
 torture`). Renew a baseline, run this script, and
 commit both. The files scanned are README.md, docs/*.md and the DocC articles
@@ -285,6 +286,28 @@ def postgres_bulk():
             + table(["method", "median s", "messages/s", "time ÷ COPY (median)", "time ÷ COPY (worst round)"], lines))
 
 
+def borrowing_reads():
+    """The plain and the borrowing reads' instructions per unit beside the raw engines' (storage-bench run
+    --operations read-all,read-by-id,query,borrowing --instructions)."""
+    path = "results/borrowing-reads.csv"
+    rows = [r for r in load(path) if r["instructions"]]
+    backends, operations = ordered(rows, "backend"), ordered(rows, "operation")
+    sizes = list(dict.fromkeys((r["dialogs"], r["messages_per_dialog"]) for r in rows))
+    cell = {(r["operation"], r["backend"], r["dialogs"], r["messages_per_dialog"]): r for r in rows}
+    lines = []
+    for operation in operations:
+        unit = next(r["unit"] for r in rows if r["operation"] == operation)
+        line = [f"{operation} (per {SINGULAR.get(unit, unit)})"]
+        for d, m in sizes:
+            for backend in backends:
+                row = cell.get((operation, backend, d, m))
+                line.append(human(float(row["instructions"]) / float(row["units"])) if row else "–")
+        lines.append(line)
+    header = ["operation"] + [f"`{b}` {d}×{m}" for d, m in sizes for b in backends]
+    return caption(path, rows, "Instructions per unit in the timed regions (`instructions` ÷ `units`), "
+                   "the plain reads and the same reads through `forEach`") + table(header, lines)
+
+
 def record_cost():
     """A record's instructions per record by declaration (Benchmarks/RecordCost/measure.sh)."""
     path = "results/record-cost.csv"
@@ -339,6 +362,7 @@ def torture():
 TABLES = {
     "torture": torture,
     "record-cost": record_cost,
+    "borrowing-reads": borrowing_reads,
     "postgres-bulk": postgres_bulk,
     "postgres-ratios": lambda: ratios("results/postgres-smoke.csv"),
     "async-cost": async_cost,

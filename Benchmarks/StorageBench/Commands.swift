@@ -93,7 +93,7 @@ struct Run: ParsableCommand {
     @Option(help: "full or none (or both, comma-separated).")
     var durability = "full"
 
-    @Option(help: "Comma-separated operations to report, or all (\(BenchOperation.allCases.map(\.rawValue).joined(separator: ", "))).")
+    @Option(help: "Comma-separated operations to report (\(BenchOperation.allCases.map(\.rawValue).joined(separator: ", "))), or the groups all (workload v1's eight) and borrowing (the reads through the borrowing API, outside v1): all,borrowing runs both.")
     var operations = "all"
 
     @Option(help: "The report file (default results/<UTC date-time>-<host>.csv, copied to results/latest.csv); other formats, and report.html, go beside it. latest.csv is written only in the default folder.")

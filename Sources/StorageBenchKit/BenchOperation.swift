@@ -1,4 +1,8 @@
-/// The eight timed operations of WORKLOAD.md, in the order they run.
+/// The timed operations of WORKLOAD.md, in the order they run: the eight of
+/// workload v1 (``workload``, what a run reports unless asked for more), and
+/// the extra reads through the borrowing API (``borrowingReads``), each the
+/// same read as a v1 operation with every record lent to a closure that
+/// folds it into a ``ReadDigest`` instead of returned in an array.
 public enum BenchOperation: String, Sendable, CaseIterable, Codable, Comparable {
     /// Persist all `D` dialogs with their messages in one call.
     case persist
@@ -8,6 +12,12 @@ public enum BenchOperation: String, Sendable, CaseIterable, Codable, Comparable 
     case readById = "read-by-id"
     /// `K` times the unread messages of a random dialog, newest first.
     case query
+    /// `read-all` through the borrowing API: every dialog lent in turn.
+    case readAllBorrowing = "read-all-borrowing"
+    /// `read-by-id` through the borrowing API: each dialog lent, not returned.
+    case readByIdBorrowing = "read-by-id-borrowing"
+    /// `query` through the borrowing API: each unread message lent in turn.
+    case queryBorrowing = "query-borrowing"
     /// Persist all dialogs again with every message read, in one call.
     case update
     /// `P` new dialogs, one call and one commit each.
@@ -17,12 +27,34 @@ public enum BenchOperation: String, Sendable, CaseIterable, Codable, Comparable 
     /// Erase everything that is left, in one call.
     case eraseAll = "erase-all"
 
+    /// The eight operations of workload v1, in the order they run: what a
+    /// run reports by default (`--operations all`).
+    public static let workload: [BenchOperation] = allCases.filter { !$0.isBorrowing }
+
+    /// The extra reads through the borrowing API, outside workload v1
+    /// (`--operations borrowing`).
+    public static let borrowingReads: [BenchOperation] = allCases.filter(\.isBorrowing)
+
+    /// Whether the operation reads through the borrowing API (`forEach`).
+    public var isBorrowing: Bool { plainRead != nil }
+
+    /// The v1 read a borrowing read does again through the borrowing API,
+    /// or `nil` for an operation of workload v1.
+    public var plainRead: BenchOperation? {
+        switch self {
+        case .readAllBorrowing: .readAll
+        case .readByIdBorrowing: .readById
+        case .queryBorrowing: .query
+        default: nil
+        }
+    }
+
     /// The counted unit of the operation, as reports name it.
     public var unit: String {
         switch self {
-        case .persist, .readAll, .update: "messages"
-        case .readById: "lookups"
-        case .query: "queries"
+        case .persist, .readAll, .readAllBorrowing, .update: "messages"
+        case .readById, .readByIdBorrowing: "lookups"
+        case .query, .queryBorrowing: "queries"
         case .persistSingle: "dialogs"
         case .eraseById, .eraseAll: "messages erased"
         }
@@ -31,9 +63,9 @@ public enum BenchOperation: String, Sendable, CaseIterable, Codable, Comparable 
     /// A short unit for a throughput on the terminal (`msg/s`).
     public var shortUnit: String {
         switch self {
-        case .persist, .readAll, .update, .eraseById, .eraseAll: "msg/s"
-        case .readById: "lookups/s"
-        case .query: "queries/s"
+        case .persist, .readAll, .readAllBorrowing, .update, .eraseById, .eraseAll: "msg/s"
+        case .readById, .readByIdBorrowing: "lookups/s"
+        case .query, .queryBorrowing: "queries/s"
         case .persistSingle: "dialogs/s"
         }
     }
@@ -42,7 +74,7 @@ public enum BenchOperation: String, Sendable, CaseIterable, Codable, Comparable 
     /// p50 / p90 / p99 latencies reported.
     public var isPerCall: Bool {
         switch self {
-        case .readById, .query, .persistSingle: true
+        case .readById, .query, .readByIdBorrowing, .queryBorrowing, .persistSingle: true
         default: false
         }
     }
@@ -51,7 +83,7 @@ public enum BenchOperation: String, Sendable, CaseIterable, Codable, Comparable 
     /// so that it can run again in place and do exactly the same work.
     public var isReadOnly: Bool {
         switch self {
-        case .readAll, .readById, .query: true
+        case .readAll, .readById, .query, .readAllBorrowing, .readByIdBorrowing, .queryBorrowing: true
         default: false
         }
     }
@@ -79,6 +111,12 @@ public enum BenchOperation: String, Sendable, CaseIterable, Codable, Comparable 
         case .persistSingle: "P = min(D, 200) new dialogs (ids above D), one call and one commit each"
         case .eraseById: "erase every dialog with an even id, with its messages, in one call"
         case .eraseAll: "erase everything that is left, in one call"
+        case .readAllBorrowing:
+            "read-all through the borrowing API: every dialog lent in turn, each folded into a digest (outside v1)"
+        case .readByIdBorrowing:
+            "read-by-id through the borrowing API: each dialog lent, folded into a digest (outside v1)"
+        case .queryBorrowing:
+            "query through the borrowing API: each unread message lent, folded into a digest (outside v1)"
         }
     }
 
@@ -86,8 +124,8 @@ public enum BenchOperation: String, Sendable, CaseIterable, Codable, Comparable 
     /// P = min(D, 200) and K = min(D, 1000).
     public var unitsFormula: String {
         switch self {
-        case .persist, .readAll, .update: "D × M"
-        case .readById, .query: "K"
+        case .persist, .readAll, .readAllBorrowing, .update: "D × M"
+        case .readById, .query, .readByIdBorrowing, .queryBorrowing: "K"
         case .persistSingle: "P"
         case .eraseById: "⌊(D + P) / 2⌋ × M"
         case .eraseAll: "(D + P − ⌊(D + P) / 2⌋) × M"
@@ -111,27 +149,33 @@ public enum BenchOperation: String, Sendable, CaseIterable, Codable, Comparable 
         let p = min(d, 200)
         let k = min(d, 1000)
         switch self {
-        case .persist, .readAll, .update: return d * m
-        case .readById, .query: return k
+        case .persist, .readAll, .readAllBorrowing, .update: return d * m
+        case .readById, .query, .readByIdBorrowing, .queryBorrowing: return k
         case .persistSingle: return p
         case .eraseById: return (d + p) / 2 * m
         case .eraseAll: return (d + p - (d + p) / 2) * m
         }
     }
 
-    /// Parses a comma-separated subset (or `all`), returned in workload order.
+    /// Parses a comma-separated list of operations and groups (`all`: the
+    /// eight of workload v1; `borrowing`: the borrowing reads), returned in
+    /// the order they run.
     /// - Throws: ``ConfigurationError`` naming an unknown operation.
     public static func parseList(_ text: String) throws -> [BenchOperation] {
         let names = try StorageBenchKit.parseList(text, option: "--operations")
-        if names == ["all"] { return allCases }
         var chosen: Set<BenchOperation> = []
         for name in names {
-            guard let operation = BenchOperation(rawValue: name) else {
+            if name == "all" {
+                chosen.formUnion(workload)
+            } else if name == "borrowing" {
+                chosen.formUnion(borrowingReads)
+            } else if let operation = BenchOperation(rawValue: name) {
+                chosen.insert(operation)
+            } else {
                 throw ConfigurationError(
                     "unknown operation '\(name)' in --operations; known: "
-                        + allCases.map(\.rawValue).joined(separator: ", ") + " or all")
+                        + allCases.map(\.rawValue).joined(separator: ", ") + ", all (workload v1) or borrowing")
             }
-            chosen.insert(operation)
         }
         return allCases.filter(chosen.contains)
     }

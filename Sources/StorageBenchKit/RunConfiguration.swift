@@ -77,7 +77,7 @@ public struct RunConfiguration: Sendable {
     /// - Throws: ``ConfigurationError`` when a list is empty or a count out of range.
     public init(
         backends: [Backend], sizes: [BenchSize], durabilities: [Durability] = [.full],
-        operations: [BenchOperation] = BenchOperation.allCases, iterations: Int = 5, warmup: Int = 1,
+        operations: [BenchOperation] = BenchOperation.workload, iterations: Int = 5, warmup: Int = 1,
         seed: UInt64 = 42, showsProgress: Bool = true, maxIterations: Int? = nil, precision: Double = 0.03,
         confidence: Double = 0.95, timeLimit: Double = 60, instructionIterations: Int = 0, readRuns: Int = 1,
         readRunSeconds: Double = 0.25, minReadRuns: Int = 1, eraseRuns: Int = 1, eraseRunSeconds: Double = 1,

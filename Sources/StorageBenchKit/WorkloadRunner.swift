@@ -259,6 +259,59 @@ public enum WorkloadRunner {
             record(readMeasurement(.query, runs: runs, units: data.queryIds.count, calls: calls))
         }
 
+        // The borrowing reads (outside workload v1): each the same read as
+        // its v1 operation, through the subject's borrowing read, every
+        // record lent folded into a digest that must equal the digest of
+        // what the read answers, computed from the generated graph outside
+        // the timed region (expectedDigest). Timed, run again and measured
+        // as the v1 reads are.
+        for operation in BenchOperation.borrowingReads where selected.contains(operation) {
+            current = operation
+            try enter(operation)
+            progress(operation)
+            let expected = Self.expectedDigest(operation, data: data)
+            let perCall = operation.isPerCall
+            let ids = perCall ? (operation == .readByIdBorrowing ? data.readIds : data.queryIds) : [0]
+            var calls: [UInt64] = []
+            if perCall { calls.reserveCapacity(ids.count) }
+            // One run: every call, each timed when the operation is per call;
+            // the digest checked after the timed region.
+            func lend(first: Bool) throws -> (seconds: Double, digest: ReadDigest) {
+                var digest = ReadDigest()
+                var missing = 0
+                func call(_ id: Int64) throws {
+                    switch operation {
+                    case .readAllBorrowing: try subject.forEachDialog { dialog in digest.add(dialog) }
+                    case .readByIdBorrowing:
+                        if try !subject.withDialog(id: id, { dialog in digest.add(dialog) }) { missing += 1 }
+                    default: try subject.forEachUnreadMessage(dialogId: id) { message in digest.add(message) }
+                    }
+                }
+                let start = first ? begin() : Self.now()
+                for id in ids {
+                    if perCall {
+                        let callStart = Self.now()
+                        try call(id)
+                        calls.append(Self.now() - callStart)
+                    } else {
+                        try call(id)
+                    }
+                }
+                let elapsed = first ? stop(start) : Self.seconds(since: start)
+                guard missing == 0, digest == expected else {
+                    throw CheckFailure(
+                        description: "\(operation.rawValue)\(first ? "" : ", run again,") consumed \(digest)"
+                            + (missing > 0 ? " (\(missing) dialogs not found)" : "") + "; the read answers \(expected)")
+                }
+                return (elapsed, digest)
+            }
+            let (elapsed, digest) = try lend(first: true)
+            var runs = [elapsed]
+            while try runsAgain(operation, runs) { runs.append(try lend(first: false).seconds) }
+            let units = perCall ? ids.count : digest.messages
+            record(readMeasurement(operation, runs: runs, units: units, calls: perCall ? calls : nil))
+        }
+
         if selected.contains(.update) {
             current = .update
             try enter(.update)
@@ -480,6 +533,31 @@ public enum WorkloadRunner {
                 description: "read-all returned \(all.count) dialogs with \(count) messages "
                     + "(expected \(size.dialogs) with \(size.dialogs * size.messagesPerDialog), ordered by id)")
         }
+    }
+
+    /// The digest of what a borrowing read must consume on the store as
+    /// `persist` left it: every dialog of the initial graph in id order
+    /// (`read-all-borrowing`), the dialog of each lookup
+    /// (`read-by-id-borrowing`), or the unread messages of each query's
+    /// dialog, newest first, ties by id (`query-borrowing`), as the v1 read
+    /// answers them; an empty digest for another operation.
+    static func expectedDigest(_ operation: BenchOperation, data: WorkloadData) -> ReadDigest {
+        var digest = ReadDigest()
+        switch operation {
+        case .readAllBorrowing:
+            for dialog in data.initial { digest.add(dialog) }
+        case .readByIdBorrowing:
+            for id in data.readIds { digest.add(data.initial[Int(id) - 1]) }
+        case .queryBorrowing:
+            for id in data.queryIds {
+                let unread = data.initial[Int(id) - 1].messages.filter { !$0.isRead }
+                    .sorted { $0.date != $1.date ? $0.date > $1.date : $0.uniqueId < $1.uniqueId }
+                for message in unread { digest.add(message) }
+            }
+        default:
+            break
+        }
+        return digest
     }
 
     /// The median of `runs` (one run: itself).

@@ -2,8 +2,8 @@ import DAOCore
 import DialogGraph
 import Foundation
 
-/// What runs the workload: the eight operations of WORKLOAD.md on plain
-/// objects (``Dialog``, ``Message``), and the reads the correctness checks need.
+/// What runs the workload: the operations of WORKLOAD.md on plain objects
+/// (``Dialog``, ``Message``), and the reads the correctness checks need.
 ///
 /// ``WorkloadRunner`` keeps the timing, the checks and the measurements and
 /// calls a subject for the work, so that every subject is timed over the same
@@ -42,6 +42,24 @@ public protocol WorkloadSubject {
     /// - Throws: when the engine fails.
     func unreadMessages(dialogId id: Int64) throws -> [Message]
 
+    /// `read-all-borrowing`: lends every dialog with all its messages to
+    /// `body`, ordered by dialog id, without returning them. The default
+    /// reads ``readAll()`` and lends its dialogs: the reference a subject
+    /// without a borrowing read is measured by.
+    /// - Throws: when the engine fails, or what `body` throws.
+    func forEachDialog(_ body: (borrowing Dialog) throws -> Void) throws
+
+    /// `read-by-id-borrowing`: lends the dialog with `id` and its messages
+    /// to `body`, if there is one; returns whether there was. The default
+    /// reads ``read(dialogId:)``.
+    /// - Throws: when the engine fails, or what `body` throws.
+    func withDialog(id: Int64, _ body: (borrowing Dialog) throws -> Void) throws -> Bool
+
+    /// `query-borrowing`: lends the unread messages of dialog `id` to
+    /// `body`, newest first. The default reads ``unreadMessages(dialogId:)``.
+    /// - Throws: when the engine fails, or what `body` throws.
+    func forEachUnreadMessage(dialogId id: Int64, _ body: (borrowing Message) throws -> Void) throws
+
     /// `erase-by-id`: erases the dialogs with `ids` and their messages, in one
     /// transaction; returns how many dialogs were erased.
     /// - Throws: when the engine fails.
@@ -77,6 +95,25 @@ public protocol WorkloadSubject {
 
 extension WorkloadSubject {
     public func bytesStoredElsewhere() throws -> Int64? { nil }
+
+    /// Reads ``readAll()`` and lends its dialogs, in order.
+    public func forEachDialog(_ body: (borrowing Dialog) throws -> Void) throws {
+        let all = try readAll()
+        for index in all.indices { try body(all[index]) }
+    }
+
+    /// Reads ``read(dialogId:)`` and lends the dialog, if there is one.
+    public func withDialog(id: Int64, _ body: (borrowing Dialog) throws -> Void) throws -> Bool {
+        guard let dialog = try read(dialogId: id) else { return false }
+        try body(dialog)
+        return true
+    }
+
+    /// Reads ``unreadMessages(dialogId:)`` and lends its messages, in order.
+    public func forEachUnreadMessage(dialogId id: Int64, _ body: (borrowing Message) throws -> Void) throws {
+        let unread = try unreadMessages(dialogId: id)
+        for index in unread.indices { try body(unread[index]) }
+    }
 }
 
 /// A ``Store`` whose data lives outside the run's directory (a server's
@@ -103,6 +140,11 @@ public struct DAOSubject: WorkloadSubject {
     /// parameter (README, "Prepared queries"): each call binds the id.
     private let unread: PreparedObjectQuery<AnyStorage<MessageRecord>, MessageTranslator, Int64>
 
+    /// `read-by-id-borrowing`'s lookup, prepared once with the dialog's id
+    /// as its parameter: the borrowing API lends what a query answers, and a
+    /// lookup by key is the query `id == key`.
+    private let dialogById: PreparedObjectQuery<AnyStorage<DialogRecord>, DialogTranslator, Int64>
+
     /// A subject over `store`.
     /// - Throws: when the store cannot hand out a storage for dialogs or messages.
     public init(store: any Store) throws {
@@ -112,6 +154,7 @@ public struct DAOSubject: WorkloadSubject {
         unread = try messages.prepare(
             where: #Predicate<MessageRecord, Int64> { message, dialog in message.dialogId == dialog && !message.isRead },
             sortedBy: [SortDescriptor(\MessageRecord.date, order: .reverse)])
+        dialogById = try dialogs.prepare(where: #Predicate<DialogRecord, Int64> { dialog, id in dialog.id == id })
     }
 
     public var settingsDescription: String { store.settingsDescription }
@@ -135,6 +178,23 @@ public struct DAOSubject: WorkloadSubject {
 
     public func unreadMessages(dialogId id: Int64) throws -> [Message] {
         try unread.read(id)
+    }
+
+    public func forEachDialog(_ body: (borrowing Dialog) throws -> Void) throws {
+        try dialogs.forEach(body)
+    }
+
+    public func withDialog(id: Int64, _ body: (borrowing Dialog) throws -> Void) throws -> Bool {
+        var found = false
+        try dialogById.forEach(id) { dialog in
+            found = true
+            try body(dialog)
+        }
+        return found
+    }
+
+    public func forEachUnreadMessage(dialogId id: Int64, _ body: (borrowing Message) throws -> Void) throws {
+        try unread.forEach(id, body)
     }
 
     public func erase(dialogIds ids: [Int64]) throws -> Int { try dialogs.erase(byPrimaryKeys: ids) }

@@ -68,7 +68,7 @@ import Testing
 
     @Test func operationsParseInWorkloadOrder() throws {
         #expect(try BenchOperation.parseList("query,persist") == [.persist, .query])
-        #expect(try BenchOperation.parseList("all") == BenchOperation.allCases)
+        #expect(try BenchOperation.parseList("all") == BenchOperation.workload)
         #expect(throws: ConfigurationError.self) { try BenchOperation.parseList("persist,fly") }
         #expect(throws: ConfigurationError.self) { try BenchOperation.parseList(" , ") }
     }

@@ -62,7 +62,7 @@ import Testing
     /// Runs one iteration of `subject` with `eraseRuns` and `seconds`.
     static func run(
         eraseRuns: Int, seconds: Double, countsInstructions: Bool = false,
-        operations: [BenchOperation] = BenchOperation.allCases, subject: CountingSubject = CountingSubject(),
+        operations: [BenchOperation] = BenchOperation.workload, subject: CountingSubject = CountingSubject(),
         gate: (BenchOperation, Int) throws -> Bool = { _, _ in true }
     ) -> (IterationResult, CountingSubject) {
         let backend = Backend(name: "counting", subject: { _, _ in subject })

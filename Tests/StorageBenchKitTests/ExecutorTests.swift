@@ -13,7 +13,7 @@ import Glibc
     static func job() throws -> IterationJob {
         IterationJob(
             backend: "memory", size: try BenchSize(dialogs: 4, messagesPerDialog: 2), seed: 42, durability: .none,
-            operations: BenchOperation.allCases)
+            operations: BenchOperation.workload)
     }
 
     @Test func theWorkerRunsAJobAndReportsItsPeakMemory() throws {

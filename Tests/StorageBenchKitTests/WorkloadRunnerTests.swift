@@ -9,7 +9,7 @@ import Testing
 @Suite struct WorkloadRunnerTests {
     static func size(_ d: Int, _ m: Int) throws -> BenchSize { try BenchSize(dialogs: d, messagesPerDialog: m) }
 
-    static func run(_ backend: Backend, _ size: BenchSize, operations: [BenchOperation] = BenchOperation.allCases)
+    static func run(_ backend: Backend, _ size: BenchSize, operations: [BenchOperation] = BenchOperation.workload)
         -> IterationResult
     {
         let job = IterationJob(
@@ -33,7 +33,7 @@ import Testing
         let size = try Self.size(12, 3)
         let result = Self.run(TestBackends.memory, size)
         #expect(result.error == nil)
-        #expect(result.measurements.map(\.operation) == BenchOperation.allCases)
+        #expect(result.measurements.map(\.operation) == BenchOperation.workload)
         for measurement in result.measurements {
             #expect(measurement.units == measurement.operation.expectedUnits(for: size), "\(measurement.operation)")
             #expect(measurement.seconds > 0)
@@ -49,7 +49,7 @@ import Testing
 
     @Test func theExpectedUnitsFollowTheWorkload() throws {
         let size = try Self.size(1000, 100)
-        let units = Dictionary(uniqueKeysWithValues: BenchOperation.allCases.map { ($0, $0.expectedUnits(for: size)) })
+        let units = Dictionary(uniqueKeysWithValues: BenchOperation.workload.map { ($0, $0.expectedUnits(for: size)) })
         #expect(units[.persist] == 100_000)
         #expect(units[.readAll] == 100_000)
         #expect(units[.readById] == 1000)
@@ -101,7 +101,7 @@ import Testing
         let result = Self.run(plain, size)
         #expect(result.error == nil)
         #expect(result.settings == "memory")
-        #expect(result.measurements.map(\.operation) == BenchOperation.allCases)
+        #expect(result.measurements.map(\.operation) == BenchOperation.workload)
         for measurement in result.measurements {
             #expect(measurement.units == measurement.operation.expectedUnits(for: size), "\(measurement.operation)")
         }
@@ -305,10 +305,10 @@ import Testing
     func aRegisteredBackendRunsTheWorkload(_ name: String) throws {
         let backend = try #require(BackendRegistry.standard.backend(named: name))
         let size = try BenchSize(dialogs: 12, messagesPerDialog: 3)
-        let job = IterationJob(backend: name, size: size, seed: 42, durability: .none, operations: BenchOperation.allCases)
+        let job = IterationJob(backend: name, size: size, seed: 42, durability: .none, operations: BenchOperation.workload)
         let result = WorkloadRunner.run(job, backend: backend, data: WorkloadData(dialogs: 12, messagesPerDialog: 3))
         #expect(result.error == nil)
-        #expect(result.measurements.map(\.operation) == BenchOperation.allCases)
+        #expect(result.measurements.map(\.operation) == BenchOperation.workload)
         #expect((result.bytesOnDisk ?? 0) > 0)
         for measurement in result.measurements where measurement.operation != .persistSingle {
             #expect(measurement.units == measurement.operation.expectedUnits(for: size))

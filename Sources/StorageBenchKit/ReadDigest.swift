@@ -1,0 +1,57 @@
+import DialogGraph
+import Foundation
+
+/// What a borrowing read consumed: every record it was lent, folded field by
+/// field, in order, into one 64-bit value, and the dialogs and messages
+/// counted. The harness checks a borrowing read's digest against the digest
+/// of the records the read must answer (WORKLOAD.md, "Extra operations"), so
+/// a read that skipped a record, or lent one wrong, fails.
+///
+/// The fold costs a few instructions a field, so that the figures stay those
+/// of the read: each number, the date to the millisecond (every store keeps
+/// dates to it), and of the text its length in UTF-8 bytes and its first and
+/// last byte (constant time for a native string, and enough to tell texts
+/// apart that were lent out of place).
+public struct ReadDigest: Hashable, Sendable, CustomStringConvertible {
+    /// The folded value.
+    public private(set) var value: UInt64 = 0
+    /// The dialogs folded in.
+    public private(set) var dialogs = 0
+    /// The messages folded in, on their own or in a dialog.
+    public private(set) var messages = 0
+
+    /// An empty digest.
+    public init() {}
+
+    /// Folds in a dialog: its id, whether it is pinned, and its messages in order.
+    public mutating func add(_ dialog: borrowing Dialog) {
+        dialogs += 1
+        mix(UInt64(bitPattern: dialog.uniqueId))
+        mix(dialog.isPinned ? 1 : 0)
+        for index in dialog.messages.indices { add(dialog.messages[index]) }
+    }
+
+    /// Folds in a message, field by field.
+    public mutating func add(_ message: borrowing Message) {
+        messages += 1
+        mix(UInt64(bitPattern: message.uniqueId))
+        mix(UInt64(bitPattern: message.dialogId))
+        mix(UInt64(bitPattern: Int64((message.date.timeIntervalSince1970 * 1000).rounded())))
+        let text = message.text.utf8
+        mix(UInt64(text.count) &<< 16 | UInt64(text.first ?? 0) &<< 8 | UInt64(text.last ?? 0))
+        mix(UInt64(bitPattern: message.senderId))
+        mix(UInt64(bitPattern: message.receiverId))
+        mix(UInt64(bitPattern: Int64(message.type)) &<< 2 | (message.isIncoming ? 2 : 0) | (message.isRead ? 1 : 0))
+    }
+
+    /// One step of the fold: order matters, so records lent in another
+    /// order give another value.
+    private mutating func mix(_ word: UInt64) {
+        value = (value ^ word) &* 0x9E37_79B9_7F4A_7C15
+        value ^= value &>> 29
+    }
+
+    public var description: String {
+        "\(dialogs) dialogs, \(messages) messages, digest \(String(value, radix: 16))"
+    }
+}
