@@ -437,12 +437,16 @@ struct Operations: ParsableCommand {
     @Option(help: "Sizes DxM whose expected units to list, comma-separated (default 1000x100).")
     var sizes = "1000x100"
 
+    @Option(help: "The operations to list, as storage-bench run takes them: all (workload v1's eight, the default), borrowing (the reads through the borrowing API, outside v1), names, or all,borrowing.")
+    var operations = "all"
+
     func validate() throws {
         guard format == "text" || format == "json" else {
             throw ValidationError("unknown --format '\(format)'; use text or json")
         }
         do {
             _ = try BenchSize.parseSweep(sizes)
+            _ = try BenchOperation.parseList(operations)
         } catch let error as ConfigurationError {
             throw ValidationError(error.message)
         }
@@ -450,7 +454,7 @@ struct Operations: ParsableCommand {
 
     func run() throws {
         let sweep = try BenchSize.parseSweep(sizes)
-        let descriptions = BenchOperation.allCases.map { $0.describe(sizes: sweep) }
+        let descriptions = try BenchOperation.parseList(operations).map { $0.describe(sizes: sweep) }
         if format == "json" {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys]

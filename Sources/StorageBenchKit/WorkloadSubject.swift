@@ -42,6 +42,12 @@ public protocol WorkloadSubject {
     /// - Throws: when the engine fails.
     func unreadMessages(dialogId id: Int64) throws -> [Message]
 
+    /// Prepares what the borrowing reads need, before the first of them
+    /// and outside its timed region, so that a run without them prepares
+    /// nothing more. The default does nothing.
+    /// - Throws: when the engine fails.
+    func prepareBorrowingReads() throws
+
     /// `read-all-borrowing`: lends every dialog with all its messages to
     /// `body`, ordered by dialog id, without returning them. The default
     /// reads ``readAll()`` and lends its dialogs: the reference a subject
@@ -96,6 +102,8 @@ public protocol WorkloadSubject {
 extension WorkloadSubject {
     public func bytesStoredElsewhere() throws -> Int64? { nil }
 
+    public func prepareBorrowingReads() throws {}
+
     /// Reads ``readAll()`` and lends its dialogs, in order.
     public func forEachDialog(_ body: (borrowing Dialog) throws -> Void) throws {
         let all = try readAll()
@@ -141,9 +149,14 @@ public struct DAOSubject: WorkloadSubject {
     private let unread: PreparedObjectQuery<AnyStorage<MessageRecord>, MessageTranslator, Int64>
 
     /// `read-by-id-borrowing`'s lookup, prepared once with the dialog's id
-    /// as its parameter: the borrowing API lends what a query answers, and a
-    /// lookup by key is the query `id == key`.
-    private let dialogById: PreparedObjectQuery<AnyStorage<DialogRecord>, DialogTranslator, Int64>
+    /// as its parameter (``prepareBorrowingReads()``): the borrowing API
+    /// lends what a query answers, and a lookup by key is the query `id == key`.
+    private let dialogById = PreparedLookup()
+
+    /// Holds `read-by-id-borrowing`'s prepared lookup once it is prepared.
+    private final class PreparedLookup {
+        var query: PreparedObjectQuery<AnyStorage<DialogRecord>, DialogTranslator, Int64>?
+    }
 
     /// A subject over `store`.
     /// - Throws: when the store cannot hand out a storage for dialogs or messages.
@@ -154,7 +167,12 @@ public struct DAOSubject: WorkloadSubject {
         unread = try messages.prepare(
             where: #Predicate<MessageRecord, Int64> { message, dialog in message.dialogId == dialog && !message.isRead },
             sortedBy: [SortDescriptor(\MessageRecord.date, order: .reverse)])
-        dialogById = try dialogs.prepare(where: #Predicate<DialogRecord, Int64> { dialog, id in dialog.id == id })
+    }
+
+    public func prepareBorrowingReads() throws {
+        guard dialogById.query == nil else { return }
+        dialogById.query = try dialogs.prepare(
+            where: #Predicate<DialogRecord, Int64> { dialog, id in dialog.id == id })
     }
 
     public var settingsDescription: String { store.settingsDescription }
@@ -185,8 +203,10 @@ public struct DAOSubject: WorkloadSubject {
     }
 
     public func withDialog(id: Int64, _ body: (borrowing Dialog) throws -> Void) throws -> Bool {
+        try prepareBorrowingReads()
+        guard let lookup = dialogById.query else { return false }
         var found = false
-        try dialogById.forEach(id) { dialog in
+        try lookup.forEach(id) { dialog in
             found = true
             try body(dialog)
         }
