@@ -2,8 +2,9 @@ import DAOCore
 
 // The equality indexes: for each indexed field, value → primary keys.
 extension DocumentTable {
-    /// Adds an equality index on the field `name` (in the current state and in
-    /// the one a rollback would restore), if there is none.
+    /// Adds an equality index on the field `name` (in the current state, in
+    /// the one a rollback would restore and in the one a commit writing its
+    /// files set aside), if there is none.
     func ensureIndex(on name: String) {
         guard !indexedNames.contains(name), let field = R.entity.field(named: name) else { return }
         indexedFields.append(field)
@@ -13,6 +14,11 @@ extension DocumentTable {
         if var restored = saved {
             restored.indexes.append(Self.index(restored, on: field))
             saved = restored
+        }
+        if var changes = setAsideChanges, case .state(var after) = changes.redo {
+            after.indexes.append(Self.index(after, on: field))
+            changes.redo = .state(after)
+            setAsideChanges = changes
         }
     }
 

@@ -88,12 +88,121 @@ extension DocumentTable {
 
     var changedSinceBaseCount: Int { sinceBase.count }
 
-    func didWrite(full: Bool) {
+    /// The commit of the transaction whose keys are `changed` wrote the
+    /// whole document (`full`) or a delta of those keys.
+    private func didWrite(full: Bool, changed: Set<StoredValue>?) {
         if full {
             sinceBase = []
         } else if let changed {
             sinceBase.formUnion(changed)
         }
+    }
+
+    func setAside() {
+        let redo: SetAsideChanges<R>.Redo
+        let inKeyOrder = state.inKeyOrder
+        if hasSaved, let before = saved {
+            redo = .state(state)
+            // The saved state is the only holder of its storage once
+            // `saved` lets it go: putting the undo log back copies nothing.
+            saved = nil
+            state = before
+        } else {
+            // Only each changed record is copied: a copy of the state would
+            // share its storage, and the first change below would then copy
+            // every record and index.
+            var records: [(key: StoredValue, new: R?)] = []
+            records.reserveCapacity(undo.count)
+            for position in 0..<undo.count {
+                let key = undo[position].key
+                records.append((key, record(key)))
+            }
+            redo = .records(records)
+        }
+        setAsideChanges = SetAsideChanges(redo: redo, changed: changed, inKeyOrder: inKeyOrder)
+        inTransaction = false
+        // Not tracked while the records are put back (``track(_:)``).
+        changed = nil
+        hasSaved = false
+        saved = nil
+        // Last change first: the records the transaction appended come off
+        // the end of the arrays, and an erased record goes back to its hole.
+        for position in stride(from: undo.count - 1, through: 0, by: -1) {
+            let (key, old) = undo[position]
+            putBack(old, key: key)
+        }
+        undo = []
+        remembered = []
+        isDirty = false
+        changed = []
+    }
+
+    func restoreSetAside(wroteWhole: Bool) {
+        guard let changes = setAsideChanges else { return }
+        setAsideChanges = nil
+        changed = nil
+        switch changes.redo {
+        case .state(let after):
+            state = after
+        case .records(let records):
+            for position in 0..<records.count {
+                putBack(records[position].new, key: records[position].key)
+            }
+            // A whole document put the records in key order; keep it so
+            // for the next one.
+            if changes.inKeyOrder && !state.inKeyOrder { compact() }
+        }
+        didWrite(full: wroteWhole, changed: changes.changed)
+        commit()
+    }
+
+    func dropSetAside() {
+        setAsideChanges = nil
+        commit()
+    }
+
+    /// Stores `record` under `key` (or erases the record there when `nil`)
+    /// outside a transaction, keeping the layout: a record replaced stays
+    /// at its position, an erased one goes back to its own hole while the
+    /// keys are in order, and holes at the end of the arrays are dropped.
+    private func putBack(_ record: R?, key: StoredValue) {
+        guard let record else {
+            guard remove(key) != nil else { return }
+            while let last = state.live.last, !last {
+                state.live.removeLast()
+                state.keys.removeLast()
+                state.records.removeLast()
+                state.holes -= 1
+            }
+            return
+        }
+        if state.positions[key] == nil, let position = hole(of: key) {
+            state.positions[key] = position
+            state.live[position] = true
+            state.holes -= 1
+            state.records[position] = record
+            for index in 0..<indexCount {
+                state.indexes[index][Self.indexKey(indexedFields[index].value(in: record)), default: []].insert(key)
+            }
+            if tracksTexts { noteTexts(of: record, mayHoldSuspects: true) }
+            isDirty = true
+            return
+        }
+        insertUnchecked(record, key: key)
+    }
+
+    /// The position of the hole that held `key`, found by binary search
+    /// while the keys (holes included) are in order.
+    private func hole(of key: StoredValue) -> Int? {
+        guard state.inKeyOrder else { return nil }
+        var low = 0
+        var high = state.keys.count
+        while low < high {
+            let middle = (low + high) / 2
+            if state.keys[middle] < key { low = middle + 1 } else { high = middle }
+        }
+        guard low < state.keys.count, state.keys[low] == key, !state.live[low] else { return nil }
+        return low
     }
 
     /// Notes that the record with `key` changed in the transaction under way;

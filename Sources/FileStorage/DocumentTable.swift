@@ -60,6 +60,26 @@ struct DocumentTableState<R: Record> {
     var suspects: [String: (scalars: [UInt8], count: Int)] = [:]
 }
 
+/// What a transaction changed in one table, kept while its commit writes
+/// its files (``DocumentTable/setAside()``).
+struct SetAsideChanges<R: Record> {
+    enum Redo {
+        /// The whole state after the transaction (the table kept its whole
+        /// state before it, ``DocumentTable/saved``, for a rollback).
+        case state(DocumentTableState<R>)
+        /// Each record the transaction changed, by primary key: its value
+        /// after (`nil`: erased).
+        case records([(key: StoredValue, new: R?)])
+    }
+    var redo: Redo
+    /// The keys the transaction wrote or erased, for the delta bookkeeping
+    /// (``DocumentTable/changed``).
+    var changed: Set<StoredValue>?
+    /// Whether the state after the transaction listed its records in key
+    /// order (a whole document put them so).
+    var inKeyOrder: Bool
+}
+
 /// A table as the store holds it, behind the store's lock.
 protocol AnyDocumentTable: AnyObject {
     var entityName: String { get }
@@ -81,14 +101,22 @@ protocol AnyDocumentTable: AnyObject {
     func encodeDelta(_ keys: Set<StoredValue>, with coder: DocumentCoder) throws -> Data
     /// The number of primary keys the committed deltas wrote or erased.
     var changedSinceBaseCount: Int { get }
-    /// The commit under way wrote the whole document (`full`) or a delta.
-    func didWrite(full: Bool)
     /// Remembers the state at the start of a transaction.
     func begin()
     /// Forgets the remembered state: the transaction committed.
     func commit()
     /// Restores the remembered state: the transaction failed.
     func rollback()
+    /// Puts the state before the transaction back, keeping the transaction's
+    /// changes aside: its commit writes its files while readers see the
+    /// committed state.
+    func setAside()
+    /// Applies the changes ``setAside()`` kept, now committed: the commit
+    /// wrote the whole document (`wroteWhole`) or a delta.
+    func restoreSetAside(wroteWhole: Bool)
+    /// Forgets the changes ``setAside()`` kept: the commit failed, and the
+    /// table holds the committed state already.
+    func dropSetAside()
     /// Whether a record is stored under the primary key `key`.
     func holdsKey(_ key: StoredValue) -> Bool
 }
@@ -135,6 +163,10 @@ final class DocumentTable<R: Record>: AnyDocumentTable {
     /// The primary keys written or erased by the deltas the manifest lists
     /// for this entity, all committed.
     var sinceBase: Set<StoredValue> = []
+    /// The changes of a transaction whose commit is writing its files,
+    /// set aside so that readers see the committed state meanwhile
+    /// (``setAside()``, ``restoreSetAside(wroteWhole:)``).
+    var setAsideChanges: SetAsideChanges<R>?
 
     /// The text fields whose spellings are tracked (property lists only).
     let trackedTextFields: [Field<R>]

@@ -20,20 +20,22 @@ extension FileStore: MigratableStore {
     ///   out (migrate before `storage(for:)`); ``StorageError/Kind/closed``
     ///   after ``close()``; what `body` and writing throw.
     public func withMigrationTransaction<T>(_ body: (any MigrationTransaction) throws -> T) throws -> T {
-        try state.withLock { state in
-            guard !state.isClosed else { throw StorageError.closed(.open, path: location.path) }
-            guard !state.hasLoadedTables else {
-                throw StorageError(
-                    .invalidArgument, .open, path: location.path,
-                    message: "a migration must run before the store hands out storages")
-            }
-            let txn = FileMigrationTransaction(state: state, format: format, durability: durability)
-            do {
-                let result = try body(txn)
-                if let next = try txn.commit() { state.adopt(migrated: next) }
-                return result
-            } catch {
-                throw StoreState.wrap(error, .open, "", path: location.path)
+        try writer.withLock { _ in
+            try state.withLock { state in
+                guard !state.isClosed else { throw StorageError.closed(.open, path: location.path) }
+                guard !state.hasLoadedTables else {
+                    throw StorageError(
+                        .invalidArgument, .open, path: location.path,
+                        message: "a migration must run before the store hands out storages")
+                }
+                let txn = FileMigrationTransaction(state: state, format: format, durability: durability)
+                do {
+                    let result = try body(txn)
+                    if let next = try txn.commit() { state.adopt(migrated: next) }
+                    return result
+                } catch {
+                    throw StoreState.wrap(error, .open, "", path: location.path)
+                }
             }
         }
     }

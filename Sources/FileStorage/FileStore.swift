@@ -54,11 +54,23 @@ public final class FileStore: Store {
     /// writer thread and ``StoreExecutor/defaultReaderCount`` reader threads.
     /// An `async` read runs in place on the awaiting task's thread when the
     /// store's state is free at once (``StoreExecutor/readsInPlace``), and on
-    /// a reader thread while a write holds it.
+    /// a reader thread while a write applies its changes to it.
     public let executor = StoreExecutor(
         readers: StoreExecutor.defaultReaderCount, name: "filestore", readsInPlace: true)
     private let lock: DirectoryLock
+    /// The loaded tables and the manifest. Readers hold it while they read;
+    /// a write holds it while it applies its changes and encodes them, and
+    /// again while it applies them after its files are written, never
+    /// during its file I/O.
     let state: Mutex<StoreState>
+    /// Held by a write from its start to the end of its commit, so writes
+    /// (and the other changes of the manifest: a storage's first opening, a
+    /// migration, ``close()``) run one at a time. Taken before ``state``.
+    let writer = Mutex(())
+    /// For tests: runs in each commit between writing its documents and
+    /// replacing the manifest, without the store's state lock; an error it
+    /// throws fails the commit.
+    let beforeManifest = Mutex<(@Sendable () throws -> Void)?>(nil)
 
     /// Opens the store in `directory`, creating the directory if it is missing.
     ///
@@ -97,14 +109,19 @@ public final class FileStore: Store {
     ///   ``StorageError/Kind/closed`` after ``close()``.
     public func storage<R: Record>(for type: R.Type) throws -> FileStorage<R> {
         try R.entity.validate()
-        try state.withLock { state in
-            guard !state.isClosed else { throw StorageError.closed(.open, entity: R.entity.name, path: location.path) }
-            do {
-                try state.checkSchemas(of: R.self)
-            } catch let error as StorageError {
-                throw error.with(entity: R.entity.name, path: location.appendingPathComponent(Manifest.fileName).path)
+        // The manifest may record the entity's schema: not beside a commit.
+        try writer.withLock { _ in
+            try state.withLock { state in
+                guard !state.isClosed else {
+                    throw StorageError.closed(.open, entity: R.entity.name, path: location.path)
+                }
+                do {
+                    try state.checkSchemas(of: R.self)
+                } catch let error as StorageError {
+                    throw error.with(entity: R.entity.name, path: location.appendingPathComponent(Manifest.fileName).path)
+                }
+                _ = try state.table(R.self)
             }
-            _ = try state.table(R.self)
         }
         return FileStorage(store: self)
     }
@@ -116,10 +133,12 @@ public final class FileStore: Store {
     /// storages throw ``StorageError/Kind/closed``; closing again does nothing.
     public func close() {
         commits.close()
-        state.withLock { state in
-            guard !state.isClosed else { return }
-            state.close()
-            lock.release()
+        writer.withLock { _ in
+            state.withLock { state in
+                guard !state.isClosed else { return }
+                state.close()
+                lock.release()
+            }
         }
     }
 
@@ -175,20 +194,41 @@ public final class FileStore: Store {
     /// Runs `body` as one transaction: on success the changed documents are
     /// written and the manifest replaced; on any error the in-memory state is
     /// restored and nothing on disk changes.
+    ///
+    /// Under the state lock, `body` applies its changes and the commit
+    /// encodes them, then sets them aside (``StoreState/prepareCommit()``)
+    /// and lets the lock go: while the files are written and synced, readers
+    /// see the committed state. The lock is taken again to apply the changes
+    /// and the new manifest at once (``StoreState/finishCommit(_:)``), or, when
+    /// the files could not be written, to drop them. ``writer`` keeps the
+    /// next write out until then.
     func write<T>(
         _ operation: StorageError.Operation, _ entity: String, _ body: (StoreState) throws -> T
     ) throws -> T {
-        try state.withLock { state in
-            guard !state.isClosed else { throw StorageError.closed(operation, entity: entity, path: location.path) }
-            state.begin()
+        try writer.withLock { _ in
+            let (result, prepared) = try state.withLock { state -> (T, PreparedCommit?) in
+                guard !state.isClosed else { throw StorageError.closed(operation, entity: entity, path: location.path) }
+                state.begin()
+                do {
+                    let result = try body(state)
+                    return (result, try state.prepareCommit())
+                } catch {
+                    state.rollback()
+                    throw StoreState.wrap(error, operation, entity, path: location.path)
+                }
+            }
+            guard let prepared else { return result }
+            let written: Manifest
             do {
-                let result = try body(state)
-                try state.commit()
-                return result
+                written = try prepared.write(
+                    in: location, durability: durability, beforeManifest: beforeManifest.withLock { $0 })
             } catch {
-                state.rollback()
+                state.withLock { $0.abandonCommit() }
                 throw StoreState.wrap(error, operation, entity, path: location.path)
             }
+            state.withLock { $0.finishCommit(written) }
+            prepared.removeSuperseded(in: location)
+            return result
         }
     }
 

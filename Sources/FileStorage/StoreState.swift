@@ -20,6 +20,9 @@ final class StoreState: @unchecked Sendable {
     private(set) var manifest: Manifest
     private var tables: [String: any AnyDocumentTable] = [:]
     private var inTransaction = false
+    /// The tables whose changes a prepared commit set aside, and whether it
+    /// writes each one's whole document (``prepareCommit()``).
+    private var committing: [(table: any AnyDocumentTable, full: Bool)] = []
     /// Set by ``close()``.
     private(set) var isClosed = false
     /// The keys ``storedKeys(of:)`` decoded, by entity.
@@ -328,8 +331,13 @@ final class StoreState: @unchecked Sendable {
     /// them into one.
     static let maximumDeltas = 8
 
-    /// Writes a new document or delta for every changed table, then the
-    /// manifest that names them, then removes the files they replace.
+    /// Encodes a new document or delta for every changed table and the
+    /// manifest that will name them, then sets each changed table's changes
+    /// aside (``AnyDocumentTable/setAside()``): readers see the committed
+    /// state while ``PreparedCommit/write(in:durability:beforeManifest:)``
+    /// writes the files, without the store's lock, and ``finishCommit(_:)``
+    /// applies the changes again. Returns `nil`, the transaction over, when
+    /// nothing changed.
     ///
     /// A table whose changes since its document (this commit's and its
     /// deltas') cover at most half of its records gets a delta: the records it
@@ -337,12 +345,15 @@ final class StoreState: @unchecked Sendable {
     /// there are ``maximumDeltas`` already, merged with them into one. Otherwise
     /// (and for a table written from empty, cleared, or kept in a version 1
     /// document) the whole document is written and its deltas dropped.
-    func commit() throws {
-        defer { inTransaction = false }
+    ///
+    /// - Throws: what encoding throws, before anything is set aside (the
+    ///   caller rolls the transaction back).
+    func prepareCommit() throws -> PreparedCommit? {
         let dirty = tables.values.filter(\.isDirty)
         guard !dirty.isEmpty else {
             for table in tables.values { table.commit() }
-            return
+            inTransaction = false
+            return nil
         }
         guard let storeId = manifest.storeId else {
             throw StorageError(.corrupt, .persist, path: directory.path, message: "the store's manifest has no identity")
@@ -351,78 +362,81 @@ final class StoreState: @unchecked Sendable {
         next.version = Manifest.currentVersion
         next.generation += 1
         next.checksums = next.checksums ?? [:]
-        var written: [URL] = []
-        var superseded: [(name: String, entity: String)] = []
+        var files: [PreparedCommit.File] = []
+        var superseded: [PreparedCommit.Superseded] = []
         var modes: [(table: any AnyDocumentTable, full: Bool)] = []
-        do {
-            for table in dirty {
-                let entity = table.entityName
-                let name = StoreFiles.documentName(
-                    storeId: storeId, generation: next.generation, entity: entity, format: coder.format)
-                let url = directory.appendingPathComponent(name)
-                let base = next.documents[entity]
-                let deltas = next.deltas?[entity] ?? []
-                let merging = deltas.count >= Self.maximumDeltas
-                var keys: Set<StoredValue>?
-                if let base, StoreFiles.isOwnedDocument(base, storeId: storeId),
-                    let changed = table.keysSinceBase(merging: merging)
-                {
-                    // Every change since the base counts: compact once they reach half the records.
-                    let sinceBase = merging ? changed.count : changed.count + table.changedSinceBaseCount
-                    if sinceBase * 2 <= table.recordCount { keys = changed }
-                }
-                let data: Data
-                do {
-                    if let keys {
-                        data = try table.encodeDelta(keys, with: coder)
-                    } else {
-                        data = try table.encodeDocument(with: coder)
-                    }
-                } catch {
-                    throw StorageError(
-                        .encoding, .persist, entity: entity, path: url.path,
-                        message: "the records could not be encoded: \(Self.describe(error))", underlying: error)
-                }
-                // Synced below, all at once with the manifest.
-                try FileIO.create(url, data: data, sync: false, operation: .persist)
-                written.append(url)
-                next.checksums?[name] = DocumentChecksum(crc32c: CRC32C.checksum(data), size: data.count)
-                var replaced: [String] = []
-                if keys != nil {
-                    replaced = merging ? deltas : []
-                    var deltasNow = next.deltas ?? [:]
-                    deltasNow[entity] = (merging ? [] : deltas) + [name]
-                    next.deltas = deltasNow
-                } else {
-                    replaced = (base.map { [$0] } ?? []) + deltas
-                    next.documents[entity] = name
-                    next.deltas?[entity] = nil
-                }
-                for old in replaced {
-                    next.checksums?[old] = nil
-                    superseded.append((old, entity))
-                }
-                modes.append((table, keys == nil))
+        for table in dirty {
+            let entity = table.entityName
+            let name = StoreFiles.documentName(
+                storeId: storeId, generation: next.generation, entity: entity, format: coder.format)
+            let url = directory.appendingPathComponent(name)
+            let base = next.documents[entity]
+            let deltas = next.deltas?[entity] ?? []
+            let merging = deltas.count >= Self.maximumDeltas
+            var keys: Set<StoredValue>?
+            if let base, StoreFiles.isOwnedDocument(base, storeId: storeId),
+                let changed = table.keysSinceBase(merging: merging)
+            {
+                // Every change since the base counts: compact once they reach half the records.
+                let sinceBase = merging ? changed.count : changed.count + table.changedSinceBaseCount
+                if sinceBase * 2 <= table.recordCount { keys = changed }
             }
-            if next.deltas?.isEmpty == true { next.deltas = nil }
-            next = try FileStore.write(
-                next, in: directory, durability: durability, syncingAlso: written, operation: .persist)
-        } catch {
-            // The manifest still names the old documents; the new ones are unreferenced.
-            for url in written { unlink(url.path) }
-            throw error
+            let data: Data
+            do {
+                if let keys {
+                    data = try table.encodeDelta(keys, with: coder)
+                } else {
+                    data = try table.encodeDocument(with: coder)
+                }
+            } catch {
+                throw StorageError(
+                    .encoding, .persist, entity: entity, path: url.path,
+                    message: "the records could not be encoded: \(Self.describe(error))", underlying: error)
+            }
+            files.append(PreparedCommit.File(url: url, data: data))
+            next.checksums?[name] = DocumentChecksum(crc32c: CRC32C.checksum(data), size: data.count)
+            var replaced: [String] = []
+            if keys != nil {
+                replaced = merging ? deltas : []
+                var deltasNow = next.deltas ?? [:]
+                deltasNow[entity] = (merging ? [] : deltas) + [name]
+                next.deltas = deltasNow
+            } else {
+                replaced = (base.map { [$0] } ?? []) + deltas
+                next.documents[entity] = name
+                next.deltas?[entity] = nil
+            }
+            for old in replaced {
+                next.checksums?[old] = nil
+                superseded.append(PreparedCommit.Superseded(name: old, entity: entity))
+            }
+            modes.append((table, keys == nil))
         }
-        manifest = next
-        for mode in modes {
-            mode.table.didWrite(full: mode.full)
-            mode.table.documentName = next.documents[mode.table.entityName]
+        if next.deltas?.isEmpty == true { next.deltas = nil }
+        for table in tables.values {
+            if table.isDirty { table.setAside() } else { table.commit() }
         }
-        for table in tables.values { table.commit() }
-        for old in superseded where StoreFiles.mayRemoveSuperseded(old.name, entity: old.entity, storeId: storeId) {
-            // A file the manifest no longer names; if it cannot be removed now,
-            // the next open removes it. Nothing refers to it either way.
-            unlink(directory.appendingPathComponent(old.name).path)
+        committing = modes
+        inTransaction = false
+        return PreparedCommit(files: files, manifest: next, superseded: superseded, storeId: storeId)
+    }
+
+    /// The prepared commit's files are on disk and `written` names them:
+    /// the changes set aside are applied again, now committed.
+    func finishCommit(_ written: Manifest) {
+        manifest = written
+        for mode in committing {
+            mode.table.documentName = written.documents[mode.table.entityName]
+            mode.table.restoreSetAside(wroteWhole: mode.full)
         }
+        committing = []
+    }
+
+    /// The prepared commit's files could not be written: the tables hold
+    /// the committed state already, and the changes set aside are dropped.
+    func abandonCommit() {
+        for mode in committing { mode.table.dropSetAside() }
+        committing = []
     }
 
     // MARK: Errors
@@ -455,6 +469,60 @@ final class StoreState: @unchecked Sendable {
 
     private static func codingPath(_ path: [any CodingKey]) -> String {
         path.isEmpty ? "the top level" : path.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.joined(separator: ".")
+    }
+}
+
+/// A commit's files and manifest, encoded under the store's lock
+/// (``StoreState/prepareCommit()``) and written without it.
+struct PreparedCommit: Sendable {
+    struct File: Sendable {
+        var url: URL
+        var data: Data
+    }
+    struct Superseded: Sendable {
+        var name: String
+        var entity: String
+    }
+    /// The new documents and deltas.
+    var files: [File]
+    /// The manifest that names them, not sealed yet.
+    var manifest: Manifest
+    /// The files the manifest no longer names once it is written.
+    var superseded: [Superseded]
+    var storeId: String
+
+    /// Writes the documents unsynced, then the manifest, synced together
+    /// with them (``FileStore/write(_:in:durability:syncingAlso:operation:)``);
+    /// returns the manifest written. `beforeManifest` runs between the two
+    /// (a test's hook). On failure the new files are removed (the manifest
+    /// still names the old ones) and the error is thrown.
+    func write(
+        in directory: URL, durability: Durability, beforeManifest: (@Sendable () throws -> Void)?
+    ) throws -> Manifest {
+        var written: [URL] = []
+        written.reserveCapacity(files.count)
+        do {
+            for file in files {
+                try FileIO.create(file.url, data: file.data, sync: false, operation: .persist)
+                written.append(file.url)
+            }
+            try beforeManifest?()
+            return try FileStore.write(
+                manifest, in: directory, durability: durability, syncingAlso: written, operation: .persist)
+        } catch {
+            for url in written { unlink(url.path) }
+            throw error
+        }
+    }
+
+    /// Removes the files the written manifest no longer names, those the
+    /// store may remove (``StoreFiles/mayRemoveSuperseded(_:entity:storeId:)``).
+    /// One that cannot be removed now is removed at the next open; nothing
+    /// refers to it either way.
+    func removeSuperseded(in directory: URL) {
+        for old in superseded where StoreFiles.mayRemoveSuperseded(old.name, entity: old.entity, storeId: storeId) {
+            unlink(directory.appendingPathComponent(old.name).path)
+        }
     }
 }
 
