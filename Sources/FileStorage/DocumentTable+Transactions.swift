@@ -107,6 +107,14 @@ extension DocumentTable {
             // `saved` lets it go: putting the undo log back copies nothing.
             saved = nil
             state = before
+        } else if undo.count * 2 >= state.count {
+            // The transaction changed as many records as the table keeps
+            // (half of it erased, or more): the state after is kept whole.
+            // It shares its storage with the table's until the first record
+            // put back below copies the records and indexes once, which
+            // costs less than changing each record again when the commit is
+            // finished (and putting the records in key order again).
+            redo = .state(state)
         } else {
             // Only each changed record is copied: a copy of the state would
             // share its storage, and the first change below would then copy

@@ -64,8 +64,9 @@ struct DocumentTableState<R: Record> {
 /// its files (``DocumentTable/setAside()``).
 struct SetAsideChanges<R: Record> {
     enum Redo {
-        /// The whole state after the transaction (the table kept its whole
-        /// state before it, ``DocumentTable/saved``, for a rollback).
+        /// The whole state after the transaction: the table kept its whole
+        /// state before it (``DocumentTable/saved``, for a rollback), or the
+        /// transaction changed as many records as the table keeps.
         case state(DocumentTableState<R>)
         /// Each record the transaction changed, by primary key: its value
         /// after (`nil`: erased).
