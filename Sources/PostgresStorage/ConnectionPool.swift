@@ -41,11 +41,22 @@ final class ServerConnection: @unchecked Sendable {
     /// Whether the call's `BEGIN` was sent and its transaction not ended.
     private(set) var inTransaction = false
     /// The statements sent and not yet waited for, in order; `control` for
-    /// `BEGIN` and `COMMIT`, whose answers carry no rows for the caller.
+    /// `BEGIN`, `COMMIT` and the call's notice, whose answers carry no rows
+    /// for the caller.
     private var sent: [(answer: EventLoopFuture<[PostgresRow]>, control: Bool)] = []
+    /// The statement that tells other stores of the call's commit, sent
+    /// with the first statements the call waits for (in its transaction, so
+    /// heard at the commit; after a lone statement, so heard once it
+    /// committed). Its failure is not the call's: a lone statement has
+    /// committed by then, and a transaction's `COMMIT` fails after it.
+    private var notice: (sql: String, binds: [PostgresData])?
+    /// The index in `sent` of the notice, once sent.
+    private var noticeIndex: Int?
     /// Whether the server answered anything of the current call: a
     /// connection found dead before that was dead before the call began.
     private var callAnswered = false
+    /// Whether the current call sent a statement.
+    private(set) var hasSent = false
 
     init(_ connection: PostgresConnection, generation: Int) {
         self.connection = connection
@@ -59,12 +70,16 @@ final class ServerConnection: @unchecked Sendable {
     // MARK: A call
 
     /// Starts a call: its first statement is preceded by `begin` (a
-    /// transaction), or runs on its own when `begin` is `nil`.
-    func startCall(begin: String?) {
+    /// transaction), or runs on its own when `begin` is `nil`. `notice`: a
+    /// statement that goes after the call's first statements when it sends any.
+    func startCall(begin: String?, notice: (sql: String, binds: [PostgresData])? = nil) {
         pendingBegin = begin
+        self.notice = notice
+        noticeIndex = nil
         inTransaction = false
         sent = []
         callAnswered = false
+        hasSent = false
     }
 
     /// Sends `sql` with `binds` as a statement prepared on this connection
@@ -72,7 +87,9 @@ final class ServerConnection: @unchecked Sendable {
     /// - Throws: the driver's error, or ``StaleConnection``.
     func send(_ sql: String, _ binds: [PostgresData]) throws {
         let statement = try prepared(sql)
+        try prepareNotice()
         try beginIfPending()
+        hasSent = true
         sent.append((statement.execute(binds), false))
     }
 
@@ -86,9 +103,11 @@ final class ServerConnection: @unchecked Sendable {
 
     /// Sends `sql` unprepared (DDL, catalogue queries), without waiting.
     func sendOnce(_ sql: String, _ binds: [PostgresData] = []) throws {
+        try prepareNotice()
         try beginIfPending()
         var bindings = PostgresBindings(capacity: binds.count)
         for bind in binds { bindings.append(bind) }
+        hasSent = true
         sent.append((connection.query(PostgresQuery(unsafeSQL: sql, binds: bindings), logger: poolLogger).map(\.rows), false))
     }
 
@@ -99,6 +118,13 @@ final class ServerConnection: @unchecked Sendable {
     ///   when the connection was found dead before the server answered
     ///   anything of the call.
     func collect(ending: Bool = false) throws -> [[PostgresRow]] {
+        if let notice, hasSent {
+            // Prepared before the call's first statement (``prepareNotice()``).
+            let statement = try prepared(notice.sql)
+            noticeIndex = sent.count
+            sent.append((statement.execute(notice.binds), true))
+            self.notice = nil
+        }
         if ending, inTransaction {
             let commit = try prepared("COMMIT")
             sent.append((commit.execute([]), true))
@@ -115,7 +141,10 @@ final class ServerConnection: @unchecked Sendable {
         }
         var rows: [[PostgresRow]] = []
         rows.reserveCapacity(batch.count)
-        for (answer, statement) in zip(answers, batch) {
+        let notice = noticeIndex
+        noticeIndex = nil
+        for (index, (answer, statement)) in zip(answers, batch).enumerated() {
+            if index == notice, case .failure(let error) = answer, !PostgresErrors.isConnectionLost(error) { continue }
             switch answer {
             case .success(let answered):
                 callAnswered = true
@@ -166,6 +195,13 @@ final class ServerConnection: @unchecked Sendable {
         guard isBroken || PostgresErrors.isConnectionLost(error) else { return error }
         isBroken = true
         return callAnswered ? error : StaleConnection(underlying: error)
+    }
+
+    /// Prepares the call's notice before its first statement is sent: in
+    /// a transaction that failed, preparing it would fail too.
+    private func prepareNotice() throws {
+        guard let notice, !hasSent else { return }
+        _ = try prepared(notice.sql)
     }
 
     private func beginIfPending() throws {

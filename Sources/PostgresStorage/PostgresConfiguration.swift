@@ -55,6 +55,13 @@ public struct PostgresConfiguration: Sendable {
     /// of several statements (records with children) still runs at
     /// `REPEATABLE READ`, so that it sees one committed state.
     public var isolation: IsolationLevel = .readCommitted
+    /// Whether each write transaction tells other stores on the schema that
+    /// it committed (`pg_notify` on the schema's channel, one more statement
+    /// in the transaction's round trip), so that their observers hear
+    /// commits made in other processes (see ``PostgresStore``). Off, a
+    /// store's observers still hear its own commits. Turn it off on servers
+    /// without `pg_notify` (CockroachDB, YugabyteDB).
+    public var notifiesCommits = true
     /// How long a connection attempt may take before open (or a call that
     /// needs a new connection) fails with ``StorageError/Kind/io``.
     public var connectTimeout: Duration = .seconds(10)

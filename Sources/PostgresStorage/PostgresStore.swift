@@ -27,8 +27,11 @@ public final class PostgresStore: Store, Sendable {
     /// What the store was opened with.
     public let configuration: PostgresConfiguration
     let pool: ConnectionPool
-    /// The store's broadcaster: this process's commits.
+    /// The store's broadcaster: the store's own commits, and those of other
+    /// stores on the schema that an observer with a poll interval hears.
     public let commits = CommitBroadcaster()
+    /// Hears other stores' commits (their `pg_notify`) while an observer polls.
+    let listener: CommitListener
     /// The threads of the `async` calls: a writer and one reader per pooled connection.
     public let executor: StoreExecutor
     /// The schemas of the storages opened, by entity (for the child-holder rule).
@@ -63,6 +66,8 @@ public final class PostgresStore: Store, Sendable {
         executor = StoreExecutor(readers: max(1, configuration.poolSize), name: "postgres")
         namespace = identifier(configuration.schema)
         metadataTable = namespace + "." + identifier("_dao_metadata")
+        listener = CommitListener(schema: configuration.schema, configuration: try configuration.connectionConfiguration())
+        commits.setVersionSource { [listener] in try listener.version() }
         try pool.withConnection(.open, entity: nil) { connection in
             do {
                 try connection.run("CREATE SCHEMA IF NOT EXISTS \(namespace)")
@@ -135,6 +140,7 @@ public final class PostgresStore: Store, Sendable {
     public func close() throws {
         guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
         commits.close()
+        listener.close()
         pool.close()
     }
 
@@ -199,10 +205,14 @@ public final class PostgresStore: Store, Sendable {
         var attempt = 0
         var staleTries = 0
         let begin = oneStatement ? nil : (readOnly ? beginReadOnly : beginReadWrite)
+        let notice =
+            !readOnly && operation != .open && configuration.notifiesCommits
+            ? (sql: "SELECT pg_notify($1, $2)", binds: [PostgresValue.text(listener.channel), PostgresValue.text(listener.token)])
+            : nil
         while true {
             do {
                 return try pool.withConnection(operation, entity: entity) { connection in
-                    connection.startCall(begin: begin)
+                    connection.startCall(begin: begin, notice: notice)
                     do {
                         let result = try body(connection)
                         try connection.commit()
