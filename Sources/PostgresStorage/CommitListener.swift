@@ -1,6 +1,4 @@
-import DAOCore
 import Foundation
-import Logging
 import NIOCore
 import NIOPosix
 import PostgresNIO
@@ -14,10 +12,11 @@ import Synchronization
 /// read while an observer polls: reading it is an atomic load.
 ///
 /// The connection is opened when the count is first read, and opened again
-/// after it closed (a restarted server), without waiting: until it listens,
-/// reading the count throws (a change, for the broadcaster). Once it
-/// listens, the count moves by one, since commits made before were not
-/// heard.
+/// after it closed (a restarted server), without waiting, at most every half
+/// second. Each time it starts listening the count moves by one, since
+/// commits made before were not heard; an observer then reads again, and
+/// rides out a server restart rather than meeting the error of a read made
+/// while the server was away.
 final class CommitListener: Sendable {
     /// The channel of the store's schema (a name `LISTEN` takes as it is).
     let channel: String
@@ -25,10 +24,11 @@ final class CommitListener: Sendable {
     let token: String
     private let configuration: PostgresConnection.Configuration
     private let heard = Atomic<UInt64>(0)
-    private let state = Mutex(State.idle)
+    private let state = Mutex(State.idle(nil))
 
     private enum State {
-        case idle
+        /// Not connected; the next try not before the instant.
+        case idle(ContinuousClock.Instant?)
         case connecting
         case listening(PostgresConnection)
         case closed
@@ -50,12 +50,14 @@ final class CommitListener: Sendable {
         return "dao_" + String(hash, radix: 16)
     }
 
-    /// The number of other stores' commits heard.
-    /// - Throws: ``StorageError/Kind/io`` while the listener is not listening.
-    func version() throws -> UInt64 {
+    /// The number of other stores' commits heard, and of the times the
+    /// listener started listening.
+    func version() -> UInt64 {
+        let now = ContinuousClock.now
         let start = state.withLock { state -> Bool in
             switch state {
-            case .idle:
+            case .idle(let notBefore):
+                if let notBefore, now < notBefore { return false }
                 state = .connecting
                 return true
             case .listening(let connection) where connection.isClosed:
@@ -66,13 +68,6 @@ final class CommitListener: Sendable {
             }
         }
         if start { connect() }
-        let listening = state.withLock { state -> Bool in
-            if case .listening = state { return true }
-            return false
-        }
-        guard listening else {
-            throw StorageError(.io, .read, message: "not yet listening for other stores' commits")
-        }
         return heard.load(ordering: .acquiring)
     }
 
@@ -83,7 +78,7 @@ final class CommitListener: Sendable {
         future.whenComplete { [self] result in
             switch result {
             case .failure:
-                state.withLock { if case .connecting = $0 { $0 = .idle } }
+                state.withLock { if case .connecting = $0 { $0 = .idle(.now + .milliseconds(500)) } }
             case .success(let connection):
                 let token = self.token
                 connection.addListener(channel: channel) { [self] _, notification in
@@ -96,7 +91,7 @@ final class CommitListener: Sendable {
                         if case .success = answer {
                             state = .listening(connection)
                         } else {
-                            state = .idle
+                            state = .idle(.now + .milliseconds(500))
                         }
                         return true
                     }

@@ -67,7 +67,7 @@ public final class PostgresStore: Store, Sendable {
         namespace = identifier(configuration.schema)
         metadataTable = namespace + "." + identifier("_dao_metadata")
         listener = CommitListener(schema: configuration.schema, configuration: try configuration.connectionConfiguration())
-        commits.setVersionSource { [listener] in try listener.version() }
+        commits.setVersionSource { [listener] in listener.version() }
         try pool.withConnection(.open, entity: nil) { connection in
             do {
                 try connection.run("CREATE SCHEMA IF NOT EXISTS \(namespace)")

@@ -89,4 +89,39 @@ struct NotifyTests {
             #expect(try await nextSnapshot(iterator, within: .seconds(20))?.results.map(\.id) == [1, 2])
         }
     }
+
+    /// The server restarts under an observer: its listener's connection goes
+    /// with the server, and the listener connects and listens again, so a
+    /// commit made well after the restart still reaches the observer.
+    @Test("after a server restart the listener listens again")
+    func listensAfterRestart() async throws {
+        let cluster = try OwnCluster()
+        var configuration = try PostgresConfiguration(url: cluster.url)
+        configuration.schema = "dao_notify_restart"
+        configuration.poolSize = 2
+        let first = try PostgresStore(configuration)
+        let second = try PostgresStore(configuration)
+        defer {
+            try? first.close()
+            try? second.close()
+        }
+        let watched = DAO(storage: try first.storage(for: SignalRecord.self), translator: SameSignal())
+        let writer = DAO(storage: try second.storage(for: SignalRecord.self), translator: SameSignal())
+        let iterator = watched.observe(sortedBy: [SortDescriptor(\.id)], pollInterval: .milliseconds(20))
+            .makeAsyncIterator()
+        #expect(try await nextSnapshot(iterator, within: .seconds(20))?.results == [])
+        try await Task.sleep(for: .seconds(1))
+        try await writer.persist([SignalRecord(id: 1, topic: "alarm", level: 1)])
+        #expect(try await nextSnapshot(iterator, within: .seconds(20))?.results.map(\.id) == [1])
+
+        try cluster.control(["restart", "-m", "immediate"])
+        // Polls meanwhile find the listener's connection closed and open another.
+        try await Task.sleep(for: .seconds(2))
+        try await writer.persist([SignalRecord(id: 2, topic: "alarm", level: 2)])
+        #expect(try await nextSnapshot(iterator, within: .seconds(20))?.results.map(\.id) == [1, 2])
+        // Long after the listener listens again: only a notification tells this one.
+        try await Task.sleep(for: .seconds(1))
+        try await writer.persist([SignalRecord(id: 3, topic: "alarm", level: 3)])
+        #expect(try await nextSnapshot(iterator, within: .seconds(20))?.results.map(\.id) == [1, 2, 3])
+    }
 }
