@@ -43,11 +43,9 @@ final class CommitListener: Sendable {
     /// A store released without ``PostgresStore/close()`` leaves no session open.
     deinit { close() }
 
-    /// `dao_` and a hash of the schema's name (FNV-1a, fixed across runs).
+    /// `dao_` and a hash of the schema's name (``fnv1a(_:)``, fixed across runs).
     static func channel(of schema: String) -> String {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in schema.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
-        return "dao_" + String(hash, radix: 16)
+        "dao_" + String(fnv1a(schema), radix: 16)
     }
 
     /// The number of other stores' commits heard, and of the times the

@@ -146,17 +146,15 @@ final class PostgresMigrationTransaction: MigrationTransaction {
                 "ALTER TABLE \(table.qualified) RENAME COLUMN \(identifier(from)) TO \(identifier(to))")
             // The index on a foreign key is named after its column.
             if let foreignKey = table.foreignKey, new.fields[foreignKey].name == to {
-                let oldName = identifier("_dao_fk_" + new.entity + "_" + from)
-                let newName = identifier("_dao_fk_" + new.entity + "_" + to)
+                let oldName = TableSQL.foreignKeyIndexName(from, of: new.entity)
+                let newName = TableSQL.foreignKeyIndexName(to, of: new.entity)
                 _ = try connection.once("ALTER INDEX IF EXISTS \(database.namespace).\(oldName) RENAME TO \(newName)")
             }
         case .addIndex(let index):
-            let fields = index.fields.map { identifier($0) }.joined(separator: ", ")
-            _ = try connection.once(
-                "CREATE INDEX \(identifier("_dao_ix_" + new.entity + "_" + index.name)) ON \(table.qualified) (\(fields))")
+            _ = try connection.once(table.createIndex(index))
         case .dropIndex(let index):
             _ = try connection.once(
-                "DROP INDEX IF EXISTS \(database.namespace).\(identifier("_dao_ix_" + old.entity + "_" + index.name))")
+                "DROP INDEX IF EXISTS \(database.namespace).\(TableSQL.indexName(index.name, of: old.entity))")
         case .renameEntity:
             return false
         }

@@ -7,10 +7,7 @@ import Foundation
 func identifier(_ name: String) -> String {
     var name = name
     if name.utf8.count > 63 {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325  // FNV-1a, fixed across runs
-        for byte in name.utf8 {
-            hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3
-        }
+        let hash = fnv1a(name)
         var prefix = ""
         for scalar in name.unicodeScalars {
             if prefix.utf8.count + String(scalar).utf8.count > 46 { break }
@@ -20,6 +17,13 @@ func identifier(_ name: String) -> String {
     }
     guard name.utf8.contains(UInt8(ascii: "\"")) else { return "\"" + name + "\"" }
     return "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+}
+
+/// FNV-1a of `text`'s UTF-8 bytes: fixed across runs and processes.
+func fnv1a(_ text: String) -> UInt64 {
+    var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+    for byte in text.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+    return hash
 }
 
 /// The name of a table, shortened as ``identifier(_:)`` does, unquoted.
@@ -127,20 +131,33 @@ struct TableSQL: Sendable {
 
     var constraintName: String { identifier("_dao_fk_" + schema.entity) }
 
+    /// The quoted name of the declared index `index` of `entity`'s table.
+    static func indexName(_ index: String, of entity: String) -> String {
+        identifier("_dao_ix_" + entity + "_" + index)
+    }
+
+    /// The quoted name of the index on `entity`'s foreign-key column `field`.
+    static func foreignKeyIndexName(_ field: String, of entity: String) -> String {
+        identifier("_dao_fk_" + entity + "_" + field)
+    }
+
     func addForeignKey(holder: (table: String, key: String)) -> String? {
         guard let foreignKey else { return nil }
         return "ALTER TABLE \(qualified) ADD CONSTRAINT \(constraintName) FOREIGN KEY (\(columns[foreignKey])) REFERENCES \(holder.table) (\(holder.key)) ON DELETE CASCADE ON UPDATE CASCADE"
     }
 
+    /// `CREATE INDEX` of the declared index `index`.
+    func createIndex(_ index: EntitySchema.IndexSchema) -> String {
+        let fields = index.fields.map { name in identifier(name) }.joined(separator: ", ")
+        return "CREATE INDEX \(Self.indexName(index.name, of: schema.entity)) ON \(qualified) (\(fields))"
+    }
+
     /// The declared indexes, and one on the foreign key (children by parent).
     func createIndexes() -> [String] {
-        var statements = schema.indexes.map { index in
-            let fields = index.fields.map { name in identifier(name) }.joined(separator: ", ")
-            return "CREATE INDEX \(identifier("_dao_ix_" + schema.entity + "_" + index.name)) ON \(qualified) (\(fields))"
-        }
+        var statements = schema.indexes.map(createIndex)
         if let foreignKey {
             statements.append(
-                "CREATE INDEX IF NOT EXISTS \(identifier("_dao_fk_" + schema.entity + "_" + schema.fields[foreignKey].name)) ON \(qualified) (\(columns[foreignKey]))"
+                "CREATE INDEX IF NOT EXISTS \(Self.foreignKeyIndexName(schema.fields[foreignKey].name, of: schema.entity)) ON \(qualified) (\(columns[foreignKey]))"
             )
         }
         return statements
