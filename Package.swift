@@ -91,6 +91,14 @@ let package = Package(
         // without valgrind's headers).
         .target(name: "CCallgrind"),
 
+        // The workload in plain C on libsqlite3 and liblmdb: the harness's C
+        // reference backends (`sqlite-c`, `lmdb-c`), not part of any library product.
+        .target(
+            name: "CReference",
+            dependencies: ["CSQLite", "CLMDB"],
+            linkerSettings: [.linkedLibrary("sqlite3"), .linkedLibrary("lmdb")],
+        ),
+
         // The harness.
         .target(
             name: "StorageBenchKit",
@@ -102,11 +110,11 @@ let package = Package(
             resources: [.copy("Load/Mixes")],
         ),
         // Reference backends for the harness, not part of any library product:
-        // each engine's C API used directly, and GRDB.
+        // each engine's C API used directly, from Swift and from plain C, and GRDB.
         .target(
             name: "StorageBenchReference",
             dependencies: [
-                "StorageBenchKit", "DAOCore", "DialogGraph", "CSQLite", "CLMDB", "PostgresStorage",
+                "StorageBenchKit", "DAOCore", "DialogGraph", "CSQLite", "CLMDB", "CReference", "PostgresStorage",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -16,8 +16,8 @@ results/baseline-smoke.csv (`make bench-smoke`, durability none, with
 instruction and allocation counts) and results/lmdb-open-check*.csv
 (`scripts/lmdb-open-check.sh`: `storage-bench open` on LMDB) and
 results/postgres-bulk.csv (`storage-bench postgres-bulk`) and results/postgres-smoke.csv
-(`storage-bench run --backends postgres,postgres-raw`) and results/borrowing-reads.csv
-(`storage-bench run --operations read-all,read-by-id,query,borrowing --instructions`) and results/record-cost.csv
+(`storage-bench run --backends postgres,postgres-raw`) and results/reads-vs-c.csv
+(`storage-bench run --operations all,borrowing --instructions`, with the C references) and results/record-cost.csv
 (`Benchmarks/RecordCost/measure.sh`) and results/torture.csv (`make
 torture`). Renew a baseline, run this script, and
 commit both. The files scanned are README.md, docs/*.md and the DocC articles
@@ -286,29 +286,40 @@ def postgres_bulk():
             + table(["method", "median s", "messages/s", "time ÷ COPY (median)", "time ÷ COPY (worst round)"], lines))
 
 
-def borrowing_reads():
-    """Each read's instructions per unit, plain and through `forEach`, beside the raw engines' (storage-bench run
-    --operations read-all,read-by-id,query,borrowing --instructions)."""
-    path = "results/borrowing-reads.csv"
+def reads_vs_c():
+    """Each read through plain objects and through `forEach` against plain C, by instructions (storage-bench run
+    --backends sqlite,sqlite-raw,sqlite-c,lmdb,lmdb-raw,lmdb-c --operations all,borrowing --instructions)."""
+    path = "results/reads-vs-c.csv"
     rows = [r for r in load(path) if r["instructions"]]
-    backends = ordered(rows, "backend")
     sizes = list(dict.fromkeys((r["dialogs"], r["messages_per_dialog"]) for r in rows))
     cell = {(r["operation"], r["backend"], r["dialogs"], r["messages_per_dialog"]): r for r in rows}
 
     def per_unit(operation, backend, size):
         row = cell.get((operation, backend) + size)
-        return human(float(row["instructions"]) / float(row["units"])) if row else "–"
+        return float(row["instructions"]) / float(row["units"]) if row else None
+
+    def c_over(c_operation, operation, backend, size):
+        c, path_cost = per_unit(c_operation, backend.split("-")[0] + "-c", size), per_unit(operation, backend, size)
+        return ratio(c / path_cost) if c and path_cost else "–"
 
     lines = []
-    for operation in [o for o in ordered(rows, "operation") if f"{o}-borrowing" in ordered(rows, "operation")]:
-        unit = next(r["unit"] for r in rows if r["operation"] == operation)
-        lines.append([f"{operation} (per {SINGULAR.get(unit, unit)})"] +
-                     [f"{per_unit(operation, b, size)} / {per_unit(operation + '-borrowing', b, size)}"
-                      for size in sizes for b in backends])
-    header = ["operation"] + [f"`{b}` {d}×{m}" for d, m in sizes for b in backends]
-    return caption(path, rows, "Instructions per unit in the timed regions (`instructions` ÷ `units`): the plain "
-                   "read / the same read through `forEach`, each object folded into the checked digest") + \
-        table(header, lines)
+    for size in sizes:
+        for operation in ("read-all", "read-by-id", "query"):
+            unit = next(r["unit"] for r in rows if r["operation"] == operation)
+            line = [f"{operation} {size[0]}×{size[1]}"]
+            for engine in ("sqlite", "lmdb"):
+                c = per_unit(operation, f"{engine}-c", size)
+                line += [human(c) if c else "–", c_over(operation, operation, engine, size),
+                         c_over(f"{operation}-borrowing", f"{operation}-borrowing", engine, size),
+                         c_over(operation, operation, f"{engine}-raw", size)]
+            line[0] += f" (per {SINGULAR.get(unit, unit)})"
+            lines.append(line)
+    header = ["read"] + [h for engine in ("sqlite", "lmdb") for h in
+                         (f"`{engine}-c` per unit", f"`{engine}`", f"`{engine}` `forEach`", f"`{engine}-raw`")]
+    return caption(path, rows, "Instructions per unit in the timed regions of plain C (`sqlite-c`, `lmdb-c`), and "
+                   "C's instructions ÷ each path's (1.0: as few as C): the DAO's read into plain objects; the DAO's "
+                   "read through `forEach` against C's read with each record folded into the same digest in C; "
+                   "the raw Swift reference's read") + table(header, lines)
 
 
 def record_cost():
@@ -365,7 +376,7 @@ def torture():
 TABLES = {
     "torture": torture,
     "record-cost": record_cost,
-    "borrowing-reads": borrowing_reads,
+    "reads-vs-c": reads_vs_c,
     "postgres-bulk": postgres_bulk,
     "postgres-ratios": lambda: ratios("results/postgres-smoke.csv"),
     "async-cost": async_cost,

@@ -20,6 +20,7 @@ public enum HTMLReport {
         "plist": "#7b4fb0", "plist-raw": "#c9b3e3",
         "sqlite": "#2b8a3e", "sqlite-raw": "#94d3a2",
         "lmdb": "#e8590c", "lmdb-raw": "#ffc08a",
+        "sqlite-c": "#1b4d2b", "lmdb-c": "#8f3606",
         "postgres": "#0b7285", "postgres-raw": "#7fd3e0",
         "grdb": "#8c564b",
     ]

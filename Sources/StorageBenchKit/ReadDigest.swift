@@ -23,6 +23,14 @@ public struct ReadDigest: Hashable, Sendable, CustomStringConvertible {
     /// An empty digest.
     public init() {}
 
+    /// A digest folded elsewhere the same way (a C reference folds its own
+    /// structs): `value` after `dialogs` dialogs and `messages` messages.
+    public init(value: UInt64, dialogs: Int, messages: Int) {
+        self.value = value
+        self.dialogs = dialogs
+        self.messages = messages
+    }
+
     /// Folds in a dialog: its id, whether it is pinned, and its messages in order.
     public mutating func add(_ dialog: borrowing Dialog) {
         dialogs += 1

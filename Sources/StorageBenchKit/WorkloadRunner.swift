@@ -79,6 +79,11 @@ public enum WorkloadRunner {
         let m = size.messagesPerDialog
         let subject = try backend.open(directory, job.durability)
         result.settings = subject.settingsDescription
+        // A subject on memory of its own (a C reference) has what it will
+        // write converted now, and holds its reads' answers until they are
+        // taken after each timed region (HoldingSubject).
+        let holding = subject as? any HoldingSubject
+        try holding?.prepareInputs([data.initial, updated, data.extra])
 
         // The memory probe brackets each timed region, outside it.
         var rise: Int64?
@@ -140,11 +145,21 @@ public enum WorkloadRunner {
             // gets back when it returns is the decoded graph's size.
             let (elapsed, count, held) = try { () throws -> (Double, Int, Int64?) in
                 let start = begin()
-                let all = try subject.readAll()
-                let elapsed = stop(start)
+                let all: [Dialog]
+                let elapsed: Double
+                var held: Int64?
+                if let holding {
+                    try holding.holdAll()
+                    elapsed = stop(start)
+                    held = probe == nil ? nil : MemoryProbe.heapInUse()
+                    all = try holding.takeHeldDialogs()
+                } else {
+                    all = try subject.readAll()
+                    elapsed = stop(start)
+                }
                 try checkReadAll(all, size: size)
                 let count = all.reduce(0) { $0 + $1.messages.count }
-                let held = probe == nil ? nil : withExtendedLifetime(all) { MemoryProbe.heapInUse() }
+                if holding == nil { held = probe == nil ? nil : withExtendedLifetime(all) { MemoryProbe.heapInUse() } }
                 return (elapsed, count, held)
             }()
             let decoded = held.flatMap { held in MemoryProbe.heapInUse().map { max(0, held - $0) } }
@@ -155,8 +170,16 @@ public enum WorkloadRunner {
                 runs.append(
                     try { () throws -> Double in
                         let start = Self.now()
-                        let all = try subject.readAll()
-                        let elapsed = Self.seconds(since: start)
+                        let all: [Dialog]
+                        let elapsed: Double
+                        if let holding {
+                            try holding.holdAll()
+                            elapsed = Self.seconds(since: start)
+                            all = try holding.takeHeldDialogs()
+                        } else {
+                            all = try subject.readAll()
+                            elapsed = Self.seconds(since: start)
+                        }
                         try checkReadAll(all, size: size)
                         return elapsed
                     }())
@@ -178,17 +201,26 @@ public enum WorkloadRunner {
                 var found = 0
                 var answer: Dialog?
                 let start = Self.now()
-                for id in data.readIds {
-                    let callStart = Self.now()
-                    let dialog = try subject.read(dialogId: id)
-                    calls.append(Self.now() - callStart)
-                    if dialog != nil { found += 1 }
-                    if answer == nil { answer = dialog }
+                if let holding {
+                    for id in data.readIds {
+                        let callStart = Self.now()
+                        if try holding.holdDialog(id: id) { found += 1 }
+                        calls.append(Self.now() - callStart)
+                    }
+                } else {
+                    for id in data.readIds {
+                        let callStart = Self.now()
+                        let dialog = try subject.read(dialogId: id)
+                        calls.append(Self.now() - callStart)
+                        if dialog != nil { found += 1 }
+                        if answer == nil { answer = dialog }
+                    }
                 }
                 let elapsed = Self.seconds(since: start)
                 guard found == data.readIds.count else {
                     throw CheckFailure(description: "read-by-id found \(found) of \(data.readIds.count) dialogs")
                 }
+                if let holding { try checkHeldLookups(holding, data: data, what: ", run again") }
                 if let id = data.readIds.first, let answer {
                     try compare(answer, data.initial[Int(id) - 1], what: "read-by-id of dialog \(id), run again")
                 }
@@ -196,17 +228,26 @@ public enum WorkloadRunner {
             }
             start = begin()
             var found = 0
-            for id in data.readIds {
-                let callStart = now()
-                let dialog = try subject.read(dialogId: id)
-                calls.append(now() - callStart)
-                if dialog != nil { found += 1 }
-                if first == nil { first = dialog }
+            if let holding {
+                for id in data.readIds {
+                    let callStart = now()
+                    if try holding.holdDialog(id: id) { found += 1 }
+                    calls.append(now() - callStart)
+                }
+            } else {
+                for id in data.readIds {
+                    let callStart = now()
+                    let dialog = try subject.read(dialogId: id)
+                    calls.append(now() - callStart)
+                    if dialog != nil { found += 1 }
+                    if first == nil { first = dialog }
+                }
             }
             let elapsed = stop(start)
             guard found == data.readIds.count else {
                 throw CheckFailure(description: "read-by-id found \(found) of \(data.readIds.count) dialogs")
             }
+            if let holding { try checkHeldLookups(holding, data: data, what: "") }
             if let id = data.readIds.first, let first {
                 try compare(first, data.initial[Int(id) - 1], what: "read-by-id of dialog \(id)")
             }
@@ -223,13 +264,22 @@ public enum WorkloadRunner {
             calls.reserveCapacity(data.queryIds.count)
             var first: [Message]?
             start = begin()
-            for id in data.queryIds {
-                let callStart = now()
-                let unread = try subject.unreadMessages(dialogId: id)
-                calls.append(now() - callStart)
-                if first == nil { first = unread }
+            if let holding {
+                for id in data.queryIds {
+                    let callStart = now()
+                    try holding.holdUnreadMessages(dialogId: id)
+                    calls.append(now() - callStart)
+                }
+            } else {
+                for id in data.queryIds {
+                    let callStart = now()
+                    let unread = try subject.unreadMessages(dialogId: id)
+                    calls.append(now() - callStart)
+                    if first == nil { first = unread }
+                }
             }
             let elapsed = stop(start)
+            if let holding { first = holding.takeHeldMessages().first }
             let firstId = data.queryIds.first
             let expected = firstId.map { id in
                 data.initial[Int(id) - 1].messages.filter { !$0.isRead }
@@ -242,13 +292,22 @@ public enum WorkloadRunner {
             func queries() throws -> Double {
                 var answer: [Message]?
                 let start = Self.now()
-                for id in data.queryIds {
-                    let callStart = Self.now()
-                    let unread = try subject.unreadMessages(dialogId: id)
-                    calls.append(Self.now() - callStart)
-                    if answer == nil { answer = unread }
+                if let holding {
+                    for id in data.queryIds {
+                        let callStart = Self.now()
+                        try holding.holdUnreadMessages(dialogId: id)
+                        calls.append(Self.now() - callStart)
+                    }
+                } else {
+                    for id in data.queryIds {
+                        let callStart = Self.now()
+                        let unread = try subject.unreadMessages(dialogId: id)
+                        calls.append(Self.now() - callStart)
+                        if answer == nil { answer = unread }
+                    }
                 }
                 let elapsed = Self.seconds(since: start)
+                if let holding { answer = holding.takeHeldMessages().first }
                 if let id = firstId, let answer, let expected {
                     try compare(answer, expected, what: "query of dialog \(id), run again")
                 }
@@ -285,6 +344,15 @@ public enum WorkloadRunner {
                 var digest = ReadDigest()
                 var missing = 0
                 func call(_ id: Int64) throws {
+                    if let holding {
+                        switch operation {
+                        case .readAllBorrowing: try holding.foldAll(into: &digest)
+                        case .readByIdBorrowing:
+                            if try !holding.foldDialog(id: id, into: &digest) { missing += 1 }
+                        default: try holding.foldUnreadMessages(dialogId: id, into: &digest)
+                        }
+                        return
+                    }
                     switch operation {
                     case .readAllBorrowing: try subject.forEachDialog { dialog in digest.add(dialog) }
                     case .readByIdBorrowing:
@@ -526,6 +594,16 @@ public enum WorkloadRunner {
                     + "\(size.dialogs * size.messagesPerDialog), \(unread))")
         }
         try checkSample(subject, of: Array(initial.prefix(size.dialogs)), "put back for update to run again")
+    }
+
+    /// The check of the lookups a ``HoldingSubject`` held in a run of
+    /// `read-by-id` (taken after its timed region): each found dialog, in
+    /// the order of the lookups, compared field by field with the one written.
+    static func checkHeldLookups(_ holding: some HoldingSubject, data: WorkloadData, what: String) throws {
+        let answers = try holding.takeHeldDialogs()
+        for (id, answer) in zip(data.readIds, answers) {
+            try compare(answer, data.initial[Int(id) - 1], what: "read-by-id of dialog \(id)\(what)")
+        }
     }
 
     /// The check of `read-all`'s answer: every dialog with all its messages, ordered by id.

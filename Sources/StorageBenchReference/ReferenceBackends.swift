@@ -6,13 +6,17 @@ extension BackendRegistry {
     /// The reference backends: GRDB used as its documentation shows (`grdb`,
     /// measured against `sqlite-raw` like the DAO's `sqlite`), and each engine's
     /// C API used directly (`sqlite-raw`, `lmdb-raw`), the limit a Swift program
-    /// can reach on it; Foundation's JSON and property-list encoders writing the
+    /// can reach on it; the same in plain C (`sqlite-c`, `lmdb-c`,
+    /// ``CReferenceSubject``), what the DAO's reads are measured against by
+    /// instructions; Foundation's JSON and property-list encoders writing the
     /// file stores' documents directly (`json-raw`, `plist-raw`). The DAO backends of ``standard`` name the raw ones as
     /// their ``Backend/reference``.
     public static let reference = BackendRegistry([
         Backend(name: "grdb", reference: "sqlite-raw", role: .thirdParty, subject: { try GRDBSubject(directory: $0, durability: $1) }),
         Backend(name: "sqlite-raw", subject: { try SQLiteRawSubject(directory: $0, durability: $1) }),
         Backend(name: "lmdb-raw", subject: { try LMDBRawSubject(directory: $0, durability: $1) }),
+        Backend(name: "sqlite-c", subject: { try CReferenceSubject(engine: .sqlite, directory: $0, durability: $1) }),
+        Backend(name: "lmdb-c", subject: { try CReferenceSubject(engine: .lmdb, directory: $0, durability: $1) }),
         Backend(name: "json-raw", singleCallLimit: 10, subject: {
             FoundationDocumentSubject(directory: $0, format: .json, durability: $1)
         }),

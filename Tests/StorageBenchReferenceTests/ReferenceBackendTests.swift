@@ -29,10 +29,11 @@ struct ReferenceBackendTests {
             #expect(measurement.units == expected, "\(measurement.operation)")
         }
         let settings = try #require(result.settings)
-        #expect(settings.contains("NOSYNC") == (durability == .none && name == "lmdb-raw"), "\(settings)")
+        let onLMDB = name.hasPrefix("lmdb")
+        #expect(settings.contains("NOSYNC") == (durability == .none && onLMDB), "\(settings)")
         if name.hasSuffix("-raw") && name != "sqlite-raw" && name != "lmdb-raw" {
             #expect(settings.contains(durability == .full ? "sync=fsync+rename+dirsync" : "sync=none"), "\(settings)")
-        } else if name != "lmdb-raw" {
+        } else if !onLMDB {
             #expect(settings.contains("journal_mode=wal"), "\(settings)")
             #expect(settings.contains(durability == .full ? "synchronous=FULL" : "synchronous=OFF"), "\(settings)")
         }
@@ -162,12 +163,14 @@ struct ReferenceBackendTests {
 
     /// A message entry too short for its fields is an error in every read,
     /// the unread-only scan of a query included, never skipped.
-    @Test func lmdbRawRefusesAMessageEntryTooShort() throws {
+    @Test(arguments: ["lmdb-raw", "lmdb-c"])
+    func anLMDBReferenceRefusesAMessageEntryTooShort(_ name: String) throws {
+        let backend = try #require(BackendRegistry.reference.backend(named: name))
         let scratch = try TemporaryDirectory("reference")
         let directory = scratch.url
         defer { try? FileManager.default.removeItem(at: directory) }
         do {
-            let subject = try LMDBRawSubject(directory: directory, durability: .none)
+            let subject = try backend.open(directory, .none)
             try subject.persist(WorkloadData(dialogs: 1, messagesPerDialog: 2).initial)
         }
         // Write a 3-byte value under (dialog 1, message 99) with liblmdb itself.
@@ -194,7 +197,7 @@ struct ReferenceBackendTests {
         #expect(mdb_txn_commit(transaction) == MDB_SUCCESS)
         mdb_env_close(handle)  // before the subject opens the same environment
 
-        let subject = try LMDBRawSubject(directory: directory, durability: .none)
+        let subject = try backend.open(directory, .none)
         #expect(throws: ReferenceError.self) { try subject.unreadMessages(dialogId: 1) }
         #expect(throws: ReferenceError.self) { try subject.read(dialogId: 1) }
         #expect(throws: ReferenceError.self) { try subject.readAll() }
@@ -203,7 +206,11 @@ struct ReferenceBackendTests {
     /// The registry of `storage-bench` places each reference beside what it measures.
     @Test func referencesStandBesideTheirAdapters() throws {
         let names = BackendRegistry.withReferences.names
-        #expect(names == ["json", "json-raw", "plist", "plist-raw", "sqlite", "grdb", "sqlite-raw", "lmdb", "lmdb-raw"])
+        #expect(
+            names == [
+                "json", "json-raw", "plist", "plist-raw", "sqlite", "grdb", "sqlite-raw", "lmdb", "lmdb-raw", "sqlite-c",
+                "lmdb-c",
+            ])
         let sqlite = try #require(names.firstIndex(of: "sqlite"))
         let lmdb = try #require(names.firstIndex(of: "lmdb"))
         #expect(names[sqlite + 1 ..< lmdb].contains("sqlite-raw"))
