@@ -17,7 +17,8 @@ instruction and allocation counts) and results/lmdb-open-check*.csv
 (`scripts/lmdb-open-check.sh`: `storage-bench open` on LMDB) and
 results/postgres-bulk.csv (`storage-bench postgres-bulk`) and results/postgres-smoke.csv
 (`storage-bench run --backends postgres,postgres-raw`) and results/reads-vs-c.csv
-(`storage-bench run --operations all,borrowing --instructions`, with the C references) and results/record-cost.csv
+(`storage-bench run --operations all,borrowing --instructions`, with the C references) and
+results/oversubscribed-reads.csv (`scripts/oversubscribed-reads.sh`) and results/record-cost.csv
 (`Benchmarks/RecordCost/measure.sh`) and results/torture.csv (`make
 torture`). Renew a baseline, run this script, and
 commit both. The files scanned are README.md, docs/*.md and the DocC articles
@@ -373,7 +374,45 @@ def torture():
                      "crash or hang", "other"], lines))
 
 
+def oversubscribed_reads():
+    """The read-only mix at 1 to 8 clients on 2 cores, with the locks and pool sizes the adapters chose beside the
+    alternatives (storage-bench load --mix ycsb-c, runs interleaved; scripts/oversubscribed-reads.sh)."""
+    path = "results/oversubscribed-reads.csv"
+    rows = [r for r in load(path) if r["operation"] == "all"]
+    clients = sorted({int(r["clients"]) for r in rows})
+    for r in rows:
+        if r["backend"].endswith("-raw"):
+            r["variant"] = "the engine directly"
+    rank = {"adapter": 0, "the engine directly": 2}
+    groups = sorted(dict.fromkeys((r["backend"].removesuffix("-raw"), r["backend"], r["variant"]) for r in rows),
+                    key=lambda g: (g[0], rank.get(g[2], 1)))
+    groups = [(backend, variant) for _, backend, variant in groups]
+    lines = []
+    for backend, variant in groups:
+        line = [f"{backend}", variant]
+        for count in clients:
+            found = [r for r in rows if r["backend"] == backend and r["variant"] == variant
+                     and int(r["clients"]) == count]
+            if not found:
+                line.append("–")
+                continue
+            ops = sum(float(r["throughput_ops_s"]) for r in found) / len(found)
+            p99 = sum(float(r["p99_us"]) for r in found) / len(found)
+            line.append(f"{human(ops)} ({p99:.0f} µs)")
+        lines.append(line)
+    first = rows[0]
+    runs = max(sum(1 for r in rows if (r["backend"], r["variant"], r["clients"]) == key)
+               for key in {(r["backend"], r["variant"], r["clients"]) for r in rows})
+    return (f"*Operations per second (p99 latency) under the read-only mix `ycsb-c`, from `{path}`: "
+            f"each cell the mean of {runs} interleaved runs of {float(first['seconds']):.0f} s; "
+            f"D={first['dialogs']} × M={first['messages_per_dialog']}, durability {first['durability']}, "
+            f"Swift {first['swift_version']} {first['build']} build, {first['cpu']}.*\n\n"
+            + table(["backend", "variant"] + [f"{count} client{'s' if count > 1 else ''}" for count in clients], lines,
+                    numeric=False))
+
+
 TABLES = {
+    "oversubscribed-reads": oversubscribed_reads,
     "torture": torture,
     "record-cost": record_cost,
     "reads-vs-c": reads_vs_c,

@@ -30,7 +30,7 @@ public final class PlanTemplate<R: Record>: Sendable {
     /// 560k instructions, once). Templates are made when a query is prepared
     /// or first planned, so that is paid there and not in an adapter's first
     /// `memo(_:_:)`.
-    private let memos = Mutex<[ObjectIdentifier: AnyObject & Sendable]>(Dictionary(minimumCapacity: 1))
+    private let memos = BargingMutex<[ObjectIdentifier: AnyObject & Sendable]>(Dictionary(minimumCapacity: 1))
     /// Whether the last call that chose the direction of its candidates
     /// found them in the order asked for when read in descending key order
     /// (``QueryPlan/prefersDescendingCandidates``).

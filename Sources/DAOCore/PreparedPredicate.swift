@@ -14,12 +14,12 @@ final class PreparedPredicate<R: Record>: Sendable {
     let parameters: [PredicateExpressions.VariableID]
     /// The shape reader of the expression's type (`nil`: it has no shape).
     let reader: RootShapeReader?
-    private let entries = Mutex<[PreparedEntry<R>]>([])
+    private let entries = BargingMutex<[PreparedEntry<R>]>([])
     /// The entries of the prepared query's own calls
     /// (``PreparedQueryCall/boundPlan()``, ``PreparedQueryCall/boundCondition()``): one sort and one limit, so found
     /// by the generation and the kinds of the values alone, and held in
     /// terms that do not depend on the record type.
-    private let callPlans = Mutex<[CallPlan]>([])
+    private let callPlans = BargingMutex<[CallPlan]>([])
 
     init(
         expression: any StandardPredicateExpression<Bool>, record: PredicateExpressions.VariableID,

@@ -17,13 +17,13 @@ final class QueryPlanCache<R: Record>: Sendable {
     /// The most shapes kept per entity.
     static var capacity: Int { 256 }
 
-    private let entries = Mutex<[PlanKey<R>: CachedPlan<R>]>([:])
+    private let entries = BargingMutex<[PlanKey<R>: CachedPlan<R>]>([:])
     /// The shape reader of each predicate expression type met (`nil`: the type
     /// has no shape), searched in order: an entity's queries have few
     /// expression types. Not a dictionary: instantiating the dictionary's
     /// type, the first time a process used it, looked up `ObjectIdentifier`'s
     /// `Hashable` conformance by name (about 0.87M instructions, once).
-    private let readers = Mutex<[KnownReader]>([])
+    private let readers = BargingMutex<[KnownReader]>([])
 
     init() {}
 

@@ -181,7 +181,7 @@ final class EntityTable<R: Record>: Sendable {
     let fieldsFromEnd: [Int]
     /// What this table derived from the plan templates of prepared calls
     /// (``preparedRead(for:)``), at most ``maxPreparedReads``.
-    private let preparedReads = Mutex<[PreparedRead]>([])
+    private let preparedReads = BargingMutex<[PreparedRead]>([])
     private static var maxPreparedReads: Int { 32 }
 
     /// The name of the database that records which entities are children of which.
@@ -355,14 +355,14 @@ final class EntityTable<R: Record>: Sendable {
     /// ``LMDBEnvironment/linkChanges`` when it was looked up. A link
     /// registered between the count's load and the look-up is kept under
     /// the older count, and looked up again at the next call.
-    private let registeredLink = Mutex<(changes: Int, link: ParentLink?)?>(nil)
+    private let registeredLink = BargingMutex<(changes: Int, link: ParentLink?)?>(nil)
 
     /// Codecs kept between read calls (at most ``maxKeptCodecs``): making
     /// them (an encoder, a decoder and two write cursors per entity of the
     /// record tree, with their tables) and freeing them cost about 16k
     /// instructions per call, a twentieth of a read of one dialog.
-    private let keptCodecs = Mutex<[KeptCodecs]>([])
-    private static var maxKeptCodecs: Int { 4 }
+    private let keptCodecs = BargingMutex<[KeptCodecs]>([])
+    private static var maxKeptCodecs: Int { LMDBEnvironment.maxKeptReaders }
 
     /// Calls `body` with codecs for a read call: kept ones when there are,
     /// new ones otherwise, kept afterwards. A read uses only their decoders

@@ -492,13 +492,13 @@ private final class ShapeText<Record: DAOCore.Record>: Sendable {
     let orderTerms: [String]?
     /// The `WHERE` text, once a call with a condition made it (`.some(nil)`:
     /// SQLite cannot run it).
-    private let conditionText = Mutex<String??>(nil)
+    private let conditionText = BargingMutex<String??>(nil)
     /// One entry per table read from (a few at most: one per open database),
     /// found by identity, in terms that do not depend on the record type: a
     /// dictionary keyed by the table's identifier, unspecialized for the
     /// record type, cost about 3.6k instructions a call, mostly generic
     /// metadata look-ups.
-    private let selects = Mutex<[SelectText]>([])
+    private let selects = BargingMutex<[SelectText]>([])
 
     init(orderTerms: [String]?) {
         self.orderTerms = orderTerms
@@ -567,7 +567,7 @@ private enum DescendantDeletes {}
 /// table it ran on, kept with the core's ``PlanTemplate``. The table is held,
 /// so its identity cannot be reused by another table while the text is kept.
 private final class TableText<Record: DAOCore.Record, Kind>: Sendable {
-    private let texts = Mutex<[ObjectIdentifier: (table: SQLiteTable<Record>, sql: [SQLText])]>([:])
+    private let texts = BargingMutex<[ObjectIdentifier: (table: SQLiteTable<Record>, sql: [SQLText])]>([:])
 
     func sql(for table: SQLiteTable<Record>, _ build: () -> String) -> SQLText {
         texts(for: table) { [build()] }[0]

@@ -1,6 +1,7 @@
 import DAOCore
 import DialogGraph
 import Foundation
+import SQLiteStorage
 import TestSupport
 import Testing
 
@@ -331,6 +332,12 @@ import Testing
             #expect(!settings.isEmpty, "\(name) reports no settings")
             if let fragment = expected[name] {
                 #expect(settings.contains(fragment), "\(name): \(settings)")
+            }
+            if name == "sqlite" {
+                #expect(settings.contains("readers=\(SQLiteDatabase.defaultReaderCount)"), "\(settings)")
+            }
+            if name == "lmdb" {
+                #expect(settings.contains("reader_threads=\(StoreExecutor.defaultReaderCount)"), "\(settings)")
             }
             if name == "lmdb" && durability == .full {
                 #expect(!settings.contains("NOSYNC"), "\(settings)")

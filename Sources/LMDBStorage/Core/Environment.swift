@@ -90,10 +90,13 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
     /// its slots for every database the environment may hold (about 14k
     /// instructions). At most ``maxKeptReaders``; a reset transaction keeps
     /// its reader slot but no snapshot, so it holds back no page reuse.
-    let keptReaders = Mutex(KeptReaders())
-    /// The most reset read transactions kept: enough for every reader thread
-    /// of the ``executor`` and a few synchronous callers.
-    static let maxKeptReaders = StoreExecutor.defaultReaderCount + 2
+    let keptReaders = BargingMutex(KeptReaders())
+    /// The most reset read transactions kept, and the most codecs a table
+    /// keeps for reads: enough for as many threads reading at once as a
+    /// process usually runs (each holds a reader slot of the 1,024 the
+    /// environment opens with). A read that finds none kept begins a new
+    /// transaction, and one that ends with the pool full aborts its own.
+    static let maxKeptReaders = 32
 
     /// The most databases one environment holds (entities, indexes, lookups).
     static let maxDatabases: UInt32 = 256
@@ -308,8 +311,10 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
         AnyStorage(try storage(for: type))
     }
 
-    /// The environment's flags as LMDB reports them, and the map size, e.g.
-    /// `flags=NOTLS,NOSYNC mapsize=1073741824 lmdb=0.9.24`; `closed` after ``close()``.
+    /// The environment's flags as LMDB reports them, the map size, the reader
+    /// threads of the ``executor`` and the most read transactions kept for
+    /// reuse, e.g. `flags=NOTLS,NOSYNC mapsize=1073741824 lmdb=0.9.24
+    /// reader_threads=2 kept_readers=32`; `closed` after ``close()``.
     public var settingsDescription: String {
         pthread_rwlock_rdlock(resizeLock)
         defer { pthread_rwlock_unlock(resizeLock) }
@@ -335,6 +340,7 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
             size = "unknown (\(error))"
         }
         return "flags=\(names) mapsize=\(size) lmdb=\(String(cString: mdb_version(nil, nil, nil)))"
+            + " reader_threads=\(executor.readerCount) kept_readers=\(Self.maxKeptReaders)"
     }
 
     /// The current size of the memory map in bytes.
