@@ -8,25 +8,13 @@ import Testing
 
 /// A ``MemorySubject`` whose borrowing query lends one message too few, or
 /// whose borrowing read-all lends the dialogs out of order.
-final class SkippingSubject: WorkloadSubject {
+final class SkippingSubject: ForwardingSubject {
     let inner = MemorySubject()
     let skipsInQuery: Bool
 
     init(skipsInQuery: Bool) { self.skipsInQuery = skipsInQuery }
 
     var settingsDescription: String { "skipping" }
-    func persist(_ dialogs: [Dialog]) throws { try inner.persist(dialogs) }
-    func update(_ dialogs: [Dialog]) throws { try inner.update(dialogs) }
-    func persistSingle(_ dialog: Dialog) throws { try inner.persistSingle(dialog) }
-    func readAll() throws -> [Dialog] { try inner.readAll() }
-    func read(dialogId id: Int64) throws -> Dialog? { try inner.read(dialogId: id) }
-    func unreadMessages(dialogId id: Int64) throws -> [Message] { try inner.unreadMessages(dialogId: id) }
-    func erase(dialogIds ids: [Int64]) throws -> Int { try inner.erase(dialogIds: ids) }
-    func eraseAll() throws -> Int { try inner.eraseAll() }
-    func read(dialogIds ids: [Int64]) throws -> [Dialog] { try inner.read(dialogIds: ids) }
-    func dialogCount() throws -> Int { try inner.dialogCount() }
-    func messageCount() throws -> Int { try inner.messageCount() }
-    func unreadMessageCount() throws -> Int { try inner.unreadMessageCount() }
 
     func forEachDialog(_ body: (borrowing Dialog) throws -> Void) throws {
         for dialog in try inner.readAll().reversed() { try body(dialog) }

@@ -12,7 +12,7 @@ import Testing
 @Suite struct EraseRunsTests {
     /// A ``MemorySubject`` that counts its calls and can be told to put back
     /// one dialog too few, or to leave a dialog behind at one erase-all.
-    final class CountingSubject: WorkloadSubject, @unchecked Sendable {
+    final class CountingSubject: ForwardingSubject, @unchecked Sendable {
         // @unchecked Sendable is safe: one iteration at a time calls it.
         let inner = MemorySubject()
         /// The call of `persist` (1-based) that drops its last dialog.
@@ -33,11 +33,6 @@ import Testing
             persisted.append(dialogs.map(\.uniqueId))
             try inner.persist(persisted.count == dropsDialogAtPersist ? Array(dialogs.dropLast()) : dialogs)
         }
-        func update(_ dialogs: [Dialog]) throws { try inner.update(dialogs) }
-        func persistSingle(_ dialog: Dialog) throws { try inner.persistSingle(dialog) }
-        func readAll() throws -> [Dialog] { try inner.readAll() }
-        func read(dialogId id: Int64) throws -> Dialog? { try inner.read(dialogId: id) }
-        func unreadMessages(dialogId id: Int64) throws -> [Message] { try inner.unreadMessages(dialogId: id) }
         func erase(dialogIds ids: [Int64]) throws -> Int {
             eraseByIds += 1
             return try inner.erase(dialogIds: ids)
@@ -51,10 +46,6 @@ import Testing
             try inner.persist([first])
             return erased
         }
-        func read(dialogIds ids: [Int64]) throws -> [Dialog] { try inner.read(dialogIds: ids) }
-        func dialogCount() throws -> Int { try inner.dialogCount() }
-        func messageCount() throws -> Int { try inner.messageCount() }
-        func unreadMessageCount() throws -> Int { try inner.unreadMessageCount() }
     }
 
     static let size = try! BenchSize(dialogs: 12, messagesPerDialog: 3)

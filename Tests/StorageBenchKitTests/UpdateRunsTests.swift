@@ -15,7 +15,7 @@ import Testing
     /// A ``MemorySubject`` that records what each `update` call wrote and
     /// can be told to write nothing at one call (a restore or a run that
     /// does not do its work).
-    final class CountingSubject: WorkloadSubject, @unchecked Sendable {
+    final class CountingSubject: ForwardingSubject, @unchecked Sendable {
         // @unchecked Sendable is safe: one iteration at a time calls it.
         let inner = MemorySubject()
         /// The call of `update` (1-based) that writes nothing.
@@ -37,16 +37,6 @@ import Testing
             updates.append(dialogs.reduce(0) { sum, dialog in sum + dialog.messages.count { message in !message.isRead } })
             if updates.count != skipsUpdate { try inner.update(dialogs) }
         }
-        func persistSingle(_ dialog: Dialog) throws { try inner.persistSingle(dialog) }
-        func readAll() throws -> [Dialog] { try inner.readAll() }
-        func read(dialogId id: Int64) throws -> Dialog? { try inner.read(dialogId: id) }
-        func unreadMessages(dialogId id: Int64) throws -> [Message] { try inner.unreadMessages(dialogId: id) }
-        func erase(dialogIds ids: [Int64]) throws -> Int { try inner.erase(dialogIds: ids) }
-        func eraseAll() throws -> Int { try inner.eraseAll() }
-        func read(dialogIds ids: [Int64]) throws -> [Dialog] { try inner.read(dialogIds: ids) }
-        func dialogCount() throws -> Int { try inner.dialogCount() }
-        func messageCount() throws -> Int { try inner.messageCount() }
-        func unreadMessageCount() throws -> Int { try inner.unreadMessageCount() }
     }
 
     static let size = try! BenchSize(dialogs: 12, messagesPerDialog: 4)

@@ -9,7 +9,7 @@ import Testing
 
 /// A C reference whose answers are wrong in one way, to show that the
 /// harness's checks of what a ``HoldingSubject`` holds and folds fail the run.
-final class MisreadingCSubject: HoldingSubject {
+final class MisreadingCSubject: HoldingSubject, ForwardingSubject {
     enum Fault { case heldLookup, heldQuery, heldReadAll, foldedLookup, foldedQuery, foldedReadAll }
 
     let inner: CReferenceSubject
@@ -23,21 +23,7 @@ final class MisreadingCSubject: HoldingSubject {
     /// Another dialog than `id` (the workload's ids start at 1).
     static func other(_ id: Int64) -> Int64 { id == 1 ? 2 : id - 1 }
 
-    var settingsDescription: String { inner.settingsDescription }
     func prepareInputs(_ inputs: [[Dialog]]) throws { try inner.prepareInputs(inputs) }
-    func persist(_ dialogs: [Dialog]) throws { try inner.persist(dialogs) }
-    func update(_ dialogs: [Dialog]) throws { try inner.update(dialogs) }
-    func persistSingle(_ dialog: Dialog) throws { try inner.persistSingle(dialog) }
-    func readAll() throws -> [Dialog] { try inner.readAll() }
-    func read(dialogId id: Int64) throws -> Dialog? { try inner.read(dialogId: id) }
-    func unreadMessages(dialogId id: Int64) throws -> [Message] { try inner.unreadMessages(dialogId: id) }
-    func erase(dialogIds ids: [Int64]) throws -> Int { try inner.erase(dialogIds: ids) }
-    func eraseAll() throws -> Int { try inner.eraseAll() }
-    func read(dialogIds ids: [Int64]) throws -> [Dialog] { try inner.read(dialogIds: ids) }
-    func dialogCount() throws -> Int { try inner.dialogCount() }
-    func messageCount() throws -> Int { try inner.messageCount() }
-    func unreadMessageCount() throws -> Int { try inner.unreadMessageCount() }
-
     func holdAll() throws { try inner.holdAll() }
     func holdDialog(id: Int64) throws -> Bool {
         try inner.holdDialog(id: fault == .heldLookup ? Self.other(id) : id)
