@@ -189,6 +189,26 @@ struct ColumnArrays: FieldWriter {
         writeBytes(value)
     }
 
+    /// Writes a stored value (a row a migration read) as the next field,
+    /// with the conversions of ``PostgresValue/bind(_:as:)``: an integer goes
+    /// into a bool column only as 0 or 1.
+    mutating func write(_ value: StoredValue) throws {
+        switch value {
+        case .null: try encodeNil()
+        case .integer(let integer):
+            if position < types.count, types[position] == .bool, integer != 0, integer != 1 {
+                return refuse("the integer \(integer)", .bool)
+            }
+            try encode(integer)
+        case .real(let real): try encode(real)
+        case .text(let text): try encode(text)
+        case .blob(let bytes):
+            guard let column = next() else { return }
+            guard column == .blob else { return refuse("bytes", column) }
+            writeBytes(bytes)
+        }
+    }
+
     mutating func encodeNil() throws {
         guard next() != nil else { return }
         hasNull[position] = true

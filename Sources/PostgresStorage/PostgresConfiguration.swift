@@ -83,6 +83,8 @@ public struct PostgresConfiguration: Sendable {
     /// batch, with every child it holds, so a batch can be larger). Each
     /// batch is encoded as one array a column; the bound keeps the memory a
     /// call holds in proportion to it, not to the number of records handed over.
+    /// A migration that rewrites a table writes its rows back in statements
+    /// of this many rows too.
     public var rowsPerStatement: Int = 4096
     /// `synchronous_commit` for the store's sessions: `on` for
     /// ``Durability/full``, `off` for ``Durability/none`` (a crash of the

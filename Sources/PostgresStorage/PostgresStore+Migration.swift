@@ -80,21 +80,27 @@ final class PostgresMigrationTransaction: MigrationTransaction {
         let table = table(new, in: schemas)
         _ = try connection.once(table.createTable(holder: holderReference(of: new.entity, in: schemas)))
         for index in table.createIndexes() { _ = try connection.once(index) }
-        if !rows.isEmpty {
-            let placeholders = (1...table.columns.count).map { "$\($0)" }.joined(separator: ", ")
-            let insert = "INSERT INTO \(table.qualified) (\(table.selectList)) VALUES (\(placeholders))"
-            for row in rows {
-                var binds: [PostgresData] = []
-                for (value, field) in zip(row, new.fields) {
-                    guard let data = PostgresValue.bind(value, as: field.type) else {
-                        throw StorageError(
-                            .invalidArgument, .open, entity: new.entity,
-                            message: "field '\(field.name)' cannot hold \(value) as \(field.type.rawValue)")
-                    }
-                    binds.append(data)
+        // The rows go back a batch at a time, one statement each: a column's
+        // values as one array, `unnest`ed (as a persist writes them).
+        let arrays = table.types.enumerated().map { "$\($0 + 1)::\(PostgresValue.sqlArrayType($1))" }
+        let insert = "INSERT INTO \(table.qualified) (\(table.selectList)) SELECT * FROM unnest(\(arrays.joined(separator: ", ")))"
+        let bound = max(1, database.configuration.rowsPerStatement)
+        var start = rows.startIndex
+        while start < rows.endIndex {
+            let end = min(start + bound, rows.endIndex)
+            var columns = ColumnArrays(types: table.types, entity: new.entity, rows: end - start)
+            for row in rows[start..<end] {
+                for value in row { try columns.write(value) }
+                do {
+                    try columns.endRow()
+                } catch let error as StorageError {
+                    throw StorageError(
+                        .invalidArgument, .open, entity: new.entity,
+                        message: "a migrated row does not fit the new schema: \(error.message)")
                 }
-                _ = try connection.once(insert, binds)
             }
+            _ = try connection.once(insert, columns.arrays())
+            start = end
         }
         try database.setMetadata(StoreMetadataKey.schema(new.entity), new.encoded(), connection)
         // The children's foreign keys to this table went with the old one.

@@ -27,6 +27,15 @@ struct MeterV2: Equatable {
     var unit: String
 }
 
+@StoredRecord("meters")
+struct MeterV3: Equatable {
+    var id: Int64
+    var label: String
+    var site: String
+    var reading: Int64
+    var note: String?
+}
+
 @Suite(.enabled(if: Server.url != nil, "DAO_POSTGRES_URL names no server"), .serialized)
 struct AlterTableTests {
     /// `(id, xmin)` of every row of `table`, and the names of its indexes.
@@ -94,6 +103,47 @@ struct AlterTableTests {
             let sites = try third.storage(for: MeterV2.self).count(where: #Predicate { $0.reading > 5 })
             #expect(sites == 20)
             try third.close()
+        }
+    }
+
+    @Test("a changed type rewrites the table, its rows sent back a batch of rowsPerStatement at a time")
+    func rewriteInBatches() throws {
+        let meters = (1...10).map {
+            MeterV1(
+                id: $0, label: "meter \($0)", site: $0.isMultiple(of: 2) ? "north" : "south",
+                reading: Double($0) * 2.5, note: $0.isMultiple(of: 3) ? "checked" : nil)
+        }
+        try Server.withStore { database, schema in
+            try database.storage(for: MeterV1.self).persist(meters)
+            let before = try catalogue(schema, "meters")
+            var migrator = Migrator()
+            migrator.register(
+                "v3",
+                [
+                    .rewrite("meters", to: MeterV3.self) { row in
+                        guard case .real(let reading) = row["reading"] else { return }
+                        row.values["reading"] = .integer(Int64(reading.rounded(.down)))
+                    }
+                ])
+            // 10 rows in statements of 3: three full batches and one of a row.
+            var configuration = try Server.configuration(schema)
+            configuration.rowsPerStatement = 3
+            let migrating = try PostgresStore(configuration)
+            #expect(try migrator.migrate(migrating) == ["v3"])
+            try migrating.close()
+            let after = try catalogue(schema, "meters")
+            #expect(after.versions.count == 10)
+            #expect(Set(after.versions).isDisjoint(with: before.versions), "the rows were not written again")
+            let reopened = try PostgresStore(try Server.configuration(schema))
+            let read = try reopened.storage(for: MeterV3.self).read(sortedBy: [SortDescriptor(\.id)])
+            #expect(
+                read
+                    == meters.map {
+                        MeterV3(
+                            id: $0.id, label: $0.label, site: $0.site, reading: Int64($0.reading.rounded(.down)),
+                            note: $0.note)
+                    })
+            try reopened.close()
         }
     }
 }
