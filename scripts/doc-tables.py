@@ -18,7 +18,9 @@ instruction and allocation counts) and results/lmdb-open-check*.csv
 results/postgres-bulk.csv (`storage-bench postgres-bulk`) and results/postgres-smoke.csv
 (`storage-bench run --backends postgres,postgres-raw`) and results/reads-vs-c.csv
 (`storage-bench run --operations all,borrowing --instructions`, with the C references) and
-results/oversubscribed-reads.csv (`scripts/oversubscribed-reads.sh`) and results/record-cost.csv
+results/oversubscribed-reads.csv (`scripts/oversubscribed-reads.sh`) and
+results/filestore-readers.csv (`storage-bench load --mix ycsb-c,ycsb-b --backends json,plist,lmdb
+--clients 1,2,4`) and results/record-cost.csv
 (`Benchmarks/RecordCost/measure.sh`) and results/torture.csv (`make
 torture`). Renew a baseline, run this script, and
 commit both. The files scanned are README.md, docs/*.md and the DocC articles
@@ -411,8 +413,37 @@ def oversubscribed_reads():
                     numeric=False))
 
 
+def filestore_readers():
+    """The file stores' reads at 1, 2 and 4 clients, alone (YCSB C) and beside a writer (YCSB B), LMDB beside them
+    (storage-bench load --mix ycsb-c,ycsb-b --backends json,plist,lmdb --clients 1,2,4)."""
+    path = "results/filestore-readers.csv"
+    rows = load(path)
+    cell = {(r["backend"], r["mix"], r["clients"], r["operation"]): r for r in rows}
+    clients = sorted(set(r["clients"] for r in rows), key=int)
+    lines = []
+    for backend in ordered(rows, "backend"):
+        for count in clients:
+            alone, beside = cell.get((backend, "ycsb-c", count, "read")), cell.get((backend, "ycsb-b", count, "read"))
+            one = cell.get((backend, "ycsb-c", clients[0], "all"))
+            mix_c = cell.get((backend, "ycsb-c", count, "all"))
+            if not (alone and beside and one and mix_c):
+                continue
+            scaling = float(mix_c["throughput_ops_s"]) / float(one["throughput_ops_s"])
+            lines.append([f"`{backend}`", count, human(float(mix_c["throughput_ops_s"])), f"{scaling:.2f}",
+                          f"{float(alone['p99_us']):.1f}", f"{float(beside['p99_us']):.1f}",
+                          ratio(float(beside["p99_us"]) / float(alone["p99_us"]))])
+    first = rows[0]
+    seconds = sorted(set(f"{float(r['seconds']):.0f}" for r in rows), key=float)
+    return (f"*From `{path}`: D={first['dialogs']} × M={first['messages_per_dialog']}, {'–'.join(seconds)} s a run, "
+            f"durability {first['durability']}, async calls, a task per client on a thread of its own, "
+            f"Swift {first['swift_version']} {first['build']} build, {first['cpu']}.*\n\n"
+            + table(["store", "clients", "mix C ops/s", f"÷ {clients[0]} client", "C read p99 µs",
+                     "B read p99 µs", "B ÷ C"], lines))
+
+
 TABLES = {
     "oversubscribed-reads": oversubscribed_reads,
+    "filestore-readers": filestore_readers,
     "torture": torture,
     "record-cost": record_cost,
     "reads-vs-c": reads_vs_c,

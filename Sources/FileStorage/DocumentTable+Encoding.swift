@@ -2,12 +2,18 @@ import DAOCore
 import Foundation
 
 // The document or delta a commit writes, its records in primary-key order.
+// What to encode is taken holding the store's state lock exclusively; the
+// encoding runs after it is let go (``StoreState/prepareCommit()``).
 extension DocumentTable {
-    func encodeDocument(with coder: DocumentCoder) throws -> Data {
+    func documentEncoding(with coder: DocumentCoder) -> DocumentEncoding {
+        compact()
+        // The records as they are now: the array shares its storage with the
+        // table's until the table changes it (a commit that sets its
+        // changes aside record by record then copies it once).
+        let document = Document<R>(version: Document<R>.currentVersion, entity: entityName, records: state.records)
         // One `encode` call for the whole document: Foundation's encoders cost
         // far more per call than per record.
-        compact()
-        return try coder.encode(Document<R>(version: Document<R>.currentVersion, entity: entityName, records: state.records))
+        return DocumentEncoding { try coder.encode(document) }
     }
 
     /// Puts the records in primary-key order, the order of a document, and
@@ -67,7 +73,7 @@ extension DocumentTable {
         return pairs.map(\.position)
     }
 
-    func encodeDelta(_ keys: Set<StoredValue>, with coder: DocumentCoder) throws -> Data {
+    func deltaEncoding(_ keys: Set<StoredValue>, with coder: DocumentCoder) throws -> DocumentEncoding {
         var records: [R] = []
         var erased: [R.PrimaryKey] = []
         for key in keys.sorted() {
@@ -81,7 +87,16 @@ extension DocumentTable {
                     message: "the erased key \(key) is not a primary key of '\(entityName)'")
             }
         }
-        return try coder.encode(
-            Delta<R>(version: Delta<R>.currentVersion, entity: entityName, records: records, erased: erased))
+        let delta = Delta<R>(version: Delta<R>.currentVersion, entity: entityName, records: records, erased: erased)
+        return DocumentEncoding { try coder.encode(delta) }
     }
+}
+
+/// The encoding of a document or delta, its records taken from a table
+/// (``DocumentTable/documentEncoding(with:)``,
+/// ``DocumentTable/deltaEncoding(_:with:)``), run by the commit without the
+/// store's state lock. Run once, on the thread that holds the store's
+/// writer lock, which every use of the store's coder holds.
+struct DocumentEncoding {
+    let encode: () throws -> Data
 }

@@ -107,17 +107,10 @@ extension DocumentTable {
     }
 
     /// The reader of the field named `name` by its position, when the record
-    /// is a ``FieldwiseRecord``; made once per field.
+    /// is a ``FieldwiseRecord`` (``valueReaders``).
     func valueReader(of name: String) -> FieldValueReader<R>? {
-        guard isFieldwise != false, let position = R.entity.position(ofField: name) else { return nil }
-        if let reader = valueReaders[position] { return reader }
-        guard let reader = makeFieldValueReader(for: R.self, position: position) else {
-            isFieldwise = false
-            return nil
-        }
-        isFieldwise = true
-        valueReaders[position] = reader
-        return reader
+        guard !valueReaders.isEmpty, let position = R.entity.position(ofField: name) else { return nil }
+        return valueReaders[position]
     }
 
     /// The sort keys of `records` for `sort` (``SortPlan/sorted(_:keys:)``:
@@ -128,20 +121,10 @@ extension DocumentTable {
     /// ``FieldwiseRecord``.
     /// - Throws: what the record's `write(fields:)` throws.
     func sortKeys(of records: [R], for sort: SortPlan<R>) throws -> [StoredValue]? {
-        guard isFieldwise != false, let fields = sort.fields, fields.count == 1,
-            let position = R.entity.position(ofField: fields[0].field.name), position > 0
+        guard !sortKeyReaders.isEmpty, let fields = sort.fields, fields.count == 1,
+            let position = R.entity.position(ofField: fields[0].field.name), position > 0,
+            let read = sortKeyReaders[position]
         else { return nil }
-        let read: FieldPairReader<R>
-        if let kept = sortKeyReaders[position] {
-            read = kept
-        } else {
-            guard let made = makeFieldPairReader(for: R.self, positions: [position, 0]) else {
-                isFieldwise = false
-                return nil
-            }
-            sortKeyReaders[position] = made
-            read = made
-        }
         let (values, keys) = try read(records)
         var sortKeys: [StoredValue] = []
         sortKeys.reserveCapacity(values.count * 2)

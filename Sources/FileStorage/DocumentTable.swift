@@ -24,7 +24,7 @@ struct DocumentTableState<R: Record> {
     /// A removal leaves a hole rather than moving records: moving them in
     /// the generic array, unspecialized, cost more than the whole removal
     /// did in a dictionary. The holes are closed by the next whole document
-    /// (``DocumentTable/encodeDocument(with:)``), or at a commit or a rollback once
+    /// (``DocumentTable/documentEncoding(with:)``), or at a commit or a rollback once
     /// they are as many as the records.
     var live: [Bool] = []
     /// How many positions of ``records`` are holes.
@@ -95,11 +95,13 @@ protocol AnyDocumentTable: AnyObject {
     /// transaction under way changed too much to write a delta: the next
     /// commit writes the whole document. Includes the transaction's changes.
     func keysSinceBase(merging: Bool) -> Set<StoredValue>?
-    /// Encodes the table as a document.
-    func encodeDocument(with coder: DocumentCoder) throws -> Data
-    /// Encodes the current state of the records with `keys` as a delta: those
-    /// present as records, the others as erased keys.
-    func encodeDelta(_ keys: Set<StoredValue>, with coder: DocumentCoder) throws -> Data
+    /// The table's records as a document, to encode later.
+    func documentEncoding(with coder: DocumentCoder) -> DocumentEncoding
+    /// The current state of the records with `keys` as a delta, to encode
+    /// later: those present as records, the others as erased keys.
+    /// - Throws: ``StorageError/Kind/encoding`` for an erased key that is not
+    ///   a primary key of the entity.
+    func deltaEncoding(_ keys: Set<StoredValue>, with coder: DocumentCoder) throws -> DocumentEncoding
     /// The number of primary keys the committed deltas wrote or erased.
     var changedSinceBaseCount: Int { get }
     /// Remembers the state at the start of a transaction.
@@ -184,15 +186,16 @@ final class DocumentTable<R: Record>: AnyDocumentTable {
     let keyPairReader: KeyPairReader<R>?
     /// The same for many records at once (see ``KeyPairsReader``).
     let keyPairsReader: KeyPairsReader<R>?
-    /// Whether the record is a ``FieldwiseRecord``; `nil` until a query asks
-    /// for a ``FieldValueReader`` (the cast is a conformance look-up).
-    var isFieldwise: Bool?
-    /// The ``FieldValueReader`` of each field position a query read, made
-    /// the first time (a query's candidates compared on a field, its sort keys).
-    var valueReaders: [Int: FieldValueReader<R>] = [:]
-    /// The reader of a sort's field and the primary key (``sortKeys(of:for:)``),
-    /// by the sort field's position, made the first time a query sorts by it.
-    var sortKeyReaders: [Int: FieldPairReader<R>] = [:]
+    /// The ``FieldValueReader`` of each field by its position (a query's
+    /// candidates compared on a field), empty when the record is not a
+    /// ``FieldwiseRecord``. Made with the table, not by the first query that
+    /// needs one: reads share the table, holding the store's lock shared,
+    /// and change nothing in it.
+    let valueReaders: [Int: FieldValueReader<R>]
+    /// The reader of each field after the primary key and of the primary
+    /// key (``sortKeys(of:for:)``), by the field's position, empty when the
+    /// record is not a ``FieldwiseRecord``; made with the table too.
+    let sortKeyReaders: [Int: FieldPairReader<R>]
 
     init(records: [R], documentName: String?, foreignKey: String?, format: FileFormat = .json) {
         trackedTextFields = format == .propertyList ? R.entity.fields.filter { $0.type == .text } : []
@@ -214,6 +217,17 @@ final class DocumentTable<R: Record>: AnyDocumentTable {
         indexedNames = indexedFields.map(\.name)
         indexCount = indexedNames.count
         hasRelations = !R.entity.relations.isEmpty
+        var valueReaders: [Int: FieldValueReader<R>] = [:]
+        var sortKeyReaders: [Int: FieldPairReader<R>] = [:]
+        for position in R.entity.fields.indices {
+            guard let reader = makeFieldValueReader(for: R.self, position: position) else { break }
+            valueReaders[position] = reader
+            if position > 0, let pair = makeFieldPairReader(for: R.self, positions: [position, 0]) {
+                sortKeyReaders[position] = pair
+            }
+        }
+        self.valueReaders = valueReaders
+        self.sortKeyReaders = sortKeyReaders
         state = DocumentTableState()
         state.indexes = Array(repeating: [:], count: indexedFields.count)
         for record in records {

@@ -32,7 +32,7 @@ public struct FileStorage<R: Record>: Storage {
         // optional's metadata.
         var found: R?
         try store.read(.read, R.entity.name) { state in
-            let table = try state.table(R.self)
+            let table = try state.readTable(R.self)
             guard let record = table.record(key.storedValue) else { return }
             found = try state.attachChildren(record)
         }
@@ -41,7 +41,7 @@ public struct FileStorage<R: Record>: Storage {
 
     public func read(primaryKeys keys: [R.PrimaryKey]) throws -> [R] {
         try store.read(.read, R.entity.name) { state in
-            let table = try state.table(R.self)
+            let table = try state.readTable(R.self)
             var records: [R] = []
             records.reserveCapacity(keys.count)
             for key in keys {
@@ -54,7 +54,7 @@ public struct FileStorage<R: Record>: Storage {
     public func read(_ query: Query<R>) throws -> [R] {
         try store.read(.read, R.entity.name) { state in
             try query.validate()
-            let table = try state.table(R.self)
+            let table = try state.readTable(R.self)
             let plan = QueryPlan(query)
             // The candidates are filtered as they are collected, and found in
             // the key order (ascending or descending) that gave the asked
@@ -96,7 +96,7 @@ public struct FileStorage<R: Record>: Storage {
         var records: [R] = []
         var answered = false
         try store.read(.read, R.entity.name) { state in
-            let table = try state.table(R.self)
+            let table = try state.readTable(R.self)
             answered = try table.answer(bound, into: &records)
             // Records without relations are complete as stored.
             if answered && table.hasRelations {
@@ -108,7 +108,7 @@ public struct FileStorage<R: Record>: Storage {
 
     public func count(where predicate: Predicate<R>?) throws -> Int {
         try store.read(.count, R.entity.name) { state in
-            let table = try state.table(R.self)
+            let table = try state.readTable(R.self)
             guard predicate != nil else { return table.recordCount }
             let plan = QueryPlan(Query(where: predicate))
             return try plan.count(state.candidates(in: table, for: plan), filtered: plan.accessIsExact && table.walksExactly(plan))

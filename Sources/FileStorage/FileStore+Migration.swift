@@ -20,7 +20,7 @@ extension FileStore: MigratableStore {
     ///   out (migrate before `storage(for:)`); ``StorageError/Kind/closed``
     ///   after ``close()``; what `body` and writing throw.
     public func withMigrationTransaction<T>(_ body: (any MigrationTransaction) throws -> T) throws -> T {
-        try writer.withLock { _ in
+        try writer.withLock {
             try state.withLock { state in
                 guard !state.isClosed else { throw StorageError.closed(.open, path: location.path) }
                 guard !state.hasLoadedTables else {

@@ -52,25 +52,29 @@ public final class FileStore: Store {
     public let commits = CommitBroadcaster()
     /// The threads the `async` calls of the store's storages run on: one
     /// writer thread and ``StoreExecutor/defaultReaderCount`` reader threads.
-    /// An `async` read runs in place on the awaiting task's thread when the
-    /// store's state is free at once (``StoreExecutor/readsInPlace``), and on
-    /// a reader thread while a write applies its changes to it.
+    /// An `async` read runs in place on the awaiting task's thread when it
+    /// can hold the store's state shared at once, beside other reads
+    /// (``StoreExecutor/readsInPlace``), and on a reader thread while a
+    /// write applies its changes to it or waits to.
     public let executor = StoreExecutor(
         readers: StoreExecutor.defaultReaderCount, name: "filestore", readsInPlace: true)
     private let lock: DirectoryLock
-    /// The loaded tables and the manifest. Readers hold it while they read;
-    /// a write holds it while it applies its changes and encodes them, and
-    /// again while it applies them after its files are written, never
-    /// during its file I/O.
-    let state: Mutex<StoreState>
+    /// The loaded tables and the manifest, behind a reader-writer lock.
+    /// Readers hold it shared, side by side; a write holds it exclusively
+    /// only while it applies its changes and sets them aside, and again
+    /// while it puts them back after its files are written, never while it
+    /// encodes its documents or writes them.
+    let state: StateLock
     /// Held by a write from its start to the end of its commit, so writes
     /// (and the other changes of the manifest: a storage's first opening, a
     /// migration, ``close()``) run one at a time. Taken before ``state``.
-    let writer = Mutex(())
+    let writer = WriterLock()
     /// For tests: runs in each commit between writing its documents and
     /// replacing the manifest, without the store's state lock; an error it
     /// throws fails the commit.
     let beforeManifest = Mutex<(@Sendable () throws -> Void)?>(nil)
+    /// For tests: runs in each read, holding the state lock shared.
+    let insideRead = ReadHook()
 
     /// Opens the store in `directory`, creating the directory if it is missing.
     ///
@@ -92,7 +96,9 @@ public final class FileStore: Store {
         lock = try DirectoryLock(directory: location)
         let manifest = try Self.loadManifest(in: location, format: format, durability: durability)
         try Self.removeUnreferencedFiles(in: location, manifest: manifest)
-        state = Mutex(StoreState(directory: location, format: format, durability: durability, manifest: manifest))
+        state = try StateLock(
+            StoreState(directory: location, format: format, durability: durability, manifest: manifest),
+            path: location.path)
     }
 
     /// A storage for records of type `type`, loading its entity's document (and
@@ -110,7 +116,7 @@ public final class FileStore: Store {
     public func storage<R: Record>(for type: R.Type) throws -> FileStorage<R> {
         try R.entity.validate()
         // The manifest may record the entity's schema: not beside a commit.
-        try writer.withLock { _ in
+        try writer.withLock {
             try state.withLock { state in
                 guard !state.isClosed else {
                     throw StorageError.closed(.open, entity: R.entity.name, path: location.path)
@@ -133,7 +139,7 @@ public final class FileStore: Store {
     /// storages throw ``StorageError/Kind/closed``; closing again does nothing.
     public func close() {
         commits.close()
-        writer.withLock { _ in
+        writer.withLock {
             state.withLock { state in
                 guard !state.isClosed else { return }
                 state.close()
@@ -154,23 +160,36 @@ public final class FileStore: Store {
 
     // MARK: Access for storages
 
-    /// Runs `body` on the loaded state, under the store's lock.
+    /// Runs `body` on the loaded state, holding the state lock shared:
+    /// reads run side by side, and wait only for a write's in-memory steps.
+    ///
+    /// `body` must change nothing in the state (``StoreState``). A read
+    /// that finds a table not loaded yet (never once its storage was
+    /// opened) is run again holding both locks, loading it.
     func read<T>(
         _ operation: StorageError.Operation, _ entity: String, _ body: (StoreState) throws -> T
     ) throws -> T {
         if StoreExecutor.readsMustNotWait { return try readInPlace(operation, entity, body) }
-        return try state.withLock { state in
-            guard !state.isClosed else { throw StorageError.closed(operation, entity: entity, path: location.path) }
-            do {
-                return try body(state)
-            } catch {
-                throw StoreState.wrap(error, operation, entity, path: location.path)
+        do {
+            return try state.read { state in
+                guard !state.isClosed else { throw StorageError.closed(operation, entity: entity, path: location.path) }
+                insideRead.run()
+                do {
+                    return try body(state)
+                } catch let error as StoreState.TableNotLoaded {
+                    throw error
+                } catch {
+                    throw StoreState.wrap(error, operation, entity, path: location.path)
+                }
             }
+        } catch is StoreState.TableNotLoaded {
+            return try readLoading(operation, entity, body)
         }
     }
 
     /// ``read(_:_:_:)`` in place for an `async` call: while a write holds the
-    /// state, the read moves to a reader thread rather than wait.
+    /// state (or waits for it), the read moves to a reader thread rather
+    /// than wait.
     ///
     /// A function of its own, never inlined: its `T?` needs `Optional<T>`'s
     /// metadata, which an unspecialized caller looked up at run time on
@@ -179,33 +198,64 @@ public final class FileStore: Store {
     private func readInPlace<T>(
         _ operation: StorageError.Operation, _ entity: String, _ body: (StoreState) throws -> T
     ) throws -> T {
-        let answer: T? = try state.withLockIfAvailable { state in
-            guard !state.isClosed else { throw StorageError.closed(operation, entity: entity, path: location.path) }
-            do {
-                return try body(state)
-            } catch {
-                throw StoreState.wrap(error, operation, entity, path: location.path)
+        let answer: T?
+        do {
+            answer = try state.tryRead { state in
+                guard !state.isClosed else { throw StorageError.closed(operation, entity: entity, path: location.path) }
+                insideRead.run()
+                do {
+                    return try body(state)
+                } catch let error as StoreState.TableNotLoaded {
+                    throw error
+                } catch {
+                    throw StoreState.wrap(error, operation, entity, path: location.path)
+                }
             }
+        } catch is StoreState.TableNotLoaded {
+            // Loading waits for the writer lock.
+            throw StoreExecutor.wouldWait()
         }
         guard let answer else { throw StoreExecutor.wouldWait() }
         return answer
+    }
+
+    /// ``read(_:_:_:)`` holding both locks, the tables it reads loaded on
+    /// the way (``StoreState/loadsOnRead``), as a storage's first opening
+    /// loads them.
+    private func readLoading<T>(
+        _ operation: StorageError.Operation, _ entity: String, _ body: (StoreState) throws -> T
+    ) throws -> T {
+        try writer.withLock {
+            try state.withLock { state in
+                guard !state.isClosed else { throw StorageError.closed(operation, entity: entity, path: location.path) }
+                state.loadsOnRead = true
+                defer { state.loadsOnRead = false }
+                do {
+                    return try body(state)
+                } catch {
+                    throw StoreState.wrap(error, operation, entity, path: location.path)
+                }
+            }
+        }
     }
 
     /// Runs `body` as one transaction: on success the changed documents are
     /// written and the manifest replaced; on any error the in-memory state is
     /// restored and nothing on disk changes.
     ///
-    /// Under the state lock, `body` applies its changes and the commit
-    /// encodes them, then sets them aside (``StoreState/prepareCommit()``)
-    /// and lets the lock go: while the files are written and synced, readers
-    /// see the committed state. The lock is taken again to apply the changes
-    /// and the new manifest at once (``StoreState/finishCommit(_:)``), or, when
-    /// the files could not be written, to drop them. ``writer`` keeps the
-    /// next write out until then.
+    /// Holding the state lock exclusively, `body` applies its changes, and
+    /// the commit takes what it will encode and sets the changes aside
+    /// (``StoreState/prepareCommit()``): the tables answer the committed
+    /// state again, and the lock is let go. The documents are encoded and
+    /// the files written and synced holding ``writer`` alone, while readers
+    /// read the committed state. The state lock is taken again to apply the
+    /// changes and the new manifest at once (``StoreState/finishCommit(_:)``),
+    /// or, when they could not be encoded or written, to drop them.
+    /// ``writer`` keeps the next write out until then.
     func write<T>(
         _ operation: StorageError.Operation, _ entity: String, _ body: (StoreState) throws -> T
     ) throws -> T {
-        try writer.withLock { _ in
+        try writer.withLock {
             let (result, prepared) = try state.withLock { state -> (T, PreparedCommit?) in
                 guard !state.isClosed else { throw StorageError.closed(operation, entity: entity, path: location.path) }
                 state.begin()
@@ -220,7 +270,8 @@ public final class FileStore: Store {
             guard let prepared else { return result }
             let written: Manifest
             do {
-                written = try prepared.write(
+                let encoded = try prepared.encode()
+                written = try encoded.write(
                     in: location, durability: durability, beforeManifest: beforeManifest.withLock { $0 })
             } catch {
                 state.withLock { $0.abandonCommit() }

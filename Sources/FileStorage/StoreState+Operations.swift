@@ -1,7 +1,9 @@
 import DAOCore
 import Foundation
 
-// The operations, on the state under the store's lock.
+// The operations, on the state under the store's lock: the writes hold it
+// exclusively; the reads (``attachChildren(_:)``, ``candidates(in:for:filtering:descending:)``)
+// hold it shared and change nothing.
 extension StoreState {
     /// Upserts `records` with their children. With `checkOwner`, each record of
     /// an owned entity must name an owner that exists.
@@ -208,7 +210,7 @@ extension StoreState {
     }
 
     private func attach<Relation: ToManyRelation>(_ relation: Relation, to parent: inout Relation.Parent) throws {
-        let childTable = try table(Relation.Child.self)
+        let childTable = try readTable(Relation.Child.self)
         let keys = childTable.keys(where: relation.foreignKeyField, equals: parent.primaryKey.storedValue) ?? []
         var children = childTable.records(withKeys: keys)
         // A child that owns no relations is complete as stored: not handed

@@ -11,8 +11,12 @@ import Darwin
 
 /// The loaded tables and the manifest.
 ///
-/// `@unchecked Sendable`: the only reference lives inside `FileStore`'s `Mutex`,
-/// and every use is inside `withLock`, so no two threads touch it at once.
+/// `@unchecked Sendable`: the only reference lives inside `FileStore`'s
+/// ``StateLock``. It is changed only holding that lock exclusively (and the
+/// store's writer lock, except by a write's last step); readers hold it
+/// shared and change nothing: they find tables already loaded
+/// (``readTable(_:)``), and what a table derives for queries is made when
+/// the table is (``DocumentTable/valueReaders``).
 final class StoreState: @unchecked Sendable {
     let directory: URL
     private(set) var coder: DocumentCoder
@@ -25,6 +29,9 @@ final class StoreState: @unchecked Sendable {
     private var committing: [(table: any AnyDocumentTable, full: Bool)] = []
     /// Set by ``close()``.
     private(set) var isClosed = false
+    /// Set while a read that found a table not loaded runs again holding
+    /// both locks (``readTable(_:)``).
+    var loadsOnRead = false
     /// The keys ``storedKeys(of:)`` decoded, by entity.
     private var keptKeys: [String: KeptKeys] = [:]
     /// How many documents and deltas ``storedKeys(of:)`` has decoded (for tests).
@@ -182,6 +189,25 @@ final class StoreState: @unchecked Sendable {
         return table
     }
 
+    /// Thrown by ``readTable(_:)`` for a table not loaded yet: the read is
+    /// run again holding both locks.
+    struct TableNotLoaded: Error {}
+
+    /// The table of `R` for a read, which holds the state lock shared and
+    /// must not load it: ``TableNotLoaded`` when it is not loaded (a
+    /// storage's opening loads its entity's table and those of its owner
+    /// and children) unless the state is held exclusively for a write or
+    /// ``loadsOnRead``.
+    @inline(__always)
+    func readTable<R: Record>(_ type: R.Type) throws -> DocumentTable<R> {
+        if let table = tables[R.entity.name] {
+            if let typed = table as? DocumentTable<R> { return typed }
+            return try self.table(type)  // says which two types share the name
+        }
+        guard inTransaction || loadsOnRead else { throw TableNotLoaded() }
+        return try table(type)
+    }
+
     /// Whether a record of the entity `name` is stored under a primary key:
     /// its loaded table's answer, or, for an entity whose record type this
     /// store has not loaded (the holder of a child type that names no owner,
@@ -331,13 +357,15 @@ final class StoreState: @unchecked Sendable {
     /// them into one.
     static let maximumDeltas = 8
 
-    /// Encodes a new document or delta for every changed table and the
-    /// manifest that will name them, then sets each changed table's changes
-    /// aside (``AnyDocumentTable/setAside()``): readers see the committed
-    /// state while ``PreparedCommit/write(in:durability:beforeManifest:)``
-    /// writes the files, without the store's lock, and ``finishCommit(_:)``
-    /// applies the changes again. Returns `nil`, the transaction over, when
-    /// nothing changed.
+    /// Takes what each changed table's new document or delta will hold and
+    /// the manifest that will name them, then sets each changed table's
+    /// changes aside (``AnyDocumentTable/setAside()``): readers see the
+    /// committed state while the commit encodes its files
+    /// (``PreparedCommit/encode()``) and writes them
+    /// (``PreparedCommit/Encoded/write(in:durability:beforeManifest:)``),
+    /// without the store's state lock, and ``finishCommit(_:)`` applies the
+    /// changes again. Returns `nil`, the transaction over, when nothing
+    /// changed.
     ///
     /// A table whose changes since its document (this commit's and its
     /// deltas') cover at most half of its records gets a delta: the records it
@@ -346,8 +374,9 @@ final class StoreState: @unchecked Sendable {
     /// (and for a table written from empty, cleared, or kept in a version 1
     /// document) the whole document is written and its deltas dropped.
     ///
-    /// - Throws: what encoding throws, before anything is set aside (the
-    ///   caller rolls the transaction back).
+    /// - Throws: ``StorageError/Kind/encoding`` for a key that is not a
+    ///   primary key, before anything is set aside (the caller rolls the
+    ///   transaction back).
     func prepareCommit() throws -> PreparedCommit? {
         let dirty = tables.values.filter(\.isDirty)
         guard !dirty.isEmpty else {
@@ -381,20 +410,13 @@ final class StoreState: @unchecked Sendable {
                 let sinceBase = merging ? changed.count : changed.count + table.changedSinceBaseCount
                 if sinceBase * 2 <= table.recordCount { keys = changed }
             }
-            let data: Data
-            do {
-                if let keys {
-                    data = try table.encodeDelta(keys, with: coder)
-                } else {
-                    data = try table.encodeDocument(with: coder)
-                }
-            } catch {
-                throw StorageError(
-                    .encoding, .persist, entity: entity, path: url.path,
-                    message: "the records could not be encoded: \(Self.describe(error))", underlying: error)
+            let encoding: DocumentEncoding
+            if let keys {
+                encoding = try table.deltaEncoding(keys, with: coder)
+            } else {
+                encoding = table.documentEncoding(with: coder)
             }
-            files.append(PreparedCommit.File(url: url, data: data))
-            next.checksums?[name] = DocumentChecksum(crc32c: CRC32C.checksum(data), size: data.count)
+            files.append(PreparedCommit.File(url: url, name: name, entity: entity, encoding: encoding))
             var replaced: [String] = []
             if keys != nil {
                 replaced = merging ? deltas : []
@@ -472,12 +494,15 @@ final class StoreState: @unchecked Sendable {
     }
 }
 
-/// A commit's files and manifest, encoded under the store's lock
-/// (``StoreState/prepareCommit()``) and written without it.
-struct PreparedCommit: Sendable {
-    struct File: Sendable {
+/// A commit's files and manifest: what they hold taken under the store's
+/// state lock (``StoreState/prepareCommit()``), encoded and written without
+/// it, holding the store's writer lock.
+struct PreparedCommit {
+    struct File {
         var url: URL
-        var data: Data
+        var name: String
+        var entity: String
+        var encoding: DocumentEncoding
     }
     struct Superseded: Sendable {
         var name: String
@@ -485,34 +510,62 @@ struct PreparedCommit: Sendable {
     }
     /// The new documents and deltas.
     var files: [File]
-    /// The manifest that names them, not sealed yet.
+    /// The manifest that names them, without their checksums, not sealed yet.
     var manifest: Manifest
     /// The files the manifest no longer names once it is written.
     var superseded: [Superseded]
     var storeId: String
 
-    /// Writes the documents unsynced, then the manifest, synced together
-    /// with them (``FileStore/write(_:in:durability:syncingAlso:operation:)``);
-    /// returns the manifest written. `beforeManifest` runs between the two
-    /// (a test's hook). On failure the new files are removed (the manifest
-    /// still names the old ones) and the error is thrown.
-    func write(
-        in directory: URL, durability: Durability, beforeManifest: (@Sendable () throws -> Void)?
-    ) throws -> Manifest {
-        var written: [URL] = []
-        written.reserveCapacity(files.count)
-        do {
-            for file in files {
-                try FileIO.create(file.url, data: file.data, sync: false, operation: .persist)
-                written.append(file.url)
+    /// The encoded files and the manifest with their checksums.
+    struct Encoded {
+        var files: [(url: URL, data: Data)]
+        var manifest: Manifest
+
+        /// Writes the documents unsynced, then the manifest, synced together
+        /// with them (``FileStore/write(_:in:durability:syncingAlso:operation:)``);
+        /// returns the manifest written. `beforeManifest` runs between the two
+        /// (a test's hook). On failure the new files are removed (the manifest
+        /// still names the old ones) and the error is thrown.
+        func write(
+            in directory: URL, durability: Durability, beforeManifest: (@Sendable () throws -> Void)?
+        ) throws -> Manifest {
+            var written: [URL] = []
+            written.reserveCapacity(files.count)
+            do {
+                for file in files {
+                    try FileIO.create(file.url, data: file.data, sync: false, operation: .persist)
+                    written.append(file.url)
+                }
+                try beforeManifest?()
+                return try FileStore.write(
+                    manifest, in: directory, durability: durability, syncingAlso: written, operation: .persist)
+            } catch {
+                for url in written { unlink(url.path) }
+                throw error
             }
-            try beforeManifest?()
-            return try FileStore.write(
-                manifest, in: directory, durability: durability, syncingAlso: written, operation: .persist)
-        } catch {
-            for url in written { unlink(url.path) }
-            throw error
         }
+    }
+
+    /// Encodes each document and delta and records its CRC-32C and size in
+    /// the manifest.
+    /// - Throws: ``StorageError/Kind/encoding`` naming the file when a record
+    ///   does not encode.
+    func encode() throws -> Encoded {
+        var encoded = Encoded(files: [], manifest: manifest)
+        encoded.files.reserveCapacity(files.count)
+        for file in files {
+            let data: Data
+            do {
+                data = try file.encoding.encode()
+            } catch {
+                throw StorageError(
+                    .encoding, .persist, entity: file.entity, path: file.url.path,
+                    message: "the records could not be encoded: \(StoreState.describe(error))", underlying: error)
+            }
+            encoded.files.append((file.url, data))
+            encoded.manifest.checksums?[file.name] = DocumentChecksum(crc32c: CRC32C.checksum(data), size: data.count)
+        }
+        return encoded
     }
 
     /// Removes the files the written manifest no longer names, those the
