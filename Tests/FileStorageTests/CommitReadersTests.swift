@@ -12,8 +12,11 @@ import Testing
 /// documents and replacing the manifest.
 @Suite("File store: readers beside a commit's file I/O")
 struct CommitReadersTests {
-    /// How long a read may take before the test says it waited for the commit.
-    static let limit = Duration.seconds(10)
+    /// How long a read may take before the test says it waited for the
+    /// commit. Long: a read that waits for a held commit never answers, so
+    /// only a failing run waits this long, and the whole suite shares two
+    /// cores, where a task may not be scheduled for seconds.
+    static let limit = Duration.seconds(60)
 
     /// A value another thread or task sets once (a later value is dropped).
     final class Outcome<Value: Sendable>: Sendable {
@@ -330,7 +333,7 @@ struct CommitReadersTests {
                         seen.set(Result { try Answers(gardens, beds, plants, bedIds: bedIds) })
                         done.signal()
                     }.start()
-                    guard done.wait(timeout: .now() + .seconds(10)) == .success else {
+                    guard done.wait(timeout: .now() + .seconds(60)) == .success else {
                         seen.set(.failure(ReadWaited()))
                         throw ReadWaited()
                     }
