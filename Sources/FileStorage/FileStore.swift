@@ -171,17 +171,7 @@ public final class FileStore: Store {
     ) throws -> T {
         if StoreExecutor.readsMustNotWait { return try readInPlace(operation, entity, body) }
         do {
-            return try state.read { state in
-                guard !state.isClosed else { throw StorageError.closed(operation, entity: entity, path: location.path) }
-                insideRead.run()
-                do {
-                    return try body(state)
-                } catch let error as StoreState.TableNotLoaded {
-                    throw error
-                } catch {
-                    throw StoreState.wrap(error, operation, entity, path: location.path)
-                }
-            }
+            return try state.read { try readHeld($0, operation, entity, body) }
         } catch is StoreState.TableNotLoaded {
             return try readLoading(operation, entity, body)
         }
@@ -200,23 +190,32 @@ public final class FileStore: Store {
     ) throws -> T {
         let answer: T?
         do {
-            answer = try state.tryRead { state in
-                guard !state.isClosed else { throw StorageError.closed(operation, entity: entity, path: location.path) }
-                insideRead.run()
-                do {
-                    return try body(state)
-                } catch let error as StoreState.TableNotLoaded {
-                    throw error
-                } catch {
-                    throw StoreState.wrap(error, operation, entity, path: location.path)
-                }
-            }
+            answer = try state.tryRead { try readHeld($0, operation, entity, body) }
         } catch is StoreState.TableNotLoaded {
             // Loading waits for the writer lock.
             throw StoreExecutor.wouldWait()
         }
         guard let answer else { throw StoreExecutor.wouldWait() }
         return answer
+    }
+
+    /// A read's body with the state lock held shared: a closed store's
+    /// error, the test hook, and errors completed with the operation, the
+    /// entity and the path, except ``StoreState/TableNotLoaded``, which the
+    /// caller answers.
+    @inline(__always)
+    private func readHeld<T>(
+        _ state: StoreState, _ operation: StorageError.Operation, _ entity: String, _ body: (StoreState) throws -> T
+    ) throws -> T {
+        guard !state.isClosed else { throw StorageError.closed(operation, entity: entity, path: location.path) }
+        insideRead.run()
+        do {
+            return try body(state)
+        } catch let error as StoreState.TableNotLoaded {
+            throw error
+        } catch {
+            throw StoreState.wrap(error, operation, entity, path: location.path)
+        }
     }
 
     /// ``read(_:_:_:)`` holding both locks, the tables it reads loaded on
