@@ -118,11 +118,12 @@ docs: setup
 # differential test (Tests/ConformanceTests/DifferentialTests.swift) with 200
 # seeded rounds instead of 6; DAO_DIFFERENTIAL_SEED=N starts at another seed.
 # Then the client trial's four-level warehouse run against its model
-# (Tests/ClientTrialTests/WarehouseTrialTests.swift) with 40 seeded rounds
+# (Tests/ClientTrialTests/RoundTripTests+Warehouse.swift) with 40 seeded rounds
 # instead of 2; WAREHOUSE_TRIAL_SEED=N starts at another seed. Then the
 # fifth domain's (logistics) run against its model with 20 seeded rounds
-# instead of 1 and its writer killed 40 times per backend instead of 4
-# (Tests/ClientTrialTests/Logistics*.swift; LOGISTICS_TRIAL_SEED=N). Every part
+# instead of 1 (RoundTripTests+Logistics.swift; LOGISTICS_TRIAL_SEED=N), and
+# the client trial's killed writers (DurabilityTests.swift), the logistics
+# writer killed 40 times per backend instead of 4. Every part
 # runs to its end; the output is kept in results/torture.log and summed up in
 # results/torture.csv (scripts/torture.sh, scripts/torture-summary.py), which
 # docs/CRASHES.md's table comes from; it fails on any crash, hang or failed part.

@@ -33,7 +33,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Each part is the `swift test` command whose filter names it (scripts/torture.sh
 # echoes each command before it runs); its summary is the next "Test run" line.
 PARTS = [("crash and damage", "CrashTests"), ("differential", "DifferentialTests"),
-         ("warehouse trial", "WarehouseTrialTests"), ("logistics trial", "LogisticsTrialTests")]
+         ("warehouse trial", "RoundTripTests/WarehouseDomain/"), ("logistics trial", "RoundTripTests/LogisticsDomain/")]
 DAMAGE = re.compile(r"^(\w+): (\d+) damaged copies of (\d+) files: \[(.*)\]$")
 MIGRATION = re.compile(r"^relation migrations killed on (\w+): \[(.*)\]$")
 PAIR = re.compile(r'\(key: "([^"]*)", value: (\d+)\)')

@@ -24,7 +24,7 @@ part() {
 echo "torture seed $STORAGE_TORTURE_SEED" | tee -a "$log"
 part STORAGE_TORTURE=1 "$SWIFT" test --skip-build --filter CrashTests
 part DAO_DIFFERENTIAL_ROUNDS="${DIFFERENTIAL_ROUNDS:-200}" "$SWIFT" test --skip-build --filter DifferentialTests
-part WAREHOUSE_TRIAL_ROUNDS="${WAREHOUSE_ROUNDS:-40}" "$SWIFT" test --skip-build --filter WarehouseTrialTests
-part STORAGE_TORTURE=1 "$SWIFT" test --skip-build --filter 'LogisticsTrialTests|LogisticsKillTests'
+part WAREHOUSE_TRIAL_ROUNDS="${WAREHOUSE_ROUNDS:-40}" "$SWIFT" test --skip-build --filter 'RoundTripTests/WarehouseDomain/'
+part STORAGE_TORTURE=1 "$SWIFT" test --skip-build --filter 'RoundTripTests/LogisticsDomain/|DurabilityTests'
 python3 scripts/torture-summary.py "$log" || status=1
 exit $status

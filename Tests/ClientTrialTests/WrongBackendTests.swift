@@ -13,20 +13,6 @@ import Testing
 // other's files), it must not change or remove a byte of the other store, and
 // the right backend must find all its data afterwards.
 
-/// Every regular file under `directory`, by relative path, with its bytes.
-func fileBytes(under directory: URL) throws -> [String: Data] {
-    var files: [String: Data] = [:]
-    let base = directory.standardizedFileURL.path
-    guard let walker = FileManager.default.enumerator(at: directory, includingPropertiesForKeys: [.isRegularFileKey]) else {
-        return files
-    }
-    for case let url as URL in walker where (try url.resourceValues(forKeys: [.isRegularFileKey])).isRegularFile == true {
-        let path = url.standardizedFileURL.path
-        files[String(path.dropFirst(base.count))] = try Data(contentsOf: url)
-    }
-    return files
-}
-
 @Suite("Client trial: a store opened with the wrong backend")
 struct WrongBackendTests {
     static let pairs: [(String, String)] = localBackends.flatMap { writer in
@@ -42,7 +28,7 @@ struct WrongBackendTests {
         let corpus = Sample.corpus()
         try withLibrary(writer, in: directory.url) { daos, _ in try daos.libraries.persist(corpus) }
         // Data files only: a lock file's bytes are the engine's business.
-        let before = try fileBytes(under: directory.url).filter { !$0.key.hasSuffix("lock.mdb") && !$0.key.hasSuffix(".lock") }
+        let before = try fileContents(directory.url).filter { !$0.key.hasSuffix("lock.mdb") && !$0.key.hasSuffix(".lock") }
         do {
             let store = try opener.open(directory.url)
             do {
@@ -60,7 +46,7 @@ struct WrongBackendTests {
         } catch {
             Issue.record("opening a \(writerName) store as \(openerName): untyped \(type(of: error)): \(error)")
         }
-        let after = try fileBytes(under: directory.url)
+        let after = try fileContents(directory.url)
         for (path, bytes) in before {
             #expect(after[path] == bytes, "\(openerName) changed or removed \(path) of a \(writerName) store")
         }
@@ -74,7 +60,7 @@ struct WrongBackendTests {
         let writer = try #require(localBackends.first { $0.name == writerName })
         let directory = try TemporaryDirectory("trial-wrong-file")
         try withLibrary(writer, in: directory.url) { daos, _ in try daos.libraries.persist(Sample.corpus()) }
-        let files = try fileBytes(under: directory.url).filter { !$0.key.hasSuffix("lock.mdb") && !$0.key.hasSuffix(".lock") }
+        let files = try fileContents(directory.url).filter { !$0.key.hasSuffix("lock.mdb") && !$0.key.hasSuffix(".lock") }
         for (path, bytes) in files {
             let url = directory.url.appending(path: String(path.drop { $0 == "/" }))
             do {
