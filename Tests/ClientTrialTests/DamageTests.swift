@@ -50,17 +50,12 @@ let neutralFileNames: Set<String> = ["notes.txt", "backup-2023.json", "store.sql
 
 /// Writes `foreignFiles` (only the neutral ones when `neutralOnly`) into `directory`.
 func plantForeignFiles(in directory: URL, neutralOnly: Bool = false) throws {
-    for (name, data) in foreignFiles where !neutralOnly || neutralFileNames.contains(name) {
-        try data.write(to: directory.appendingPathComponent(name))
-    }
+    try plant(foreignFiles.filter { !neutralOnly || neutralFileNames.contains($0.key) }, in: directory)
 }
 
 /// Records an issue for each foreign file that is missing or changed.
 func expectForeignFilesUntouched(in directory: URL, _ context: String, sourceLocation: SourceLocation = #_sourceLocation) {
-    for (name, data) in foreignFiles {
-        let now = FileManager.default.contents(atPath: directory.appendingPathComponent(name).path)
-        #expect(now == data, "\(context): \(name) was \(now == nil ? "removed" : "changed")", sourceLocation: sourceLocation)
-    }
+    expectUntouched(foreignFiles, in: directory, context, sourceLocation: sourceLocation)
 }
 
 /// The names of the regular files in `directory`.
@@ -424,12 +419,9 @@ extension DamageTests {
                 "attachments/screenshot.png": Data([0x89, 0x50, 0x4E, 0x47]),
             ]
             try FileManager.default.createDirectory(at: directory.url.appending(path: "attachments"), withIntermediateDirectories: true)
-            for (name, bytes) in foreign { try bytes.write(to: directory.url.appending(path: name)) }
+            try plant(foreign, in: directory.url)
             func checkForeign(_ moment: String) throws {
-                let files = try fileContents(directory.url)
-                for (name, bytes) in foreign {
-                    #expect(files[name] == bytes, "\(name) after \(moment) on \(backend.name)")
-                }
+                expectUntouched(foreign, in: directory.url, "after \(moment) on \(backend.name)")
             }
             try withTracker(backend, in: directory.url) { daos, _ in
                 for index in 3..<12 { try TrackerWrites.apply(index, oneSpelling: oneSpelling(backend), to: daos) }

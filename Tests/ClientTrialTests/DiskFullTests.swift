@@ -5,6 +5,9 @@ import LMDBStorage
 import TestSupport
 import Testing
 
+// Room to write: a write that finds the disk full, and LMDB's map filling
+// with bytes and growing.
+
 @Suite("Full disk: a write that finds no room")
 struct DiskFullTests {}
 

@@ -145,14 +145,7 @@ extension EdgeCaseTests {
     struct ClinicDomain {
         @Test("limits, repeated keys, children twice, relations in sorts, counts and erasures, special constants")
         func sameEverywhere() throws {
-            let transcripts = try localBackends.map { ($0.name, try clinicEdgeTranscript($0)) }
-            let (firstName, first) = transcripts[0]
-            for (name, transcript) in transcripts.dropFirst() {
-                #expect(transcript.count == first.count, "\(name) answered \(transcript.count) steps, \(firstName) \(first.count)")
-                for (index, line) in transcript.enumerated() where index >= first.count || line != first[index] {
-                    Issue.record("\(name) differs from \(firstName): \(line) / \(index < first.count ? first[index] : "-")")
-                }
-            }
+            let first = expectSameTranscripts(try localBackends.map { ($0.name, try clinicEdgeTranscript($0)) })
             #expect(first.contains("limit -1: invalidArgument"))
             #expect(first.filter { $0.hasSuffix("after close: closed") }.count == 7, "\(first.suffix(8))")
             #expect(first.filter { $0.hasSuffix(": schemaMismatch") }.count == 5, "the five refused migrations")
@@ -249,14 +242,7 @@ extension EdgeCaseTests {
     struct LogisticsDomain {
         @Test("one transcript on every backend")
         func sameEverywhere() throws {
-            let transcripts = try localBackends.map { ($0.name, try logisticsEdgeTranscript($0)) }
-            let (firstName, first) = transcripts[0]
-            for (name, lines) in transcripts.dropFirst() {
-                for (index, (mine, theirs)) in zip(lines, first).enumerated() where mine != theirs {
-                    Issue.record("line \(index): \(name) says \"\(mine)\", \(firstName) says \"\(theirs)\"")
-                }
-                #expect(lines.count == first.count)
-            }
+            let first = expectSameTranscripts(try localBackends.map { ($0.name, try logisticsEdgeTranscript($0)) })
             // What the documents say, whichever backend: limits below zero are
             // refused, children naming another parent are constraint errors.
             #expect(first.contains { $0.hasPrefix("limit -1: error invalidArgument") }, "\(first)")

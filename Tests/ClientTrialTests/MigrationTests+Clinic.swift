@@ -90,25 +90,14 @@ extension PatientRecord {
 }
 
 /// Files a client keeps beside a store: they are not the store's.
-let clinicForeignFiles: [(String, Data)] = [
-    ("notes.txt", Data("clinic notes\n".utf8)),
-    ("cl_labs.json", Data("{\"not\":\"the store's\"}".utf8)),
-    ("backup-2024.json", Data("[1,2,3]".utf8)),
-    ("manifest.json.bak", Data("{}".utf8)),
-    ("data.mdb.old", Data(repeating: 7, count: 100)),
-    ("store.sqlite.backup", Data("SQLite format 3\u{0}".utf8)),
+let clinicForeignFiles: [String: Data] = [
+    "notes.txt": Data("clinic notes\n".utf8),
+    "cl_labs.json": Data("{\"not\":\"the store's\"}".utf8),
+    "backup-2024.json": Data("[1,2,3]".utf8),
+    "manifest.json.bak": Data("{}".utf8),
+    "data.mdb.old": Data(repeating: 7, count: 100),
+    "store.sqlite.backup": Data("SQLite format 3\u{0}".utf8),
 ]
-
-func placeClinicForeignFiles(in directory: URL) throws {
-    for (name, bytes) in clinicForeignFiles { try bytes.write(to: directory.appending(path: name)) }
-}
-
-func expectClinicForeignFiles(in directory: URL, _ step: String, sourceLocation: SourceLocation = #_sourceLocation) {
-    for (name, bytes) in clinicForeignFiles {
-        let read = try? Data(contentsOf: directory.appending(path: name))
-        #expect(read == bytes, "\(name) changed or vanished \(step)", sourceLocation: sourceLocation)
-    }
-}
 
 extension MigrationTests {
     @Suite("Client trial: the clinic's second release, with and without its migration")
@@ -124,10 +113,10 @@ extension MigrationTests {
               arguments: localBackends)
         func secondRelease(backend: TestBackend) throws {
             let directory = try TemporaryDirectory("trial-clinic-migrate")
-            try placeClinicForeignFiles(in: directory.url)
+            try plant(clinicForeignFiles, in: directory.url)
             let old = clinicPatients(seed: 21)
             try withClinic(backend, in: directory.url) { clinic, _ in try clinic.patients.persist(old) }
-            expectClinicForeignFiles(in: directory.url, "after the first writes on \(backend.name)")
+            expectUntouched(clinicForeignFiles, in: directory.url, "after the first writes on \(backend.name)")
 
             // Without the migration: every changed type refused, typed, naming the change; nothing lost.
             try withClinic(backend, in: directory.url) { clinic, store in
@@ -156,7 +145,7 @@ extension MigrationTests {
                 let read = try clinic.patients.readAll()
                 #expect(sameBits(read, old), "after a failed migration on \(backend.name): \(firstDifference(read, old))")
             }
-            expectClinicForeignFiles(in: directory.url, "after a failed migration on \(backend.name)")
+            expectUntouched(clinicForeignFiles, in: directory.url, "after a failed migration on \(backend.name)")
 
             var migrator = Migrator()
             migrator.register(Self.release2.name, Self.release2.steps)
@@ -166,7 +155,7 @@ extension MigrationTests {
                 #expect(try migrator.migrate(store) == [], "on \(backend.name): applied once")
                 try store.close()
             }
-            expectClinicForeignFiles(in: directory.url, "after the migration on \(backend.name)")
+            expectUntouched(clinicForeignFiles, in: directory.url, "after the migration on \(backend.name)")
 
             let expected = old.map(\.migrated)
             let store = try backend.open(directory.url)
@@ -195,7 +184,7 @@ extension MigrationTests {
             }
             #expect(try patients.eraseAll() == expected.count)
             #expect(try labs.count() == 0 && prescriptions.count() == 0, "erase-all cascades on \(backend.name)")
-            expectClinicForeignFiles(in: directory.url, "after erase-all on \(backend.name)")
+            expectUntouched(clinicForeignFiles, in: directory.url, "after erase-all on \(backend.name)")
         }
 
         @Test("a migration run after storages were handed out is refused or leaves them working", arguments: localBackends)
@@ -341,7 +330,7 @@ extension MigrationTests {
         @Test("every level reads back converted, through the renamed foreign key's index too", arguments: localBackends)
         func thirdRelease(backend: TestBackend) throws {
             let directory = try TemporaryDirectory("trial-clinic-migrate3")
-            try placeClinicForeignFiles(in: directory.url)
+            try plant(clinicForeignFiles, in: directory.url)
             let old = clinicPatients(seed: 23)
             #expect(old.flatMap(\.visits).flatMap(\.labs).contains { $0.code.isEmpty })
             try withClinic(backend, in: directory.url) { clinic, _ in try clinic.patients.persist(old) }
@@ -352,7 +341,7 @@ extension MigrationTests {
                 #expect(try migrator.migrate(store) == [Self.release3.name], "on \(backend.name)")
                 try store.close()
             }
-            expectClinicForeignFiles(in: directory.url, "after the migration on \(backend.name)")
+            expectUntouched(clinicForeignFiles, in: directory.url, "after the migration on \(backend.name)")
             let expected = old.map(\.migrated3)
             let store = try backend.open(directory.url)
             defer {

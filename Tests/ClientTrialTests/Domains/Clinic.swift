@@ -116,7 +116,7 @@ func day(_ seconds: Double) -> Date { Date(timeIntervalSinceReferenceDate: secon
 /// comparisons give the stored order; ties in every sorted field on purpose.
 func clinicPatients(seed: UInt64) -> [PatientRecord] {
     var random = TestRandom(seed: seed)
-    func below(_ bound: Int) -> Int { Int(random.next() % UInt64(bound)) }
+    func below(_ bound: Int) -> Int { random.below(bound) }
     let values: [Double?] = [nil, 0, 1.5, 1.5, -2, .infinity, -.infinity, .leastNonzeroMagnitude, 7, 1e300]
     let dates: [Date?] = [nil, day(0), day(86_400), day(86_400), day(-.infinity), day(.infinity), .distantPast, day(.leastNonzeroMagnitude)]
     let codes = ["HB", "K", "NA", "hb", ""]

@@ -20,9 +20,9 @@ struct WarehouseGenerator {
         self.oneSpelling = oneSpelling
     }
 
-    mutating func below(_ bound: Int) -> Int { Int(random.next() % UInt64(bound)) }
+    mutating func below(_ bound: Int) -> Int { random.below(bound) }
     mutating func chance(_ percent: Int) -> Bool { below(100) < percent }
-    mutating func pick<T>(_ values: [T]) -> T { values[below(values.count)] }
+    mutating func pick<T>(_ values: [T]) -> T { random.pick(values) }
     mutating func maybe<T>(_ value: T) -> T? { chance(30) ? nil : value }
 
     func spelled(_ text: String) -> String { oneSpelling ? text.precomposedStringWithCanonicalMapping : text }
