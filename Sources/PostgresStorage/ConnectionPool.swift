@@ -47,8 +47,9 @@ final class ServerConnection: @unchecked Sendable {
     /// The statement that tells other stores of the call's commit, sent
     /// with the first statements the call waits for (in its transaction, so
     /// heard at the commit; after a lone statement, so heard once it
-    /// committed). Its failure is not the call's: a lone statement has
-    /// committed by then, and a transaction's `COMMIT` fails after it.
+    /// committed), unless the call's one statement carries it
+    /// (``takeNotice()``). Its failure is not the call's: a lone statement
+    /// has committed by then, and a transaction's `COMMIT` fails after it.
     private var notice: (sql: String, binds: [PostgresData])?
     /// The index in `sent` of the notice, once sent.
     private var noticeIndex: Int?
@@ -99,6 +100,16 @@ final class ServerConnection: @unchecked Sendable {
     func sendAlone(_ sql: String, _ binds: [PostgresData]) throws {
         if sent.isEmpty, !inTransaction { pendingBegin = nil }
         try send(sql, binds)
+    }
+
+    /// The parameters of the call's notice, which the caller's one
+    /// statement then sends itself (`pg_notify` with them as a part of it,
+    /// so heard when that statement commits): the notice is no longer sent
+    /// on its own. `nil` when the call sends none, or sent something already.
+    func takeNotice() -> [PostgresData]? {
+        guard let notice, !hasSent else { return nil }
+        self.notice = nil
+        return notice.binds
     }
 
     /// Sends `sql` unprepared (DDL, catalogue queries), without waiting.

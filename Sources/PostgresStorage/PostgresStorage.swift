@@ -79,15 +79,26 @@ public struct PostgresStorage<Record: DAOCore.Record>: Storage {
     /// - Throws: ``StorageError``.
     public func read(primaryKeys keys: [Record.PrimaryKey]) throws -> [Record] {
         let values = keys.map(\.storedValue)
-        return try store.transaction(.read, entity: entityName, readOnly: true, oneStatement: !table.hasLinks) { connection in
+        // A table without relations, or whose children hold none (its TreeSQL), is read by one statement.
+        let tree = table.tree
+        let oneStatement = !table.hasLinks || tree != nil
+        return try store.transaction(.read, entity: entityName, readOnly: true, oneStatement: oneStatement) { connection in
             guard !keys.isEmpty else { return [] }
             let found: [Record]
             // The children are asked for by the keys asked for (a child's foreign key names a stored parent), with the parents.
             if keys.count == 1, let key = PostgresValue.bind(values[0], as: table.sql.types[0]) {
-                found = try table.read(table.sql.selectByKey, [key], keys: values, connection)
+                if let tree {
+                    found = try table.readTree(tree.selectByKey, [key], tree, connection)
+                } else {
+                    found = try table.read(table.sql.selectByKey, [key], keys: values, connection)
+                }
             } else {
                 guard let array = table.keyArray(values) else { return [] }
-                found = try table.read(table.sql.selectByKeys, [array], keys: values, connection)
+                if let tree {
+                    found = try table.readTree(tree.selectByKeys, [array], tree, connection)
+                } else {
+                    found = try table.read(table.sql.selectByKeys, [array], keys: values, connection)
+                }
             }
             if keys.count == 1 { return found }
             var byKey: [StoredValue: Record] = [:]
@@ -163,6 +174,10 @@ public struct PostgresStorage<Record: DAOCore.Record>: Storage {
         // One statement (the children go by the foreign keys' cascades): atomic without BEGIN.
         let erased = try store.transaction(.erase, entity: entityName, oneStatement: true) { connection -> Int in
             guard !keys.isEmpty, let array = table.keyArray(values) else { return 0 }
+            // The call's notice goes in the statement (heard when it commits).
+            if let notice = connection.takeNotice() {
+                return try count(connection.rows(table.sql.deleteByKeysNotifying, [array] + notice))
+            }
             return try count(connection.rows(table.sql.deleteByKeys, [array]))
         }
         if erased > 0 { store.commits.didCommit(.erased(Record.self, primaryKeys: keys)) }
@@ -179,8 +194,11 @@ public struct PostgresStorage<Record: DAOCore.Record>: Storage {
         let exact = condition != nil && (plan.conditionIsExact || predicate == nil)
         let erased = try store.transaction(.erase, entity: entityName, oneStatement: exact) { connection -> Int in
             if let condition, plan.conditionIsExact || predicate == nil {
-                let sql = table.sql.delete(where: condition.sql == "TRUE" ? nil : condition.sql)
-                return try count(connection.rows(sql, condition.binds))
+                // One statement, which carries the call's notice (heard when it commits).
+                let notice = connection.takeNotice()
+                let sql = table.sql.delete(
+                    where: condition.sql == "TRUE" ? nil : condition.sql, notice: notice.map { _ in condition.binds.count + 1 })
+                return try count(connection.rows(sql, condition.binds + (notice ?? [])))
             }
             var candidates = try candidates(condition, connection)
             if plan.needsCompleteRecords { try table.attachChildren(&candidates, connection) }

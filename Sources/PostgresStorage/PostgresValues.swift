@@ -194,9 +194,11 @@ struct CellReader: FieldReader {
     private var position = 0
     private var peeked: PostgresCell?
 
-    init(_ row: PostgresRow, entity: String) {
+    /// A reader of `row`'s cells from the one after the first `skipping`.
+    init(_ row: PostgresRow, entity: String, skipping: Int = 0) {
         iterator = row.makeIterator()
         self.entity = entity
+        for _ in 0..<skipping { _ = iterator.next() }
     }
 
     private mutating func next() throws -> PostgresCell {

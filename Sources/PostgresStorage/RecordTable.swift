@@ -12,15 +12,24 @@ final class RecordTable<R: Record>: Sendable {
     /// How a record is written and read: by position when it is a
     /// ``FieldwiseRecord``, else through DAOCore's ``CodableFields``.
     private let codec: RecordCodec<R>
+    /// The one statement that reads records by key with their children, or
+    /// writes a batch of them, when the table has relations whose children
+    /// hold none, each child's foreign key of the key's type; `nil` otherwise.
+    let tree: TreeSQL?
 
     init(_ entity: Entity<R>, database: PostgresStore, schemas: [String: EntitySchema]) {
         self.entity = entity
-        let schema = EntitySchema(entity)
-        sql = TableSQL(
-            schema, namespace: database.configuration.schema,
+        let sql = TableSQL(
+            EntitySchema(entity), namespace: database.configuration.schema,
             foreignKeyField: ChildHolders.holder(of: entity.name, recorded: schemas.values)?.foreignKey)
-        links = entity.relations.map { $0.link(database: database, schemas: schemas) }
+        self.sql = sql
+        let links = entity.relations.map { $0.link(database: database, schemas: schemas) }
+        self.links = links
         codec = RecordCodec(entity, placeholders: links.map(\.placeholder))
+        let leaves = links.allSatisfy { link in
+            !link.holdsChildren && link.childSQL.foreignKey.map { link.childSQL.types[$0] == sql.types[0] } == true
+        }
+        tree = !links.isEmpty && leaves ? TreeSQL(sql, children: links.map(\.childSQL)) : nil
     }
 
     var hasLinks: Bool { !links.isEmpty }
@@ -48,21 +57,45 @@ final class RecordTable<R: Record>: Sendable {
     /// an array) that `records` no longer hold are deleted in the same
     /// statement. `alone`: the statement is the call's only one.
     func send(_ records: [R], parents: PostgresData?, alone: Bool = false, _ connection: ServerConnection) throws {
-        var arrays = ColumnArrays(types: sql.types, entity: name, rows: records.count)
-        let bridge = codec.bridge()
-        for record in records { try codec.append(record, to: &arrays, bridge) }
-        var binds = arrays.arrays()
+        var binds = try arrays(records)
         let keys = binds[0]
         if let parents, let replace = sql.replaceChildren {
             binds.append(parents)
             try connection.send(replace, binds)
         } else if alone {
-            try connection.sendAlone(sql.upsertRows, binds)
+            if let notice = connection.takeNotice() {
+                try connection.sendAlone(sql.upsertRowsNotifying, binds + notice)
+            } else {
+                try connection.sendAlone(sql.upsertRows, binds)
+            }
         } else {
             try connection.send(sql.upsertRows, binds)
         }
         guard !records.isEmpty else { return }
         for link in links { try link.send(childrenOf: records, keys: keys, connection) }
+    }
+
+    /// The column arrays of `records` (one array a column, in field order).
+    /// - Throws: what encoding throws.
+    func arrays(_ records: [R]) throws -> [PostgresData] {
+        var arrays = ColumnArrays(types: sql.types, entity: name, rows: records.count)
+        let bridge = codec.bridge()
+        for record in records { try codec.append(record, to: &arrays, bridge) }
+        return arrays.arrays()
+    }
+
+    /// Sends the write of `records` (their keys distinct from one another,
+    /// at every level) with the children they hold as ``tree``'s one
+    /// statement, the call's only one, which also carries the call's
+    /// notice when it has one (``ServerConnection/takeNotice()``).
+    func sendTree(_ records: [R], _ tree: TreeSQL, _ connection: ServerConnection) throws {
+        var binds = try arrays(records)
+        for link in links { binds += try link.childArrays(of: records) }
+        if let notice = connection.takeNotice() {
+            try connection.sendAlone(tree.writeNotifying, binds + notice)
+        } else {
+            try connection.sendAlone(tree.write, binds)
+        }
     }
 
     /// Sends the writes of `record` and of the children it holds one row at
@@ -81,12 +114,39 @@ final class RecordTable<R: Record>: Sendable {
 
     // MARK: Reading
 
-    /// The records of `rows`, without their children.
-    func records(_ rows: [PostgresRow]) throws -> [R] {
+    /// The records of `rows` (their columns after the first `skipping`),
+    /// without their children.
+    func records(_ rows: [PostgresRow], skipping: Int = 0) throws -> [R] {
         var records: [R] = []
         records.reserveCapacity(rows.count)
         let bridge = codec.bridge()
-        for row in rows { records.append(try codec.record(row, bridge)) }
+        for row in rows { records.append(try codec.record(row, bridge, skipping: skipping)) }
+        return records
+    }
+
+    /// The records `sql` (``TreeSQL/selectByKey`` or
+    /// ``TreeSQL/selectByKeys`` of ``tree``) selects with `binds`, with
+    /// their children: one statement, so one snapshot, and one wait.
+    /// - Throws: what the server and decoding throw.
+    func readTree(_ sql: String, _ binds: [PostgresData], _ tree: TreeSQL, _ connection: ServerConnection) throws -> [R] {
+        var parents: [PostgresRow] = []
+        var children = [[PostgresRow]](repeating: [], count: links.count)
+        for row in try connection.rows(sql, binds) {
+            var reader = CellReader(row, entity: name)
+            let arm = try reader.decode(Int64.self)
+            if arm == 0 {
+                parents.append(row)
+            } else if arm > 0, arm <= Int64(links.count) {
+                children[Int(arm) - 1].append(row)
+            } else {
+                throw StorageError(.decoding, .read, entity: name, message: "a row of relation \(arm), which the entity does not have")
+            }
+        }
+        var records = try self.records(parents, skipping: 1)
+        guard !records.isEmpty else { return [] }
+        for (index, link) in links.enumerated() {
+            try link.attach(leafRows: children[index], skipping: tree.childColumns[index], to: &records)
+        }
         return records
     }
 
@@ -154,6 +214,17 @@ protocol ChildLink<Parent>: Sendable {
     func attach(to parents: inout [Parent], _ connection: ServerConnection) throws
     /// Whether the children hold children of their own.
     var holdsChildren: Bool { get }
+    /// The SQL of the children's table.
+    var childSQL: TableSQL { get }
+    /// The column arrays of the children `parents` hold (for a ``TreeSQL``
+    /// write; the children hold none).
+    /// - Throws: ``StorageError/Kind/constraint`` for a child that names
+    ///   another parent; what encoding throws.
+    func childArrays(of parents: [Parent]) throws -> [PostgresData]
+    /// Sets the children of `parents` from `rows` of a ``TreeSQL`` read
+    /// (their columns after the first `skipping`), in the order of `rows`;
+    /// the children hold none.
+    func attach(leafRows rows: [PostgresRow], skipping: Int, to parents: inout [Parent]) throws
     /// An empty array of the children, which a `Codable` parent decodes
     /// for them before they are attached.
     var placeholder: any Sendable { get }
@@ -227,6 +298,18 @@ struct RelationLink<Relation: ToManyRelation>: ChildLink {
 
     var holdsChildren: Bool { table.hasLinks }
 
+    var childSQL: TableSQL { table.sql }
+
+    func childArrays(of parents: [Parent]) throws -> [PostgresData] {
+        var children: [Relation.Child] = []
+        for parent in parents { try gather(childrenOf: parent, into: &children) }
+        return try table.arrays(children)
+    }
+
+    func attach(leafRows rows: [PostgresRow], skipping: Int, to parents: inout [Parent]) throws {
+        set(try table.records(rows, skipping: skipping), on: &parents)
+    }
+
     var placeholder: any Sendable { [Relation.Child]() }
 
     func attach(to parents: inout [Parent], _ connection: ServerConnection) throws {
@@ -248,6 +331,11 @@ struct RelationLink<Relation: ToManyRelation>: ChildLink {
     func attach(_ rows: [PostgresRow], to parents: inout [Parent], _ connection: ServerConnection) throws {
         var children = try table.records(rows)
         try table.attachChildren(&children, connection)
+        set(children, on: &parents)
+    }
+
+    /// Gives each of `parents` its children among `children`, in their order.
+    private func set(_ children: [Relation.Child], on parents: inout [Parent]) {
         var byParent: [StoredValue: [Relation.Child]] = [:]
         for child in children {
             byParent[child[keyPath: relation.parentKey].storedValue, default: []].append(child)
@@ -324,12 +412,13 @@ struct RecordCodec<R: Record>: Sendable {
         }
     }
 
-    /// The record of `row` (its relations empty), read through `bridge`
+    /// The record of `row` (its columns after the first `skipping`; its
+    /// relations empty), read through `bridge`
     /// (from ``bridge()``) when it is not a ``FieldwiseRecord``.
     /// - Throws: ``StorageError/Kind/decoding`` when a value does not fit the
     ///   record or the record's own decoding refuses it.
-    func record(_ row: PostgresRow, _ bridge: CodableFields?) throws -> R {
-        var reader = CellReader(row, entity: entity.name)
+    func record(_ row: PostgresRow, _ bridge: CodableFields?, skipping: Int = 0) throws -> R {
+        var reader = CellReader(row, entity: entity.name, skipping: skipping)
         do {
             if let fieldwise {
                 return try Self.fieldwiseRecord(fieldwise, &reader)

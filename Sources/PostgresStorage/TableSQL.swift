@@ -54,9 +54,15 @@ struct TableSQL: Sendable {
     /// batch does not hold (keys not in `$1`); `nil` for an entity no
     /// relation holds.
     let replaceChildren: String?
+    /// ``upsertRows`` with the call's `pg_notify` (its channel and token
+    /// bound after the arrays) as its final `SELECT`: the call's one
+    /// statement, heard when it commits.
+    let upsertRowsNotifying: String
     let selectByKey: String
     let selectByKeys: String
     let deleteByKeys: String
+    /// ``deleteByKeys`` with the call's `pg_notify` bound as `$2`, `$3`.
+    let deleteByKeysNotifying: String
     let selectByParents: String?
     let countAll: String
 
@@ -68,16 +74,15 @@ struct TableSQL: Sendable {
         foreignKey = foreignKeyField.flatMap { name in schema.fields.firstIndex { $0.name == name } }
         let key = columns[0]
         selectList = columns.joined(separator: ", ")
-        let others = columns.dropFirst()
-        let updates =
-            others.isEmpty ? "\(key) = EXCLUDED.\(key)" : others.map { "\($0) = EXCLUDED.\($0)" }.joined(separator: ", ")
-        let arrays = types.enumerated().map { "$\($0 + 1)::\(PostgresValue.sqlArrayType($1))" }.joined(separator: ", ")
-        let upsertRows =
-            "INSERT INTO \(qualified) (\(selectList)) SELECT * FROM unnest(\(arrays)) ON CONFLICT (\(key)) DO UPDATE SET \(updates)"
+        let upsertRows = Self.upsert(qualified, columns: columns, types: types, firstParameter: 1)
         self.upsertRows = upsertRows
+        upsertRowsNotifying =
+            "WITH _dao_rows AS (\(upsertRows)) SELECT pg_notify($\(columns.count + 1), $\(columns.count + 2))"
         selectByKey = "SELECT \(selectList) FROM \(qualified) WHERE \(key) = $1"
         selectByKeys = "SELECT \(selectList) FROM \(qualified) WHERE \(key) = ANY($1)"
         deleteByKeys = "WITH erased AS (DELETE FROM \(qualified) WHERE \(key) = ANY($1) RETURNING 1) SELECT count(*) FROM erased"
+        deleteByKeysNotifying =
+            "WITH erased AS (DELETE FROM \(qualified) WHERE \(key) = ANY($1) RETURNING 1) SELECT count(*), pg_notify($2, $3) FROM erased"
         countAll = "SELECT count(*) FROM \(qualified)"
         if let foreignKey {
             let column = columns[foreignKey]
@@ -91,6 +96,34 @@ struct TableSQL: Sendable {
             selectByParents = nil
             replaceChildren = nil
         }
+    }
+
+    /// The upsert of a batch of rows of `columns`, one array a column bound
+    /// as `$firstParameter` onwards, `unnest`ed.
+    private static func upsert(_ qualified: String, columns: [String], types: [FieldType], firstParameter: Int) -> String {
+        let key = columns[0]
+        let others = columns.dropFirst()
+        let updates =
+            others.isEmpty ? "\(key) = EXCLUDED.\(key)" : others.map { "\($0) = EXCLUDED.\($0)" }.joined(separator: ", ")
+        let arrays = types.enumerated().map { "$\($0 + firstParameter)::\(PostgresValue.sqlArrayType($1))" }
+            .joined(separator: ", ")
+        return
+            "INSERT INTO \(qualified) (\(columns.joined(separator: ", "))) SELECT * FROM unnest(\(arrays)) ON CONFLICT (\(key)) DO UPDATE SET \(updates)"
+    }
+
+    /// The upsert of a batch of rows as ``upsertRows``, its arrays bound as
+    /// `$firstParameter` onwards.
+    func upsertRows(firstParameter: Int) -> String {
+        Self.upsert(qualified, columns: columns, types: types, firstParameter: firstParameter)
+    }
+
+    /// For a child table: the deletion of the rows of the parents bound as
+    /// `$parents` (an array of the foreign key's type) whose keys are not in
+    /// `$keys` (an array of the key's type); `nil` for an entity no relation holds.
+    func deleteChildren(parents: Int, keys: Int) -> String? {
+        guard let foreignKey else { return nil }
+        return
+            "DELETE FROM \(qualified) WHERE \(columns[foreignKey]) = ANY($\(parents)::\(PostgresValue.sqlArrayType(types[foreignKey]))) AND \(columns[0]) <> ALL($\(keys)::\(PostgresValue.sqlArrayType(types[0])))"
     }
 
     /// `SELECT` of the rows where `condition` holds, in `order`, with a
@@ -107,9 +140,13 @@ struct TableSQL: Sendable {
         "SELECT count(*) FROM \(qualified) WHERE \(condition)"
     }
 
-    func delete(where condition: String?) -> String {
+    /// The deletion of the rows where `condition` holds, answering their
+    /// count; with the call's `pg_notify` bound as `$notice` and the one
+    /// after it when `notice` is given.
+    func delete(where condition: String?, notice: Int? = nil) -> String {
         let filter = condition.map { " WHERE \($0)" } ?? ""
-        return "WITH erased AS (DELETE FROM \(qualified)\(filter) RETURNING 1) SELECT count(*) FROM erased"
+        let notify = notice.map { ", pg_notify($\($0), $\($0 + 1))" } ?? ""
+        return "WITH erased AS (DELETE FROM \(qualified)\(filter) RETURNING 1) SELECT count(*)\(notify) FROM erased"
     }
 
     // MARK: DDL

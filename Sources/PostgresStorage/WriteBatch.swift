@@ -2,7 +2,9 @@ import DAOCore
 import PostgresNIO
 
 /// The records of one `persist` call, gathered into batches that are each
-/// one statement a table (``RecordTable/send(_:parents:_:)``).
+/// one statement a table (``RecordTable/send(_:parents:_:)``); a call of one
+/// batch whose children hold none is one statement in all
+/// (``RecordTable/sendTree(_:_:_:)``).
 ///
 /// A batch ends when it holds `bound` rows or more (a record goes whole
 /// into one batch, with every child it holds), and before a record that
@@ -56,10 +58,16 @@ struct WriteBatch<R: Record> {
 
     /// Sends what the batch holds; the call's transaction then commits.
     mutating func finish(_ connection: ServerConnection) throws {
-        if !sentOne, !table.hasLinks, !records.isEmpty {
+        if !sentOne, !records.isEmpty {
             // One statement in all: atomic on its own, sent without BEGIN.
-            try table.send(records, parents: nil, alone: true, connection)
-            return
+            if !table.hasLinks {
+                try table.send(records, parents: nil, alone: true, connection)
+                return
+            }
+            if let tree = table.tree {
+                try table.sendTree(records, tree, connection)
+                return
+            }
         }
         try send(connection)
     }

@@ -7,8 +7,10 @@ import PostgresStorage
 import Synchronization
 import Testing
 
-// A read of records with children is two statements (the parents', then the
-// children's); at READ COMMITTED each would take a snapshot of its own.
+// A read of records with children reads two tables: were it two statements
+// (the parents', then the children's) at READ COMMITTED, each would take a
+// snapshot of its own. Books hold no children, so the read is one statement
+// (TreeSQL); BatchWriteTests' shelves, whose boxes hold items, read by several.
 
 @StoredRecord("snapshot_shelves")
 struct SnapshotShelf: Equatable {
