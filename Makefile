@@ -78,7 +78,7 @@ COMPARE_ARGS ?=
 REPORT ?= results/latest.csv
 BASELINE_REPORT ?=
 
-BENCH = $(SWIFT) run -c release --skip-build storage-bench
+BENCH = $(SWIFT) run --package-path Benchmarks -c release --skip-build storage-bench
 
 .PHONY: setup setup-instructions setup-browser build test docs torture bench bench-release bench-smoke bench-scale bench-load bench-server compare report plot check-report clean
 
@@ -99,8 +99,10 @@ build: setup
 # The PostgreSQL adapter's tests (the conformance suite on a server, its own
 # tests and crash tests) run on the server DAO_POSTGRES_URL names, or on a
 # throwaway cluster scripts/test.sh starts and removes; POSTGRES=0 skips them.
+# The library's tests, then the harness's (Benchmarks/Package.swift).
 test: setup
 	@bash scripts/build-checked.sh --build-tests
+	@bash scripts/build-checked.sh --package-path Benchmarks --build-tests
 	@SWIFT=$(SWIFT) bash scripts/test.sh
 
 # `make docs`: the DocC catalogs of the library (Sources/*/*.docc), built with
@@ -135,7 +137,7 @@ torture: setup
 
 # Build output goes to standard error, so `make compare` prints only the comparison.
 bench-release: setup
-	@bash scripts/build-checked.sh -c release --product storage-bench >&2
+	@bash scripts/build-checked.sh --package-path Benchmarks -c release --product storage-bench >&2
 
 bench: bench-release
 	@$(BENCH) run $(BENCH_ARGS)
@@ -173,4 +175,4 @@ check-report: setup-browser
 	python3 scripts/check-report-html.py $(LOAD_REPORT).html --load-csv $(LOAD_REPORT).csv
 
 clean:
-	rm -rf .build
+	rm -rf .build Benchmarks/.build

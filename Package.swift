@@ -2,8 +2,9 @@
 //
 // A persistence library on the DAO pattern (plain objects, records, translators,
 // storages, one generic DAO) with SQLite, LMDB, JSON, property-list and PostgreSQL
-// adapters, and a benchmark harness that runs one workload through the DAO on
-// every adapter.
+// adapters. The benchmark harness that runs one workload through the DAO on
+// every adapter is a package of its own, Benchmarks/Package.swift, which
+// depends on this one.
 
 import CompilerPluginSupport
 import PackageDescription
@@ -19,21 +20,17 @@ let package = Package(
         .library(name: "LMDBStorage", targets: ["LMDBStorage"]),
         .library(name: "PostgresStorage", targets: ["PostgresStorage"]),
         .library(name: "DAOMacros", targets: ["DAOMacros"]),
-        .library(name: "DialogGraph", targets: ["DialogGraph"]),
-        .library(name: "StorageBenchKit", targets: ["StorageBenchKit"]),
-        .executable(name: "storage-bench", targets: ["StorageBench"]),
-        .executable(name: "observe-table", targets: ["ObserveTable"]),
-        .executable(name: "reader-writer", targets: ["ReaderWriter"]),
-        .executable(name: "record-cost", targets: ["RecordCost"]),
+        // The engines' C APIs as the adapters import them, for code that calls an
+        // engine directly beside its adapter (the harness's raw references).
+        .library(name: "CSQLite", targets: ["CSQLite"]),
+        .library(name: "CLMDB", targets: ["CLMDB"]),
+        // The examples (Examples/) are executable targets, not products:
+        // `swift run observe-table`, `swift run reader-writer`.
     ],
     dependencies: [
-        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
-        .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
         // TLS of the PostgreSQL adapter (PostgresStorage); the other adapters do not link it.
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.25.0"),
-        // Only for the `grdb` reference backend of the harness; no library product links it.
-        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
-        // The PostgreSQL adapter (PostgresStorage) and the harness's PostgreSQL references (`postgres-raw`).
+        // The PostgreSQL adapter (PostgresStorage).
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
@@ -70,7 +67,6 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]),
-        .target(name: "DialogGraph", dependencies: ["DAOCore"]),
 
         // `@StoredRecord`: derives a record's entity and its fieldwise reading and
         // writing from its stored properties. The declarations live in DAOMacros;
@@ -87,75 +83,24 @@ let package = Package(
         ),
         .target(name: "DAOMacros", dependencies: ["DAOCore", "DAOMacrosPlugin"]),
 
-        // Callgrind client requests (no-ops outside valgrind, and when built
-        // without valgrind's headers).
-        .target(name: "CCallgrind"),
-
-        // The workload in plain C on libsqlite3 and liblmdb: the harness's C
-        // reference backends (`sqlite-c`, `lmdb-c`), not part of any library product.
-        .target(
-            name: "CReference",
-            dependencies: ["CSQLite", "CLMDB"],
-            linkerSettings: [.linkedLibrary("sqlite3"), .linkedLibrary("lmdb")],
-        ),
-
-        // The harness.
-        .target(
-            name: "StorageBenchKit",
-            dependencies: [
-                "DAOCore", "DialogGraph", "FileStorage", "SQLiteStorage", "LMDBStorage", "CCallgrind",
-                .product(name: "Histogram", package: "hdrhistogram-swift"),
-            ],
-            // The built-in load mixes (`storage-bench load --mix ycsb-a`), as mix files.
-            resources: [.copy("Load/Mixes")],
-        ),
-        // Reference backends for the harness, not part of any library product:
-        // each engine's C API used directly, from Swift and from plain C, and GRDB.
-        .target(
-            name: "StorageBenchReference",
-            dependencies: [
-                "StorageBenchKit", "DAOCore", "DialogGraph", "CSQLite", "CLMDB", "CReference", "PostgresStorage",
-                .product(name: "GRDB", package: "GRDB.swift"),
-                .product(name: "PostgresNIO", package: "postgres-nio"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "Logging", package: "swift-log"),
-            ],
-        ),
-        .executableTarget(
-            name: "StorageBench",
-            dependencies: [
-                "StorageBenchKit",
-                "StorageBenchReference",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ],
-            path: "Benchmarks/StorageBench",
-        ),
-
-        // What a record's declaration costs on every backend: the README way,
-        // hand-written FieldwiseRecord code and @StoredRecord, side by side
-        // (Benchmarks/RecordCost/measure.sh counts instructions under callgrind).
-        .executableTarget(
-            name: "RecordCost",
-            dependencies: ["DAOCore", "DAOMacros", "SQLiteStorage", "LMDBStorage", "FileStorage", "CCallgrind"],
-            path: "Benchmarks/RecordCost",
-            exclude: ["measure.sh"],
-        ),
-
         // Examples.
         .executableTarget(
-            name: "ObserveTable",
+            name: "observe-table",
             dependencies: ["DAOCore", "DialogGraph", "FileStorage", "SQLiteStorage", "LMDBStorage"],
             path: "Examples/ObserveTable",
         ),
         // A reader task and a writer task through the async API, on any backend.
         .executableTarget(
-            name: "ReaderWriter",
+            name: "reader-writer",
             dependencies: ["DAOCore", "DialogGraph", "FileStorage", "SQLiteStorage", "LMDBStorage", "PostgresStorage"],
             path: "Examples/ReaderWriter",
         ),
 
         // Tests.
+        // The dialog/message domain and its seeded generator: the benchmark's
+        // workload (Benchmarks/Sources/DialogGraph, which this folder links to),
+        // and the records most tests and both examples store. Not a product.
+        .target(name: "DialogGraph", dependencies: ["DAOCore"], path: "Tests/DialogGraph"),
         // The tests' second process (another process growing an LMDB map,
         // holding an SQLite write lock, a writer to kill, the crash and
         // corruption tests' writer and checker); built with the tests.
@@ -186,7 +131,6 @@ let package = Package(
                 .product(name: "SwiftSyntaxMacrosGenericTestSupport", package: "swift-syntax"),
                 .product(name: "SwiftSyntaxMacroExpansion", package: "swift-syntax"),
             ]),
-        .testTarget(name: "DialogGraphTests", dependencies: ["DialogGraph"]),
         .testTarget(name: "FileStorageTests", dependencies: ["FileStorage", "DialogGraph", "TestSupport"]),
         .testTarget(name: "SQLiteStorageTests", dependencies: ["SQLiteStorage", "DialogGraph", "TestSupport"]),
         .testTarget(name: "LMDBStorageTests", dependencies: ["LMDBStorage", "DialogGraph", "TestSupport"]),
@@ -196,10 +140,6 @@ let package = Package(
                 "PostgresStorage", "DAOCore", "DAOMacros", "DialogGraph", "TestSupport",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
             ]),
-        .testTarget(name: "StorageBenchKitTests", dependencies: ["StorageBenchKit", "TestSupport"]),
-        .testTarget(
-            name: "StorageBenchReferenceTests",
-            dependencies: ["StorageBenchReference", "StorageBenchKit", "DialogGraph", "CLMDB", "TestSupport"]),
         .testTarget(name: "CrashTests", dependencies: ["StoreHelper", "TestSupport"]),
         // An outside client's trial: another domain declared the README's way,
         // on every backend, with damaged files and killed writers.

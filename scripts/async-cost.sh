@@ -36,8 +36,8 @@ done
 for tool in valgrind objcopy; do
     command -v "$tool" >/dev/null || { echo "async-cost.sh: $tool is missing; run bash scripts/setup.sh instructions" >&2; exit 1; }
 done
-swift build -c release --product storage-bench >&2
-binary="$(swift build -c release --show-bin-path)/storage-bench"
+swift build --package-path Benchmarks -c release --product storage-bench >&2
+binary="$(swift build --package-path Benchmarks -c release --show-bin-path)/storage-bench"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 # valgrind cannot read the DWARF 5 of recent Swift toolchains; counts do not

@@ -12,7 +12,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-bench="${SWIFT:-swift} run -c release --skip-build storage-bench"
+bench="${SWIFT:-swift} run --package-path Benchmarks -c release --skip-build storage-bench"
 source scripts/throwaway-postgres.sh
 if [ -n "${DAO_POSTGRES_URL:-}" ]; then
     echo "bench-server: using the PostgreSQL server of DAO_POSTGRES_URL" >&2

@@ -21,7 +21,7 @@ results/postgres-bulk.csv (`storage-bench postgres-bulk`) and results/postgres-s
 results/oversubscribed-reads.csv (`scripts/oversubscribed-reads.sh`) and
 results/filestore-readers.csv (`storage-bench load --mix ycsb-c,ycsb-b --backends json,plist,lmdb
 --clients 1,2,4`) and results/record-cost.csv
-(`Benchmarks/RecordCost/measure.sh`) and results/torture.csv (`make
+(`scripts/record-cost.sh`) and results/torture.csv (`make
 torture`). Renew a baseline, run this script, and
 commit both. The files scanned are README.md, docs/*.md and the DocC articles
 (Sources/*/*.docc/**/*.md); a marker naming no table here is an error.
@@ -326,7 +326,7 @@ def reads_vs_c():
 
 
 def record_cost():
-    """A record's instructions per record by declaration (Benchmarks/RecordCost/measure.sh)."""
+    """A record's instructions per record by declaration (scripts/record-cost.sh)."""
     path = "results/record-cost.csv"
     rows = load(path)
     per = {(r["backend"], r["operation"], r["variant"]): float(r["instructions_per_record"]) for r in rows}

@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 SIZES="${SIZES:-500x100,4500x100,45000x100}"
 ITERATIONS="${ITERATIONS:-5}"
 OUTPUT="${OUTPUT:-results/lmdb-open-check.csv}"
-bash scripts/build-checked.sh -c release --product storage-bench >&2
-swift run -c release --skip-build storage-bench open --backends lmdb,lmdb-metapages \
+bash scripts/build-checked.sh --package-path Benchmarks -c release --product storage-bench >&2
+swift run --package-path Benchmarks -c release --skip-build storage-bench open --backends lmdb,lmdb-metapages \
     --sizes "$SIZES" --iterations "$ITERATIONS" --output "$OUTPUT"
 python3 scripts/doc-tables.py

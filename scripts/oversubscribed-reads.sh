@@ -13,7 +13,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 variant=${1:?variant name}
 backends=${2:?backends}
-bench=${3:-.build/release/storage-bench}
+bench=${3:-Benchmarks/.build/release/storage-bench}
 out=results/oversubscribed-reads.csv
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

@@ -47,7 +47,7 @@ def main():
         return 2
     with tempfile.TemporaryDirectory(prefix="readme-images-") as directory:
         page = os.path.join(directory, "report.html")
-        bench = ["swift", "run", "-c", "release", "--skip-build", "storage-bench"]
+        bench = ["swift", "run", "--package-path", "Benchmarks", "-c", "release", "--skip-build", "storage-bench"]
         screen = subprocess.run(
             bench + ["report", args.run, "--load", args.load, "--output", page],
             check=True, capture_output=True, text=True).stdout

@@ -3,7 +3,7 @@
 # that do not depend on the machine's load: for each backend and durability,
 #
 #   1. one worker run natively with STORAGE_BENCH_REGION_USAGE set
-#      (Sources/StorageBenchKit/RegionUsage.swift): per timed region, the
+#      (Benchmarks/Sources/StorageBenchKit/RegionUsage.swift): per timed region, the
 #      bytes passed to write calls (wchar; with LMDB, the pages a commit
 #      writes, 4096 bytes each, plus its meta page) and their number, page
 #      faults, context switches, and user and system CPU time (the last two
@@ -63,9 +63,9 @@ while [ $# -gt 0 ]; do
     esac
 done
 
-[ -n "$binary" ] || binary="$(swift build -c release --show-bin-path)/storage-bench"
+[ -n "$binary" ] || binary="$(swift build --package-path Benchmarks -c release --show-bin-path)/storage-bench"
 if [ ! -x "$binary" ]; then
-    echo "build it first: swift build -c release --product storage-bench" >&2
+    echo "build it first: swift build --package-path Benchmarks -c release --product storage-bench" >&2
     exit 1
 fi
 if [ -z "$output" ]; then

@@ -197,7 +197,7 @@ public enum Worker {
         if job.countsInstructions && !TimedRegion.canCountInstructions {
             throw ConfigurationError(
                 "this storage-bench was built without valgrind's headers and cannot count instructions; "
-                    + "install valgrind (scripts/setup.sh instructions), then rebuild it (touch Sources/CCallgrind/CCallgrind.c first if it was built before)")
+                    + "install valgrind (scripts/setup.sh instructions), then rebuild it (touch Benchmarks/Sources/CCallgrind/CCallgrind.c first if it was built before)")
         }
         let gate: (@Sendable (BenchOperation, Int) throws -> Bool)? = stepped ? SteppedWorkers.waitForTurn : nil
         var result = try InProcessExecutor(registry: registry, measuresMemory: true, gate: gate).run(job)

@@ -10,10 +10,10 @@ import Testing
         runId: "r1", timestamp: "t", gitCommit: "abc", host: "h", os: "o", cpu: "CPU <x>", swiftVersion: "6",
         build: "release")
 
-    /// The package's results folder (results/ beside Tests/).
+    /// The repository's results folder (results/ beside Benchmarks/).
     static var results: URL {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("results")
+            .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("results")
     }
 
     static func row(

@@ -9,13 +9,13 @@ import SQLiteStorage
 // LMDB, JSON and property-list files). The same three-level inventory (InventoryRecords.swift) declared
 // the README way (Codable only), with hand-written FieldwiseRecord code, and
 // with @StoredRecord goes through persist, read-all, read-by-id and update on
-// a fresh store each. Under callgrind (Benchmarks/RecordCost/measure.sh) each
+// a fresh store each. Under callgrind (scripts/record-cost.sh) each
 // operation's instructions are collected alone and dumped under the name
 // `variant/backend/operation/records`; outside valgrind it prints wall times.
 //
 //   record-cost [readme|hand|macro …] [warehouses] [shelves per warehouse] [items per shelf]
 //
-// With variants named, only those run (measure.sh runs each in a process of
+// With variants named, only those run (scripts/record-cost.sh runs each in a process of
 // its own, so that what one leaves in the process cannot change another's
 // counts: run one after another in one process, the last was up to 2.5%
 // cheaper on reads).

@@ -5,14 +5,14 @@ import Foundation
 import TestSupport
 import Testing
 
-/// README.md's "The example domain", as written there, but for the directory:
-/// if this stops compiling or passing, the README is wrong.
-@Test("the README's library example compiles and does what it says")
-func readmeExample() throws {
+/// The dialog domain through a file store, the way an app uses the library:
+/// a dialog persisted with its message, read back, queried, erased with it.
+@Test("the dialog domain's example compiles and does what it says")
+func dialogDomainExample() throws {
     let scratch = try TemporaryDirectory("file-store")
     let directory = scratch.url.appendingPathComponent("chat")
 
-    // --- README example begins ---
+    // --- example begins ---
     let store = try FileStore(directory: directory, format: .json)
     let dialogs = DAO(storage: try store.storage(for: DialogRecord.self), translator: DialogTranslator())
     let messages = DAO(storage: try store.storage(for: MessageRecord.self), translator: MessageTranslator())
@@ -28,7 +28,7 @@ func readmeExample() throws {
         sortedBy: [SortDescriptor(\.date, order: .reverse)],
         limit: 20)
     try dialogs.erase(byPrimaryKey: 1)  // erases its messages too
-    // --- README example ends ---
+    // --- example ends ---
 
     #expect(dialog?.messages == [hello])
     #expect(unread == [hello])

@@ -168,7 +168,7 @@ struct Run: ParsableCommand {
                 guard Callgrind.isBuiltIn else {
                     throw ConfigurationError(
                         "--instructions: this storage-bench was built without valgrind's headers; "
-                            + "install valgrind (scripts/setup.sh instructions), then rebuild it (touch Sources/CCallgrind/CCallgrind.c first if it was built before)")
+                            + "install valgrind (scripts/setup.sh instructions), then rebuild it (touch Benchmarks/Sources/CCallgrind/CCallgrind.c first if it was built before)")
                 }
                 _ = try Callgrind.find()
             }

@@ -5,13 +5,13 @@
 # results/record-cost.csv, and `python3 scripts/doc-tables.py` puts them into
 # docs/ARCHITECTURE.md.
 #
-#   bash Benchmarks/RecordCost/measure.sh [--output results/record-cost.csv]
-#                                         [warehouses shelves items]
+#   bash scripts/record-cost.sh [--output results/record-cost.csv]
+#                               [warehouses shelves items]
 #
 # Needs valgrind and objcopy (`bash scripts/setup.sh instructions`) before the release
 # build, so that the callgrind client requests are compiled in.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/.."
 output="results/record-cost.csv"
 sizes=()
 while [ $# -gt 0 ]; do
@@ -20,12 +20,12 @@ while [ $# -gt 0 ]; do
         *) sizes+=("$1"); shift ;;
     esac
 done
-swift build -c release --product record-cost >&2
+swift build --package-path Benchmarks -c release --product record-cost >&2
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
 # valgrind cannot read the DWARF 5 the compiler writes; count a stripped copy.
 binary="$out/record-cost"
-objcopy --strip-debug "$(swift build -c release --show-bin-path)/record-cost" "$binary"
+objcopy --strip-debug "$(swift build --package-path Benchmarks -c release --show-bin-path)/record-cost" "$binary"
 # Each variant in a process of its own.
 for variant in readme hand macro; do
     SWIFT_DETERMINISTIC_HASHING=1 valgrind --tool=callgrind --collect-atstart=no --dump-instr=no \
