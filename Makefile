@@ -93,8 +93,10 @@ setup-instructions:
 setup-browser:
 	@bash scripts/setup.sh browser
 
+# The library, then the harness (Benchmarks/Package.swift), without warnings.
 build: setup
 	@bash scripts/build-checked.sh
+	@bash scripts/build-checked.sh --package-path Benchmarks
 
 # The PostgreSQL adapter's tests (the conformance suite on a server, its own
 # tests and crash tests) run on the server DAO_POSTGRES_URL names, or on a

@@ -32,7 +32,7 @@
 #     --output DIR               keep the lines and dumps there (default: a
 #                                temporary directory, removed at the end)
 #
-# Needs a release build (`swift build -c release --product storage-bench`);
+# Needs a release build (`swift build --package-path Benchmarks -c release --product storage-bench`);
 # the callgrind runs need valgrind and objcopy (`bash scripts/setup.sh
 # instructions`). The worker is started with the same job as `storage-bench
 # run` gives it, one iteration, each operation run once.
