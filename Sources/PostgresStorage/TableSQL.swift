@@ -80,9 +80,8 @@ struct TableSQL: Sendable {
             "WITH _dao_rows AS (\(upsertRows)) SELECT pg_notify($\(columns.count + 1), $\(columns.count + 2))"
         selectByKey = "SELECT \(selectList) FROM \(qualified) WHERE \(key) = $1"
         selectByKeys = "SELECT \(selectList) FROM \(qualified) WHERE \(key) = ANY($1)"
-        deleteByKeys = "WITH erased AS (DELETE FROM \(qualified) WHERE \(key) = ANY($1) RETURNING 1) SELECT count(*) FROM erased"
-        deleteByKeysNotifying =
-            "WITH erased AS (DELETE FROM \(qualified) WHERE \(key) = ANY($1) RETURNING 1) SELECT count(*), pg_notify($2, $3) FROM erased"
+        deleteByKeys = Self.deletion(qualified, where: "\(key) = ANY($1)", notice: nil)
+        deleteByKeysNotifying = Self.deletion(qualified, where: "\(key) = ANY($1)", notice: 2)
         countAll = "SELECT count(*) FROM \(qualified)"
         if let foreignKey {
             let column = columns[foreignKey]
@@ -90,8 +89,10 @@ struct TableSQL: Sendable {
             // The rows the batch does not hold, deleted in the same statement:
             // they are never rows it upserts, so no row is touched twice.
             replaceChildren =
-                "WITH gone AS (DELETE FROM \(qualified) WHERE \(column) = ANY($\(columns.count + 1)::\(PostgresValue.sqlArrayType(types[foreignKey]))) AND \(key) <> ALL($1::\(PostgresValue.sqlArrayType(types[0])))) "
-                + upsertRows
+                "WITH gone AS ("
+                + Self.childDeletion(qualified, columns: columns, types: types, foreignKey: foreignKey,
+                                     parents: columns.count + 1, keys: 1)
+                + ") " + upsertRows
         } else {
             selectByParents = nil
             replaceChildren = nil
@@ -121,9 +122,15 @@ struct TableSQL: Sendable {
     /// `$parents` (an array of the foreign key's type) whose keys are not in
     /// `$keys` (an array of the key's type); `nil` for an entity no relation holds.
     func deleteChildren(parents: Int, keys: Int) -> String? {
-        guard let foreignKey else { return nil }
-        return
-            "DELETE FROM \(qualified) WHERE \(columns[foreignKey]) = ANY($\(parents)::\(PostgresValue.sqlArrayType(types[foreignKey]))) AND \(columns[0]) <> ALL($\(keys)::\(PostgresValue.sqlArrayType(types[0])))"
+        foreignKey.map { Self.childDeletion(qualified, columns: columns, types: types, foreignKey: $0, parents: parents, keys: keys) }
+    }
+
+    /// The deletion of the rows whose foreign key (`columns[foreignKey]`)
+    /// is in the array `$parents` and whose key is not in the array `$keys`.
+    private static func childDeletion(
+        _ qualified: String, columns: [String], types: [FieldType], foreignKey: Int, parents: Int, keys: Int
+    ) -> String {
+        "DELETE FROM \(qualified) WHERE \(columns[foreignKey]) = ANY($\(parents)::\(PostgresValue.sqlArrayType(types[foreignKey]))) AND \(columns[0]) <> ALL($\(keys)::\(PostgresValue.sqlArrayType(types[0])))"
     }
 
     /// `SELECT` of the rows where `condition` holds, in `order`, with a
@@ -144,6 +151,10 @@ struct TableSQL: Sendable {
     /// count; with the call's `pg_notify` bound as `$notice` and the one
     /// after it when `notice` is given.
     func delete(where condition: String?, notice: Int? = nil) -> String {
+        Self.deletion(qualified, where: condition, notice: notice)
+    }
+
+    private static func deletion(_ qualified: String, where condition: String?, notice: Int?) -> String {
         let filter = condition.map { " WHERE \($0)" } ?? ""
         let notify = notice.map { ", pg_notify($\($0), $\($0 + 1))" } ?? ""
         return "WITH erased AS (DELETE FROM \(qualified)\(filter) RETURNING 1) SELECT count(*)\(notify) FROM erased"
