@@ -113,7 +113,7 @@ public final class FileStore: Store {
     ///   naming every difference when the schema recorded for the entity (or
     ///   for its owners or children) differs from the declaration;
     ///   ``StorageError/Kind/closed`` after ``close()``.
-    public func storage<R: Record>(for type: R.Type) throws -> FileStorage<R> {
+    public func storage<R: Record>(for type: R.Type) throws -> FileRecordStorage<R> {
         try R.entity.validate()
         // The manifest may record the entity's schema: not beside a commit.
         try writer.withLock {
@@ -129,7 +129,7 @@ public final class FileStore: Store {
                 _ = try state.table(R.self)
             }
         }
-        return FileStorage(store: self)
+        return FileRecordStorage(store: self)
     }
 
     /// Closes the store: ends its observations (``CommitBroadcaster/close()``),

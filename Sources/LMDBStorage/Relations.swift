@@ -80,7 +80,7 @@ struct RelationChildren<Relation: ToManyRelation>: ChildSet {
                 do {
                     try table.persist(first + index, in: txn, codecs: codecs, parent: context, writeFields: writeFields)
                 } catch let error as StorageError where error.engineCode == MDB_BAD_VALSIZE {
-                    // The child whose key is too long, named (see `LMDBStorage.failing`).
+                    // The child whose key is too long, named (see `LMDBRecordStorage.failing`).
                     throw error.namingRecord(first[index].primaryKey.storedValue, of: Relation.Child.entity.name)
                 }
             }

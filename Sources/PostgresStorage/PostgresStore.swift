@@ -260,7 +260,7 @@ public final class PostgresStore: Store, Sendable {
     /// - Throws: ``StorageError/Kind/schemaMismatch`` when the declaration is
     ///   invalid, differs from the schema recorded for it, or a table was
     ///   changed by someone else; ``StorageError/Kind/closed`` after ``close()``.
-    public func storage<R: Record>(for type: R.Type) throws -> PostgresStorage<R> {
+    public func storage<R: Record>(for type: R.Type) throws -> PostgresRecordStorage<R> {
         let name = R.entity.name
         let tree = EntitySchema.tree(for: R.self)
         let recorded: [String: EntitySchema] = try transaction(.open, entity: name) { connection in
@@ -283,7 +283,7 @@ public final class PostgresStore: Store, Sendable {
             for schema in tree { opened[schema.entity] = schema }
         }
         handedOutStorage.withLock { $0 = true }
-        return PostgresStorage(store: self, table: RecordTable<R>(R.entity, database: self, schemas: recorded))
+        return PostgresRecordStorage(store: self, table: RecordTable<R>(R.entity, database: self, schemas: recorded))
     }
 
     /// The holder of `entity` (its table and key column), among the tree being

@@ -4,7 +4,7 @@ import Foundation
 import Synchronization
 
 /// An SQLite database file that holds the tables of several record types and
-/// hands out a ``SQLiteStorage`` for each.
+/// hands out a ``SQLiteRecordStorage`` for each.
 ///
 /// ```swift
 /// let db = try SQLiteDatabase(path: directory.appending(path: "store.sqlite"))
@@ -176,7 +176,7 @@ public final class SQLiteDatabase: Store, Sendable {
     ///   declaration is invalid or differs from the schema stored for it (the
     ///   error's ``StorageError/schemaChanges`` name every difference), before
     ///   any row is read or written; ``StorageError/Kind/closed`` after ``close()``.
-    public func storage<R: Record>(for type: R.Type) throws -> SQLiteStorage<R> {
+    public func storage<R: Record>(for type: R.Type) throws -> SQLiteRecordStorage<R> {
         let table = SQLiteTable(R.entity)
         let isUpToDate = try withReader(.open, entity: R.entity.name) { connection in
             try connection.transaction(immediate: false) {
@@ -222,7 +222,7 @@ public final class SQLiteDatabase: Store, Sendable {
             }
         }
         handedOutStorage.withLock { $0 = true }
-        return SQLiteStorage(database: self, table: table)
+        return SQLiteRecordStorage(database: self, table: table)
     }
 
     /// Checks (and in `create` mode creates) the tables of `table`'s entity,

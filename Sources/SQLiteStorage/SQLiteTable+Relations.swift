@@ -18,7 +18,7 @@ protocol ChildLink<Parent>: Sendable {
     /// Deletes every row of the child table and of its own children, deepest
     /// first: what erasing every parent cascades to, without the cascade
     /// looking up each parent's children. Erase-all runs it with foreign keys
-    /// off (``SQLiteStorage/erase(where:)``), so that SQLite frees each
+    /// off (``SQLiteRecordStorage/erase(where:)``), so that SQLite frees each
     /// table's pages whole; with them enforced it deletes row by row.
     func eraseAllChildren(_ connection: Connection) throws
     /// The `DELETE`s of the children of the parents whose keys `parentKeys`

@@ -101,7 +101,7 @@ struct CommitReadersTests {
 
         // Each write: one garden's plants (a delta), a new garden at the
         // end, an erasure, every garden (whole documents), erasing all.
-        let writes: [(String, @Sendable (FileStorage<LayoutGarden>) throws -> Void, ([String: LayoutGarden]) -> [String: LayoutGarden])] = [
+        let writes: [(String, @Sendable (FileRecordStorage<LayoutGarden>) throws -> Void, ([String: LayoutGarden]) -> [String: LayoutGarden])] = [
             ("one garden", { try $0.persist([Self.garden(3, height: 7)]) }, { model in
                 var model = model
                 model[Self.garden(3, height: 7).name] = Self.garden(3, height: 7)
@@ -290,7 +290,7 @@ struct CommitReadersTests {
         }
 
         init(
-            _ gardens: FileStorage<LayoutGarden>, _ beds: FileStorage<LayoutBed>, _ plants: FileStorage<LayoutPlant>,
+            _ gardens: FileRecordStorage<LayoutGarden>, _ beds: FileRecordStorage<LayoutBed>, _ plants: FileRecordStorage<LayoutPlant>,
             bedIds: [Int64]
         ) throws {
             self.gardens = try gardens.readAll()

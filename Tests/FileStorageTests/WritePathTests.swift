@@ -24,7 +24,7 @@ struct TaggedNote: Record, Hashable {
 /// from a saved state when a call rewrites most of a table.
 @Suite("File store: the write path")
 struct WritePathTests {
-    static func tagged(_ storage: FileStorage<TaggedNote>, _ tag: String) throws -> [Int64] {
+    static func tagged(_ storage: FileRecordStorage<TaggedNote>, _ tag: String) throws -> [Int64] {
         try storage.read(Query(where: #Predicate<TaggedNote> { $0.tag == tag })).map(\.id).sorted()
     }
 

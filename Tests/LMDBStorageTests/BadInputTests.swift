@@ -401,8 +401,8 @@ struct KeyCodecTests {
 struct StoredDialogs {
     let records: [DialogRecord]
     let env: LMDBEnvironment
-    let dialogs: LMDBStorage<DialogRecord>
-    let messages: LMDBStorage<MessageRecord>
+    let dialogs: LMDBRecordStorage<DialogRecord>
+    let messages: LMDBRecordStorage<MessageRecord>
     /// Message 1's key in `messages.table.main`: its dialog's key, then its own.
     let messageKey = KeyCodec.encode(primaryKey: Int64(1)) + KeyCodec.encode(primaryKey: Int64(1))
 

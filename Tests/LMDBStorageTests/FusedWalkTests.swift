@@ -34,9 +34,9 @@ struct FusedWalkTests {
     }
 
     final class Fixture {
-        let libraries: LMDBStorage<LibraryRecord>
-        let shelves: LMDBStorage<ShelfRecord>
-        let books: LMDBStorage<BookRecord>
+        let libraries: LMDBRecordStorage<LibraryRecord>
+        let shelves: LMDBRecordStorage<ShelfRecord>
+        let books: LMDBRecordStorage<BookRecord>
         var model: [String: LibraryRecord] = [:]
         var nextBook: Int64 = 1_000
         /// Every book id ever given, so that a new book never takes the

@@ -23,7 +23,7 @@ struct WriteCursorTests {
     /// Runs `body` with the dialog and message storages of a new store
     /// (written without syncs: these tests check what is stored, not durability).
     private func withStores(
-        _ body: (LMDBStorage<DialogRecord>, LMDBStorage<MessageRecord>) throws -> Void
+        _ body: (LMDBRecordStorage<DialogRecord>, LMDBRecordStorage<MessageRecord>) throws -> Void
     ) throws {
         try withStoreDirectory { directory in
             let env = try LMDBEnvironment(directory: directory.store, durability: .none)
@@ -34,7 +34,7 @@ struct WriteCursorTests {
     /// Checks that the store holds exactly `model` (dialog id → dialog), by
     /// every way of reading it, and that `verify()` finds it consistent.
     private func expectStore(
-        _ model: [Int64: DialogRecord], _ dialogs: LMDBStorage<DialogRecord>, _ messages: LMDBStorage<MessageRecord>
+        _ model: [Int64: DialogRecord], _ dialogs: LMDBRecordStorage<DialogRecord>, _ messages: LMDBRecordStorage<MessageRecord>
     ) throws {
         let expected = model.keys.sorted().compactMap { id -> DialogRecord? in
             guard var dialog = model[id] else { return nil }

@@ -21,7 +21,7 @@ private struct BodyFailure: Error {}
 struct PipelinedCallTests {
     /// Runs `body` with a store of one pooled connection holding gauge 1, and
     /// the insert of a gauge by its id.
-    private func withOneConnection(_ body: (PostgresStore, PostgresStorage<GaugeRecord>, String) throws -> Void) throws {
+    private func withOneConnection(_ body: (PostgresStore, PostgresRecordStorage<GaugeRecord>, String) throws -> Void) throws {
         try Server.withStore({ $0.poolSize = 1 }) { database, schema in
             let gauges = try database.storage(for: GaugeRecord.self)
             try gauges.persist(GaugeRecord(id: 1, label: "kept", reading: 1, taken: Date(timeIntervalSinceReferenceDate: 0), note: nil))
@@ -37,7 +37,7 @@ struct PipelinedCallTests {
     /// transaction: left in an aborted one, it fails every statement
     /// (SQLSTATE 25P02); left in one that wrote, a read there has a
     /// transaction id, which a read on its own never has.
-    private func idsAfterwards(_ database: PostgresStore, _ gauges: PostgresStorage<GaugeRecord>) throws -> [Int64] {
+    private func idsAfterwards(_ database: PostgresStore, _ gauges: PostgresRecordStorage<GaugeRecord>) throws -> [Int64] {
         let outside = try database.transaction(.read, entity: nil, oneStatement: true) { connection in
             #expect(!connection.inTransaction)
             let rows = try connection.rows("SELECT pg_current_xact_id_if_assigned() IS NULL")

@@ -74,7 +74,7 @@ struct EraseAllTests {
 
     /// A fresh database with the storages of its three levels.
     func withShelves(
-        _ body: (SQLiteDatabase, SQLiteStorage<ShelfRecord>, SQLiteStorage<BookRecord>, SQLiteStorage<PageRecord>) throws -> Void
+        _ body: (SQLiteDatabase, SQLiteRecordStorage<ShelfRecord>, SQLiteRecordStorage<BookRecord>, SQLiteRecordStorage<PageRecord>) throws -> Void
     ) throws {
         try withDatabase { database in
             try body(
@@ -310,7 +310,7 @@ struct EraseAllTests {
         arguments: [false, true])
     func eraseRefused(byCondition: Bool) throws {
         // Shelves 1 and 2, or shelf 2 alone; mark 1 refers to page 111, on shelf 1.
-        func erase(_ shelves: SQLiteStorage<ShelfRecord>, from first: Int64) throws -> Int {
+        func erase(_ shelves: SQLiteRecordStorage<ShelfRecord>, from first: Int64) throws -> Int {
             byCondition
                 ? try shelves.erase(where: #Predicate { $0.id >= first })
                 : try shelves.erase(primaryKeys: Array((first...2).reversed()))

@@ -59,7 +59,7 @@ struct ExactEraseTests {
 
     /// A store with parents a (no note), b ("n"), c (no note) and ab ("m").
     func withParents(
-        _ body: (SQLiteDatabase, SQLiteStorage<TaggedParent>, SQLiteStorage<TaggedChild>, SQLiteStorage<TaggedGrandchild>) throws -> Void
+        _ body: (SQLiteDatabase, SQLiteRecordStorage<TaggedParent>, SQLiteRecordStorage<TaggedChild>, SQLiteRecordStorage<TaggedGrandchild>) throws -> Void
     ) throws {
         try withDatabase { database in
             let parents = try database.storage(for: TaggedParent.self)
@@ -72,8 +72,8 @@ struct ExactEraseTests {
 
     /// Every level holds exactly what the parents `left` hold.
     func expectOnly(
-        _ left: [String], _ parents: SQLiteStorage<TaggedParent>, _ children: SQLiteStorage<TaggedChild>,
-        _ grandchildren: SQLiteStorage<TaggedGrandchild>
+        _ left: [String], _ parents: SQLiteRecordStorage<TaggedParent>, _ children: SQLiteRecordStorage<TaggedChild>,
+        _ grandchildren: SQLiteRecordStorage<TaggedGrandchild>
     ) throws {
         #expect(try parents.readAll().map(\.id) == left.sorted())
         #expect(try children.readAll().map(\.id) == left.flatMap { Self.parent($0, note: nil).kids.map(\.id) }.sorted())
@@ -86,7 +86,7 @@ struct ExactEraseTests {
     }
 
     /// Erases the parents that meet `condition`; returns how many, and the parents left.
-    func erase(_ condition: Condition, _ parents: SQLiteStorage<TaggedParent>) throws -> (Int, [String]) {
+    func erase(_ condition: Condition, _ parents: SQLiteRecordStorage<TaggedParent>) throws -> (Int, [String]) {
         switch condition {
         case .nameEquals:
             let name = "c"

@@ -5,7 +5,7 @@ import Synchronization
 
 /// An LMDB environment: one memory-mapped file in a directory, holding a named
 /// database per entity, per index and per child lookup. It hands out a
-/// ``LMDBStorage`` for each record type, and every storage of one environment
+/// ``LMDBRecordStorage`` for each record type, and every storage of one environment
 /// commits into the same file, so a parent and its children commit together.
 ///
 /// ```swift
@@ -292,13 +292,13 @@ public final class LMDBEnvironment: Store, @unchecked Sendable {
     ///   schema recorded for the entity (or an entity its storage sets up: its
     ///   owners and children) differs from the declaration, checked before any
     ///   record is read or written; ``StorageError/Kind/closed`` after ``close()``.
-    public func storage<R: Record>(for type: R.Type) throws -> LMDBStorage<R> {
+    public func storage<R: Record>(for type: R.Type) throws -> LMDBRecordStorage<R> {
         do {
             try checkSchemas(of: R.self)
         } catch let error as StorageError {
             throw error.with(operation: .open, entity: R.entity.name, path: path)
         }
-        let storage = try LMDBStorage<R>(environment: self)
+        let storage = try LMDBRecordStorage<R>(environment: self)
         handleLock.lock()
         for schema in EntitySchema.tree(for: R.self) { openedSchemas[schema.entity] = schema }
         handleLock.unlock()

@@ -16,7 +16,7 @@ import Synchronization
 ///     where: #Predicate { $0.dialogId == 7 && !$0.isRead },
 ///     sortedBy: [SortDescriptor(\.date, order: .reverse)])
 /// ```
-public struct SQLiteStorage<Record: DAOCore.Record>: Storage {
+public struct SQLiteRecordStorage<Record: DAOCore.Record>: Storage {
     /// The database that holds the table.
     public let database: SQLiteDatabase
     let table: SQLiteTable<Record>

@@ -8,7 +8,7 @@ import Foundation
 /// predicate fixes (a foreign key, the leading field of a declared index), then
 /// evaluates the predicate in memory. Writes change the in-memory tables and
 /// rewrite the documents of the entities they touched, in one atomic commit.
-public struct FileStorage<R: Record>: Storage {
+public struct FileRecordStorage<R: Record>: Storage {
     public typealias Record = R
 
     let store: FileStore

@@ -22,7 +22,7 @@ import Foundation
 /// fields of an index that index's range (for an index that leads with the
 /// foreign key, the parent's range filtered on the index's other fields).
 /// Errors are ``StorageError``s naming the entity and the environment's path.
-public struct LMDBStorage<Record: DAOCore.Record>: Storage {
+public struct LMDBRecordStorage<Record: DAOCore.Record>: Storage {
     let table: EntityTable<Record>
 
     /// The environment this storage writes to.

@@ -16,7 +16,7 @@ import PostgresNIO
 ///     where: #Predicate { $0.dialogId == 7 && !$0.isRead },
 ///     sortedBy: [SortDescriptor(\.date, order: .reverse)])
 /// ```
-public struct PostgresStorage<Record: DAOCore.Record>: Storage {
+public struct PostgresRecordStorage<Record: DAOCore.Record>: Storage {
     /// The store that holds the table.
     public let store: PostgresStore
     let table: RecordTable<Record>
