@@ -4,20 +4,20 @@ import Foundation
 /// SQLite's `sqlite3_bind_int64`, `sqlite3_bind_double` and
 /// `sqlite3_bind_null`, or another engine's functions of the same shapes.
 /// See ``FieldwiseRecord/writeRows(_:to:_:)``.
-public struct ColumnBindFunctions: @unchecked Sendable {
+@usableFromInline package struct ColumnBindFunctions: @unchecked Sendable {
     // @unchecked: C function pointers, which hold no state.
 
     /// Binds an integer.
-    public let int64: @convention(c) (OpaquePointer?, Int32, Int64) -> Int32
+    @usableFromInline package let int64: @convention(c) (OpaquePointer?, Int32, Int64) -> Int32
     /// Binds a double.
-    public let double: @convention(c) (OpaquePointer?, Int32, Double) -> Int32
+    @usableFromInline package let double: @convention(c) (OpaquePointer?, Int32, Double) -> Int32
     /// Binds NULL.
-    public let null: @convention(c) (OpaquePointer?, Int32) -> Int32
+    @usableFromInline package let null: @convention(c) (OpaquePointer?, Int32) -> Int32
     /// What the functions return when they bound the value.
-    public let okCode: Int32
+    @usableFromInline package let okCode: Int32
 
     /// Collects the functions and the success code of an engine.
-    public init(
+    package init(
         int64: @escaping @convention(c) (OpaquePointer?, Int32, Int64) -> Int32,
         double: @escaping @convention(c) (OpaquePointer?, Int32, Double) -> Int32,
         null: @escaping @convention(c) (OpaquePointer?, Int32) -> Int32,
@@ -41,7 +41,7 @@ public enum ColumnWriteFailure: Sendable {
 }
 
 /// A ``FieldWriter`` that binds a record's fields to a statement's parameters
-/// 1…n in order, through ``ColumnBindFunctions`` (text and bytes through the
+/// 1…n in order, through `ColumnBindFunctions` (text and bytes through the
 /// adapter's closures, which may keep the bytes). It keeps the primary key
 /// (parameter 1) and the value of `parentParameter` of the record last
 /// written, for the adapter's relation writers.
@@ -58,22 +58,22 @@ public struct ColumnRowWriter: FieldWriter {
     /// The parameter whose value is kept in ``capturedParent``, or 0.
     @usableFromInline let parentParameter: Int32
     /// Binds text and bytes and makes the errors; not retained, as
-    /// ``ColumnRowReader``'s.
+    /// `ColumnRowReader`'s.
     @usableFromInline unowned(unsafe) let access: ColumnAccess
     /// The next parameter to bind.
     @usableFromInline var index: Int32 = 1
     /// The primary key of the record last written, when it was an integer or
     /// text (`.null` otherwise).
-    public var capturedKey: StoredValue = .null
+    @usableFromInline package var capturedKey: StoredValue = .null
     /// The value written to `parentParameter` for the record last written,
     /// likewise.
-    public var capturedParent: StoredValue = .null
+    @usableFromInline package var capturedParent: StoredValue = .null
 
     /// A writer of records to the `count` parameters of `handle`, binding
     /// text and bytes with `access`, which the caller keeps alive for as long
     /// as it uses the writer.
     @inlinable
-    public init(
+    package init(
         functions: ColumnBindFunctions, handle: OpaquePointer, count: Int32, parentParameter: Int32,
         access: ColumnAccess
     ) {
@@ -86,7 +86,7 @@ public struct ColumnRowWriter: FieldWriter {
 
     /// Starts writing a record from the first parameter.
     @inlinable @inline(__always)
-    public mutating func rewind() {
+    package mutating func rewind() {
         index = 1
         capturedKey = .null
         capturedParent = .null
@@ -159,7 +159,7 @@ public struct ColumnRowWriter: FieldWriter {
 
     /// Checks that the record wrote every parameter.
     @inlinable @inline(__always)
-    public mutating func finish() throws {
+    package mutating func finish() throws {
         if index != count + 1 { throw access.writeError(.tooFewFields(Int(index) - 1)) }
     }
 }

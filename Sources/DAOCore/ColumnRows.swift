@@ -12,55 +12,55 @@ import Foundation
 /// call into the engine, where an adapter's generic code, unspecialized for
 /// the caller's record types, reaches each field through witness calls and
 /// looks up the metadata of generic types over the record type on every row.
-public struct ColumnFunctions: @unchecked Sendable {
+@usableFromInline package struct ColumnFunctions: @unchecked Sendable {
     // @unchecked: C function pointers, which hold no state.
 
     /// Steps the statement; returns ``rowCode`` when a row is ready.
-    public let step: @convention(c) (OpaquePointer?) -> Int32
+    @usableFromInline package let step: @convention(c) (OpaquePointer?) -> Int32
     /// The column as an integer (NULL reads as 0).
-    public let int64: @convention(c) (OpaquePointer?, Int32) -> Int64
+    @usableFromInline package let int64: @convention(c) (OpaquePointer?, Int32) -> Int64
     /// The column as a double (NULL reads as 0).
-    public let double: @convention(c) (OpaquePointer?, Int32) -> Double
+    @usableFromInline package let double: @convention(c) (OpaquePointer?, Int32) -> Double
     /// The column's storage class.
-    public let type: @convention(c) (OpaquePointer?, Int32) -> Int32
+    @usableFromInline package let type: @convention(c) (OpaquePointer?, Int32) -> Int32
     /// The column's text as UTF-8, `nil` for NULL.
-    public let text: @convention(c) (OpaquePointer?, Int32) -> UnsafePointer<UInt8>?
+    @usableFromInline package let text: @convention(c) (OpaquePointer?, Int32) -> UnsafePointer<UInt8>?
     /// The column's bytes, `nil` for NULL or no bytes.
-    public let blob: @convention(c) (OpaquePointer?, Int32) -> UnsafeRawPointer?
+    @usableFromInline package let blob: @convention(c) (OpaquePointer?, Int32) -> UnsafeRawPointer?
     /// The number of bytes of the column's text or blob last read.
-    public let bytes: @convention(c) (OpaquePointer?, Int32) -> Int32
+    @usableFromInline package let bytes: @convention(c) (OpaquePointer?, Int32) -> Int32
     /// The column as the engine's value object, which the `value…` functions
     /// read (SQLite's `sqlite3_column_value`): one call into the engine per
     /// column, whose storage class and content are then read without the
     /// per-call checks of the `column…` functions.
-    public let value: @convention(c) (OpaquePointer?, Int32) -> OpaquePointer?
+    @usableFromInline package let value: @convention(c) (OpaquePointer?, Int32) -> OpaquePointer?
     /// A value's storage class (`sqlite3_value_type`).
-    public let valueType: @convention(c) (OpaquePointer?) -> Int32
+    @usableFromInline package let valueType: @convention(c) (OpaquePointer?) -> Int32
     /// A value as an integer (`sqlite3_value_int64`).
-    public let valueInt64: @convention(c) (OpaquePointer?) -> Int64
+    @usableFromInline package let valueInt64: @convention(c) (OpaquePointer?) -> Int64
     /// A value as a double (`sqlite3_value_double`).
-    public let valueDouble: @convention(c) (OpaquePointer?) -> Double
+    @usableFromInline package let valueDouble: @convention(c) (OpaquePointer?) -> Double
     /// A value's text as UTF-8 (`sqlite3_value_text`).
-    public let valueText: @convention(c) (OpaquePointer?) -> UnsafePointer<UInt8>?
+    @usableFromInline package let valueText: @convention(c) (OpaquePointer?) -> UnsafePointer<UInt8>?
     /// A value's bytes (`sqlite3_value_blob`).
-    public let valueBlob: @convention(c) (OpaquePointer?) -> UnsafeRawPointer?
+    @usableFromInline package let valueBlob: @convention(c) (OpaquePointer?) -> UnsafeRawPointer?
     /// The number of bytes of a value's text or blob last read (`sqlite3_value_bytes`).
-    public let valueBytes: @convention(c) (OpaquePointer?) -> Int32
+    @usableFromInline package let valueBytes: @convention(c) (OpaquePointer?) -> Int32
     /// What ``step`` returns when a row is ready.
-    public let rowCode: Int32
+    @usableFromInline package let rowCode: Int32
     /// The storage class ``type`` gives for NULL.
-    public let nullType: Int32
+    @usableFromInline package let nullType: Int32
     /// The storage class ``type`` gives for an integer.
-    public let integerType: Int32
+    @usableFromInline package let integerType: Int32
     /// The storage class ``type`` gives for a real.
-    public let realType: Int32
+    @usableFromInline package let realType: Int32
     /// The storage class ``type`` gives for text.
-    public let textType: Int32
+    @usableFromInline package let textType: Int32
     /// The storage class ``type`` gives for bytes.
-    public let blobType: Int32
+    @usableFromInline package let blobType: Int32
 
     /// Collects the functions and the constants of an engine.
-    public init(
+    package init(
         step: @escaping @convention(c) (OpaquePointer?) -> Int32,
         int64: @escaping @convention(c) (OpaquePointer?, Int32) -> Int64,
         double: @escaping @convention(c) (OpaquePointer?, Int32) -> Double,
@@ -100,8 +100,8 @@ public struct ColumnFunctions: @unchecked Sendable {
     }
 }
 
-/// What an adapter does for ``ColumnRowReader`` and ``ColumnRowWriter``
-/// besides calling ``ColumnFunctions`` and ``ColumnBindFunctions``: it makes
+/// What an adapter does for `ColumnRowReader` and ``ColumnRowWriter``
+/// besides calling `ColumnFunctions` and `ColumnBindFunctions`: it makes
 /// their errors and binds text and bytes (which an adapter may copy into
 /// buffers of its own). Each adapter subclasses it.
 ///
@@ -146,11 +146,11 @@ open class ColumnAccess: @unchecked Sendable {
 }
 
 /// A ``FieldReader`` over the current row of a statement, read through
-/// ``ColumnFunctions``: the record's fields are the row's columns, in order.
+/// `ColumnFunctions`: the record's fields are the row's columns, in order.
 ///
 /// A concrete type with inlinable members, so that a record's `init(fields:)`
 /// specialized for it calls the engine directly for each field.
-public struct ColumnRowReader: FieldReader {
+@usableFromInline package struct ColumnRowReader: FieldReader {
     @usableFromInline let functions: ColumnFunctions
     @usableFromInline let handle: OpaquePointer
     @usableFromInline let count: Int32
@@ -163,7 +163,7 @@ public struct ColumnRowReader: FieldReader {
     /// its errors with `access`, which the caller keeps alive for as long as
     /// it uses the reader.
     @inlinable
-    public init(functions: ColumnFunctions, handle: OpaquePointer, count: Int32, access: ColumnAccess) {
+    package init(functions: ColumnFunctions, handle: OpaquePointer, count: Int32, access: ColumnAccess) {
         self.functions = functions
         self.handle = handle
         self.count = count
@@ -178,7 +178,7 @@ public struct ColumnRowReader: FieldReader {
 
     /// Starts reading the current row from its first column.
     @inlinable @inline(__always)
-    public mutating func rewind() {
+    package mutating func rewind() {
         column = 0
         readsKey = false
     }
@@ -186,7 +186,7 @@ public struct ColumnRowReader: FieldReader {
     /// The integer the record read from column 0 (its primary key) of the
     /// current row, if it read that column as an integer.
     @inlinable @inline(__always)
-    public var keyRead: Int64? { readsKey ? key : nil }
+    package var keyRead: Int64? { readsKey ? key : nil }
 
     /// The next column; reading past the last one is an error, never a call
     /// into the engine with an index out of range.
@@ -218,7 +218,7 @@ public struct ColumnRowReader: FieldReader {
         guard type == functions.integerType else { throw access.storageClassError(column: column, found: type) }
         let integer = functions.valueInt64(value)
         if column == 0 {
-            // Kept for ``ColumnRows/inKeyOrder``: asking the engine again
+            // Kept for `ColumnRows/inKeyOrder`: asking the engine again
             // costs more than this test on every integer.
             key = integer
             readsKey = true
@@ -246,25 +246,25 @@ public struct ColumnRowReader: FieldReader {
 
     /// Reads the next field as an integer; NULL is an error.
     @inlinable @inline(__always)
-    public mutating func decode(_ type: Int64.Type) throws -> Int64 { try integer() }
+    package mutating func decode(_ type: Int64.Type) throws -> Int64 { try integer() }
 
     /// Reads the next field as a double; NULL is an error.
     @inlinable @inline(__always)
-    public mutating func decode(_ type: Double.Type) throws -> Double { try real() }
+    package mutating func decode(_ type: Double.Type) throws -> Double { try real() }
 
     /// Reads the next field as a boolean (an integer other than 0); NULL is an error.
     @inlinable @inline(__always)
-    public mutating func decode(_ type: Bool.Type) throws -> Bool { try integer() != 0 }
+    package mutating func decode(_ type: Bool.Type) throws -> Bool { try integer() != 0 }
 
     /// Reads the next field as a date (seconds since 2001-01-01); NULL is an error.
     @inlinable @inline(__always)
-    public mutating func decode(_ type: Date.Type) throws -> Date {
+    package mutating func decode(_ type: Date.Type) throws -> Date {
         Date(storedSeconds: try real())
     }
 
     /// Reads the next field as text (invalid UTF-8 repaired); NULL is an error.
     @inlinable @inline(__always)
-    public mutating func decode(_ type: String.Type) throws -> String {
+    package mutating func decode(_ type: String.Type) throws -> String {
         let column = try advance()
         let value = functions.value(handle, column)
         let type = functions.valueType(value)
@@ -277,7 +277,7 @@ public struct ColumnRowReader: FieldReader {
 
     /// Reads the next field as bytes; NULL is an error.
     @inlinable
-    public mutating func decode(_ type: Data.Type) throws -> Data {
+    package mutating func decode(_ type: Data.Type) throws -> Data {
         let column = try advance()
         let value = functions.value(handle, column)
         let type = functions.valueType(value)
@@ -289,7 +289,7 @@ public struct ColumnRowReader: FieldReader {
 
     /// Whether the next field is NULL; a NULL field is consumed.
     @inlinable @inline(__always)
-    public mutating func decodeNil() throws -> Bool {
+    package mutating func decodeNil() throws -> Bool {
         guard column < count, functions.type(handle, column) == functions.nullType else { return false }
         column += 1
         return true
@@ -297,7 +297,7 @@ public struct ColumnRowReader: FieldReader {
 
     /// An error about the column last read.
     @inlinable
-    public func error(_ message: String) -> StorageError {
+    package func error(_ message: String) -> StorageError {
         access.readError(column: max(column - 1, 0), message: message)
     }
 }
@@ -306,39 +306,39 @@ public struct ColumnRowReader: FieldReader {
 /// with what the adapter asked for besides the records.
 public struct ColumnRows {
     /// The reader of the current row.
-    public var reader: ColumnRowReader
+    @usableFromInline package var reader: ColumnRowReader
     /// What the last step returned: the row code while rows come; anything
     /// else ended the reading (the adapter checks it).
-    public var status: Int32 = 0
+    @usableFromInline package var status: Int32 = 0
     /// Whether a row was stepped to but not read yet (it starts the next run).
-    public var pending = false
+    @usableFromInline package var pending = false
     /// The column whose integer groups rows into runs (a parent's key), or -1:
     /// then every row is read in one call.
-    public let groupColumn: Int32
+    @usableFromInline package let groupColumn: Int32
     /// The integer in ``groupColumn`` of the run read last.
-    public var group: Int64 = 0
+    @usableFromInline package var group: Int64 = 0
     /// Whether to collect the integer of column 0 (the primary key) of each
     /// row into ``keys`` and return the rows in the order of those keys.
-    public let inKeyOrder: Bool
+    @usableFromInline package let inKeyOrder: Bool
     /// Column 0 of each row read, with ``inKeyOrder``.
-    public var keys: [Int64] = []
+    @usableFromInline package var keys: [Int64] = []
     /// The columns (numeric or NULL) the statement orders its rows by, when
     /// the adapter left the primary key out of its `ORDER BY`: each row's
     /// values in them are compared with the previous row's as it is read
     /// (`watchTies()`), and ``tied`` tells the adapter whether it must sort.
-    public var sortColumns: [Int32] = []
+    @usableFromInline package var sortColumns: [Int32] = []
     /// Whether two neighbouring rows had equal values in every one of
     /// ``sortColumns``, or a value in one was neither a number nor NULL
     /// (equality then not decided here): the rows' order among themselves
     /// is then the engine's, and the adapter sorts them.
-    public var tied = false
+    @usableFromInline package var tied = false
     /// The previous row's values in ``sortColumns``.
     @usableFromInline var previousSortValues: [ColumnSortValue] = []
 
     /// Rows to read with `reader`, in runs by `groupColumn` (or -1), in key
     /// order or not; `expected` rows are made room for in ``keys``.
     @inlinable
-    public init(reader: ColumnRowReader, groupColumn: Int32 = -1, inKeyOrder: Bool = false, expected: Int = 0) {
+    package init(reader: ColumnRowReader, groupColumn: Int32 = -1, inKeyOrder: Bool = false, expected: Int = 0) {
         self.reader = reader
         self.groupColumn = groupColumn
         self.inKeyOrder = inKeyOrder

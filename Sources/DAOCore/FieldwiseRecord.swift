@@ -38,11 +38,11 @@ public protocol FieldwiseRecord: Record {
 
     /// Reads a record from each row of `rows` (a statement's rows, one
     /// column per field) and appends it to `records`: every row, or with
-    /// ``ColumnRows/groupColumn`` the rows of one run (the rows with the same
+    /// `ColumnRows/groupColumn` the rows of one run (the rows with the same
     /// integer in that column; a row with no integer there is read and
-    /// dropped). With ``ColumnRows/inKeyOrder`` the records come in the order
+    /// dropped). With `ColumnRows/inKeyOrder` the records come in the order
     /// of the integers in column 0. Stops at the end of the rows or at a step
-    /// that fails (``ColumnRows/status`` says which).
+    /// that fails (`ColumnRows/status` says which).
     ///
     /// Provided by the protocol (records do not implement it): the default
     /// implementation is inlinable, so each record type's conformance holds a
@@ -53,8 +53,8 @@ public protocol FieldwiseRecord: Record {
     static func readRows(_ rows: inout ColumnRows, into records: inout [Self]) throws
 
     /// Binds the fields of each of `records` in turn to `writer`'s
-    /// parameters (``ColumnRowWriter/rewind()``, `write(fields:)`,
-    /// ``ColumnRowWriter/finish()``), and after each calls `row` with the
+    /// parameters (`ColumnRowWriter/rewind()`, `write(fields:)`,
+    /// `ColumnRowWriter/finish()`), and after each calls `row` with the
     /// writer and the record's index, to run the statement.
     ///
     /// Provided by the protocol (records do not implement it), for the same

@@ -93,7 +93,7 @@ public struct PackedFieldWriter: FieldWriter {
     /// grows the memory and makes the errors; the caller keeps it and the
     /// tables alive for as long as it uses the writer.
     @inlinable
-    public init(
+    package init(
         access: PackedValueAccess, base: UnsafeMutableRawPointer, capacity: Int, start: Int,
         types: UnsafePointer<FieldType>, optional: UnsafePointer<Bool>, offsets: UnsafeMutablePointer<Int>,
         fieldCount: Int
@@ -109,9 +109,9 @@ public struct PackedFieldWriter: FieldWriter {
     }
 
     /// The number of bytes written so far (with the `start` the writer was made with).
-    @inlinable public var byteCount: Int { written }
+    @inlinable package var byteCount: Int { written }
     /// The number of fields written so far.
-    @inlinable public var fieldIndex: Int { index }
+    @inlinable package var fieldIndex: Int { index }
 
     @inlinable @inline(__always)
     mutating func reserve(_ needed: Int) throws {
@@ -307,7 +307,7 @@ public struct PackedFieldReader: FieldReader {
     /// it again. Otherwise (the default) it is validated, and ill-formed
     /// sequences are repaired as `String(decoding:as:)` repairs them.
     @inlinable
-    public init(
+    package init(
         access: PackedValueAccess, start: UnsafeRawPointer, count: Int, first: Int,
         types: UnsafePointer<FieldType>, optional: UnsafePointer<Bool>, offsets: UnsafeMutablePointer<Int>,
         fieldCount: Int, textIsValidated: Bool = false
@@ -324,9 +324,9 @@ public struct PackedFieldReader: FieldReader {
     }
 
     /// The number of fields read so far.
-    @inlinable public var fieldIndex: Int { index }
+    @inlinable package var fieldIndex: Int { index }
     /// Where the next field starts (its presence byte, for an optional field).
-    @inlinable public var byteOffset: Int { position }
+    @inlinable package var byteOffset: Int { position }
 
     /// The start of the next field's value, checked to exist, to be present
     /// and to be stored as `type` (or `other`); the field is recorded as read.

@@ -144,7 +144,7 @@ public struct FieldScanWriter: FieldWriter {
     /// A scanner that keeps the values at `firstKept` and `secondKept`
     /// (-1 for none).
     @inlinable
-    public init(keeping firstKept: Int = -1, and secondKept: Int = -1) {
+    package init(keeping firstKept: Int = -1, and secondKept: Int = -1) {
         self.firstKept = firstKept
         self.secondKept = secondKept
     }

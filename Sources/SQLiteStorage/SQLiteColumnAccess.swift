@@ -66,7 +66,7 @@ final class StatementAccess: ColumnAccess, @unchecked Sendable {
 let sqliteBindFunctions = ColumnBindFunctions(
     int64: sqlite3_bind_int64, double: sqliteBindReal, null: sqlite3_bind_null, okCode: SQLITE_OK)
 
-/// SQLite's functions for ``ColumnRowReader``.
+/// SQLite's functions for `ColumnRowReader`.
 let sqliteColumnFunctions = ColumnFunctions(
     step: sqlite3_step, int64: sqlite3_column_int64, double: sqlite3_column_double, type: sqlite3_column_type,
     text: sqlite3_column_text, blob: sqlite3_column_blob, bytes: sqlite3_column_bytes,

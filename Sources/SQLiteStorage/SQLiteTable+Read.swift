@@ -280,7 +280,7 @@ extension TableReader {
 
 /// Reads the rows of one statement into records one at a time: by position
 /// for a ``FieldwiseRecord``, through DAOCore's ``CodableFields`` for a record
-/// that only conforms to `Codable`, both with a ``ColumnRowReader``. For
+/// that only conforms to `Codable`, both with a `ColumnRowReader`. For
 /// many rows of a ``FieldwiseRecord`` at once, ``SQLiteTable/rowsReader`` reads
 /// them in the record type's own module.
 struct RowReader<R: Record> {

@@ -27,7 +27,7 @@ final class SQLiteTable<R: Record>: Sendable {
     /// Reads a row into a record in place, by position when `R` is a
     /// ``FieldwiseRecord`` (made once per table, as ``fieldBinder``).
     let fieldReader: (any FieldSlotReader<R>)?
-    /// Makes the errors of the ``ColumnRowReader``s over this table's rows.
+    /// Makes the errors of the `ColumnRowReader`s over this table's rows.
     let columnAccess: ColumnAccess
     /// An empty children array (`[Child]()`) per relation, in declaration
     /// order: what a `Codable` record's relation keys read before the

@@ -299,7 +299,7 @@ let sqliteBindReal: @convention(c) (OpaquePointer?, Int32, Double) -> Int32 = { 
 
 /// The NaN `value` holds: a blob of 8 bytes that read, big-endian, as a
 /// NaN's bits (``sqliteNaNBlob``, the one the adapter writes); `nil` for any
-/// other value. The core's ``ColumnRowReader`` reads a real field the same way.
+/// other value. The core's `ColumnRowReader` reads a real field the same way.
 func sqliteNaN(_ value: OpaquePointer?) -> Double? {
     guard sqlite3_value_type(value) == SQLITE_BLOB, sqlite3_value_bytes(value) == 8,
         let bytes = sqlite3_value_blob(value)
