@@ -177,21 +177,7 @@ struct OneStatementTreeTests {
                     outcome.withLock { $0 = result }
                     done.signal()
                 }
-                var waiting = false
-                for _ in 0..<500 where !waiting {
-                    waiting = try Server.rawSession { watcher in
-                        let rows = try watcher.query(
-                            PostgresQuery(unsafeSQL: """
-                                SELECT count(*)::bigint FROM pg_stat_activity
-                                WHERE wait_event_type = 'Lock' AND query LIKE '%\(schema)%one_folders%'
-                                """), logger: Server.logger
-                        ).wait()
-                        var count: Int64 = 0
-                        for row in rows { count = try row.decode(Int64.self) }
-                        return count > 0
-                    }
-                    if !waiting { Thread.sleep(forTimeInterval: 0.02) }
-                }
+                let waiting = try Server.waitsForLock(schema, "one_folders")
                 #expect(waiting, "the store's write never waited for the row lock")
                 try run("COMMIT")
             }

@@ -79,6 +79,28 @@ enum Server {
         defer { _ = try? connection.close().wait() }
         return try body(connection)
     }
+
+    /// Whether a statement whose text contains `schema` and then `table`
+    /// comes to wait for a lock within 10 seconds, as another client sees it
+    /// in `pg_stat_activity`.
+    static func waitsForLock(_ schema: String, _ table: String) throws -> Bool {
+        for _ in 0..<500 {
+            let waiting = try rawSession { watcher in
+                let rows = try watcher.query(
+                    PostgresQuery(unsafeSQL: """
+                        SELECT count(*)::bigint FROM pg_stat_activity
+                        WHERE wait_event_type = 'Lock' AND query LIKE '%\(schema)%\(table)%'
+                        """), logger: logger
+                ).wait()
+                var count: Int64 = 0
+                for row in rows { count = try row.decode(Int64.self) }
+                return count > 0
+            }
+            if waiting { return true }
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        return false
+    }
 }
 
 @Suite(.enabled(if: Server.url != nil, "DAO_POSTGRES_URL names no server"), .serialized)

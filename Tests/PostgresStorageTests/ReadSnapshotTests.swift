@@ -55,21 +55,7 @@ struct ReadSnapshotTests {
                     done.signal()
                 }
                 // Wait until the read's statement on the books waits for the lock.
-                var waiting = false
-                for _ in 0..<500 where !waiting {
-                    waiting = try Server.rawSession { watcher in
-                        let rows = try watcher.query(
-                            PostgresQuery(unsafeSQL: """
-                                SELECT count(*)::bigint FROM pg_stat_activity
-                                WHERE wait_event_type = 'Lock' AND query LIKE '%\(schema)%snapshot_books%'
-                                """), logger: Server.logger
-                        ).wait()
-                        var count: Int64 = 0
-                        for row in rows { count = try row.decode(Int64.self) }
-                        return count > 0
-                    }
-                    if !waiting { Thread.sleep(forTimeInterval: 0.02) }
-                }
+                let waiting = try Server.waitsForLock(schema, "snapshot_books")
                 #expect(waiting, "the read never waited for the lock on the books")
                 try run("UPDATE \"\(schema)\".\"snapshot_shelves\" SET \"version\" = 2 WHERE \"id\" = 1")
                 try run("UPDATE \"\(schema)\".\"snapshot_books\" SET \"version\" = 2 WHERE \"shelfId\" = 1")
