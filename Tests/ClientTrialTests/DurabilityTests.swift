@@ -23,26 +23,24 @@ struct DurabilityTests {
         let directory = try TemporaryDirectory("trial-kill")
         let plan = domain.kills
         var random = plan.random(for: backend)
-        var written = 0
         var targets: [Int] = []
-        for round in 0..<plan.rounds {
-            let target = plan.target(round, written, &random)
-            targets.append(target)
-            let (returned, killed, writer) = try HelperProcess.runAndKill(
-                [domain.writer, backend.name, directory.url.path, "\(written)", "\(plan.end(written, target))"],
-                afterDone: target - written, delayMicroseconds: UInt32(random.below(plan.delayBound)))
-            let done = written + returned
-            if !killed { Issue.record("round \(round): the writer ended before it was killed: \(writer)") }
-            let holds = try domain.reopened(backend, in: directory.url, round: round)
-            if holds(done) {
-                written = done
-            } else if holds(done + 1) {
-                written = done + 1
-            } else {
+        let held = try HelperProcess.killRepeatedly(
+            rounds: plan.rounds, holding: 0, random: &random, delayBound: plan.delayBound,
+            writer: { round, written, random in
+                let target = plan.target(round, written, &random)
+                targets.append(target)
+                return ([domain.writer, backend.name, directory.url.path, "\(written)", "\(plan.end(written, target))"],
+                        target - written)
+            },
+            holds: { round, done, killed, writer in
+                if !killed { Issue.record("round \(round): the writer ended before it was killed: \(writer)") }
+                let holds = try domain.reopened(backend, in: directory.url, round: round)
+                if holds(done) { return done }
+                if holds(done + 1) { return done + 1 }
                 Issue.record("round \(round) on \(backend.name): after \(done) returned calls the store holds neither state")
-                return
-            }
-        }
+                return nil
+            })
+        guard let written = held else { return }
         domain.checkKillPoints(targets)
         #expect(written >= plan.rounds)
     }

@@ -31,22 +31,22 @@ struct KillTests {
         // this test is about.
         let first = try HelperProcess.run(["write", backend, directory.url.path, seed, "1"])
         try #require(first.status == 0, "\(first)")
-        var committed = 1
-        for round in 0..<Self.kills {
-            let afterDone = random.below(6)
-            let extra = UInt32(random.below(4000))
-            let (done, _, writer) = try HelperProcess.runAndKill(
-                ["write", backend, directory.url.path, seed, "1000000", String(committed)],
-                afterDone: afterDone, delayMicroseconds: extra)
-            #expect(writer.signal == 9, "round \(round): the writer was not killed: \(writer)")
-            let returned = committed + done
-            let verify = try HelperProcess.run(["verify", backend, directory.url.path, seed, String(returned), String(returned + 1)])
-            try #require(
-                verify.status == 0,
-                "round \(round), seed \(seed), torture seed \(Torture.seed): after \(returned) returned transactions: \(verify)")
-            let words = verify.output.split(whereSeparator: \.isWhitespace)
-            committed = words.count >= 2 ? Int(words[1]) ?? returned : returned
-        }
+        let held = try HelperProcess.killRepeatedly(
+            rounds: Self.kills, holding: 1, random: &random, delayBound: 4000,
+            writer: { _, held, random in
+                (["write", backend, directory.url.path, seed, "1000000", String(held)], random.below(6))
+            },
+            holds: { round, returned, _, writer in
+                #expect(writer.signal == 9, "round \(round): the writer was not killed: \(writer)")
+                let verify = try HelperProcess.run(
+                    ["verify", backend, directory.url.path, seed, String(returned), String(returned + 1)])
+                try #require(
+                    verify.status == 0,
+                    "round \(round), seed \(seed), torture seed \(Torture.seed): after \(returned) returned transactions: \(verify)")
+                let words = verify.output.split(whereSeparator: \.isWhitespace)
+                return words.count >= 2 ? Int(words[1]) ?? returned : returned
+            })
+        #expect(held != nil)
     }
 }
 

@@ -153,6 +153,32 @@ public final class HelperProcess {
         }
         return (done, killed, helper.result(output: lines))
     }
+
+    /// A writer killed again and again on one store, `rounds` times: each
+    /// round `writer` gives, from the calls the store holds, the writer's
+    /// arguments and after how many of its reported calls it is killed
+    /// (``runAndKill(_:afterDone:delayMicroseconds:)``, up to `delayBound`
+    /// microseconds later); then `holds` is told how many calls the store
+    /// should hold (those before the round and those the writer reported
+    /// returned) and says how many it does: that many, or one more (the call
+    /// under way, whole), or `nil` when neither, which ends the loop. The
+    /// next writer carries on over the leftovers of the last. Returns the
+    /// calls the store holds at the end, `nil` if a round found neither.
+    public static func killRepeatedly(
+        rounds: Int, holding start: Int, random: inout TestRandom, delayBound: Int,
+        writer: (_ round: Int, _ held: Int, _ random: inout TestRandom) -> (arguments: [String], afterDone: Int),
+        holds: (_ round: Int, _ returned: Int, _ killed: Bool, _ writer: HelperResult) throws -> Int?
+    ) throws -> Int? {
+        var held = start
+        for round in 0..<rounds {
+            let (arguments, afterDone) = writer(round, held, &random)
+            let delay = UInt32(random.below(delayBound))
+            let (done, killed, result) = try runAndKill(arguments, afterDone: afterDone, delayMicroseconds: delay)
+            guard let now = try holds(round, held + done, killed, result) else { return nil }
+            held = now
+        }
+        return held
+    }
 }
 
 /// How a helper run by ``HelperProcess/run(_:timeout:)`` or
