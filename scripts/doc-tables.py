@@ -268,6 +268,10 @@ def async_cost():
             sync, awaited = (float(found[api]["instructions_per_call"]) for api in ("sync", "async"))
             lines.append([f"{backend} {operation}", human(sync), human(awaited), human(max(0.0, awaited - sync)),
                           f"{float(found['async']['async_over_sync']):.3f}"])
+        for r in sorted(rows, key=lambda r: r["api"] != "writer-thread"):
+            if r["backend"] == backend and r["operation"] == "hop":
+                hop = float(r["instructions_per_call"])
+                lines.append([f"{backend} empty hop, {r['api'].replace('-', ' ')}", "", human(hop), human(hop), ""])
     first = rows[0]
     return (f"*Instructions per call, every thread counted, one client. From `results/async-cost.csv`: "
             f"D={first['dialogs']} × M={first['messages_per_dialog']}, {first['calls']} calls a region, "

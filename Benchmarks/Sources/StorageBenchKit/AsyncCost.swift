@@ -9,7 +9,9 @@ import Foundation
 /// For each backend a fresh store is loaded with `dialogs` dialogs, then four
 /// regions run in turn, each `calls` calls long: `read-by-id` synchronous,
 /// `read-by-id` awaited, `persist-single` synchronous, `persist-single`
-/// awaited (each persist a new dialog with its messages). Under callgrind each
+/// awaited (each persist a new dialog with its messages), then two regions of
+/// empty hops (`hop`: an empty job on the store's writer thread, and a hop
+/// through a serial dispatch queue). Under callgrind each
 /// region's end writes a dump described `async-cost/BACKEND/OPERATION/API`
 /// holding the region's instructions, every thread's (the store's writer and
 /// reader threads and the pool's included); `scripts/async-cost.sh` reads
@@ -19,9 +21,9 @@ public enum AsyncCost {
     public struct Region: Sendable {
         /// The backend's name.
         public var backend: String
-        /// `read-by-id` or `persist-single`.
+        /// `read-by-id`, `persist-single` or `hop`.
         public var operation: String
-        /// `sync` or `async`.
+        /// `sync` or `async`; for `hop`, `writer-thread` or `dispatch-queue`.
         public var api: String
         /// Calls made.
         public var calls: Int
@@ -34,7 +36,7 @@ public enum AsyncCost {
         "async-cost/\(backend)/\(operation)/\(api)"
     }
 
-    /// Runs the four regions on each of `backends` (DAO backends of
+    /// Runs the six regions on each of `backends` (DAO backends of
     /// ``LoadBackendRegistry/standard``).
     /// - Throws: ``ConfigurationError`` for a backend that is not a DAO
     ///   backend; ``StorageError`` from the store.
@@ -76,6 +78,21 @@ public enum AsyncCost {
             }
             try await region("persist-single", "async") {
                 for dialog in inserted.dropFirst(calls) { try await dao.persist(dialog) }
+            }
+            // What a hop costs with nothing in it: an empty job on the store's
+            // writer thread, and the same through a serial dispatch queue
+            // (GRDB's writer), the floor under an awaited write.
+            let executor = dao.storage.executor
+            try await region("hop", "writer-thread") {
+                for _ in 0..<calls { try await executor.write { _ in } }
+            }
+            let queue = DispatchQueue(label: "async-cost.hop")
+            await region("hop", "dispatch-queue") {
+                for _ in 0..<calls {
+                    await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
+                        queue.async { continuation.resume() }
+                    }
+                }
             }
             try subject.close()
         }
