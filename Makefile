@@ -62,6 +62,12 @@ BENCH_LOAD_ARGS ?= --mix ycsb-a,ycsb-c --backends all --clients 1,2 --duration 3
 # Every run makes schemas of its own on the server and drops them
 # (scripts/bench-server.sh). `make bench` runs the PostgreSQL backends too
 # when DAO_POSTGRES_URL is set, and leaves them out otherwise.
+# `make bench-postgres`: `postgres` beside `postgres-raw` at make bench-smoke's
+# size and settings, without the instruction counts, on the server
+# DAO_POSTGRES_URL names or a throwaway cluster it starts and stops
+# (scripts/bench-postgres.sh); writes results/postgres-smoke.csv, the
+# `postgres-ratios` table of docs/ARCHITECTURE.md (python3 scripts/doc-tables.py).
+POSTGRES_SMOKE_ARGS ?= --backends postgres,postgres-raw --dialogs 100 --messages-per-dialog 10 --iterations 6 --max-iterations 12 --time-limit 10 --warmup 1 --durability none --read-runs 9 --read-time 0.25 --min-read-runs 5 --erase-runs 9 --erase-time 1 --update-runs 3 --update-time 1 --output results/postgres-smoke.csv
 SERVER_BACKENDS ?= sqlite,sqlite-raw,lmdb,lmdb-raw,postgres,postgres-raw
 SERVER_BENCH_ARGS ?= --backends $(SERVER_BACKENDS)
 SERVER_LOAD_ARGS ?= --mix ycsb-a,ycsb-c --backends $(SERVER_BACKENDS) --clients 1,2 --duration 3 --warmup 0.5 --durability full
@@ -80,7 +86,7 @@ BASELINE_REPORT ?=
 
 BENCH = $(SWIFT) run --package-path Benchmarks -c release --skip-build storage-bench
 
-.PHONY: setup setup-instructions setup-browser build test docs torture bench bench-release bench-smoke bench-scale bench-load bench-server compare report plot check-report clean
+.PHONY: setup setup-instructions setup-browser build test docs torture bench bench-release bench-smoke bench-scale bench-load bench-server bench-postgres compare report plot check-report clean
 
 setup:
 	@bash scripts/setup.sh
@@ -158,6 +164,9 @@ bench-load: bench-release
 bench-server: bench-release
 	SWIFT="$(SWIFT)" SERVER_BENCH_ARGS="$(SERVER_BENCH_ARGS)" SERVER_LOAD_ARGS="$(SERVER_LOAD_ARGS)" \
 		SERVER_BULK_ARGS="$(SERVER_BULK_ARGS)" bash scripts/bench-server.sh
+
+bench-postgres: bench-release
+	SWIFT="$(SWIFT)" POSTGRES_SMOKE_ARGS="$(POSTGRES_SMOKE_ARGS)" bash scripts/bench-postgres.sh
 
 compare: bench-release
 	@$(BENCH) compare $(BASELINE) $(CURRENT) --threshold $(THRESHOLD) $(COMPARE_ARGS)

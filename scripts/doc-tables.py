@@ -16,8 +16,8 @@ results/baseline-smoke.csv (`make bench-smoke`, durability none, with
 instruction and allocation counts) and results/lmdb-open-check*.csv
 (`scripts/lmdb-open-check.sh`: `storage-bench open` on LMDB) and
 results/postgres-bulk.csv (`storage-bench postgres-bulk`) and results/postgres-smoke.csv
-(`storage-bench run --backends postgres,postgres-raw` with make bench-smoke's SMOKE_ARGS
-without --instructions and with its own --output) and results/reads-vs-c.csv
+(`make bench-postgres`: `storage-bench run --backends postgres,postgres-raw` with make
+bench-smoke's SMOKE_ARGS without --instructions and with its own --output) and results/reads-vs-c.csv
 (`storage-bench run --operations all,borrowing --instructions`, with the C references) and
 results/oversubscribed-reads.csv (`scripts/oversubscribed-reads.sh`) and
 results/filestore-readers.csv (`storage-bench load --mix ycsb-c,ycsb-b --backends json,plist,lmdb
