@@ -164,6 +164,9 @@ final class PostgresMigrationTransaction: MigrationTransaction {
         case .renameEntity:
             return false
         }
+        // A declared index that starts with the foreign key's column serves
+        // it: the foreign key's own index follows the indexes now declared.
+        if let statement = table.reconcileForeignKeyIndex { _ = try connection.once(statement) }
         try database.setMetadata(StoreMetadataKey.schema(new.entity), new.encoded(), connection)
         return true
     }

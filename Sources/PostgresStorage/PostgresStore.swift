@@ -322,7 +322,7 @@ public final class PostgresStore: Store, Sendable {
             // (empty: checked above) gets its foreign key now.
             if let statement = table.addForeignKey(holder: holderReference) {
                 try connection.run(statement)
-                for index in table.createIndexes() where index.contains("IF NOT EXISTS") { try connection.run(index) }
+                if let index = table.createForeignKeyIndex { try connection.run(index) }
             }
         }
     }

@@ -37,6 +37,8 @@ func tableName(_ name: String) -> String {
 /// prepares a text once).
 struct TableSQL: Sendable {
     let schema: EntitySchema
+    /// The schema (PostgreSQL's namespace) the table is in, unquoted.
+    let namespace: String
     /// `"namespace"."table"`.
     let qualified: String
     /// The quoted columns, in field order (the primary key first).
@@ -68,6 +70,7 @@ struct TableSQL: Sendable {
 
     init(_ schema: EntitySchema, namespace: String, foreignKeyField: String?) {
         self.schema = schema
+        self.namespace = namespace
         qualified = identifier(namespace) + "." + identifier(schema.entity)
         columns = schema.fields.map { identifier($0.name) }
         types = schema.fields.map(\.type)
@@ -127,10 +130,16 @@ struct TableSQL: Sendable {
 
     /// The deletion of the rows whose foreign key (`columns[foreignKey]`)
     /// is in the array `$parents` and whose key is not in the array `$keys`.
+    ///
+    /// The rows are found through an index on the foreign key, and the keys
+    /// the batch holds are left out by an anti-join on them (`NOT EXISTS`,
+    /// which the server runs as a hash anti-join): a test of each row
+    /// against the whole array (`<> ALL`) would compare every child of the
+    /// parents with every key of the batch.
     private static func childDeletion(
         _ qualified: String, columns: [String], types: [FieldType], foreignKey: Int, parents: Int, keys: Int
     ) -> String {
-        "DELETE FROM \(qualified) WHERE \(columns[foreignKey]) = ANY($\(parents)::\(PostgresValue.sqlArrayType(types[foreignKey]))) AND \(columns[0]) <> ALL($\(keys)::\(PostgresValue.sqlArrayType(types[0])))"
+        "DELETE FROM \(qualified) WHERE \(columns[foreignKey]) = ANY($\(parents)::\(PostgresValue.sqlArrayType(types[foreignKey]))) AND NOT EXISTS (SELECT FROM unnest($\(keys)::\(PostgresValue.sqlArrayType(types[0]))) AS _dao_kept(key) WHERE _dao_kept.key = \(qualified).\(columns[0]))"
     }
 
     /// `SELECT` of the rows where `condition` holds, in `order`, with a
@@ -200,14 +209,41 @@ struct TableSQL: Sendable {
         return "CREATE INDEX \(Self.indexName(index.name, of: schema.entity)) ON \(qualified) (\(fields))"
     }
 
-    /// The declared indexes, and one on the foreign key (children by parent).
+    /// The declared indexes, and ``createForeignKeyIndex`` when there is one.
     func createIndexes() -> [String] {
-        var statements = schema.indexes.map(createIndex)
-        if let foreignKey {
-            statements.append(
-                "CREATE INDEX IF NOT EXISTS \(Self.foreignKeyIndexName(schema.fields[foreignKey].name, of: schema.entity)) ON \(qualified) (\(columns[foreignKey]))"
-            )
-        }
-        return statements
+        schema.indexes.map(createIndex) + (createForeignKeyIndex.map { [$0] } ?? [])
+    }
+
+    /// Whether a declared index starts with the foreign key's column: it
+    /// finds a parent's children (the reads of children, the deletion of
+    /// those a parent no longer holds, the cascades), so the foreign key
+    /// needs no index of its own, which every write would keep up too.
+    var declaredIndexLeadsWithForeignKey: Bool {
+        guard let foreignKey else { return false }
+        let field = schema.fields[foreignKey].name
+        return schema.indexes.contains { $0.fields.first == field }
+    }
+
+    /// The index on the foreign key (children by parent) when the table has
+    /// one and no declared index starts with its column
+    /// (``declaredIndexLeadsWithForeignKey``); `nil` otherwise.
+    var createForeignKeyIndex: String? {
+        guard let foreignKey, !declaredIndexLeadsWithForeignKey else { return nil }
+        return "CREATE INDEX IF NOT EXISTS \(foreignKeyIndexName) ON \(qualified) (\(columns[foreignKey]))"
+    }
+
+    /// After a migration changed the declared indexes or fields: the
+    /// statement that gives the foreign key its own index when no declared
+    /// index serves it any more, or drops that index when one now does;
+    /// `nil` for a table without a foreign key.
+    var reconcileForeignKeyIndex: String? {
+        guard foreignKey != nil else { return nil }
+        if let create = createForeignKeyIndex { return create }
+        return "DROP INDEX IF EXISTS \(identifier(namespace)).\(foreignKeyIndexName)"
+    }
+
+    /// The quoted name of the index on the foreign key (``foreignKeyIndexName(_:of:)``).
+    private var foreignKeyIndexName: String {
+        Self.foreignKeyIndexName(foreignKey.map { schema.fields[$0].name } ?? "", of: schema.entity)
     }
 }
