@@ -67,10 +67,16 @@ struct ColumnArrays: FieldWriter {
         count += 1
     }
 
-    /// The arrays, one a column, as the statement's parameters.
-    func arrays() -> [PostgresData] {
-        zip(columns, types).enumerated().map { column, pair in
-            var (buffer, type) = pair
+    /// The arrays, one a column, as the statement's parameters. The
+    /// columns' buffers are handed over (the value holds none afterwards):
+    /// each header is written in place, without a copy of the column.
+    mutating func arrays() -> [PostgresData] {
+        var columns = self.columns
+        self.columns = []
+        var arrays: [PostgresData] = []
+        arrays.reserveCapacity(columns.count)
+        for column in columns.indices {
+            let type = types[column]
             let element = PostgresValue.dataType(type)
             if count == 0 {
                 // An empty array has no dimension.
@@ -78,15 +84,21 @@ struct ColumnArrays: FieldWriter {
                 empty.writeInteger(Int32(0))
                 empty.writeInteger(Int32(0))
                 empty.writeInteger(Int32(bitPattern: element.rawValue))
-                return PostgresData(type: PostgresValue.arrayType(type), formatCode: .binary, value: empty)
+                arrays.append(PostgresData(type: PostgresValue.arrayType(type), formatCode: .binary, value: empty))
+                continue
             }
-            buffer.setInteger(Int32(1), at: 0)
-            buffer.setInteger(Int32(hasNull[column] ? 1 : 0), at: 4)
-            buffer.setInteger(Int32(bitPattern: element.rawValue), at: 8)
-            buffer.setInteger(Int32(count), at: 12)
-            buffer.setInteger(Int32(1), at: 16)
-            return PostgresData(type: PostgresValue.arrayType(type), formatCode: .binary, value: buffer)
+            // The header's five integers, stored through one access to the buffer.
+            let header = (Int32(1), Int32(hasNull[column] ? 1 : 0), Int32(bitPattern: element.rawValue), Int32(count), Int32(1))
+            columns[column].withUnsafeMutableReadableBytes { raw in
+                raw.storeBytes(of: header.0.bigEndian, toByteOffset: 0, as: Int32.self)
+                raw.storeBytes(of: header.1.bigEndian, toByteOffset: 4, as: Int32.self)
+                raw.storeBytes(of: header.2.bigEndian, toByteOffset: 8, as: Int32.self)
+                raw.storeBytes(of: header.3.bigEndian, toByteOffset: 12, as: Int32.self)
+                raw.storeBytes(of: header.4.bigEndian, toByteOffset: 16, as: Int32.self)
+            }
+            arrays.append(PostgresData(type: PostgresValue.arrayType(type), formatCode: .binary, value: columns[column]))
         }
+        return arrays
     }
 
     // MARK: Values
@@ -107,25 +119,49 @@ struct ColumnArrays: FieldWriter {
         position += 1
     }
 
-    private mutating func writeInt64(_ value: Int64) {
-        columns[position].writeInteger(Int32(8))
-        columns[position].writeInteger(value)
+    // Each element is written as its length and its bytes by one reservation
+    // of the buffer (one check of its capacity and uniqueness), the bytes
+    // stored through its pointer.
+
+    /// Appends the element `value` (its 4-byte length, then its bytes, big-endian).
+    private mutating func writeFixed<T: FixedWidthInteger>(_ value: T) {
+        let size = MemoryLayout<T>.size
+        columns[position].writeWithUnsafeMutableBytes(minimumWritableBytes: 4 + size) { raw in
+            raw.storeBytes(of: Int32(size).bigEndian, toByteOffset: 0, as: Int32.self)
+            raw.storeBytes(of: value.bigEndian, toByteOffset: 4, as: T.self)
+            return 4 + size
+        }
         position += 1
+    }
+
+    private mutating func writeInt64(_ value: Int64) {
+        writeFixed(value)
     }
 
     private mutating func writeDouble(_ value: Double) {
-        columns[position].writeInteger(Int32(8))
-        columns[position].writeInteger((value.isNaN ? Double.nan : value).bitPattern)
-        position += 1
+        writeFixed((value.isNaN ? Double.nan : value).bitPattern)
     }
 
     private mutating func writeBool(_ value: Bool) {
-        columns[position].writeInteger(Int32(1))
-        columns[position].writeInteger(value ? 1 as UInt8 : 0)
-        position += 1
+        writeFixed(value ? 1 as UInt8 : 0)
     }
 
     private mutating func writeText(_ value: String) {
+        var value = value
+        // Text without U+0000 and U+0001 (nearly all) is its UTF-8 bytes, copied at once.
+        let copied = value.withUTF8 { bytes -> Bool in
+            guard !bytes.contains(where: { $0 <= 1 }) else { return false }
+            columns[position].writeWithUnsafeMutableBytes(minimumWritableBytes: 4 + bytes.count) { raw in
+                raw.storeBytes(of: Int32(bytes.count).bigEndian, toByteOffset: 0, as: Int32.self)
+                UnsafeMutableRawBufferPointer(rebasing: raw[4...]).copyMemory(from: UnsafeRawBufferPointer(bytes))
+                return 4 + bytes.count
+            }
+            return true
+        }
+        if copied {
+            position += 1
+            return
+        }
         let start = columns[position].writerIndex
         columns[position].writeInteger(Int32(0))
         TextEscape.write(value, to: &columns[position])

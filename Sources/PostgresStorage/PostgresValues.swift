@@ -133,7 +133,12 @@ enum PostgresValue {
 /// two characters is stored as it is.
 enum TextEscape {
     static func needsEscape(_ text: String) -> Bool {
-        text.utf8.contains { $0 <= 1 }
+        // A native string's bytes are contiguous: scanned as a buffer, the
+        // test is a plain loop over bytes rather than a walk of the view's indices.
+        if let found = text.utf8.withContiguousStorageIfAvailable({ bytes in bytes.contains { $0 <= 1 } }) {
+            return found
+        }
+        return text.utf8.contains { $0 <= 1 }
     }
 
     static func escaped(_ text: String) -> String {
