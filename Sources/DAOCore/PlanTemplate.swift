@@ -31,10 +31,21 @@ public final class PlanTemplate<R: Record>: Sendable {
     /// or first planned, so that is paid there and not in an adapter's first
     /// `memo(_:_:)`.
     private let memos = BargingMutex<[ObjectIdentifier: AnyObject & Sendable]>(Dictionary(minimumCapacity: 1))
+    /// The first memo made (a retained ``MemoEntry``'s address; 0: none yet),
+    /// read without the lock, which cost a call about 500 instructions: set
+    /// once, under the lock, and released with the template.
+    private let firstMemo = Atomic<UInt>(0)
     /// Whether the last call that chose the direction of its candidates
     /// found them in the order asked for when read in descending key order
     /// (``QueryPlan/prefersDescendingCandidates``).
     let descendingCandidates = Atomic<Bool>(false)
+    /// The classes a call bound from this template makes, kept as values:
+    /// made from a metatype at hand, an instance of a generic class needs no
+    /// look-up of its metadata, which code not specialized for the record
+    /// type (the core's, an adapter's) did for every call (about 350
+    /// instructions each).
+    let boundPlanType: BoundPlan<R>.Type = BoundPlan<R>.self
+    let boundConditionType: BoundCondition<R>.Type = BoundCondition<R>.self
 
     /// The template of `fresh`, or `nil` when its predicate does not translate
     /// exactly or the template does not reproduce `fresh` for its own constants.
@@ -159,16 +170,51 @@ public final class PlanTemplate<R: Record>: Sendable {
     /// class of its own. A class, so that a memo is found without a dynamic
     /// cast (which, from an existential, cost hundreds of instructions a call).
     public func memo<T: AnyObject & Sendable>(_ type: T.Type = T.self, _ build: () -> T) -> T {
-        let key = ObjectIdentifier(T.self)
-        // Only a `T` is kept under `T`'s identifier.
-        if let kept = memos.withLock({ $0[key] }) { return unsafeDowncast(kept, to: T.self) }
+        unsafeDowncast(memo(of: T.self, build), to: T.self)
+    }
+
+    /// ``memo(_:_:)`` for code not specialized for the memo's class, which
+    /// has it as a value (`type`, the class `build` makes): the generic form
+    /// takes the class's metadata, looked up at every call there (about 350
+    /// instructions for a generic class). What is kept under `type` is
+    /// what `build` made.
+    public func memo(of type: any AnyObject.Type, _ build: () -> AnyObject & Sendable) -> AnyObject & Sendable {
+        let key = ObjectIdentifier(type)
+        if let first = UnsafeRawPointer(bitPattern: firstMemo.load(ordering: .acquiring)) {
+            // Set once and released with the template, so not retained here.
+            let entry = Unmanaged<MemoEntry>.fromOpaque(first).takeUnretainedValue()
+            if entry.key == key { return entry.value }
+        }
+        if let kept = memos.withLock({ $0[key] }) { return kept }
         let value = build()
         return memos.withLock { memos in
             // Another call may have made one meanwhile: keep the first.
-            if let kept = memos[key] { return unsafeDowncast(kept, to: T.self) }
+            if let kept = memos[key] { return kept }
             memos[key] = value
+            // The first memo is also found without the lock from now on.
+            if memos.count == 1 {
+                let entry = Unmanaged.passRetained(MemoEntry(key: key, value: value)).toOpaque()
+                firstMemo.store(UInt(bitPattern: entry), ordering: .releasing)
+            }
             return value
         }
+    }
+
+    deinit {
+        if let first = UnsafeRawPointer(bitPattern: firstMemo.load(ordering: .acquiring)) {
+            Unmanaged<MemoEntry>.fromOpaque(first).release()
+        }
+    }
+}
+
+/// A template's first memo and its key (``PlanTemplate/memo(of:_:)``).
+private final class MemoEntry: Sendable {
+    let key: ObjectIdentifier
+    let value: AnyObject & Sendable
+
+    init(key: ObjectIdentifier, value: AnyObject & Sendable) {
+        self.key = key
+        self.value = value
     }
 }
 
@@ -391,6 +437,49 @@ indirect enum ExpressionTemplate<R: Record>: Sendable {
         case .not(let wrapped):
             guard let inner = wrapped.instantiate(constants, condition: condition) else { return nil }
             return (.not(inner.expression), inner.condition.map { .not($0) })
+        }
+    }
+
+    /// The expression alone for these constants, as
+    /// ``instantiate(_:condition:)`` gives it without a condition; `nil`
+    /// when a constant does not fit its place. It names no record
+    /// condition, whose metadata code not specialized for the record type
+    /// looked up at every call (about 320 instructions).
+    func instantiateExpression(_ constants: [StoredValue]) -> QueryExpression? {
+        switch self {
+        case .constant(let value):
+            return .constant(value)
+        case .isTrue(let field):
+            return .isTrue(field: field.name)
+        case .compare(let field, let comparison, _, let slot):
+            let value = Self.normalized(constants[slot])
+            // NaN equals nothing: the comparison is a constant.
+            if case .real(let real) = value, real.isNaN { return .constant(comparison == .notEqual) }
+            return .compare(field: field.name, comparison, value)
+        case .contains(let field, let slot):
+            guard case .text(let substring) = constants[slot] else { return nil }
+            return .contains(field: field.name, substring: substring)
+        case .hasPrefix(let field, let slot):
+            guard case .text(let prefix) = constants[slot] else { return nil }
+            return .hasPrefix(field: field.name, prefix: prefix)
+        case .isIn(let field, let count, let slot):
+            var values: [StoredValue] = []
+            values.reserveCapacity(count)
+            for value in constants[slot..<(slot + count)] {
+                if case .real(let real) = value, real.isNaN { continue }
+                values.append(Self.normalized(value))
+            }
+            return .isIn(field: field.name, values: values)
+        case .and(let lhs, let rhs):
+            guard let left = lhs.instantiateExpression(constants), let right = rhs.instantiateExpression(constants)
+            else { return nil }
+            return .and(left, right)
+        case .or(let lhs, let rhs):
+            guard let left = lhs.instantiateExpression(constants), let right = rhs.instantiateExpression(constants)
+            else { return nil }
+            return .or(left, right)
+        case .not(let wrapped):
+            return wrapped.instantiateExpression(constants).map { .not($0) }
         }
     }
 

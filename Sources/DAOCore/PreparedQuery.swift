@@ -56,6 +56,10 @@ public struct PreparedQuery<Record: DAOCore.Record, Parameters: Sendable>: Senda
     let bindings: @Sendable (Record, Parameters) -> PredicateBindings
     /// The parameters' values in stored form, in the predicate's order.
     let storedValues: @Sendable (Parameters) -> [StoredValue]
+    /// The class of a call, kept as a value: made from it, a call needs no
+    /// look-up of the generic class's metadata (about 440 instructions a
+    /// call in this code, which is not specialized for the record type).
+    private let callType: BoundCall<Record, Parameters>.Type
 
     private init(
         expression: any StandardPredicateExpression<Bool>, keys: [PredicateExpressions.VariableID],
@@ -68,6 +72,7 @@ public struct PreparedQuery<Record: DAOCore.Record, Parameters: Sendable>: Senda
         self.limit = limit
         self.bindings = bindings
         self.storedValues = storedValues
+        callType = BoundCall<Record, Parameters>.self
         prepared = PreparedPredicate(expression: expression, record: keys[0], parameters: Array(keys.dropFirst()))
         prepared.warm()
         prepared.planCalls(parameterTypes: parameterTypes, sort: sortedBy, limit: limit)
@@ -145,8 +150,7 @@ public struct PreparedQuery<Record: DAOCore.Record, Parameters: Sendable>: Senda
     /// The prepared predicate bound to `values`. The call keeps the values and
     /// the query's own bindings closure: no closure context made per call.
     private func bound(_ values: Parameters) -> BoundCall<Record, Parameters> {
-        BoundCall<Record, Parameters>(
-            prepared: prepared, values: storedValues(values), parameters: values, bindings: bindings)
+        callType.init(prepared: prepared, values: storedValues(values), parameters: values, bindings: bindings)
     }
 }
 
@@ -194,9 +198,9 @@ public struct PreparedQueryCall<Record: DAOCore.Record>: Sendable {
         let values = call.values
         guard let entry = callEntry, let template = entry.template, let access = entry.access(with: values)
         else { return nil }
-        return BoundPlan(
-            template: unsafeDowncast(template, to: PlanTemplate<Record>.self), access: access,
-            otherEqualities: entry.otherEqualities(with: values), limit: limit)
+        let kept = unsafeDowncast(template, to: PlanTemplate<Record>.self)
+        return kept.boundPlanType.init(
+            template: kept, access: access, otherEqualities: entry.otherEqualities(with: values), limit: limit)
     }
 }
 
@@ -217,10 +221,10 @@ extension PreparedQueryCall {
         else { return nil }
         let template = unsafeDowncast(kept, to: PlanTemplate<Record>.self)
         guard let expression = template.expression else {
-            return BoundCondition(template: template, condition: nil, limit: limit)
+            return template.boundConditionType.init(template: template, condition: nil, limit: limit)
         }
-        guard let bound = expression.instantiate(constants, condition: false) else { return nil }
-        return BoundCondition(template: template, condition: bound.expression, limit: limit)
+        guard let bound = expression.instantiateExpression(constants) else { return nil }
+        return template.boundConditionType.init(template: template, condition: bound, limit: limit)
     }
 }
 

@@ -20,10 +20,16 @@ public struct SQLiteRecordStorage<Record: DAOCore.Record>: Storage {
     /// The database that holds the table.
     public let database: SQLiteDatabase
     let table: SQLiteTable<Record>
+    /// The class of what a prepared call's template keeps, as a value: named
+    /// in this code, which is not specialized for the record type, the
+    /// generic class's metadata was looked up at every call (about 350
+    /// instructions).
+    private let shapeTextType: ShapeText<Record>.Type
 
     init(database: SQLiteDatabase, table: SQLiteTable<Record>) {
         self.database = database
         self.table = table
+        shapeTextType = ShapeText<Record>.self
     }
 
     /// The database's broadcaster.
@@ -146,14 +152,16 @@ public struct SQLiteRecordStorage<Record: DAOCore.Record>: Storage {
     public func read(_ call: PreparedQueryCall<Record>) throws -> [Record] {
         guard call.limit.map({ $0 > 0 }) ?? true, let bound = call.boundCondition() else { return try read(call.query) }
         let sort = bound.sort
-        let shape = bound.template.memo(ShapeText<Record>.self) { ShapeText(orderTerms: PredicateSQL.orderBy(sort)) }
+        let limited = bound.limit != nil
+        let shape = unsafeDowncast(
+            bound.template.memo(of: shapeTextType) { makeShapeText(bound, sort: sort, limited: limited) },
+            to: ShapeText<Record>.self)
         guard let order = shape.orderTerms else { return try read(call.query) }
         var condition: SQLCondition?
         if let expression = bound.condition, expression != .constant(true) {
             guard let compiled = shape.sqlCondition(expression) else { return try read(call.query) }
             condition = compiled
         }
-        let limited = bound.limit != nil
         let (sql, sortColumns) = shape.select(for: table) {
             makeSelect(where: condition?.sql, orderBy: order, sort: sort, limited: limited)
         }
@@ -170,6 +178,24 @@ public struct SQLiteRecordStorage<Record: DAOCore.Record>: Storage {
             }
         }
         return records
+    }
+
+    /// What SQLite keeps of a prepared call's shape, made from its first
+    /// call (`bound`): the `ORDER BY` terms, the `WHERE` text and the
+    /// `SELECT` for this storage's table, so that later calls of the shape
+    /// find them without a lock.
+    private func makeShapeText(_ bound: BoundCondition<Record>, sort: SortPlan<Record>, limited: Bool) -> ShapeText<Record> {
+        guard let order = PredicateSQL.orderBy(sort) else { return ShapeText(orderTerms: nil) }
+        var conditionText: String?? = nil
+        if let expression = bound.condition, expression != .constant(true) {
+            let text = PredicateSQL.compile(expression, entity: Record.entity)?.sql
+            guard text != nil else { return ShapeText(orderTerms: order, condition: .some(nil)) }
+            conditionText = .some(text)
+        }
+        let (sql, sortColumns) = makeSelect(where: conditionText ?? nil, orderBy: order, sort: sort, limited: limited)
+        return ShapeText(
+            orderTerms: order, condition: conditionText,
+            firstSelect: SelectText(table: table, sql: sql, sortColumns: sortColumns))
     }
 
     /// The records of an exact `SELECT` (the whole condition, sort and limit
@@ -490,9 +516,16 @@ public struct SQLiteRecordStorage<Record: DAOCore.Record>: Storage {
 /// is kept.
 private final class ShapeText<Record: DAOCore.Record>: Sendable {
     let orderTerms: [String]?
+    /// The `WHERE` text when the shape was made with it (`.some(nil)`:
+    /// SQLite cannot run it), found without a lock (a lock taken and
+    /// released cost a call about 600 instructions); `nil`: not made yet.
+    private let madeCondition: String??
     /// The `WHERE` text, once a call with a condition made it (`.some(nil)`:
-    /// SQLite cannot run it).
+    /// SQLite cannot run it), when the shape was made without it.
     private let conditionText = BargingMutex<String??>(nil)
+    /// The `SELECT` of the table the shape was made for, when it was made
+    /// with it: found without a lock.
+    private let firstSelect: SelectText?
     /// One entry per table read from (a few at most: one per open database),
     /// found by identity, in terms that do not depend on the record type: a
     /// dictionary keyed by the table's identifier, unspecialized for the
@@ -500,13 +533,16 @@ private final class ShapeText<Record: DAOCore.Record>: Sendable {
     /// metadata look-ups.
     private let selects = BargingMutex<[SelectText]>([])
 
-    init(orderTerms: [String]?) {
+    init(orderTerms: [String]?, condition: String?? = nil, firstSelect: SelectText? = nil) {
         self.orderTerms = orderTerms
+        madeCondition = condition
+        self.firstSelect = firstSelect
     }
 
     /// The `WHERE` text of the shape's condition (`nil`: SQLite cannot run
     /// it), made by `make` from the first call's condition.
     private func condition(_ make: () -> String?) -> String? {
+        if let madeCondition { return madeCondition }
         if let kept = conditionText.withLock({ $0 }) { return kept }
         let made = make()
         conditionText.withLock { $0 = .some(made) }
@@ -517,8 +553,11 @@ private final class ShapeText<Record: DAOCore.Record>: Sendable {
     /// `WHERE` text kept for the shape (made from the first one), the
     /// parameters this one binds; `nil` when SQLite cannot run it.
     func sqlCondition(_ expression: QueryExpression) -> SQLCondition? {
+        // Compiled for one condition of the shape, the text is the
+        // shape's: every condition of it compiles, and binds its constants
+        // as the shape's structure says (``PredicateSQL/shapeParameters(_:)``).
         guard let sql = condition({ PredicateSQL.compile(expression, entity: Record.entity)?.sql }),
-            let parameters = PredicateSQL.parameters(expression, entity: Record.entity)
+            let parameters = PredicateSQL.shapeParameters(expression)
         else { return nil }
         return SQLCondition(sql: sql, parameters: parameters)
     }
@@ -526,6 +565,7 @@ private final class ShapeText<Record: DAOCore.Record>: Sendable {
     /// The `SELECT` of a read from `table` and its sort columns, made by
     /// `make` the first time.
     func select(for table: SQLiteTable<Record>, _ make: () -> (SQLText, [Int32]?)) -> (SQLText, [Int32]?) {
+        if let firstSelect, firstSelect.table === table { return (firstSelect.sql, firstSelect.sortColumns) }
         let kept = selects.withLock { selects -> SelectText? in
             for select in selects where select.table === table { return select }
             return nil
