@@ -474,6 +474,16 @@ final class SortKeys {
     /// Whether the keys read are in ordered form.
     var isOrdered: Bool { columns != nil }
 
+    /// Whether the memory of the keys is no larger than a read of a few
+    /// thousand candidates needs: kept for later calls only then.
+    var isSmall: Bool { capacity <= width * 4096 && keys.capacity <= positions.count * 4096 }
+
+    /// Forgets the keys read, keeping their memory, for another call.
+    func removeAll() {
+        count = 0
+        keys.removeAll(keepingCapacity: true)
+    }
+
     /// The keys in ordered form (``SortKey``), a row per candidate.
     var ordered: [UInt64] { Array(UnsafeBufferPointer(start: start, count: count)) }
 

@@ -78,6 +78,87 @@ final class Codecs {
     /// reset for each parent.
     private(set) lazy var storedChildren = StoredChildren()
 
+    /// The sort keys of the last read call that asked for them, emptied and
+    /// lent to the next that asks for keys of the same fields
+    /// (``sortKeys(positions:columns:)``) unless they grew large: made for
+    /// each call, with their memory, they cost a prepared query about 1.3k
+    /// instructions.
+    @exclusivity(unchecked) private var keptSortKeys: SortKeys?
+
+    /// The prepared read of the last read call bound from a template
+    /// (``EntityTable/preparedRead(for:codecs:)``): found here without the
+    /// table's lock while the next call is of the same template.
+    @exclusivity(unchecked) var keptPreparedRead: PreparedRead?
+
+    /// The parent's key bytes of a read call's range, reused from call to
+    /// call (``LMDBStorage/parentRange(_:_:codecs:)``).
+    @exclusivity(unchecked) var parentKeyBuffer: [UInt8] = []
+
+    /// The range filter of the last read call that asked for one, with the
+    /// fields and values it was made for: the next call that filters the
+    /// same fields on the same values uses it again (``rangeFilter(fields:values:from:others:types:fromEnd:)``).
+    /// A filter is not changed once made.
+    @exclusivity(unchecked) private var keptFilter: KeptFilter?
+
+    /// A range filter and what it was made from.
+    private final class KeptFilter {
+        let fields: [Int]
+        let values: [StoredValue]
+        let filter: RangeFilter
+
+        init(fields: [Int], values: [StoredValue], filter: RangeFilter) {
+            self.fields = fields
+            self.values = values
+            self.filter = filter
+        }
+    }
+
+    /// The filter comparing field `fields[i]` with the `i`th of
+    /// `values[first...]` followed by the values of `others`, as
+    /// `RangeFilter(fields:values:types:fromEnd:)` makes it: the kept one
+    /// when it was made for the same fields and values (made for each
+    /// call, a prepared query's filter cost about 1k instructions).
+    func rangeFilter(
+        fields: [Int], values: [StoredValue], from first: Int, others: [(field: String, value: StoredValue)],
+        types: [FieldType], fromEnd: [Int]
+    ) -> RangeFilter {
+        let count = max(values.count - first, 0) + others.count
+        if let kept = keptFilter, kept.fields == fields, kept.values.count == count {
+            var same = true
+            var index = 0
+            for position in first..<max(values.count, first) where same {
+                same = kept.values[index] == values[position]
+                index += 1
+            }
+            for other in others where same {
+                same = kept.values[index] == other.value
+                index += 1
+            }
+            if same { return kept.filter }
+        }
+        var filterValues: [StoredValue] = []
+        filterValues.reserveCapacity(count)
+        for position in first..<max(values.count, first) { filterValues.append(values[position]) }
+        for other in others { filterValues.append(other.value) }
+        let made = RangeFilter(fields: fields, values: filterValues, types: types, fromEnd: fromEnd)
+        keptFilter = KeptFilter(fields: fields, values: filterValues, filter: made)
+        return made
+    }
+
+    /// Empty sort keys of the fields at `positions` (as
+    /// `SortKeys(positions:columns:)` makes them), for this call: the
+    /// codecs' own when they have them for those fields. Valid while the
+    /// call holds the codecs.
+    func sortKeys(positions: [Int], columns: [SortKeys.Column]?) -> SortKeys {
+        if let kept = keptSortKeys, kept.positions == positions, kept.columns == columns, kept.isSmall {
+            kept.removeAll()
+            return kept
+        }
+        let made = SortKeys(positions: positions, columns: columns)
+        keptSortKeys = made
+        return made
+    }
+
     init(
         schema: ValueSchema, children: [Codecs], link: ParentLink?, storedIndexes: [(fields: [Int], dbi: MDB_dbi)],
         main: MDB_dbi, byId: MDB_dbi, codable: CodableFields?
@@ -276,6 +357,17 @@ final class EntityTable<R: Record>: Sendable {
     /// schema, indexes and parent link, so kept per table (a template is
     /// shared by every store of the record type) and made again when a
     /// parent storage has linked an entity since.
+    func preparedRead(for bound: BoundPlan<R>, codecs: Codecs) -> PreparedRead {
+        let linkChanges = environment.linkChanges.load(ordering: .relaxed)
+        if let kept = codecs.keptPreparedRead, kept.template === bound.template, kept.linkChanges == linkChanges {
+            return kept
+        }
+        let read = preparedRead(for: bound)
+        codecs.keptPreparedRead = read
+        return read
+    }
+
+    /// ``preparedRead(for:codecs:)`` found or made under the table's lock.
     func preparedRead(for bound: BoundPlan<R>) -> PreparedRead {
         let template = bound.template
         let linkChanges = environment.linkChanges.load(ordering: .relaxed)
@@ -362,6 +454,19 @@ final class EntityTable<R: Record>: Sendable {
     /// record tree, with their tables) and freeing them cost about 16k
     /// instructions per call, a twentieth of a read of one dialog.
     private let keptCodecs = BargingMutex<[KeptCodecs]>([])
+    /// One set of kept read codecs ahead of the pool (their retained
+    /// reference's address; 0: none): the call that finds it takes it with
+    /// one atomic exchange, and the call that ends puts its codecs back the
+    /// same way when it is empty, where taking them out of the pool and
+    /// putting them back under its lock cost a read call about 700
+    /// instructions.
+    private let fastCodecs = Atomic<UInt>(0)
+
+    deinit {
+        if let kept = UnsafeRawPointer(bitPattern: fastCodecs.exchange(0, ordering: .acquiring)) {
+            Unmanaged<Codecs>.fromOpaque(kept).release()
+        }
+    }
     private static var maxKeptCodecs: Int { LMDBEnvironment.maxKeptReaders }
 
     /// Calls `body` with codecs for a read call: kept ones when there are,
@@ -372,14 +477,32 @@ final class EntityTable<R: Record>: Sendable {
     /// entity read as new ones do. Codecs are used by one call at a time:
     /// taken out of the pool for the call, put back after it.
     func withReadCodecs<T>(_ body: (Codecs) throws -> T) rethrows -> T {
-        let codecs = keptCodecs.withLock { $0.popLast() }?.codecs ?? makeCodecs()
-        defer {
-            let kept = KeptCodecs(codecs: codecs)
-            keptCodecs.withLock { pool in
-                if pool.count < Self.maxKeptCodecs { pool.append(kept) }
-            }
-        }
+        let codecs = takeReadCodecs()
+        defer { keepReadCodecs(codecs) }
         return try body(codecs)
+    }
+
+    /// Kept codecs, or new ones: those in ``fastCodecs`` first, taken with
+    /// one atomic exchange, then the pool's, under its lock.
+    private func takeReadCodecs() -> Codecs {
+        if let kept = UnsafeRawPointer(bitPattern: fastCodecs.exchange(0, ordering: .acquiring)) {
+            return Unmanaged<Codecs>.fromOpaque(kept).takeRetainedValue()
+        }
+        return keptCodecs.withLock { $0.popLast() }?.codecs ?? makeCodecs()
+    }
+
+    /// Keeps `codecs` for a later read call: in ``fastCodecs`` when it is
+    /// empty, else in the pool while it is not full.
+    private func keepReadCodecs(_ codecs: Codecs) {
+        let kept = Unmanaged.passRetained(codecs).toOpaque()
+        if fastCodecs.compareExchange(expected: 0, desired: UInt(bitPattern: kept), ordering: .releasing).exchanged {
+            return
+        }
+        Unmanaged<Codecs>.fromOpaque(kept).release()
+        let pooled = KeptCodecs(codecs: codecs)
+        keptCodecs.withLock { pool in
+            if pool.count < Self.maxKeptCodecs - 1 { pool.append(pooled) }
+        }
     }
 
     /// Codecs kept between write calls: making them and freeing them cost

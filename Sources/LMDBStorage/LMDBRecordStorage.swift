@@ -314,43 +314,55 @@ public struct LMDBRecordStorage<Record: DAOCore.Record>: Storage {
     /// make a parent's range exact; `nil` when this store cannot walk the
     /// path exactly (the call reads its query then).
     private func read(_ bound: BoundPlan<Record>) throws -> [Record]? {
-        let prepared = table.preparedRead(for: bound)
-        let sortKeys = prepared.sortPositions.map { SortKeys(positions: $0, columns: prepared.sortColumns) }
-        let backwards = sortKeys != nil && bound.prefersDescendingCandidates
         // The records come out through a variable and the closures return
         // nothing, as in `read(primaryKey:)`: returning `[Record]` looked up
-        // the array's metadata twice a call.
-        var candidates: [Record] = []
-        if let served = prepared.servedIndex, let range = parentRange(bound, served) {
-            // The parent's range, each child's stored fields checked
-            // against the filter's values.
+        // the array's metadata twice a call. The codecs are taken first and
+        // held until the answer is finished: what the call derives from
+        // its template (the prepared read, the parent's key, the filter,
+        // the sort keys) is kept with them for the next call.
+        var records: [Record] = []
+        var walked = false
+        try table.withReadCodecs { codecs in
+            let prepared = table.preparedRead(for: bound, codecs: codecs)
+            // The parent's range, each child's stored fields checked against
+            // the filter's values; else an exact path as it is, or an
+            // inexact one, a parent's range, filtered on the call's other
+            // equalities (as `EntityTable.plan(for:)` plans the query).
+            var range: (parent: [UInt8], filter: RangeFilter?)?
+            var path = EntityTable<Record>.Plan.everything
+            if let served = prepared.servedIndex, let found = parentRange(bound, served, codecs: codecs) {
+                range = found
+            } else {
+                let (filtered, isExact) = table.filtered(
+                    table.plan(for: bound.access, isExact: bound.accessIsExact)) { _ in bound.otherEqualities }
+                guard isExact else { return }
+                path = filtered
+            }
+            walked = true
+            let sortKeys = prepared.sortPositions.map { codecs.sortKeys(positions: $0, columns: prepared.sortColumns) }
+            let backwards = sortKeys != nil && bound.prefersDescendingCandidates
+            var candidates: [Record] = []
             try table.environment.read(.read) { txn in
-                try table.withReadCodecs { codecs in
+                if let range {
                     candidates = try table.candidates(
                         parent: range.parent, filter: range.filter, in: txn, codecs: codecs, sortKeys: sortKeys,
                         backwards: backwards)
-                }
-            }
-        } else {
-            // An exact path as it is; an inexact one, a parent's range,
-            // filtered on the call's other equalities (as
-            // `EntityTable.plan(for:)` plans the query).
-            let (path, isExact) = table.filtered(table.plan(for: bound.access, isExact: bound.accessIsExact)) { _ in
-                bound.otherEqualities
-            }
-            guard isExact else { return nil }
-            try table.environment.read(.read) { txn in
-                try table.withReadCodecs { codecs in
+                } else {
                     candidates = try table.candidates(
                         for: path, in: txn, codecs: codecs, sortKeys: sortKeys, backwards: backwards)
                 }
             }
+            if let sortKeys {
+                if sortKeys.isOrdered {
+                    records = bound.finish(candidates, orderedKeys: sortKeys.ordered, descending: backwards)
+                } else {
+                    records = bound.finish(candidates, sortKeys: sortKeys.storedKeys, descending: backwards)
+                }
+            } else {
+                records = bound.finish(candidates)
+            }
         }
-        if let sortKeys {
-            if sortKeys.isOrdered { return bound.finish(candidates, orderedKeys: sortKeys.ordered, descending: backwards) }
-            return bound.finish(candidates, sortKeys: sortKeys.storedKeys, descending: backwards)
-        }
-        return bound.finish(candidates)
+        return walked ? records : nil
     }
 
     /// The parent's key and the filter of a bound call whose access path is
@@ -359,9 +371,11 @@ public struct LMDBRecordStorage<Record: DAOCore.Record>: Storage {
     /// positions kept for the template: the index's next fields bound by
     /// the access path, and the call's other equalities when the path is
     /// not exact by itself. `nil` when the call does not fit them (a null
-    /// parent key; no other equalities for an inexact path).
+    /// parent key; no other equalities for an inexact path). The key is
+    /// written in the codecs' buffer, and the filter is theirs when they
+    /// kept one for the same values.
     private func parentRange(
-        _ bound: BoundPlan<Record>, _ served: PreparedRead.ServedIndex
+        _ bound: BoundPlan<Record>, _ served: PreparedRead.ServedIndex, codecs: Codecs
     ) -> (parent: [UInt8], filter: RangeFilter?)? {
         let values: [StoredValue]
         switch bound.access {
@@ -370,8 +384,9 @@ public struct LMDBRecordStorage<Record: DAOCore.Record>: Storage {
         default: return nil
         }
         guard let first = values.first, first != .null, values.count - 1 == served.boundRest else { return nil }
-        var parent: [UInt8] = []
-        KeyCodec.append(untagged: first, to: &parent)
+        codecs.parentKeyBuffer.removeAll(keepingCapacity: true)
+        KeyCodec.append(untagged: first, to: &codecs.parentKeyBuffer)
+        let parent = codecs.parentKeyBuffer
         let types = table.schema.types
         if bound.accessIsExact {
             // The values after the foreign key, compared with the index's
@@ -379,7 +394,9 @@ public struct LMDBRecordStorage<Record: DAOCore.Record>: Storage {
             guard values.count > 1 else { return (parent, nil) }
             return (
                 parent,
-                RangeFilter(fields: served.rest, values: values, from: 1, types: types, fromEnd: table.fieldsFromEnd)
+                codecs.rangeFilter(
+                    fields: served.rest, values: values, from: 1, others: [], types: types,
+                    fromEnd: table.fieldsFromEnd)
             )
         }
         guard let filterFields = served.filterFields, let others = bound.otherEqualities,
@@ -387,12 +404,11 @@ public struct LMDBRecordStorage<Record: DAOCore.Record>: Storage {
         else { return nil }
         // The index's bound values after the foreign key, then the other
         // equalities' values, in the order of `filterFields`.
-        var filterValues: [StoredValue] = []
-        filterValues.reserveCapacity(filterFields.count)
-        for position in 1..<values.count { filterValues.append(values[position]) }
-        for other in others { filterValues.append(other.value) }
         return (
-            parent, RangeFilter(fields: filterFields, values: filterValues, types: types, fromEnd: table.fieldsFromEnd)
+            parent,
+            codecs.rangeFilter(
+                fields: filterFields, values: values, from: 1, others: others, types: types,
+                fromEnd: table.fieldsFromEnd)
         )
     }
 

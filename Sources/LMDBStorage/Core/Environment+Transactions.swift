@@ -25,12 +25,12 @@ extension LMDBEnvironment {
             }
             var txn: OpaquePointer?
             var code = Int32(MDB_NOTFOUND)
-            if let kept = keptReaders.withLock({ $0.handles.popLast() }) {
-                code = mdb_txn_renew(kept.pointer)
+            if let kept = takeKeptReader() {
+                code = mdb_txn_renew(kept)
                 if code == MDB_SUCCESS {
-                    txn = kept.pointer
+                    txn = kept
                 } else {
-                    mdb_txn_abort(kept.pointer)
+                    mdb_txn_abort(kept)
                 }
             }
             // None kept, or renewing failed: a new transaction, whose error
@@ -59,16 +59,27 @@ extension LMDBEnvironment {
     /// `resizeLock` held for reading, so ``close()`` is not running.
     func keepReader(_ txn: OpaquePointer) {
         mdb_txn_reset(txn)
+        if fastReader.compareExchange(expected: 0, desired: UInt(bitPattern: txn), ordering: .releasing).exchanged {
+            return
+        }
         let kept = keptReaders.withLock { kept in
-            guard kept.handles.count < Self.maxKeptReaders else { return false }
+            guard kept.handles.count < Self.maxKeptReaders - 1 else { return false }
             kept.handles.append(ReaderHandle(pointer: txn))
             return true
         }
         if !kept { mdb_txn_abort(txn) }
     }
 
+    /// A kept read transaction, reset: the one in ``fastReader`` first,
+    /// else one of the pool's; `nil` when none is kept.
+    private func takeKeptReader() -> OpaquePointer? {
+        if let kept = OpaquePointer(bitPattern: fastReader.exchange(0, ordering: .acquiring)) { return kept }
+        return keptReaders.withLock { $0.handles.popLast() }?.pointer
+    }
+
     /// Aborts the kept read transactions, before the handle is closed.
     func abortKeptReaders() {
+        if let kept = OpaquePointer(bitPattern: fastReader.exchange(0, ordering: .acquiring)) { mdb_txn_abort(kept) }
         let handles = keptReaders.withLock { kept in
             defer { kept.handles.removeAll() }
             return kept.handles
