@@ -78,86 +78,10 @@ final class Codecs {
     /// reset for each parent.
     private(set) lazy var storedChildren = StoredChildren()
 
-    /// The sort keys of the last read call that asked for them, emptied and
-    /// lent to the next that asks for keys of the same fields
-    /// (``sortKeys(positions:columns:)``) unless they grew large: made for
-    /// each call, with their memory, they cost a prepared query about 1.3k
-    /// instructions.
-    @exclusivity(unchecked) private var keptSortKeys: SortKeys?
-
-    /// The prepared read of the last read call bound from a template
-    /// (``EntityTable/preparedRead(for:codecs:)``): found here without the
-    /// table's lock while the next call is of the same template.
-    @exclusivity(unchecked) var keptPreparedRead: PreparedRead?
-
-    /// The parent's key bytes of a read call's range, reused from call to
-    /// call (``LMDBStorage/parentRange(_:_:codecs:)``).
-    @exclusivity(unchecked) var parentKeyBuffer: [UInt8] = []
-
-    /// The range filter of the last read call that asked for one, with the
-    /// fields and values it was made for: the next call that filters the
-    /// same fields on the same values uses it again (``rangeFilter(fields:values:from:others:types:fromEnd:)``).
-    /// A filter is not changed once made.
-    @exclusivity(unchecked) private var keptFilter: KeptFilter?
-
-    /// A range filter and what it was made from.
-    private final class KeptFilter {
-        let fields: [Int]
-        let values: [StoredValue]
-        let filter: RangeFilter
-
-        init(fields: [Int], values: [StoredValue], filter: RangeFilter) {
-            self.fields = fields
-            self.values = values
-            self.filter = filter
-        }
-    }
-
-    /// The filter comparing field `fields[i]` with the `i`th of
-    /// `values[first...]` followed by the values of `others`, as
-    /// `RangeFilter(fields:values:types:fromEnd:)` makes it: the kept one
-    /// when it was made for the same fields and values (made for each
-    /// call, a prepared query's filter cost about 1k instructions).
-    func rangeFilter(
-        fields: [Int], values: [StoredValue], from first: Int, others: [(field: String, value: StoredValue)],
-        types: [FieldType], fromEnd: [Int]
-    ) -> RangeFilter {
-        let count = max(values.count - first, 0) + others.count
-        if let kept = keptFilter, kept.fields == fields, kept.values.count == count {
-            var same = true
-            var index = 0
-            for position in first..<max(values.count, first) where same {
-                same = kept.values[index] == values[position]
-                index += 1
-            }
-            for other in others where same {
-                same = kept.values[index] == other.value
-                index += 1
-            }
-            if same { return kept.filter }
-        }
-        var filterValues: [StoredValue] = []
-        filterValues.reserveCapacity(count)
-        for position in first..<max(values.count, first) { filterValues.append(values[position]) }
-        for other in others { filterValues.append(other.value) }
-        let made = RangeFilter(fields: fields, values: filterValues, types: types, fromEnd: fromEnd)
-        keptFilter = KeptFilter(fields: fields, values: filterValues, filter: made)
-        return made
-    }
-
-    /// Empty sort keys of the fields at `positions` (as
-    /// `SortKeys(positions:columns:)` makes them), for this call: the
-    /// codecs' own when they have them for those fields. Valid while the
-    /// call holds the codecs.
-    func sortKeys(positions: [Int], columns: [SortKeys.Column]?) -> SortKeys {
-        if let kept = keptSortKeys, kept.positions == positions, kept.columns == columns, kept.isSmall {
-            kept.removeAll()
-            return kept
-        }
-        let made = SortKeys(positions: positions, columns: columns)
-        keptSortKeys = made
-        return made
-    }
+    /// What a read call bound from a template kept for the next one
+    /// (``ReadCallKeeps``): made by the first such call, so that codecs
+    /// that only write make none.
+    private(set) lazy var readCall = ReadCallKeeps()
 
     init(
         schema: ValueSchema, children: [Codecs], link: ParentLink?, storedIndexes: [(fields: [Int], dbi: MDB_dbi)],
@@ -359,11 +283,11 @@ final class EntityTable<R: Record>: Sendable {
     /// parent storage has linked an entity since.
     func preparedRead(for bound: BoundPlan<R>, codecs: Codecs) -> PreparedRead {
         let linkChanges = environment.linkChanges.load(ordering: .relaxed)
-        if let kept = codecs.keptPreparedRead, kept.template === bound.template, kept.linkChanges == linkChanges {
+        if let kept = codecs.readCall.keptPreparedRead, kept.template === bound.template, kept.linkChanges == linkChanges {
             return kept
         }
         let read = preparedRead(for: bound)
-        codecs.keptPreparedRead = read
+        codecs.readCall.keptPreparedRead = read
         return read
     }
 

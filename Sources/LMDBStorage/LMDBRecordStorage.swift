@@ -339,7 +339,7 @@ public struct LMDBRecordStorage<Record: DAOCore.Record>: Storage {
                 path = filtered
             }
             walked = true
-            let sortKeys = prepared.sortPositions.map { codecs.sortKeys(positions: $0, columns: prepared.sortColumns) }
+            let sortKeys = prepared.sortPositions.map { codecs.readCall.sortKeys(positions: $0, columns: prepared.sortColumns) }
             let backwards = sortKeys != nil && bound.prefersDescendingCandidates
             var candidates: [Record] = []
             try table.environment.read(.read) { txn in
@@ -384,9 +384,9 @@ public struct LMDBRecordStorage<Record: DAOCore.Record>: Storage {
         default: return nil
         }
         guard let first = values.first, first != .null, values.count - 1 == served.boundRest else { return nil }
-        codecs.parentKeyBuffer.removeAll(keepingCapacity: true)
-        KeyCodec.append(untagged: first, to: &codecs.parentKeyBuffer)
-        let parent = codecs.parentKeyBuffer
+        codecs.readCall.parentKeyBuffer.removeAll(keepingCapacity: true)
+        KeyCodec.append(untagged: first, to: &codecs.readCall.parentKeyBuffer)
+        let parent = codecs.readCall.parentKeyBuffer
         let types = table.schema.types
         if bound.accessIsExact {
             // The values after the foreign key, compared with the index's
@@ -394,7 +394,7 @@ public struct LMDBRecordStorage<Record: DAOCore.Record>: Storage {
             guard values.count > 1 else { return (parent, nil) }
             return (
                 parent,
-                codecs.rangeFilter(
+                codecs.readCall.rangeFilter(
                     fields: served.rest, values: values, from: 1, others: [], types: types,
                     fromEnd: table.fieldsFromEnd)
             )
@@ -406,7 +406,7 @@ public struct LMDBRecordStorage<Record: DAOCore.Record>: Storage {
         // equalities' values, in the order of `filterFields`.
         return (
             parent,
-            codecs.rangeFilter(
+            codecs.readCall.rangeFilter(
                 fields: filterFields, values: values, from: 1, others: others, types: types,
                 fromEnd: table.fieldsFromEnd)
         )
