@@ -72,8 +72,10 @@ public final class SQLiteDatabase: Store, Sendable {
     /// as many connections as cores (2 here), the read-only mix at 8 clients
     /// had a p99 latency above 3 ms against 30 µs for a connection per
     /// client; with 4 it was within 1.5× of it (docs/CONCURRENCY.md). A
-    /// connection costs a file descriptor and up to its page cache
-    /// (`cache_size`, 2 MiB by default).
+    /// connection is opened when a read first finds every open one busy
+    /// (reads take the first free one), and then costs a file descriptor and
+    /// up to its page cache (`cache_size`, 2 MiB by default): a store read by
+    /// one thread at a time keeps one open.
     public static var defaultReaderCount: Int {
         min(16, max(4, 2 * ProcessInfo.processInfo.activeProcessorCount))
     }
@@ -100,9 +102,10 @@ public final class SQLiteDatabase: Store, Sendable {
     ///   - path: the database file.
     ///   - durability: whether each commit is synced to disk before the call
     ///     returns (`.full`, the default) or never (`.none`).
-    ///   - readers: how many reader connections to keep (at least one;
-    ///     ``defaultReaderCount`` when `nil`): how many reads, synchronous or
-    ///     `async`, run side by side beside the one writer.
+    ///   - readers: how many reader connections to keep at most (at least
+    ///     one; ``defaultReaderCount`` when `nil`), each opened when a read
+    ///     first needs it: how many reads, synchronous or `async`, run side
+    ///     by side beside the one writer.
     public init(path: URL, durability: Durability = .full, readers: Int? = nil) throws {
         let filePath = path.path(percentEncoded: false)
         self.location = path
@@ -141,11 +144,15 @@ public final class SQLiteDatabase: Store, Sendable {
                 foreignKeys: try connection.scalarInt("PRAGMA foreign_keys") == 1,
                 busyTimeoutMilliseconds: Int(try connection.scalarInt("PRAGMA busy_timeout") ?? 0),
                 sqliteVersion: String(cString: sqlite3_libversion()))
-            self.readers = try (0..<readerCount).map { _ in
-                let reader = try Connection(path: filePath, flags: flags)
-                sqlite3_busy_timeout(reader.handle, Self.busyTimeoutMilliseconds)
-                try reader.execute("PRAGMA query_only = ON")
-                return LockedConnection(reader)
+            // Opened on first use: a store read from one thread at a time
+            // opens one, and a larger pool costs nothing until reads overlap.
+            self.readers = (0..<readerCount).map { _ in
+                LockedConnection {
+                    let reader = try Connection(path: filePath, flags: flags)
+                    sqlite3_busy_timeout(reader.handle, Self.busyTimeoutMilliseconds)
+                    try reader.execute("PRAGMA query_only = ON")
+                    return reader
+                }
             }
         } catch let error as StorageError {
             throw error.with(operation: .open, path: filePath)
@@ -283,6 +290,9 @@ public final class SQLiteDatabase: Store, Sendable {
         try completingErrors(operation, entity: entity) { try writer.withLock(operation, body) }
     }
 
+    /// How many reader connections are open (for tests: they open on first use).
+    var openReaderCount: Int { readers.filter(\.isOpen).count }
+
     /// Runs the read-only `body` on a free reader connection (waiting for one
     /// when all are busy), and completes any error like ``withConnection(_:entity:_:)``.
     func withReader<T>(
@@ -326,11 +336,21 @@ public final class SQLiteDatabase: Store, Sendable {
 /// ``close()`` takes the same lock, so it waits for the use in progress and
 /// every later use finds no connection.
 final class LockedConnection: @unchecked Sendable {
+    // @unchecked: `connection` and `opener` are read and written only with
+    // `lock` held; `opened` is atomic.
     private let lock = NSLock()
     private var connection: Connection?
+    /// Opens the connection on first use; `nil` once it is open or closed.
+    private var opener: (() throws -> Connection)?
 
     init(_ connection: Connection) {
         self.connection = connection
+        opened.store(true, ordering: .releasing)
+    }
+
+    /// A connection `open` opens when it is first used.
+    init(opening open: @escaping () throws -> Connection) {
+        opener = open
     }
 
     /// Runs `body` with the connection, holding the lock.
@@ -347,14 +367,25 @@ final class LockedConnection: @unchecked Sendable {
         return try use(operation, body)
     }
 
+    /// Whether the connection is open (it opens on first use), read without
+    /// the lock: a thread holding it may ask.
+    var isOpen: Bool { opened.load(ordering: .acquiring) }
+    private let opened = Atomic<Bool>(false)
+
     /// Takes the lock if it is free; a `true` answer must be followed by
     /// ``use(_:_:)`` calls and one ``unlock()``.
     func tryLock() -> Bool { lock.try() }
 
     /// Runs `body` with the connection; the caller holds the lock (``tryLock()``).
     /// - Throws: ``StorageError/Kind/closed`` after ``close()``, or what `body` throws.
+    /// - Throws: also the error of opening the connection, on its first use.
     func use<T>(_ operation: StorageError.Operation, _ body: (Connection) throws -> T) throws -> T {
-        guard let connection else { throw StorageError.closed(operation, path: nil) }
+        if let connection { return try body(connection) }
+        guard let opener else { throw StorageError.closed(operation, path: nil) }
+        let connection = try opener()
+        self.connection = connection
+        self.opener = nil
+        opened.store(true, ordering: .releasing)
         return try body(connection)
     }
 
@@ -366,8 +397,10 @@ final class LockedConnection: @unchecked Sendable {
     func close() throws {
         lock.lock()
         defer { lock.unlock() }
+        opener = nil
         guard let connection else { return }
         self.connection = nil
+        opened.store(false, ordering: .releasing)
         try connection.close()
     }
 }
