@@ -389,6 +389,18 @@ indirect enum ExpressionTemplate<R: Record>: Sendable {
     /// `-0.0` as `0.0`, which it equals (the translator's rule).
     static func normalized(_ value: StoredValue) -> StoredValue { value.zeroNormalized }
 
+    /// The `count` constants of an `isIn` from `slot` on, normalized, without
+    /// the NaNs (which equal nothing).
+    static func memberValues(_ constants: [StoredValue], slot: Int, count: Int) -> [StoredValue] {
+        var values: [StoredValue] = []
+        values.reserveCapacity(count)
+        for value in constants[slot..<(slot + count)] {
+            if case .real(let real) = value, real.isNaN { continue }
+            values.append(normalized(value))
+        }
+        return values
+    }
+
     /// The expression and (with `condition`) the record condition for these
     /// constants; `nil` when a constant does not fit its place.
     func instantiate(
@@ -417,12 +429,7 @@ indirect enum ExpressionTemplate<R: Record>: Sendable {
             guard case .text(let prefix) = constants[slot] else { return nil }
             return (.hasPrefix(field: field.name, prefix: prefix), condition ? .hasPrefix(field, Array(prefix.utf8)) : nil)
         case .isIn(let field, let count, let slot):
-            var values: [StoredValue] = []
-            values.reserveCapacity(count)
-            for value in constants[slot..<(slot + count)] {
-                if case .real(let real) = value, real.isNaN { continue }
-                values.append(Self.normalized(value))
-            }
+            let values = Self.memberValues(constants, slot: slot, count: count)
             return (.isIn(field: field.name, values: values), condition ? .isIn(field, StoredValueSet(values)) : nil)
         case .and(let lhs, let rhs):
             guard let left = lhs.instantiate(constants, condition: condition),
@@ -463,12 +470,7 @@ indirect enum ExpressionTemplate<R: Record>: Sendable {
             guard case .text(let prefix) = constants[slot] else { return nil }
             return .hasPrefix(field: field.name, prefix: prefix)
         case .isIn(let field, let count, let slot):
-            var values: [StoredValue] = []
-            values.reserveCapacity(count)
-            for value in constants[slot..<(slot + count)] {
-                if case .real(let real) = value, real.isNaN { continue }
-                values.append(Self.normalized(value))
-            }
+            let values = Self.memberValues(constants, slot: slot, count: count)
             return .isIn(field: field.name, values: values)
         case .and(let lhs, let rhs):
             guard let left = lhs.instantiateExpression(constants), let right = rhs.instantiateExpression(constants)
