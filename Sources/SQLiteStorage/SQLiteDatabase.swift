@@ -51,6 +51,13 @@ public final class SQLiteDatabase: Store, Sendable {
     /// How long a call waits for a lock held by another process, in milliseconds.
     public static let busyTimeoutMilliseconds: Int32 = 5000
 
+    /// The device and inode of the file at `path`, `nil` when there is none.
+    static func fileIdentity(_ path: String) -> [UInt64]? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        return [UInt64(info.st_dev), UInt64(info.st_ino)]
+    }
+
     /// Tells observers what each commit changed. Commits by other connections
     /// (other processes) are noticed by polling `PRAGMA data_version` on the
     /// writer connection, which changes only for them.
@@ -146,9 +153,19 @@ public final class SQLiteDatabase: Store, Sendable {
                 sqliteVersion: String(cString: sqlite3_libversion()))
             // Opened on first use: a store read from one thread at a time
             // opens one, and a larger pool costs nothing until reads overlap.
+            // A reader opens the file the writer has open, or none: it never
+            // creates one, and one that finds another file at the path (the
+            // database replaced or removed meanwhile) is closed and refused.
+            let identity = Self.fileIdentity(filePath)
+            let readerFlags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX
             self.readers = (0..<readerCount).map { _ in
                 LockedConnection {
-                    let reader = try Connection(path: filePath, flags: flags)
+                    let reader = try Connection(path: filePath, flags: readerFlags)
+                    guard identity != nil, Self.fileIdentity(filePath) == identity else {
+                        throw StorageError(
+                            .io, .read, path: filePath,
+                            message: "the database file was replaced or removed since the database was opened")
+                    }
                     sqlite3_busy_timeout(reader.handle, Self.busyTimeoutMilliseconds)
                     try reader.execute("PRAGMA query_only = ON")
                     return reader
@@ -299,9 +316,23 @@ public final class SQLiteDatabase: Store, Sendable {
         _ operation: StorageError.Operation, entity: String, _ body: (Connection) throws -> T
     ) throws -> T {
         try completingErrors(operation, entity: entity) {
+            var unopened: (any Error)?
             for reader in readers where reader.tryLock() {
                 defer { reader.unlock() }
+                do {
+                    try reader.openIfNeeded()
+                } catch {
+                    unopened = error
+                    break
+                }
                 return try reader.use(operation, body)
+            }
+            if let unopened {
+                // A connection that cannot be opened now (no file descriptor
+                // left, say) fails no read while an open one will do: the
+                // read waits for it (or, in place, moves to a reader thread).
+                guard let open = readers.first(where: \.isOpen) else { throw unopened }
+                return try open.withLock(operation, body)
             }
             return try readers[Int.random(in: 0..<readers.count)].withLock(operation, body)
         }
@@ -327,7 +358,8 @@ public final class SQLiteDatabase: Store, Sendable {
     }
 }
 
-/// A connection behind a lock, until it is closed.
+/// A connection behind a lock, opened when first used (or given open), until
+/// it is closed.
 ///
 /// `@unchecked Sendable` is safe because the connection (not `Sendable` itself)
 /// is reached only through ``withLock(_:_:)``, which holds the lock for the
@@ -376,16 +408,23 @@ final class LockedConnection: @unchecked Sendable {
     /// ``use(_:_:)`` calls and one ``unlock()``.
     func tryLock() -> Bool { lock.try() }
 
-    /// Runs `body` with the connection; the caller holds the lock (``tryLock()``).
-    /// - Throws: ``StorageError/Kind/closed`` after ``close()``, or what `body` throws.
-    /// - Throws: also the error of opening the connection, on its first use.
-    func use<T>(_ operation: StorageError.Operation, _ body: (Connection) throws -> T) throws -> T {
-        if let connection { return try body(connection) }
-        guard let opener else { throw StorageError.closed(operation, path: nil) }
-        let connection = try opener()
-        self.connection = connection
+    /// Opens the connection if it was not yet, the caller holding the lock
+    /// (``tryLock()``); does nothing when it is open or closed.
+    /// - Throws: the error of opening it; it is tried again on the next use.
+    func openIfNeeded() throws {
+        guard connection == nil, let opener else { return }
+        connection = try opener()
         self.opener = nil
         opened.store(true, ordering: .releasing)
+    }
+
+    /// Runs `body` with the connection, opening it first if it was not yet;
+    /// the caller holds the lock (``tryLock()``).
+    /// - Throws: ``StorageError/Kind/closed`` after ``close()``, the error of
+    ///   opening the connection, or what `body` throws.
+    func use<T>(_ operation: StorageError.Operation, _ body: (Connection) throws -> T) throws -> T {
+        try openIfNeeded()
+        guard let connection else { throw StorageError.closed(operation, path: nil) }
         return try body(connection)
     }
 

@@ -1,7 +1,9 @@
 import DAOCore
 import DialogGraph
+import Dispatch
 import Foundation
 @testable import SQLiteStorage
+import Synchronization
 import Testing
 
 /// The reader connections are opened as reads need them, up to the pool's
@@ -51,5 +53,59 @@ struct LazyReaderTests {
         #expect(database.openReaderCount == 0)
         #expect(throws: StorageError.self) { try dialogs.read(primaryKey: 1) }
         #expect(database.openReaderCount == 0)
+    }
+}
+
+@Suite("Reader connections opened on first use: a file replaced or removed")
+struct LazyReaderFileTests {
+    @Test("a reader that cannot open the writer's file (removed, or another file renamed over it) creates none, reads no other file, and fails no read while an open one will do",
+          arguments: ["removed", "replaced"])
+    func removedFile(change: String) throws {
+        let directory = FileManager.default.temporaryDirectory
+            .appending(path: "sqlite-lazy-readers-\(UUID().uuidString)", directoryHint: .isDirectory)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appending(path: "store.sqlite")
+        let database = try SQLiteDatabase(path: path, durability: .none, readers: 2)
+        let dialogs = try database.storage(for: DialogRecord.self)
+        try dialogs.persist([DialogRecord(id: 1, isPinned: true, messages: [])])
+        #expect(database.openReaderCount == 1)
+        try FileManager.default.removeItem(at: path)
+        if change == "replaced" {
+            let otherPath = directory.appending(path: "other.sqlite")
+            let other = try SQLiteDatabase(path: otherPath, durability: .none, readers: 1)
+            try other.storage(for: DialogRecord.self).persist([DialogRecord(id: 2, isPinned: false, messages: [])])
+            try other.close()
+            try FileManager.default.moveItem(at: otherPath, to: path)
+            for side in ["-wal", "-shm"] {
+                try? FileManager.default.removeItem(atPath: otherPath.path + side)
+            }
+        }
+
+        // Another thread holds the open reader for a moment; a read meanwhile
+        // finds the second one unopenable (no file, and a reader never
+        // creates one) and waits for the first instead of failing.
+        let held = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let done = DispatchSemaphore(value: 0)
+        let holder = Mutex<Result<Void, any Error>?>(nil)
+        DispatchQueue.global().async {
+            let result = Result {
+                try database.withReader(.read, entity: "dialogs") { _ in
+                    held.signal()
+                    _ = release.wait(timeout: .now() + 10)
+                }
+            }
+            holder.withLock { $0 = result }
+            done.signal()
+        }
+        held.wait()
+        DispatchQueue.global().asyncAfter(deadline: .now() + 0.2) { release.signal() }
+        let read = try dialogs.read(primaryKey: 1)
+        done.wait()
+        #expect(read?.isPinned == true)
+        #expect(throws: Never.self) { try holder.withLock { $0 }?.get() }
+        #expect(database.openReaderCount == 1)
+        #expect(FileManager.default.fileExists(atPath: path.path) == (change == "replaced"))
+        try database.close()
     }
 }
