@@ -29,7 +29,12 @@ struct ColumnArrays: FieldWriter {
     /// flags, element type, then the length and lower bound of the one dimension.
     private static let headerSize = 20
 
-    init(types: [FieldType], entity: String, rows: Int) {
+    /// The most bytes a text or bytes value may hold: ``fieldLimit``, or less
+    /// in tests.
+    private let limit: Int
+
+    init(types: [FieldType], entity: String, rows: Int, fieldLimit limit: Int = Self.fieldLimit) {
+        self.limit = limit
         self.types = types
         self.entity = entity
         hasNull = Array(repeating: false, count: types.count)
@@ -119,6 +124,18 @@ struct ColumnArrays: FieldWriter {
         position += 1
     }
 
+    /// The most bytes PostgreSQL stores in one field (1 GiB less one).
+    static let fieldLimit = (1 << 30) - 1
+
+    /// Refuses a text or bytes value of `count` bytes, more than a field holds.
+    private mutating func refuseSize(_ what: String, _ count: Int) {
+        if refusal == nil {
+            refusal = "field \(position) holds \(count) bytes of \(what), more than PostgreSQL stores in a field "
+                + "(\(limit))"
+        }
+        position += 1
+    }
+
     // Each element is written as its length and its bytes by one reservation
     // of the buffer (one check of its capacity and uniqueness), the bytes
     // stored through its pointer.
@@ -147,6 +164,7 @@ struct ColumnArrays: FieldWriter {
     }
 
     private mutating func writeText(_ value: String) {
+        guard value.utf8.count <= limit else { return refuseSize("text", value.utf8.count) }
         var value = value
         // Text without U+0000 and U+0001 (nearly all) is its UTF-8 bytes, copied at once.
         let copied = value.withUTF8 { bytes -> Bool in
@@ -165,11 +183,14 @@ struct ColumnArrays: FieldWriter {
         let start = columns[position].writerIndex
         columns[position].writeInteger(Int32(0))
         TextEscape.write(value, to: &columns[position])
-        columns[position].setInteger(Int32(columns[position].writerIndex - start - 4), at: start)
+        let length = columns[position].writerIndex - start - 4
+        guard length <= limit else { return refuseSize("escaped text", length) }
+        columns[position].setInteger(Int32(length), at: start)
         position += 1
     }
 
     private mutating func writeBytes(_ value: some Collection<UInt8>) {
+        guard value.count <= limit else { return refuseSize("bytes", value.count) }
         columns[position].writeInteger(Int32(value.count))
         columns[position].writeBytes(value)
         position += 1
