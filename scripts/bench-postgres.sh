@@ -12,11 +12,6 @@ cd "$(dirname "$0")/.."
 
 bench="${SWIFT:-swift} run --package-path Benchmarks -c release --skip-build storage-bench"
 source scripts/throwaway-postgres.sh
-if [ -n "${DAO_POSTGRES_URL:-}" ]; then
-    echo "bench-postgres: using the PostgreSQL server of DAO_POSTGRES_URL" >&2
-else
-    throwaway_postgres
-    echo "bench-postgres: started PostgreSQL at $DAO_POSTGRES_URL" >&2
-fi
+throwaway_postgres bench-postgres
 # shellcheck disable=SC2086 # the argument list is meant to split
 $bench run ${POSTGRES_SMOKE_ARGS:-}

@@ -14,12 +14,7 @@ cd "$(dirname "$0")/.."
 
 bench="${SWIFT:-swift} run --package-path Benchmarks -c release --skip-build storage-bench"
 source scripts/throwaway-postgres.sh
-if [ -n "${DAO_POSTGRES_URL:-}" ]; then
-    echo "bench-server: using the PostgreSQL server of DAO_POSTGRES_URL" >&2
-else
-    throwaway_postgres
-    echo "bench-server: started PostgreSQL at $DAO_POSTGRES_URL" >&2
-fi
+throwaway_postgres bench-server
 
 status=0
 # shellcheck disable=SC2086 # the argument lists are meant to split
