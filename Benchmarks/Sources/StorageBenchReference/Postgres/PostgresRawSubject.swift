@@ -17,12 +17,12 @@ import Synchronization
 /// an index on `(dialog_id, date)`), and drops that schema, and nothing else,
 /// when it is released. Every statement is a server-side prepared statement
 /// (``PostgresRawSQL``), parsed once per connection; every operation is one
-/// transaction and, but for `read-all`'s single statement and `erase-all`,
-/// one round trip: a dialog and its messages are written by one statement
-/// with one array per column (`persist`, `persist-single`, and `update` as an
-/// upsert), read by one join (`read-by-id`); `erase-by-id` deletes the
-/// dialogs by `= ANY` and lets the cascade take their messages; `erase-all`
-/// locks both tables, counts the dialogs and `TRUNCATE`s both. The
+/// statement, so one transaction and one round trip: a dialog and its
+/// messages are written by one statement with one array per column
+/// (`persist`, `persist-single`, and `update` as an upsert), read by one join
+/// (`read-by-id`); `erase-by-id` deletes the dialogs by `= ANY` and lets the
+/// cascade take their messages; `erase-all` deletes every message, then every
+/// dialog (``PostgresRawSQL/EraseAll`` says why not `TRUNCATE`). The
 /// durability is the session's `synchronous_commit`: `on` for
 /// ``Durability/full``, `off` for ``Durability/none``.
 ///
@@ -221,12 +221,10 @@ public final class PostgresRawSubject: WorkloadSubject, Sendable {
         let connection = connection
         let logger = logger
         return try call("erase-all") {
-            try await connection.withTransaction(logger: logger) { connection in
-                try await connection.query("LOCK TABLE dialogs, messages IN ACCESS EXCLUSIVE MODE", logger: logger)
-                let count = try await Self.count("SELECT count(*) FROM dialogs", connection)
-                try await connection.query("TRUNCATE dialogs, messages", logger: logger)
-                return count
+            for try await count in try await connection.execute(PostgresRawSQL.EraseAll(), logger: logger) {
+                return Int(count)
             }
+            throw ReferenceError(engine: "postgres", operation: "erase-all", code: 0, message: "no count")
         }
     }
 
