@@ -6,16 +6,19 @@ import Foundation
 /// What the `async` form of a DAO call costs beside its synchronous form, on
 /// one store, one client: `storage-bench async-cost`.
 ///
-/// For each backend a fresh store is loaded with `dialogs` dialogs, then four
-/// regions run in turn, each `calls` calls long: `read-by-id` synchronous,
-/// `read-by-id` awaited, `persist-single` synchronous, `persist-single`
-/// awaited (each persist a new dialog with its messages), then two regions of
-/// empty hops (`hop`: an empty job on the store's writer thread, and a hop
-/// through a serial dispatch queue). Under callgrind each
-/// region's end writes a dump described `async-cost/BACKEND/OPERATION/API`
-/// holding the region's instructions, every thread's (the store's writer and
-/// reader threads and the pool's included); `scripts/async-cost.sh` reads
-/// them. Outside valgrind the regions are timed.
+/// For each backend a fresh store is loaded with `dialogs` dialogs, then six
+/// regions run, each `calls` calls long: `read-by-id` synchronous and
+/// awaited, `persist-single` synchronous and awaited (each persist a new
+/// dialog with its messages), and two regions of empty hops (`hop`: an empty
+/// job on the store's writer thread, and a hop through a serial dispatch
+/// queue). The two forms of `persist-single` and of `hop` run in halves, in
+/// the order A B B A: each persist grows the tree the next one writes into,
+/// and the halves' order makes that growth fall on both forms alike. Under
+/// callgrind each half's end writes a dump described
+/// `async-cost/BACKEND/OPERATION/API` holding its instructions, every
+/// thread's (the store's writer and reader threads and the pool's included);
+/// `scripts/async-cost.sh` adds a region's dumps up. Outside valgrind the
+/// regions are timed.
 public enum AsyncCost {
     /// One region's figures.
     public struct Region: Sendable {
@@ -61,11 +64,22 @@ public enum AsyncCost {
             _ = try Synchronous.read(1, dao)
             _ = try await dao.read(byPrimaryKey: 1)
 
-            func region(_ operation: String, _ api: String, _ body: () async throws -> Void) async rethrows {
+            // A region's calls, made at once or in halves (the halves' calls
+            // and times add up into one region).
+            func region(_ operation: String, _ api: String, calls: Int = calls, _ body: () async throws -> Void)
+                async rethrows
+            {
                 let start = TimedRegion.beginDump()
                 try await body()
                 let seconds = TimedRegion.endDump(start, name: dumpName(backend.name, operation, api))
-                regions.append(Region(backend: backend.name, operation: operation, api: api, calls: calls, seconds: seconds))
+                if let index = regions.firstIndex(where: {
+                    $0.backend == backend.name && $0.operation == operation && $0.api == api
+                }) {
+                    regions[index].calls += calls
+                    regions[index].seconds += seconds
+                } else {
+                    regions.append(Region(backend: backend.name, operation: operation, api: api, calls: calls, seconds: seconds))
+                }
             }
             try await region("read-by-id", "sync") {
                 for key in keys { _ = try Synchronous.read(key, dao) }
@@ -73,24 +87,36 @@ public enum AsyncCost {
             try await region("read-by-id", "async") {
                 for key in keys { _ = try await dao.read(byPrimaryKey: key) }
             }
-            try await region("persist-single", "sync") {
-                for dialog in inserted.prefix(calls) { try Synchronous.persist(dialog, dao) }
-            }
-            try await region("persist-single", "async") {
-                for dialog in inserted.dropFirst(calls) { try await dao.persist(dialog) }
+            // Halves in the order sync, async, async, sync: a later persist
+            // writes into a larger tree.
+            let half = calls / 2
+            let quarters = (0..<4).map { inserted[(calls * $0 / 2)..<(calls * ($0 + 1) / 2)] }
+            for (index, api) in ["sync", "async", "async", "sync"].enumerated() {
+                let dialogs = quarters[index]
+                try await region("persist-single", api, calls: dialogs.count) {
+                    if api == "sync" {
+                        for dialog in dialogs { try Synchronous.persist(dialog, dao) }
+                    } else {
+                        for dialog in dialogs { try await dao.persist(dialog) }
+                    }
+                }
             }
             // What a hop costs with nothing in it: an empty job on the store's
             // writer thread, and the same through a serial dispatch queue
             // (GRDB's writer), the floor under an awaited write.
             let executor = dao.storage.executor
-            try await region("hop", "writer-thread") {
-                for _ in 0..<calls { try await executor.write { _ in } }
-            }
             let queue = DispatchQueue(label: "async-cost.hop")
-            await region("hop", "dispatch-queue") {
-                for _ in 0..<calls {
-                    await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
-                        queue.async { continuation.resume() }
+            for (index, api) in ["writer-thread", "dispatch-queue", "dispatch-queue", "writer-thread"].enumerated() {
+                let count = index < 2 ? half : calls - half
+                try await region("hop", api, calls: count) {
+                    if api == "writer-thread" {
+                        for _ in 0..<count { try await executor.write { _ in } }
+                    } else {
+                        for _ in 0..<count {
+                            await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
+                                queue.async { continuation.resume() }
+                            }
+                        }
                     }
                 }
             }
