@@ -59,9 +59,14 @@ final class ServerConnection: @unchecked Sendable {
     /// Whether the current call sent a statement.
     private(set) var hasSent = false
 
-    init(_ connection: PostgresConnection, generation: Int) {
+    /// The most bytes one message of a statement's parameters may hold
+    /// (``PostgresConfiguration/messageLimit``).
+    let messageLimit: Int
+
+    init(_ connection: PostgresConnection, generation: Int, messageLimit: Int = ServerConnection.messageLimit) {
         self.connection = connection
         self.generation = generation
+        self.messageLimit = messageLimit
         // The driver drops a statement written to a connection that closed
         // meanwhile (a restarted server) without ever completing its future:
         // the call waiting on it fails when the connection closes instead.
@@ -87,6 +92,7 @@ final class ServerConnection: @unchecked Sendable {
     /// (prepared the first time it runs here), without waiting for its answer.
     /// - Throws: the driver's error, or ``StaleConnection``.
     func send(_ sql: String, _ binds: [PostgresData]) throws {
+        try checkSize(of: binds)
         let statement = try prepared(sql)
         try prepareNotice()
         try beginIfPending()
@@ -102,6 +108,22 @@ final class ServerConnection: @unchecked Sendable {
         try send(sql, binds)
     }
 
+    /// The most bytes PostgreSQL reads in one message from a client
+    /// (`PQ_LARGE_MESSAGE_LIMIT`, 1 GiB less 2 bytes): a longer one makes
+    /// the server close the connection, and the driver traps on a parameter
+    /// of 2 GiB or more.
+    static let messageLimit = (1 << 30) - 2
+
+    /// Refuses, before anything of it is sent, a statement whose parameters
+    /// make its `Bind` message longer than ``messageLimit`` (the message's
+    /// own fields counted generously).
+    /// - Throws: ``OversizedStatement``.
+    private func checkSize(of binds: [PostgresData]) throws {
+        var bytes = 128
+        for bind in binds { bytes += 6 + (bind.value?.readableBytes ?? 0) }
+        if bytes > messageLimit { throw OversizedStatement(bytes: bytes, limit: messageLimit) }
+    }
+
     /// The parameters of the call's notice, which the caller's one
     /// statement then sends itself (`pg_notify` with them as a part of it,
     /// so heard when that statement commits): the notice is no longer sent
@@ -114,6 +136,7 @@ final class ServerConnection: @unchecked Sendable {
 
     /// Sends `sql` unprepared (DDL, catalogue queries), without waiting.
     func sendOnce(_ sql: String, _ binds: [PostgresData] = []) throws {
+        try checkSize(of: binds)
         try prepareNotice()
         try beginIfPending()
         var bindings = PostgresBindings(capacity: binds.count)
@@ -281,6 +304,18 @@ final class ServerConnection: @unchecked Sendable {
     }
 }
 
+/// A statement refused before it was sent: its parameters make a message
+/// longer than the server reads (``ServerConnection/messageLimit``).
+struct OversizedStatement: Error, CustomStringConvertible {
+    let bytes: Int
+    let limit: Int
+
+    var description: String {
+        "a statement's parameters come to \(bytes) bytes, more than the \(limit) one message to PostgreSQL may hold: "
+            + "write fewer or smaller records a call, or lower PostgresConfiguration.rowsPerStatement"
+    }
+}
+
 /// The one call waiting on a connection, failed when the connection closes.
 final class PendingCall: Sendable {
     private let failure = Mutex<(@Sendable (any Error) -> Void)?>(nil)
@@ -365,7 +400,7 @@ final class ConnectionPool: @unchecked Sendable {
             let connection = try PostgresConnection.connect(
                 on: group.next(), configuration: connectionConfiguration, id: id, logger: poolLogger
             ).wait()
-            return ServerConnection(connection, generation: generation)
+            return ServerConnection(connection, generation: generation, messageLimit: configuration.messageLimit)
         } catch {
             condition.lock()
             openCount -= 1
@@ -521,6 +556,11 @@ enum PostgresErrors {
         _ error: any Error, _ operation: StorageError.Operation, entity: String?, _ configuration: PostgresConfiguration
     ) -> any Error {
         if let stale = error as? StaleConnection { return thrown(stale.underlying, operation, entity: entity, configuration) }
+        if let oversized = error as? OversizedStatement {
+            return StorageError(
+                operation == .persist ? .encoding : .invalidArgument, operation, entity: entity,
+                path: configuration.description, message: oversized.description)
+        }
         return isDriverError(error) ? storageError(error, operation, entity: entity, configuration) : error
     }
 

@@ -86,6 +86,10 @@ public struct PostgresConfiguration: Sendable {
     /// A migration that rewrites a table writes its rows back in statements
     /// of this many rows too.
     public var rowsPerStatement: Int = 4096
+    /// The most bytes a statement's parameters may come to
+    /// (``ServerConnection/messageLimit``, what PostgreSQL reads in one
+    /// message); lowered by tests.
+    var messageLimit = ServerConnection.messageLimit
     /// `synchronous_commit` for the store's sessions: `on` for
     /// ``Durability/full``, `off` for ``Durability/none`` (a crash of the
     /// server may lose the last commits, never leave one half-written).
