@@ -221,7 +221,7 @@ private final class MemoEntry: Sendable {
 extension StoredValue {
     /// `-0.0` as `0.0`, which it equals (the translator's rule); any other
     /// value as it is.
-    var zeroNormalized: StoredValue {
+    package var zeroNormalized: StoredValue {
         if case .real(let real) = self, real == 0 { return .real(0) }
         return self
     }

@@ -178,7 +178,7 @@ public struct PreparedQueryCall<Record: DAOCore.Record>: Sendable {
 
     /// The prepared query's entry for calls with values of these kinds, made
     /// on the first such call; `nil` when its predicate has no template.
-    private var callEntry: CallPlan? {
+    var callEntry: CallPlan? {
         call.prepared.callPlan(
             generation: Record.entity.queryPlans.generation.load(ordering: .relaxed), values: call.values,
             sort: sortedBy, limited: limit != nil, query: { query })

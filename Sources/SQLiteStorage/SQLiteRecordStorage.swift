@@ -142,28 +142,24 @@ public struct SQLiteRecordStorage<Record: DAOCore.Record>: Storage {
 
     /// The records that answer a prepared query's call. When the prepared
     /// query keeps a template for values of these kinds and SQLite runs its
-    /// condition and sort exactly, the call binds the template's condition
-    /// (``PreparedQueryCall/boundCondition()``) and runs the statement kept
-    /// with the template: no predicate, query or ``QueryPlan`` is built, and
-    /// the `SELECT` is found once per template and table. Otherwise as
-    /// `read(_:)` with the call's query. The answer is the
-    /// same either way.
+    /// condition and sort exactly, the call runs the statement kept with the
+    /// template and binds its parameters straight from the call's values
+    /// (``PreparedQueryCall/boundSlots()``, ``CallParameter``): no predicate,
+    /// query, ``QueryPlan`` or condition is built, and the `SELECT` and
+    /// where each parameter comes from are found once per template and
+    /// table. Otherwise as `read(_:)` with the call's query. The answer is
+    /// the same either way.
     /// - Throws: ``StorageError``; ``StorageError/Kind/invalidArgument`` for a negative limit.
     public func read(_ call: PreparedQueryCall<Record>) throws -> [Record] {
-        guard call.limit.map({ $0 > 0 }) ?? true, let bound = call.boundCondition() else { return try read(call.query) }
+        guard call.limit.map({ $0 > 0 }) ?? true, let bound = call.boundSlots() else { return try read(call.query) }
         let sort = bound.sort
         let limited = bound.limit != nil
         let shape = unsafeDowncast(
             bound.template.memo(of: shapeTextType) { makeShapeText(bound, sort: sort, limited: limited) },
             to: ShapeText<Record>.self)
-        guard let order = shape.orderTerms else { return try read(call.query) }
-        var condition: SQLCondition?
-        if let expression = bound.condition, expression != .constant(true) {
-            guard let compiled = shape.sqlCondition(expression) else { return try read(call.query) }
-            condition = compiled
-        }
+        guard let order = shape.orderTerms, let parameters = shape.callParameters else { return try read(call.query) }
         let (sql, sortColumns) = shape.select(for: table) {
-            makeSelect(where: condition?.sql, orderBy: order, sort: sort, limited: limited)
+            makeSelect(where: shape.callCondition, orderBy: order, sort: sort, limited: limited)
         }
         // The records come out through a variable, the closures returning
         // nothing: closures returning `[Record]` looked up the array's
@@ -172,30 +168,38 @@ public struct SQLiteRecordStorage<Record: DAOCore.Record>: Storage {
         try database.withReader(.read, entity: entityName) { connection in
             try transactionIfNeeded(connection) {
                 records = try readExact(
-                    sql, sortColumns: sortColumns, parameters: condition?.parameters ?? [], limit: bound.limit,
-                    sort: sort, all: condition == nil && bound.limit == nil,
-                    TableReader(table: table, connection: connection), connection)
+                    sql, sortColumns: sortColumns, limit: bound.limit, sort: sort,
+                    all: shape.callCondition == nil && bound.limit == nil,
+                    TableReader(table: table, connection: connection), connection
+                ) { statement in
+                    try CallParameter.bind(parameters, of: bound, to: statement)
+                }
             }
         }
         return records
     }
 
     /// What SQLite keeps of a prepared call's shape, made from its first
-    /// call (`bound`): the `ORDER BY` terms, the `WHERE` text and the
-    /// `SELECT` for this storage's table, so that later calls of the shape
-    /// find them without a lock.
-    private func makeShapeText(_ bound: BoundCondition<Record>, sort: SortPlan<Record>, limited: Bool) -> ShapeText<Record> {
+    /// call (`bound`): the `ORDER BY` terms, the `WHERE` text, where each of
+    /// its parameters comes from, and the `SELECT` for this storage's
+    /// table, so that later calls of the shape find them without a lock.
+    private func makeShapeText(_ bound: BoundSlots<Record>, sort: SortPlan<Record>, limited: Bool) -> ShapeText<Record> {
         guard let order = PredicateSQL.orderBy(sort) else { return ShapeText(orderTerms: nil) }
         var conditionText: String?? = nil
-        if let expression = bound.condition, expression != .constant(true) {
-            let text = PredicateSQL.compile(expression, entity: Record.entity)?.sql
-            guard text != nil else { return ShapeText(orderTerms: order, condition: .some(nil)) }
-            conditionText = .some(text)
+        var parameters: [CallParameter] = []
+        if bound.hasCondition, let expression = bound.condition, expression != .constant(true) {
+            guard let compiled = PredicateSQL.compile(expression, entity: Record.entity),
+                let made = CallParameter.parameters(bound, compiled: compiled.parameters)
+            else { return ShapeText(orderTerms: order, condition: .some(nil)) }
+            conditionText = .some(compiled.sql)
+            parameters = made
+        } else if bound.hasCondition && bound.condition == nil {
+            return ShapeText(orderTerms: order, condition: .some(nil))
         }
         let (sql, sortColumns) = makeSelect(where: conditionText ?? nil, orderBy: order, sort: sort, limited: limited)
         return ShapeText(
             orderTerms: order, condition: conditionText,
-            firstSelect: SelectText(table: table, sql: sql, sortColumns: sortColumns))
+            firstSelect: SelectText(table: table, sql: sql, sortColumns: sortColumns), callParameters: parameters)
     }
 
     /// The records of an exact `SELECT` (the whole condition, sort and limit
@@ -204,10 +208,24 @@ public struct SQLiteRecordStorage<Record: DAOCore.Record>: Storage {
         _ sql: SQLText, sortColumns: [Int32]?, parameters: [SQLParameter], limit: Int?, sort: SortPlan<Record>,
         all: Bool, _ reader: TableReader<Record>, _ connection: Connection
     ) throws -> [Record] {
+        try readExact(sql, sortColumns: sortColumns, limit: limit, sort: sort, all: all, reader, connection) {
+            statement in
+            try statement.bind(parameters)
+            return Int32(parameters.count)
+        }
+    }
+
+    /// The records of an exact `SELECT` (the whole condition, sort and limit
+    /// in SQL), with their children, the condition's parameters bound by
+    /// `bind`, which returns how many it bound: `all` when it reads every row.
+    private func readExact(
+        _ sql: SQLText, sortColumns: [Int32]?, limit: Int?, sort: SortPlan<Record>, all: Bool,
+        _ reader: TableReader<Record>, _ connection: Connection, bind: (Statement) throws -> Int32
+    ) throws -> [Record] {
         let statement = try connection.statement(sql)
-        try statement.bind(parameters)
+        let bound = try bind(statement)
         if let limit {
-            try statement.bind(Int64(limit), at: Int32(parameters.count + 1))
+            try statement.bind(Int64(limit), at: bound + 1)
         }
         var records: [Record]
         if let sortColumns {
@@ -533,11 +551,24 @@ private final class ShapeText<Record: DAOCore.Record>: Sendable {
     /// metadata look-ups.
     private let selects = BargingMutex<[SelectText]>([])
 
-    init(orderTerms: [String]?, condition: String?? = nil, firstSelect: SelectText? = nil) {
+    /// Where each parameter of the `WHERE` text comes from in a prepared
+    /// call (``CallParameter``), when the shape was made by one whose
+    /// condition SQLite runs (empty: no condition); `nil` otherwise.
+    let callParameters: [CallParameter]?
+
+    init(
+        orderTerms: [String]?, condition: String?? = nil, firstSelect: SelectText? = nil,
+        callParameters: [CallParameter]? = nil
+    ) {
         self.orderTerms = orderTerms
         madeCondition = condition
         self.firstSelect = firstSelect
+        self.callParameters = callParameters
     }
+
+    /// The `WHERE` text a prepared call's shape was made with (`nil`: no
+    /// condition), when ``callParameters`` is not `nil`.
+    var callCondition: String? { madeCondition ?? nil }
 
     /// The `WHERE` text of the shape's condition (`nil`: SQLite cannot run
     /// it), made by `make` from the first call's condition.
