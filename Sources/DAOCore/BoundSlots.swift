@@ -8,28 +8,29 @@
 /// instructions and six allocations a call.
 ///
 /// A value (the call's values and the entry it was planned from, held, not
-/// copied): made and read by one call.
-package struct BoundSlots<R: Record> {
-    /// The template the call is bound to: an adapter keeps what it derives
-    /// from it under it (``PlanTemplate/memo(_:_:)``).
-    package let template: PlanTemplate<R>
+/// copied): made and read by one call. Not generic: code not specialized
+/// for the record type looked a generic struct's metadata up wherever it
+/// handled one (about 340 instructions each, twice a call); the template's
+/// class is the caller's to name (`unsafeDowncast(_:to:)`, which costs
+/// nothing).
+package struct BoundSlots {
+    /// The ``PlanTemplate`` the call is bound to: an adapter keeps what it
+    /// derives from it under it (``PlanTemplate/memo(_:_:)``).
+    package let template: AnyObject & Sendable
     /// The maximum number of results, or `nil` for all of them.
     package let limit: Int?
     private let entry: CallPlan
     private let values: [StoredValue]
 
-    init(template: PlanTemplate<R>, limit: Int?, entry: CallPlan, values: [StoredValue]) {
+    init(template: AnyObject & Sendable, limit: Int?, entry: CallPlan, values: [StoredValue]) {
         self.template = template
         self.limit = limit
         self.entry = entry
         self.values = values
     }
 
-    /// The sort.
-    package var sort: SortPlan<R> { template.sort }
-
-    /// Whether the template has a condition (`false`: every record).
-    package var hasCondition: Bool { template.expression != nil }
+    /// Whether `template` (``template``) has a condition (`false`: every record).
+    package func hasCondition<R: Record>(_ template: PlanTemplate<R>) -> Bool { template.expression != nil }
 
     /// The constant in `slot`: the call's value for a parameter's slot, the
     /// template's own constant otherwise.
@@ -40,30 +41,30 @@ package struct BoundSlots<R: Record> {
         return entry.constants[slot]
     }
 
-    /// The engine condition with the call's values, as
+    /// The engine condition of `template` (``template``) with the call's values, as
     /// ``BoundCondition/condition`` gives it (`nil`: every record, or a
     /// value that does not fit, which ``PreparedQueryCall/boundSlots()``
     /// has ruled out). It builds the expression: for what an adapter makes
     /// once per template.
-    package var condition: QueryExpression? {
+    package func condition<R: Record>(_ template: PlanTemplate<R>) -> QueryExpression? {
         guard let expression = template.expression else { return nil }
         var constants = entry.constants
         for index in entry.slots.indices { constants[entry.slots[index]] = values[entry.parameters[index]] }
         return expression.instantiateExpression(constants)
     }
 
-    /// The constants of ``condition``, in the order it holds them (depth
+    /// The constants of ``condition(_:)``, in the order it holds them (depth
     /// first, left operand first), each by its slot; empty without a
     /// condition. A comparison with NaN (a constant in the condition) and
     /// the NaN members of an `isIn` (dropped) hold none. The same for every
     /// call of the template: its values are of the kinds it was made for.
-    package var conditionLeaves: [ConditionLeaf] {
+    package func conditionLeaves<R: Record>(_ template: PlanTemplate<R>) -> [ConditionLeaf] {
         var leaves: [ConditionLeaf] = []
         if let expression = template.expression { appendLeaves(expression, to: &leaves) }
         return leaves
     }
 
-    private func appendLeaves(_ expression: ExpressionTemplate<R>, to leaves: inout [ConditionLeaf]) {
+    private func appendLeaves<R: Record>(_ expression: ExpressionTemplate<R>, to leaves: inout [ConditionLeaf]) {
         switch expression {
         case .constant, .isTrue:
             return
@@ -104,11 +105,9 @@ extension PreparedQueryCall {
     /// of these kinds, read by slot (``BoundSlots``): `nil` exactly when
     /// ``boundCondition()`` is `nil` (no template, or a value that does not
     /// fit it), without building the condition.
-    package func boundSlots() -> BoundSlots<Record>? {
+    package func boundSlots() -> BoundSlots? {
         guard let entry = callEntry, let kept = entry.template else { return nil }
-        let values = call.values
-        let slots = BoundSlots(
-            template: unsafeDowncast(kept, to: PlanTemplate<Record>.self), limit: limit, entry: entry, values: values)
+        let slots = BoundSlots(template: kept, limit: limit, entry: entry, values: call.values)
         for slot in entry.textSlots {
             guard case .text = slots.constant(slot) else { return nil }
         }

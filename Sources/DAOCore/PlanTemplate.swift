@@ -19,7 +19,7 @@ public final class PlanTemplate<R: Record>: Sendable {
     /// (``QueryPlan/equalities(besides:)``), each with the field it is
     /// checked on; `nil` otherwise (or when the access path is exact).
     let otherEqualities: [OtherEquality]?
-    let sort: SortPlan<R>
+    package let sort: SortPlan<R>
     /// The fields of `otherEqualities`, in the order of a bound call's
     /// ``BoundPlan/otherEqualities``; `nil` when the template has none.
     /// An adapter resolves them once per template.

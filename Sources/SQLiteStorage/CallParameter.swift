@@ -3,7 +3,7 @@ import DAOCore
 /// Where one parameter of a prepared call's `WHERE` text comes from: a
 /// constant of the call's template, by slot (``BoundSlots``), bound as the
 /// compiled condition binds it. Derived once per template from the first
-/// call (``parameters(_:compiled:)``), so that each call binds its values
+/// call (``parameters(_:of:compiled:)``), so that each call binds its values
 /// straight into the kept statement, as a hand-written prepared statement
 /// is bound: no condition built, compiled and let go per call.
 enum CallParameter: Sendable, Equatable {
@@ -22,9 +22,11 @@ enum CallParameter: Sendable, Equatable {
     /// (``PredicateSQL/shapeParameters(_:)``), which every call of a
     /// template shares; the check against the first call's own parameters
     /// makes sure of it.
-    static func parameters<R: Record>(_ bound: BoundSlots<R>, compiled: [SQLParameter]) -> [CallParameter]? {
+    static func parameters<R: Record>(
+        _ bound: BoundSlots, of template: PlanTemplate<R>, compiled: [SQLParameter]
+    ) -> [CallParameter]? {
         var parameters: [CallParameter] = []
-        for leaf in bound.conditionLeaves {
+        for leaf in bound.conditionLeaves(template) {
             switch leaf {
             case .compare(let comparison, let slot):
                 switch comparison {
@@ -55,7 +57,7 @@ enum CallParameter: Sendable, Equatable {
 
     /// The parameter's value in `bound`'s call, as the compiled condition
     /// binds it; `nil` for a prefix that is not text.
-    private static func value<R: Record>(_ parameter: CallParameter, _ bound: BoundSlots<R>) -> SQLParameter? {
+    private static func value(_ parameter: CallParameter, _ bound: BoundSlots) -> SQLParameter? {
         switch parameter {
         case .value(let slot):
             return .value(bound.constant(slot).zeroNormalized)
@@ -74,8 +76,11 @@ enum CallParameter: Sendable, Equatable {
     }
 
     /// Binds `parameters` from `bound`'s call to `?1`, `?2`, … of
-    /// `statement`; returns how many it bound.
-    static func bind<R: Record>(_ parameters: [CallParameter], of bound: BoundSlots<R>, to statement: Statement) throws -> Int32 {
+    /// `statement`; returns how many it bound. `entity` names the entity
+    /// read in an error.
+    static func bind(
+        _ parameters: [CallParameter], of bound: BoundSlots, to statement: Statement, entity: String
+    ) throws -> Int32 {
         var index: Int32 = 1
         for parameter in parameters {
             switch parameter {
@@ -84,7 +89,7 @@ enum CallParameter: Sendable, Equatable {
             case .prefixEnd(let slot):
                 guard case .text(let prefix) = bound.constant(slot), !prefix.isEmpty else {
                     throw StorageError(
-                        .invalidArgument, .read, entity: R.entity.name,
+                        .invalidArgument, .read, entity: entity,
                         message: "a prepared call's prefix is not the text its statement was made for")
                 }
                 try statement.bindTextBytes(prefixEnd(prefix), at: index)

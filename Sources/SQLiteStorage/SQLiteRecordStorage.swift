@@ -152,10 +152,11 @@ public struct SQLiteRecordStorage<Record: DAOCore.Record>: Storage {
     /// - Throws: ``StorageError``; ``StorageError/Kind/invalidArgument`` for a negative limit.
     public func read(_ call: PreparedQueryCall<Record>) throws -> [Record] {
         guard call.limit.map({ $0 > 0 }) ?? true, let bound = call.boundSlots() else { return try read(call.query) }
-        let sort = bound.sort
+        let template = unsafeDowncast(bound.template, to: PlanTemplate<Record>.self)
+        let sort = template.sort
         let limited = bound.limit != nil
         let shape = unsafeDowncast(
-            bound.template.memo(of: shapeTextType) { makeShapeText(bound, sort: sort, limited: limited) },
+            template.memo(of: shapeTextType) { makeShapeText(bound, template, sort: sort, limited: limited) },
             to: ShapeText<Record>.self)
         guard let order = shape.orderTerms, let parameters = shape.callParameters else { return try read(call.query) }
         let (sql, sortColumns) = shape.select(for: table) {
@@ -172,7 +173,7 @@ public struct SQLiteRecordStorage<Record: DAOCore.Record>: Storage {
                     all: shape.callCondition == nil && bound.limit == nil,
                     TableReader(table: table, connection: connection), connection
                 ) { statement in
-                    try CallParameter.bind(parameters, of: bound, to: statement)
+                    try CallParameter.bind(parameters, of: bound, to: statement, entity: entityName)
                 }
             }
         }
@@ -183,18 +184,26 @@ public struct SQLiteRecordStorage<Record: DAOCore.Record>: Storage {
     /// call (`bound`): the `ORDER BY` terms, the `WHERE` text, where each of
     /// its parameters comes from, and the `SELECT` for this storage's
     /// table, so that later calls of the shape find them without a lock.
-    private func makeShapeText(_ bound: BoundSlots<Record>, sort: SortPlan<Record>, limited: Bool) -> ShapeText<Record> {
+    private func makeShapeText(
+        _ bound: BoundSlots, _ template: PlanTemplate<Record>, sort: SortPlan<Record>, limited: Bool
+    ) -> ShapeText<Record> {
         guard let order = PredicateSQL.orderBy(sort) else { return ShapeText(orderTerms: nil) }
         var conditionText: String?? = nil
         var parameters: [CallParameter] = []
-        if bound.hasCondition, let expression = bound.condition, expression != .constant(true) {
-            guard let compiled = PredicateSQL.compile(expression, entity: Record.entity),
-                let made = CallParameter.parameters(bound, compiled: compiled.parameters)
-            else { return ShapeText(orderTerms: order, condition: .some(nil)) }
-            conditionText = .some(compiled.sql)
-            parameters = made
-        } else if bound.hasCondition && bound.condition == nil {
-            return ShapeText(orderTerms: order, condition: .some(nil))
+        if bound.hasCondition(template) {
+            // A condition that does not instantiate is ruled out by
+            // `boundSlots()`; one that does not compile runs through the
+            // call's query.
+            guard let expression = bound.condition(template) else {
+                return ShapeText(orderTerms: order, condition: .some(nil))
+            }
+            if expression != .constant(true) {
+                guard let compiled = PredicateSQL.compile(expression, entity: Record.entity),
+                    let made = CallParameter.parameters(bound, of: template, compiled: compiled.parameters)
+                else { return ShapeText(orderTerms: order, condition: .some(nil)) }
+                conditionText = .some(compiled.sql)
+                parameters = made
+            }
         }
         let (sql, sortColumns) = makeSelect(where: conditionText ?? nil, orderBy: order, sort: sort, limited: limited)
         return ShapeText(
