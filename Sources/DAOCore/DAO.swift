@@ -146,13 +146,19 @@ where S.Record == T.Record, T.PlainObject.ID == S.Record.PrimaryKey {
     /// ```
     ///
     /// A call answers what `read(where:sortedBy:limit:)` answers for the
-    /// same predicate with the values written in as constants.
+    /// same predicate with the values written in as constants. The storage
+    /// prepares what it keeps for the calls here (``Storage/prepare(_:)``:
+    /// SQLite compiles the statement), not at the first call.
     /// - Throws: ``StorageError`` of kind ``StorageError/Kind/invalidArgument``
-    ///   for a negative limit; no predicate is refused for its form.
+    ///   for a negative limit, or the storage's error preparing it
+    ///   (``StorageError/Kind/closed`` after the store was closed); no
+    ///   predicate is refused for its form.
     public func prepare<A: FieldValue>(
         where predicate: Predicate<Record, A>, sortedBy: [SortDescriptor<Record>] = [], limit: Int? = nil
     ) throws -> PreparedObjectQuery<S, T, A> {
-        PreparedObjectQuery(dao: self, prepared: try PreparedQuery(where: predicate, sortedBy: sortedBy, limit: limit))
+        let prepared = try PreparedQuery(where: predicate, sortedBy: sortedBy, limit: limit)
+        try storage.prepare(prepared)
+        return PreparedObjectQuery(dao: self, prepared: prepared)
     }
 
     /// Prepares a query with two parameters (``prepare(where:sortedBy:limit:)``).
@@ -161,7 +167,9 @@ where S.Record == T.Record, T.PlainObject.ID == S.Record.PrimaryKey {
     public func prepare<A: FieldValue, B: FieldValue>(
         where predicate: Predicate<Record, A, B>, sortedBy: [SortDescriptor<Record>] = [], limit: Int? = nil
     ) throws -> PreparedObjectQuery<S, T, (A, B)> {
-        PreparedObjectQuery(dao: self, prepared: try PreparedQuery(where: predicate, sortedBy: sortedBy, limit: limit))
+        let prepared = try PreparedQuery(where: predicate, sortedBy: sortedBy, limit: limit)
+        try storage.prepare(prepared)
+        return PreparedObjectQuery(dao: self, prepared: prepared)
     }
 
     /// Prepares a query with three parameters.
@@ -170,7 +178,9 @@ where S.Record == T.Record, T.PlainObject.ID == S.Record.PrimaryKey {
     public func prepare<A: FieldValue, B: FieldValue, C: FieldValue>(
         where predicate: Predicate<Record, A, B, C>, sortedBy: [SortDescriptor<Record>] = [], limit: Int? = nil
     ) throws -> PreparedObjectQuery<S, T, (A, B, C)> {
-        PreparedObjectQuery(dao: self, prepared: try PreparedQuery(where: predicate, sortedBy: sortedBy, limit: limit))
+        let prepared = try PreparedQuery(where: predicate, sortedBy: sortedBy, limit: limit)
+        try storage.prepare(prepared)
+        return PreparedObjectQuery(dao: self, prepared: prepared)
     }
 
     // MARK: Erase

@@ -148,8 +148,11 @@ final class PreparedPredicate<R: Record>: Sendable {
     /// 280k instructions, once); values of other kinds are planned at their
     /// first call, as before. The answers do not change: a template is made
     /// and checked the same way whichever values make it.
-    func planCalls(parameterTypes: [FieldType], sort: [SortDescriptor<R>], limit: Int?) {
-        guard reader != nil, parameterTypes.count == parameters.count else { return }
+    /// Returns the values it planned for (none when the predicate has no
+    /// shape), for ``PreparedQuery/preparationCalls``.
+    @discardableResult
+    func planCalls(parameterTypes: [FieldType], sort: [SortDescriptor<R>], limit: Int?) -> [[StoredValue]] {
+        guard reader != nil, parameterTypes.count == parameters.count else { return [] }
         var samples: [[StoredValue]] = [parameterTypes.map { Self.sample($0, fractional: false) }]
         if parameterTypes.contains(where: { $0 == .real || $0 == .date }) {
             samples.append(parameterTypes.map { Self.sample($0, fractional: true) })
@@ -163,6 +166,7 @@ final class PreparedPredicate<R: Record>: Sendable {
                     limit: limit)
             }
         }
+        return samples
     }
 
     /// A value of a common kind for a parameter of type `type`.

@@ -60,6 +60,9 @@ public struct PreparedQuery<Record: DAOCore.Record, Parameters: Sendable>: Senda
     /// look-up of the generic class's metadata (about 440 instructions a
     /// call in this code, which is not specialized for the record type).
     private let callType: BoundCall<Record, Parameters>.Type
+    /// The values of the kinds the query was planned for when it was
+    /// prepared (``preparationCalls``).
+    private let plannedValues: [[StoredValue]]
 
     private init(
         expression: any StandardPredicateExpression<Bool>, keys: [PredicateExpressions.VariableID],
@@ -75,7 +78,19 @@ public struct PreparedQuery<Record: DAOCore.Record, Parameters: Sendable>: Senda
         callType = BoundCall<Record, Parameters>.self
         prepared = PreparedPredicate(expression: expression, record: keys[0], parameters: Array(keys.dropFirst()))
         prepared.warm()
-        prepared.planCalls(parameterTypes: parameterTypes, sort: sortedBy, limit: limit)
+        plannedValues = prepared.planCalls(parameterTypes: parameterTypes, sort: sortedBy, limit: limit)
+    }
+
+    /// One call for each kind of values the query was planned for when it
+    /// was prepared, bound to values of that kind: for a storage's
+    /// ``Storage/prepare(_:)``, which derives from their templates
+    /// (``PreparedQueryCall/boundSlots()``, ``PreparedQueryCall/boundPlan()``)
+    /// what it keeps for the query's calls. Their values bind nothing for
+    /// Foundation: a storage reads no records for them.
+    package var preparationCalls: [PreparedQueryCall<Record>] {
+        plannedValues.map { values in
+            PreparedQueryCall(call: PreparedCall(prepared: prepared, values: values), sortedBy: sortedBy, limit: limit)
+        }
     }
 
     /// Prepares a query with one parameter.

@@ -123,6 +123,18 @@ public protocol Storage<Record>: Sendable {
     /// - Throws: ``StorageError``.
     func read(_ call: PreparedQueryCall<Record>) throws -> [Record]
 
+    /// Prepares what this storage keeps for the calls of `query` (SQLite:
+    /// the `SELECT` of its template and the statement compiled on a
+    /// connection; LMDB: the access path's reading of its template), as a
+    /// hand-written prepared statement is compiled before its first use,
+    /// so that the first call pays only what every call pays.
+    /// `DAO.prepare(where:sortedBy:limit:)` calls it; the default does
+    /// nothing, and a call prepares what it finds unprepared either way.
+    /// Reads no records.
+    /// - Throws: ``StorageError`` (``StorageError/Kind/closed`` after the
+    ///   store was closed).
+    func prepare<Parameters>(_ query: PreparedQuery<Record, Parameters>) throws
+
     /// How many records meet `predicate` (all records when it is `nil`).
     /// - Throws: ``StorageError``.
     func count(where predicate: Predicate<Record>?) throws -> Int
@@ -164,6 +176,11 @@ public protocol Storage<Record>: Sendable {
 /// ``Storage/read(_:handingOut:)`` hands them out: called once per record,
 /// in order; the record is the receiver's from then on.
 public typealias RecordHandoff<Record> = (consuming Record) throws -> Void
+
+extension Storage {
+    /// Nothing to prepare: each call finds what it needs.
+    public func prepare<Parameters>(_ query: PreparedQuery<Record, Parameters>) throws {}
+}
 
 extension Storage {
     /// No broadcaster: the storage cannot be observed.

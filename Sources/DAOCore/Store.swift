@@ -82,6 +82,7 @@ public struct AnyStorage<Record: DAOCore.Record>: Storage {
         try base.forEach(call, body)
     }
     public func read(_ call: PreparedQueryCall<Record>) throws -> [Record] { try base.read(call) }
+    public func prepare<Parameters>(_ query: PreparedQuery<Record, Parameters>) throws { try base.prepare(query) }
     public func count(where predicate: Predicate<Record>?) throws -> Int { try base.count(where: predicate) }
     @discardableResult
     public func erase(primaryKeys keys: [Record.PrimaryKey]) throws -> Int { try base.erase(primaryKeys: keys) }

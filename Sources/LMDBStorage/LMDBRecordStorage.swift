@@ -309,6 +309,19 @@ public struct LMDBRecordStorage<Record: DAOCore.Record>: Storage {
         return try read(call.query)
     }
 
+    /// Prepares the calls of `query`: for each template it was planned with
+    /// when prepared, what a call bound from it derives for its walk (the
+    /// positions of its sort keys, the index a parent's range serves),
+    /// kept by the table. Reads no records.
+    /// - Throws: ``StorageError`` (``StorageError/Kind/closed`` after the
+    ///   store was closed).
+    public func prepare<Parameters>(_ query: PreparedQuery<Record, Parameters>) throws {
+        do { try environment.checkOpen(.read) } catch let error as StorageError { throw error.with(entity: table.entity.name) }
+        for call in query.preparationCalls {
+            if let bound = call.boundPlan() { _ = table.preparedRead(for: bound) }
+        }
+    }
+
     /// The records of a prepared call bound from its template, whose access
     /// path is exact, or whose other equalities (``BoundPlan/otherEqualities``)
     /// make a parent's range exact; `nil` when this store cannot walk the

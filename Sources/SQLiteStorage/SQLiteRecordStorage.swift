@@ -180,6 +180,30 @@ public struct SQLiteRecordStorage<Record: DAOCore.Record>: Storage {
         return records
     }
 
+    /// Prepares the calls of `query`: for each template it was planned
+    /// with when prepared, what ``read(_:)-(PreparedQueryCall<Record>)``
+    /// keeps of its shape, and its `SELECT` compiled on a reader connection
+    /// (SQLite keeps each connection's statements). Reads no rows.
+    /// - Throws: ``StorageError``.
+    public func prepare<Parameters>(_ query: PreparedQuery<Record, Parameters>) throws {
+        for call in query.preparationCalls {
+            guard call.limit.map({ $0 > 0 }) ?? true, let bound = call.boundSlots() else { continue }
+            let template = unsafeDowncast(bound.template, to: PlanTemplate<Record>.self)
+            let sort = template.sort
+            let limited = bound.limit != nil
+            let shape = unsafeDowncast(
+                template.memo(of: shapeTextType) { makeShapeText(bound, template, sort: sort, limited: limited) },
+                to: ShapeText<Record>.self)
+            guard let order = shape.orderTerms, shape.callParameters != nil else { continue }
+            let (sql, _) = shape.select(for: table) {
+                makeSelect(where: shape.callCondition, orderBy: order, sort: sort, limited: limited)
+            }
+            try database.withReader(.read, entity: entityName) { connection in
+                _ = try connection.statement(sql)
+            }
+        }
+    }
+
     /// What SQLite keeps of a prepared call's shape, made from its first
     /// call (`bound`): the `ORDER BY` terms, the `WHERE` text, where each of
     /// its parameters comes from, and the `SELECT` for this storage's
