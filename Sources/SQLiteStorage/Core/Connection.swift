@@ -17,6 +17,16 @@ final class Connection {
     /// metadata, a one-time lookup of about 0.3M instructions that would
     /// otherwise fall in the first write.
     private var cache = [SQLText: Statement](minimumCapacity: 32)
+    /// The statement ``statement(_:)-(SQLText)`` found or prepared last,
+    /// with its key: a prepared query's calls, run one after another, find
+    /// theirs with one comparison of the text (its hash, then its bytes)
+    /// instead of a look-up in ``cache`` (about 450 instructions a call).
+    /// Always one of ``cache``'s statements. The key's hash is compared
+    /// first, apart, so that a miss (reads that alternate two statements)
+    /// costs an integer comparison and no copy of the key.
+    private var lastHash = 0
+    private var lastKey: SQLText?
+    private var lastStatement: Statement?
     private static let cacheLimit = 256
     /// `BEGIN`, `BEGIN IMMEDIATE` and `COMMIT`, prepared on first use and held
     /// here rather than in ``cache``: finding them there hashed the SQL text
@@ -46,6 +56,7 @@ final class Connection {
 
     deinit {
         if !isClosed {
+            forgetLastStatement()
             cache.removeAll()
             (begin, beginImmediate, commit) = (nil, nil, nil)
             sqlite3_close_v2(handle)
@@ -59,6 +70,7 @@ final class Connection {
     func close() throws {
         guard !isClosed else { return }
         isClosed = true
+        forgetLastStatement()
         cache.removeAll()
         (begin, beginImmediate, commit) = (nil, nil, nil)
         let code = sqlite3_close_v2(handle)
@@ -77,11 +89,27 @@ final class Connection {
     /// same as ``statement(_:)-(String)``, without hashing the text again (a
     /// table keeps the texts of its own statements as keys).
     func statement(_ key: SQLText) throws -> Statement {
-        if let cached = cache[key] { return cached }
+        if lastHash == key.textHash, lastKey == key, let lastStatement { return lastStatement }
+        if let cached = cache[key] {
+            keepLast(key, cached)
+            return cached
+        }
         let statement = try Statement(db: handle, sql: key.sql, persistent: true)
         if cache.count >= Self.cacheLimit { cache.removeAll(keepingCapacity: true) }
         cache[key] = statement
+        keepLast(key, statement)
         return statement
+    }
+
+    private func keepLast(_ key: SQLText, _ statement: Statement) {
+        lastHash = key.textHash
+        lastKey = key
+        lastStatement = statement
+    }
+
+    private func forgetLastStatement() {
+        lastKey = nil
+        lastStatement = nil
     }
 
     /// A statement for `sql` prepared for one use and not cached: for reading
@@ -99,6 +127,7 @@ final class Connection {
     /// change would be prepared again on its next step, leaving SQLite's
     /// error state set (``oneOffStatement(_:)``).
     func dropCachedStatements() {
+        forgetLastStatement()
         cache.removeAll(keepingCapacity: true)
     }
 
@@ -227,7 +256,7 @@ struct SQLText: Hashable, Sendable {
     /// The statement's text.
     let sql: String
     /// The hash of the text's UTF-8 bytes.
-    private let textHash: Int
+    let textHash: Int
 
     init(sql: String) {
         self.sql = sql
