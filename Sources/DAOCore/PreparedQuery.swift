@@ -174,7 +174,8 @@ public struct PreparedQuery<Record: DAOCore.Record, Parameters: Sendable>: Senda
 /// that walks an access path of its own (LMDB) asks for ``boundPlan()``,
 /// which binds the values into the plan template the prepared query keeps,
 /// without building the predicate, the query or a ``QueryPlan``; one that
-/// runs the whole condition itself (SQLite) asks for ``boundCondition()``.
+/// runs the whole condition itself asks for ``boundCondition()`` (SQLite,
+/// in this package, reads the call's values by slot instead).
 public struct PreparedQueryCall<Record: DAOCore.Record>: Sendable {
     let call: PreparedCall<Record>
     /// The order of the results, before the primary-key tie-break.

@@ -132,7 +132,7 @@ public protocol Storage<Record>: Sendable {
     /// nothing, and a call prepares what it finds unprepared either way.
     /// Reads no records.
     /// - Throws: ``StorageError`` (``StorageError/Kind/closed`` after the
-    ///   store was closed).
+    ///   store was closed, from a storage that prepares something).
     func prepare<Parameters>(_ query: PreparedQuery<Record, Parameters>) throws
 
     /// How many records meet `predicate` (all records when it is `nil`).

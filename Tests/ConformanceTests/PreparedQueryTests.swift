@@ -515,6 +515,35 @@ struct PreparedDAOTests {
         }
     }
 
+    @Test("the DAO has its storage prepare a query, and a closed store refuses it", arguments: allBackends)
+    func preparedByTheStorage(backend: TestBackend) throws {
+        let directory = try TemporaryDirectory()
+        let store = try backend.open(directory.url, .full)
+        try store.anyStorage(for: DialogRecord.self).persist(Self.dialogs())
+        let storage = try store.anyStorage(for: MessageRecord.self)
+        let messages = DAO(storage: storage, translator: MessageTranslator())
+        // Prepared by the storage (twice: it keeps what it made), the calls
+        // answer what the constant query answers.
+        let prepared = try PreparedQuery(where: Self.unreadPredicate, sortedBy: Self.newestFirst)
+        try storage.prepare(prepared)
+        try storage.prepare(prepared)
+        let unread = try messages.prepare(where: Self.unreadPredicate, sortedBy: Self.newestFirst)
+        for dialog in Int64(0)...7 {
+            let constant = try storage.read(
+                where: #Predicate { $0.dialogId == dialog && !$0.isRead }, sortedBy: Self.newestFirst)
+            #expect(try storage.read(prepared, dialog) == constant, "dialog \(dialog)")
+            #expect(try unread.read(dialog) == Self.expected(messages, dialog), "dialog \(dialog) through the DAO")
+        }
+        try store.close()
+        // A storage that prepares refuses when preparing, any other at the call.
+        let refused = #expect(throws: StorageError.self) {
+            let late = try messages.prepare(where: Self.unreadPredicate, sortedBy: Self.newestFirst)
+            _ = try late.read(1)
+        }
+        #expect(refused?.kind == .closed)
+        withExtendedLifetime(directory) {}
+    }
+
     @Test("a negative limit is refused when preparing")
     func negativeLimit() throws {
         #expect(throws: StorageError.self) {
