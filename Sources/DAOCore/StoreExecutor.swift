@@ -63,10 +63,15 @@ public final class StoreExecutor: Sendable {
     /// and moves to a reader thread only when it would wait (see
     /// ``readsMustNotWait``).
     public let readsInPlace: Bool
-    private let writer: StoreThread
+    /// How many writer threads the executor has: one, which runs the writes
+    /// one at a time in the order they came, or more for a store whose
+    /// engine runs write transactions side by side and orders them itself
+    /// (a database server), each write then on the least busy of them.
+    public let writerCount: Int
+    private let writers: [StoreThread]
     private let readers: [StoreThread]
 
-    /// An executor with one writer thread and `readers` reader threads (at
+    /// An executor with `writers` writer threads (one by default) and `readers` reader threads (at
     /// least one), named `name` (the threads' names say which is which).
     ///
     /// With `readsInPlace`, ``read(_:)`` runs its body on the awaiting task's
@@ -75,15 +80,27 @@ public final class StoreExecutor: Sendable {
     /// once, and otherwise call ``wouldWait()`` and throw. The read then runs
     /// again on a reader thread, where it may wait. An adapter that does not
     /// honour ``readsMustNotWait`` must leave `readsInPlace` off.
-    public init(readers: Int, name: String = "store", readsInPlace: Bool = false) {
+    ///
+    /// With more than one of `writers`, ``write(_:)`` runs each body on the
+    /// writer thread with the fewest jobs waiting, side by side with other
+    /// writes: for a store whose engine takes several write transactions at
+    /// once, where one thread for every write would make each wait for the
+    /// round trips of the writes before it. Writes a task awaits one after
+    /// another still run in that order, and reads never wait behind a write
+    /// (they have threads of their own).
+    public init(readers: Int, name: String = "store", readsInPlace: Bool = false, writers: Int = 1) {
         readerCount = max(1, readers)
+        writerCount = max(1, writers)
         self.readsInPlace = readsInPlace
-        writer = StoreThread(name: "\(name).writer")
+        self.writers =
+            writerCount == 1
+            ? [StoreThread(name: "\(name).writer")]
+            : (0..<writerCount).map { StoreThread(name: "\(name).writer\($0)") }
         self.readers = (0..<readerCount).map { StoreThread(name: "\(name).reader\($0)") }
     }
 
     deinit {
-        writer.stop()
+        for writer in writers { writer.stop() }
         for reader in readers { reader.stop() }
     }
 
@@ -98,14 +115,15 @@ public final class StoreExecutor: Sendable {
     public static let shared = StoreExecutor(readers: defaultReaderCount, name: "shared-store")
 
     /// Runs `body` on the writer thread, after the writes handed over before
-    /// it, and returns what it returns.
+    /// it, and returns what it returns; with several writer threads
+    /// (``writerCount``), on the one with the fewest jobs waiting.
     ///
     /// - Throws: `CancellationError` when the task is cancelled before the
     ///   job starts (`body` then does not run); else what `body` throws.
     public func write<T: Sendable>(_ body: @escaping @Sendable (_ cancellation: Cancellation) throws -> T) async throws
         -> T
     {
-        try await run(body, on: writer)
+        try await run(body, on: writers.count == 1 ? writers[0] : Self.leastBusy(writers))
     }
 
     /// Runs `body` on a reader thread (the one with the fewest jobs waiting)
@@ -167,14 +185,17 @@ public final class StoreExecutor: Sendable {
         public var description: String { "a read run in place would have waited for a lock or a connection" }
     }
 
-    private func leastBusyReader() -> StoreThread {
-        var best = readers[0]
+    private func leastBusyReader() -> StoreThread { Self.leastBusy(readers) }
+
+    /// The thread of `threads` with the fewest jobs queued or running.
+    private static func leastBusy(_ threads: [StoreThread]) -> StoreThread {
+        var best = threads[0]
         var fewest = best.pending.load(ordering: .relaxed)
         var index = 1
-        while fewest > 0, index < readers.count {
-            let load = readers[index].pending.load(ordering: .relaxed)
+        while fewest > 0, index < threads.count {
+            let load = threads[index].pending.load(ordering: .relaxed)
             if load < fewest {
-                best = readers[index]
+                best = threads[index]
                 fewest = load
             }
             index += 1

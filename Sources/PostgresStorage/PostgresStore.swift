@@ -32,7 +32,9 @@ public final class PostgresStore: Store, Sendable {
     public let commits = CommitBroadcaster()
     /// Hears other stores' commits (their `pg_notify`) while an observer polls.
     let listener: CommitListener
-    /// The threads of the `async` calls: a writer and one reader per pooled connection.
+    /// The threads of the `async` calls: a reader and a writer thread per
+    /// pooled connection, writes running side by side
+    /// (``StoreExecutor/writerCount``).
     public let executor: StoreExecutor
     /// The schemas of the storages opened, by entity (for the child-holder rule).
     private let opened = Mutex<[String: EntitySchema]>([:])
@@ -63,7 +65,11 @@ public final class PostgresStore: Store, Sendable {
         }
         self.configuration = configuration
         pool = try ConnectionPool(configuration)
-        executor = StoreExecutor(readers: max(1, configuration.poolSize), name: "postgres")
+        // The server runs write transactions side by side: one writer
+        // thread would make each awaited write wait for the round trips of
+        // every write queued before it.
+        let threads = max(1, configuration.poolSize)
+        executor = StoreExecutor(readers: threads, name: "postgres", writers: threads)
         namespace = identifier(configuration.schema)
         metadataTable = namespace + "." + identifier("_dao_metadata")
         listener = CommitListener(schema: configuration.schema, configuration: try configuration.connectionConfiguration())
