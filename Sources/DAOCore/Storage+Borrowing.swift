@@ -62,6 +62,39 @@ extension Storage {
         try forEach(Query(where: predicate, sortedBy: sortedBy, limit: limit), body)
     }
 
+    /// Lends the record with primary key `key`, with its children, to
+    /// `body` when one is stored: the record `read(primaryKey:)` returns,
+    /// without returning it. A lookup by key, not the query `id == key`: no
+    /// plan and no predicate.
+    ///
+    /// ```swift
+    /// var words = 0
+    /// try dialogs.forEach(primaryKey: 7) { dialog in
+    ///     words += dialog.messages.count
+    /// }
+    /// ```
+    ///
+    /// `body` must not read or write the same store, and must not keep the
+    /// record beyond the call (`copy record` keeps it).
+    /// - Returns: whether a record was lent.
+    /// - Throws: ``StorageError``, or what `body` throws.
+    @inlinable @discardableResult
+    public func forEach(primaryKey key: Record.PrimaryKey, _ body: (borrowing Record) throws -> Void) throws -> Bool {
+        guard let record = try read(primaryKey: key) else { return false }
+        try body(record)
+        return true
+    }
+
+    /// Lends the records with these primary keys to `body`, in the order of
+    /// `keys`: those `read(primaryKeys:)` returns (a key with no record is
+    /// skipped, a key given twice lends its record twice).
+    /// - Throws: ``StorageError``, or what `body` throws; no record is lent
+    ///   after it.
+    @inlinable
+    public func forEach(primaryKeys keys: [Record.PrimaryKey], _ body: (borrowing Record) throws -> Void) throws {
+        try lend(read(primaryKeys: keys), to: body)
+    }
+
     /// Lends the records that answer `prepared` with these values of its
     /// parameters to `body`, as `read(_:values:)` returns them.
     /// - Throws: ``StorageError``, or what `body` throws.
@@ -112,6 +145,40 @@ extension DAO {
         try storage.forEach(Query(where: predicate, sortedBy: sortedBy, limit: limit)) { record in
             try body(toPlain(record))
         }
+    }
+}
+
+extension DAO {
+    /// Lends the object with `uniqueId == key` to `body` when one is stored:
+    /// the object `read(byPrimaryKey:)` returns, translated as the storage
+    /// lends its record, without returning it.
+    ///
+    /// ```swift
+    /// var unread = 0
+    /// let found = try dialogs.forEach(byPrimaryKey: 7) { dialog in
+    ///     unread = dialog.messages.count { !$0.isRead }
+    /// }
+    /// ```
+    ///
+    /// `body` may run inside the storage's read transaction, so it must not
+    /// read or write the same store; it must not keep the object beyond the
+    /// call (`copy object` keeps it).
+    /// - Returns: whether an object was lent.
+    /// - Throws: ``StorageError`` (a record the translator refuses is
+    ///   ``StorageError/Kind/translation``), or what `body` throws.
+    @inlinable @discardableResult
+    public func forEach(byPrimaryKey key: PlainObject.ID, _ body: (borrowing PlainObject) throws -> Void) throws -> Bool {
+        try storage.forEach(primaryKey: key) { record in try body(toPlain(record)) }
+    }
+
+    /// Lends the objects with these keys to `body`, in the order of `keys`:
+    /// those `read(byPrimaryKeys:)` returns (missing keys skipped, a key
+    /// given twice lent twice).
+    /// - Throws: as `forEach(byPrimaryKey:_:)`; no object is lent after an
+    ///   error.
+    @inlinable
+    public func forEach(byPrimaryKeys keys: [PlainObject.ID], _ body: (borrowing PlainObject) throws -> Void) throws {
+        try storage.forEach(primaryKeys: keys) { record in try body(toPlain(record)) }
     }
 }
 
@@ -175,6 +242,36 @@ extension Storage {
         try await forEach(Query(where: predicate, sortedBy: sortedBy, limit: limit), body)
     }
 
+    /// Lends the record with primary key `key` to `body` by the store's
+    /// executor, as the synchronous `forEach(primaryKey:_:)` does.
+    /// - Returns: whether a record was lent.
+    /// - Throws: as the `async` `forEach(_:_:)`.
+    @discardableResult
+    public func forEach(
+        primaryKey key: Record.PrimaryKey, _ body: @escaping @Sendable (borrowing Record) throws -> Void
+    ) async throws -> Bool {
+        try await executor.read { cancellation in
+            try self.forEach(primaryKey: key) { record in
+                try cancellation.check()
+                try StoreExecutor.outsideReadInPlace { try body(record) }
+            }
+        }
+    }
+
+    /// Lends the records with these primary keys to `body`, in the order of
+    /// `keys`, by the store's executor.
+    /// - Throws: as the `async` `forEach(_:_:)`.
+    public func forEach(
+        primaryKeys keys: [Record.PrimaryKey], _ body: @escaping @Sendable (borrowing Record) throws -> Void
+    ) async throws {
+        try await executor.read { cancellation in
+            try self.forEach(primaryKeys: keys) { record in
+                try cancellation.check()
+                try StoreExecutor.outsideReadInPlace { try body(record) }
+            }
+        }
+    }
+
     /// Lends the records that answer one call of a prepared query to `body`
     /// by the store's executor.
     /// - Throws: as the `async` `forEach(_:_:)`.
@@ -207,6 +304,41 @@ extension DAO {
         let query = Query(where: predicate, sortedBy: sortedBy, limit: limit)
         try await storage.executor.read { cancellation in
             try self.storage.forEach(query) { record in
+                try cancellation.check()
+                let plain = try self.toPlain(record)
+                try StoreExecutor.outsideReadInPlace { try body(plain) }
+            }
+        }
+    }
+}
+
+extension DAO {
+    /// Lends the object with `uniqueId == key` to `body` by the store's
+    /// executor, as the synchronous `forEach(byPrimaryKey:_:)` does.
+    /// - Returns: whether an object was lent.
+    /// - Throws: as the `async` `forEach(where:sortedBy:limit:_:)`.
+    @inlinable @discardableResult
+    public func forEach(
+        byPrimaryKey key: PlainObject.ID, _ body: @escaping @Sendable (borrowing PlainObject) throws -> Void
+    ) async throws -> Bool {
+        try await storage.executor.read { cancellation in
+            try self.storage.forEach(primaryKey: key) { record in
+                try cancellation.check()
+                let plain = try self.toPlain(record)
+                try StoreExecutor.outsideReadInPlace { try body(plain) }
+            }
+        }
+    }
+
+    /// Lends the objects with these keys to `body`, in the order of `keys`,
+    /// by the store's executor.
+    /// - Throws: as the `async` `forEach(where:sortedBy:limit:_:)`.
+    @inlinable
+    public func forEach(
+        byPrimaryKeys keys: [PlainObject.ID], _ body: @escaping @Sendable (borrowing PlainObject) throws -> Void
+    ) async throws {
+        try await storage.executor.read { cancellation in
+            try self.storage.forEach(primaryKeys: keys) { record in
                 try cancellation.check()
                 let plain = try self.toPlain(record)
                 try StoreExecutor.outsideReadInPlace { try body(plain) }

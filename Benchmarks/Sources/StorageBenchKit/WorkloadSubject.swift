@@ -148,16 +148,6 @@ public struct DAOSubject: WorkloadSubject {
     /// parameter (README, "Prepared queries"): each call binds the id.
     private let unread: PreparedObjectQuery<AnyStorage<MessageRecord>, MessageTranslator, Int64>
 
-    /// `read-by-id-borrowing`'s lookup, prepared once with the dialog's id
-    /// as its parameter (``prepareBorrowingReads()``): the borrowing API
-    /// lends what a query answers, and a lookup by key is the query `id == key`.
-    private let dialogById = PreparedLookup()
-
-    /// Holds `read-by-id-borrowing`'s prepared lookup once it is prepared.
-    private final class PreparedLookup {
-        var query: PreparedObjectQuery<AnyStorage<DialogRecord>, DialogTranslator, Int64>?
-    }
-
     /// A subject over `store`.
     /// - Throws: when the store cannot hand out a storage for dialogs or messages.
     public init(store: any Store) throws {
@@ -167,12 +157,6 @@ public struct DAOSubject: WorkloadSubject {
         unread = try messages.prepare(
             where: #Predicate<MessageRecord, Int64> { message, dialog in message.dialogId == dialog && !message.isRead },
             sortedBy: [SortDescriptor(\MessageRecord.date, order: .reverse)])
-    }
-
-    public func prepareBorrowingReads() throws {
-        guard dialogById.query == nil else { return }
-        dialogById.query = try dialogs.prepare(
-            where: #Predicate<DialogRecord, Int64> { dialog, id in dialog.id == id })
     }
 
     public var settingsDescription: String { store.settingsDescription }
@@ -202,15 +186,10 @@ public struct DAOSubject: WorkloadSubject {
         try dialogs.forEach(body)
     }
 
+    /// The borrowing lookup by key (`DAO.forEach(byPrimaryKey:_:)`), as
+    /// `read-by-id` reads by key.
     public func withDialog(id: Int64, _ body: (borrowing Dialog) throws -> Void) throws -> Bool {
-        try prepareBorrowingReads()
-        guard let lookup = dialogById.query else { return false }
-        var found = false
-        try lookup.forEach(id) { dialog in
-            found = true
-            try body(dialog)
-        }
-        return found
+        try dialogs.forEach(byPrimaryKey: id, body)
     }
 
     public func forEachUnreadMessage(dialogId id: Int64, _ body: (borrowing Message) throws -> Void) throws {
