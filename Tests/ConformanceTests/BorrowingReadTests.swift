@@ -146,6 +146,75 @@ struct BorrowingReadTests {
         }
     }
 
+    @Test("forEach by primary key lends what read by primary key returns", arguments: allBackends)
+    func byPrimaryKey(backend: TestBackend) throws {
+        var random = SplitMix64(seed: 20_261_130)
+        var generator = Generator(texts: Generator.texts(distinctUpToEquivalence: backend.name == "plist"))
+        let library = generator.library(&random)
+        try withStore(backend) { store, _ in
+            // String keys, three levels: each author with its books and their chapters.
+            let authors = try store.anyStorage(for: AuthorRecord.self)
+            let books = try store.anyStorage(for: BookRecord.self)
+            try authors.persist(library)
+            let keys = generator.authorIds + ["nobody"]
+            for key in keys {
+                var got: [AuthorRecord] = []
+                let found = try authors.forEach(primaryKey: key) { author in got.append(copy author) }
+                let expected = try authors.read(primaryKey: key)
+                #expect(identical(got, expected.map { [$0] } ?? []), "author \(key)")
+                #expect(found == (expected != nil), "author \(key)")
+            }
+            // Keys out of order, repeated and missing, as read(primaryKeys:) takes them.
+            let mixed = Array(keys.reversed()) + keys.prefix(2) + ["nobody", keys[0]]
+            var lentAuthors: [AuthorRecord] = []
+            try authors.forEach(primaryKeys: mixed) { author in lentAuthors.append(copy author) }
+            #expect(identical(lentAuthors, try authors.read(primaryKeys: mixed)))
+            #expect(lentAuthors.count == mixed.count - 2)
+            // A child entity, by its own keys.
+            let bookKeys = try books.read(Query()).map(\.isbn) + ["no-such-book"]
+            var lentBooks: [BookRecord] = []
+            try books.forEach(primaryKeys: bookKeys.reversed()) { book in lentBooks.append(copy book) }
+            #expect(identical(lentBooks, try books.read(primaryKeys: bookKeys.reversed())))
+
+            // Integer keys through the DAO, into plain objects.
+            let dialogs = DAO(storage: try store.anyStorage(for: DialogRecord.self), translator: DialogTranslator())
+            let ids: [Int64] = [5, -2, 0, Int64.max]
+            try dialogs.persist(
+                ids.map { id in
+                    Dialog(
+                        uniqueId: id, isPinned: id < 0,
+                        messages: (0..<Int(id & 3)).map { n in
+                            Message(
+                                uniqueId: id &* 10 &+ Int64(n), dialogId: id,
+                                date: Date(timeIntervalSinceReferenceDate: Double(n)), text: "m\(n) привет",
+                                senderId: 1, receiverId: 2, type: n, isIncoming: n % 2 == 0, isRead: n == 1)
+                        })
+                })
+            for id in ids + [7] {
+                var got: [Dialog] = []
+                let found = try dialogs.forEach(byPrimaryKey: id) { dialog in got.append(copy dialog) }
+                let expected = try dialogs.read(byPrimaryKey: id)
+                #expect(got == (expected.map { [$0] } ?? []), "dialog \(id)")
+                #expect(found == (expected != nil), "dialog \(id)")
+            }
+            let someIds: [Int64] = [Int64.max, 7, -2, 5, -2]
+            var lentDialogs: [Dialog] = []
+            try dialogs.forEach(byPrimaryKeys: someIds) { dialog in lentDialogs.append(copy dialog) }
+            #expect(lentDialogs == (try dialogs.read(byPrimaryKeys: someIds)))
+            #expect(lentDialogs.count == 4)
+
+            // The closure's error stops the lending and reaches the caller.
+            var seen = 0
+            #expect(throws: Stop.self) {
+                try dialogs.forEach(byPrimaryKeys: ids) { _ in
+                    seen += 1
+                    if seen == 2 { throw Stop() }
+                }
+            }
+            #expect(seen == 2)
+        }
+    }
+
     @Test("the async forms lend what the synchronous ones do", arguments: allBackends)
     func asyncForms(backend: TestBackend) async throws {
         try await withAsyncStore(backend) { store, _ in
@@ -176,6 +245,24 @@ struct BorrowingReadTests {
             let preparedRead = try await byLedger.read("ledger-4")
             #expect(prepared.all == preparedRead)
             #expect(prepared.all.count == 4)
+            let one = Collected<LedgerRecord>()
+            let found = try await ledgers.forEach(primaryKey: "ledger-3") { record in one.append(copy record) }
+            let oneRead = try await ledgers.read(primaryKey: "ledger-3")
+            #expect(found)
+            #expect(one.all == (oneRead.map { [$0] } ?? []))
+            let several = Collected<LedgerRecord>()
+            try await ledgers.forEach(primaryKeys: ["ledger-4", "nobody", "ledger-1"]) { record in
+                several.append(copy record)
+            }
+            let severalRead = try await ledgers.read(primaryKeys: ["ledger-4", "nobody", "ledger-1"])
+            #expect(several.all == severalRead)
+            #expect(several.all.count == 2)
+            let byKey = Collected<AccountRecord>()
+            let accountKeys = accountsRead.map(\.id)
+            #expect(try await dao.forEach(byPrimaryKey: accountKeys[0]) { account in byKey.append(copy account) })
+            try await dao.forEach(byPrimaryKeys: accountKeys.reversed()) { account in byKey.append(copy account) }
+            let byKeyRead = try await dao.read(byPrimaryKeys: accountKeys.reversed())
+            #expect(byKey.all == [accountsRead[0]] + byKeyRead)
         }
     }
 
