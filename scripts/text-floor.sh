@@ -41,7 +41,7 @@ func next() -> UInt64 {
 let count = Int(CommandLine.arguments[1]) ?? 0
 let mode = CommandLine.arguments[2]
 var texts: [[UInt8]] = []
-for _ in 0..<2000 {
+for _ in 0..<4000 {
     let length = 16 + Int(next() % 241)
     var scalars: [Unicode.Scalar] = []
     while scalars.count < length {
@@ -55,8 +55,7 @@ for _ in 0..<2000 {
 if mode == "lengths" {
     for index in 0..<count { print(texts[index % texts.count].count) }
 } else {
-    var digest: UInt64 = 0
-    @inline(never) func fold(_ text: String) {
+    @inline(never) func fold(_ text: String, into digest: inout UInt64) {
         let word: UInt64 = text.utf8.withContiguousStorageIfAvailable { (bytes: UnsafeBufferPointer<UInt8>) -> UInt64 in
             let length = UInt64(bytes.count) << 16
             return length | UInt64(bytes[0]) << 8 | UInt64(bytes[bytes.count - 1])
@@ -64,11 +63,26 @@ if mode == "lengths" {
         digest = (digest ^ word) &* 0x9E37_79B9_7F4A_7C15
         digest ^= digest >> 29
     }
-    for index in 0..<count where mode != "none" {
-        texts[index % texts.count].withUnsafeBufferPointer { bytes in
-            if mode == "validated", !UTF8Text.isValid(UnsafeRawBufferPointer(bytes)) { return }
-            fold(String(copying: unsafe UTF8Span(unchecked: Span(_unsafeElements: bytes))))
+    // One buffer of every text, so that the loop only slices it.
+    let all = texts.flatMap { $0 }
+    var starts: [Int] = []
+    var start = 0
+    for text in texts {
+        starts.append(start)
+        start += text.count
+    }
+    starts.append(start)
+    let validate = mode == "validated"
+    let digest = all.withUnsafeBufferPointer { all -> UInt64 in
+        var digest: UInt64 = 0
+        guard let base = all.baseAddress, mode != "none" else { return digest }
+        for index in 0..<count {
+            let slot = index % texts.count
+            let bytes = UnsafeBufferPointer(start: base + starts[slot], count: starts[slot + 1] - starts[slot])
+            if validate, !UTF8Text.isValid(UnsafeRawBufferPointer(bytes)) { continue }
+            fold(String(copying: unsafe UTF8Span(unchecked: Span(_unsafeElements: bytes))), into: &digest)
         }
+        return digest
     }
     print(digest)
 }
