@@ -175,10 +175,12 @@ public final class PlanTemplate<R: Record>: Sendable {
 
     /// ``memo(_:_:)`` for code not specialized for the memo's class, which
     /// has it as a value (`type`, the class `build` makes): the generic form
-    /// takes the class's metadata, looked up at every call there (about 350
-    /// instructions for a generic class). What is kept under `type` is
-    /// what `build` made.
-    public func memo(of type: any AnyObject.Type, _ build: () -> AnyObject & Sendable) -> AnyObject & Sendable {
+    /// takes the class's metadata, looked up at every call there. What is
+    /// kept under `type` is what `build` made, unchecked, so the caller casts
+    /// it back without a check: the package's adapters only, where each
+    /// caller passes the class its builder makes; other adapters use the
+    /// type-checked generic form.
+    package func memo(of type: any AnyObject.Type, _ build: () -> AnyObject & Sendable) -> AnyObject & Sendable {
         let key = ObjectIdentifier(type)
         if let first = UnsafeRawPointer(bitPattern: firstMemo.load(ordering: .acquiring)) {
             // Set once and released with the template, so not retained here.
