@@ -144,7 +144,7 @@ public struct SQLiteRecordStorage<Record: DAOCore.Record>: Storage {
     /// query keeps a template for values of these kinds and SQLite runs its
     /// condition and sort exactly, the call runs the statement kept with the
     /// template and binds its parameters straight from the call's values
-    /// (``PreparedQueryCall/boundSlots()``, ``CallParameter``): no predicate,
+    /// (`PreparedQueryCall.boundSlots()`, `CallParameter`): no predicate,
     /// query, ``QueryPlan`` or condition is built, and the `SELECT` and
     /// where each parameter comes from are found once per template and
     /// table. Otherwise as `read(_:)` with the call's query. The answer is
