@@ -67,7 +67,7 @@ public final class StoreExecutor: Sendable {
     /// one at a time in the order they came, or more for a store whose
     /// engine runs write transactions side by side and orders them itself
     /// (a database server), each write then on the least busy of them.
-    public let writerCount: Int
+    public var writerCount: Int { writers.count }
     private let writers: [StoreThread]
     private let readers: [StoreThread]
 
@@ -90,12 +90,11 @@ public final class StoreExecutor: Sendable {
     /// (they have threads of their own).
     public init(readers: Int, name: String = "store", readsInPlace: Bool = false, writers: Int = 1) {
         readerCount = max(1, readers)
-        writerCount = max(1, writers)
         self.readsInPlace = readsInPlace
         self.writers =
-            writerCount == 1
+            writers <= 1
             ? [StoreThread(name: "\(name).writer")]
-            : (0..<writerCount).map { StoreThread(name: "\(name).writer\($0)") }
+            : (0..<writers).map { StoreThread(name: "\(name).writer\($0)") }
         self.readers = (0..<readerCount).map { StoreThread(name: "\(name).reader\($0)") }
     }
 
@@ -123,7 +122,7 @@ public final class StoreExecutor: Sendable {
     public func write<T: Sendable>(_ body: @escaping @Sendable (_ cancellation: Cancellation) throws -> T) async throws
         -> T
     {
-        try await run(body, on: writers.count == 1 ? writers[0] : Self.leastBusy(writers))
+        try await run(body, on: Self.leastBusy(writers))
     }
 
     /// Runs `body` on a reader thread (the one with the fewest jobs waiting)
@@ -150,7 +149,7 @@ public final class StoreExecutor: Sendable {
                 guard InPlaceRead.end() else { throw error }
             }
         }
-        return try await run(body, on: leastBusyReader())
+        return try await run(body, on: Self.leastBusy(readers))
     }
 
     /// Whether the current thread runs a read in place for an `async` call
@@ -184,8 +183,6 @@ public final class StoreExecutor: Sendable {
     public struct ReadWouldWait: Error, CustomStringConvertible {
         public var description: String { "a read run in place would have waited for a lock or a connection" }
     }
-
-    private func leastBusyReader() -> StoreThread { Self.leastBusy(readers) }
 
     /// The thread of `threads` with the fewest jobs queued or running.
     private static func leastBusy(_ threads: [StoreThread]) -> StoreThread {

@@ -4,6 +4,7 @@ import Dispatch
 import Foundation
 @testable import SQLiteStorage
 import Synchronization
+import TestSupport
 import Testing
 
 /// The reader connections are opened as reads need them, up to the pool's
@@ -44,40 +45,39 @@ struct LazyReaderTests {
 
     @Test("a thread reads again with the connection it read with last, though another is free before it")
     func threadKeepsItsConnection() throws {
-        let directory = FileManager.default.temporaryDirectory
-            .appending(path: "sqlite-lazy-readers-\(UUID().uuidString)", directoryHint: .isDirectory)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let database = try SQLiteDatabase(path: directory.appending(path: "store.sqlite"), durability: .none, readers: 2)
-        let dialogs = try database.storage(for: DialogRecord.self)
-        try dialogs.persist((1...3).map { DialogRecord(id: $0, isPinned: false, messages: []) })
-        @Sendable func connection() throws -> ObjectIdentifier {
-            try database.withReader(.read, entity: "dialogs") { ObjectIdentifier($0) }
+        try withTemporaryDirectory("sqlite-lazy-readers") { directory in
+            let database = try SQLiteDatabase(path: directory.appending(path: "store.sqlite"), durability: .none, readers: 2)
+            let dialogs = try database.storage(for: DialogRecord.self)
+            try dialogs.persist((1...3).map { DialogRecord(id: $0, isPinned: false, messages: []) })
+            @Sendable func connection() throws -> ObjectIdentifier {
+                try database.withReader(.read, entity: "dialogs") { ObjectIdentifier($0) }
+            }
+            // Another thread reads twice: first while this one holds the first
+            // reader, so it opens and takes the second; then with both free.
+            let seen = Mutex<[Result<ObjectIdentifier, any Error>]>([])
+            let firstDone = DispatchSemaphore(value: 0)
+            let again = DispatchSemaphore(value: 0)
+            let secondDone = DispatchSemaphore(value: 0)
+            let held = try database.withReader(.read, entity: "dialogs") { held in
+                Thread {
+                    seen.withLock { $0.append(Result { try connection() }) }
+                    firstDone.signal()
+                    again.wait()
+                    seen.withLock { $0.append(Result { try connection() }) }
+                    secondDone.signal()
+                }.start()
+                firstDone.wait()
+                return ObjectIdentifier(held)
+            }
+            again.signal()
+            secondDone.wait()
+            let reads = try seen.withLock { try $0.map { try $0.get() } }
+            #expect(reads.count == 2)
+            #expect(reads.first != held, "the other thread read with the held connection")
+            #expect(reads.first == reads.last, "the other thread's second read took the first free connection instead of its own")
+            #expect(try connection() == held)
+            #expect(database.openReaderCount == 2)
         }
-        // Another thread reads twice: first while this one holds the first
-        // reader, so it opens and takes the second; then with both free.
-        let seen = Mutex<[Result<ObjectIdentifier, any Error>]>([])
-        let firstDone = DispatchSemaphore(value: 0)
-        let again = DispatchSemaphore(value: 0)
-        let secondDone = DispatchSemaphore(value: 0)
-        let held = try database.withReader(.read, entity: "dialogs") { held in
-            Thread {
-                seen.withLock { $0.append(Result { try connection() }) }
-                firstDone.signal()
-                again.wait()
-                seen.withLock { $0.append(Result { try connection() }) }
-                secondDone.signal()
-            }.start()
-            firstDone.wait()
-            return ObjectIdentifier(held)
-        }
-        again.signal()
-        secondDone.wait()
-        let reads = try seen.withLock { try $0.map { try $0.get() } }
-        #expect(reads.count == 2)
-        #expect(reads.first != held, "the other thread read with the held connection")
-        #expect(reads.first == reads.last, "the other thread's second read took the first free connection instead of its own")
-        #expect(try connection() == held)
-        #expect(database.openReaderCount == 2)
     }
 
     @Test("a read after close throws and opens no reader")
