@@ -54,7 +54,11 @@ let package = Package(
 
         // The library.
         .target(name: "CCRC32C"),
-        .target(name: "DAOCore", dependencies: ["CCRC32C"]),
+        // Lifetimes: `RecordView` hands out spans whose lifetime is the view's
+        // (`@_lifetime(borrow self)`); callers need no flag to use them.
+        .target(
+            name: "DAOCore", dependencies: ["CCRC32C"],
+            swiftSettings: [.enableExperimentalFeature("Lifetimes")]),
         .target(name: "FileStorage", dependencies: ["DAOCore"]),
         .target(name: "SQLiteStorage", dependencies: ["DAOCore", "CSQLite"]),
         .target(name: "LMDBStorage", dependencies: ["DAOCore", "CLMDB"]),

@@ -319,15 +319,17 @@ def reads_vs_c():
                 c = per_unit(operation, f"{engine}-c", size)
                 line += [human(c) if c else "–", c_over(operation, operation, engine, size),
                          c_over(f"{operation}-borrowing", f"{operation}-borrowing", engine, size),
+                         c_over(f"{operation}-borrowing", f"{operation}-view", engine, size),
                          c_over(operation, operation, f"{engine}-raw", size)]
             line[0] += f" (per {SINGULAR.get(unit, unit)})"
             lines.append(line)
     header = ["read"] + [h for engine in ("sqlite", "lmdb") for h in
-                         (f"`{engine}-c` per unit", f"`{engine}`", f"`{engine}` `forEach`", f"`{engine}-raw`")]
+                         (f"`{engine}-c` per unit", f"`{engine}`", f"`{engine}` `forEach`", f"`{engine}` views",
+                          f"`{engine}-raw`")]
     return caption(path, rows, "Instructions per unit in the timed regions of plain C (`sqlite-c`, `lmdb-c`), and "
                    "C's instructions ÷ each path's (1.0: as few as C): the DAO's read into plain objects; the DAO's "
-                   "read through `forEach` against C's read with each record folded into the same digest in C; "
-                   "the raw Swift reference's read") + table(header, lines)
+                   "read through `forEach`, and through views (`forEachView`), against C's read with each record "
+                   "folded into the same digest in C; the raw Swift reference's read") + table(header, lines)
 
 
 def record_cost():

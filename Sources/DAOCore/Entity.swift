@@ -218,6 +218,18 @@ public final class Entity<Root: Record>: Sendable {
         positionByKeyPath[KeyPathKey(keyPath)].map { fields[$0] }
     }
 
+    /// The position in ``fields`` of the field `keyPath` reads (the primary
+    /// key is 0): how a ``RecordView`` names it.
+    /// - Throws: ``StorageError/Kind/invalidArgument`` when `keyPath` reads
+    ///   no declared field.
+    public func position(of keyPath: PartialKeyPath<Root>) throws -> Int {
+        guard let position = positionByKeyPath[KeyPathKey(keyPath)] else {
+            throw StorageError(
+                .invalidArgument, .read, entity: name, message: "the key path \(keyPath) reads no declared field")
+        }
+        return position
+    }
+
     /// The names of every `Codable` key a record of this entity has: its fields,
     /// then its relations.
     public var codingKeys: [String] { fields.map(\.name) + relations.map(\.name) }

@@ -114,6 +114,28 @@ public protocol Storage<Record>: Sendable {
     /// - Throws: ``StorageError``, or what `body` throws.
     func forEach(_ call: PreparedQueryCall<Record>, _ body: (borrowing Record) throws -> Void) throws
 
+    /// Lends a view of each record that answers `query` to `body`: its own
+    /// fields where the engine keeps them (``RecordView``), in the order and
+    /// number ``read(_:)-(Query<Self.Record>)`` returns the records, with no
+    /// record, `String` or array made. `body` must not read or write the same
+    /// store: it may run inside the read transaction.
+    ///
+    /// The default implementation reads the records and lends a view of
+    /// each; SQLite and LMDB lend views of their rows and values where the
+    /// query's access path gives its order (docs/ARCHITECTURE.md, "Views").
+    /// - Throws: ``StorageError``, or what `body` throws; no view is lent
+    ///   after an error.
+    func forEachView(_ query: Query<Record>, _ body: (borrowing RecordView<Record>) throws -> Void) throws
+
+    /// Lends a view of the record with primary key `key` to `body`, when
+    /// one is stored: the fields of the record ``read(primaryKey:)`` returns.
+    /// The default implementation reads that record.
+    /// - Returns: whether a view was lent.
+    /// - Throws: ``StorageError``, or what `body` throws.
+    @discardableResult
+    func forEachView(primaryKey key: Record.PrimaryKey, _ body: (borrowing RecordView<Record>) throws -> Void) throws
+        -> Bool
+
     /// The records that answer one call of a prepared query: those of its
     /// ``PreparedQueryCall/query``, which the default implementation reads.
     /// An adapter that plans its own access path reads the call's

@@ -81,6 +81,15 @@ public struct AnyStorage<Record: DAOCore.Record>: Storage {
     public func forEach(_ call: PreparedQueryCall<Record>, _ body: (borrowing Record) throws -> Void) throws {
         try base.forEach(call, body)
     }
+    public func forEachView(_ query: Query<Record>, _ body: (borrowing RecordView<Record>) throws -> Void) throws {
+        try base.forEachView(query, body)
+    }
+    @discardableResult
+    public func forEachView(
+        primaryKey key: Record.PrimaryKey, _ body: (borrowing RecordView<Record>) throws -> Void
+    ) throws -> Bool {
+        try base.forEachView(primaryKey: key, body)
+    }
     public func read(_ call: PreparedQueryCall<Record>) throws -> [Record] { try base.read(call) }
     public func prepare<Parameters>(_ query: PreparedQuery<Record, Parameters>) throws { try base.prepare(query) }
     public func count(where predicate: Predicate<Record>?) throws -> Int { try base.count(where: predicate) }

@@ -184,6 +184,10 @@ final class EntityTable<R: Record>: Sendable {
     /// Each field's distance from a value's end when it and every field
     /// after it have a fixed width, else 0 (``RangeFilter/fromEnd(types:optional:)``).
     let fieldsFromEnd: [Int]
+    /// What the views of this table's values know of its fields; `nil`
+    /// when the stored values' fields are not the entity's, in its order
+    /// (views are then lent from records read whole).
+    let viewLayout: ViewLayout?
     /// What this table derived from the plan templates of prepared calls
     /// (``preparedRead(for:)``), at most ``maxPreparedReads``.
     private let preparedReads = BargingMutex<[PreparedRead]>([])
@@ -210,6 +214,9 @@ final class EntityTable<R: Record>: Sendable {
         self.entity = entity
         schema = ValueSchema(entity)
         fieldsFromEnd = RangeFilter.fromEnd(types: schema.types, optional: schema.optional)
+        viewLayout =
+            schema.names == entity.fields.map(\.name) && schema.types == entity.fields.map(\.type)
+                && schema.optional == entity.fields.map(\.isOptional) ? ViewLayout(entity) : nil
         main = try environment.requireDatabase(entity.name)
         byId = try environment.requireDatabase(entity.name + "#id")
         var resolvedLink = link

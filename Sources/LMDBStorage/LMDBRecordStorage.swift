@@ -289,6 +289,167 @@ public struct LMDBRecordStorage<Record: DAOCore.Record>: Storage {
         if let thrownByBody { throw thrownByBody }
     }
 
+    /// Lends a view of each record that answers `query` to `body`
+    /// (``RecordView``), each over its value in the map, inside one read
+    /// transaction, when the query's access path answers its predicate
+    /// exactly from one key range (every record, a parent's children, those
+    /// filtered on other fields' equalities) and its order is the keys' (no
+    /// sort, or a child's foreign key ascending) or one field's of an
+    /// integer, boolean, real or date that is not optional (the range's
+    /// values are then checked and their keys gathered first, sorted, and
+    /// lent from where they lie in the map). Any other query lends views of
+    /// the records ``read(_:)-(Query<Record>)`` returns. `body` must not
+    /// read or write this store's storages (as for ``read(_:handingOut:)``).
+    /// - Throws: ``StorageError`` (a value this store cannot read stops the
+    ///   views there), or what `body` throws, as it threw it.
+    public func forEachView(_ query: Query<Record>, _ body: (borrowing RecordView<Record>) throws -> Void) throws {
+        let scan: ViewScan
+        let layout: ViewLayout
+        do {
+            try query.validate()
+            guard let kept = table.viewLayout, let planned = try viewScan(query) else {
+                return try lendViews(of: read(query), to: body)
+            }
+            (scan, layout) = (planned, kept)
+        } catch {
+            throw failing(error, .read)
+        }
+        var remaining = query.limit ?? Int.max
+        guard remaining > 0 else { return }
+        // Read out of `scan` here: a closure that read `scan` per value
+        // copied it (its arrays retained and released) each time.
+        let filtering = !scan.filterFields.isEmpty
+        try lendValues(layout, body) { txn, decoder, lend in
+            guard let sort = scan.sort else {
+                try txn.scan(table.main, prefix: scan.prefix) { _, value in
+                    if filtering {
+                        try decoder.load(value)
+                        guard try scan.passes(decoder) else { return true }
+                    }
+                    remaining -= 1
+                    return try lend(value) && remaining > 0
+                }
+                return
+            }
+            // Gathered, sorted by the field's ordered key (then the primary
+            // key, ascending), lent from the map: its pages stay put for
+            // the transaction.
+            var found: [(key: UInt64, id: UInt64, value: UnsafeRawBufferPointer)] = []
+            try txn.scan(table.main, prefix: scan.prefix) { _, value in
+                try decoder.load(value)
+                guard try scan.passes(decoder) else { return true }
+                found.append((try sort.key(decoder), try ViewScan.orderedKey(decoder, 0), value))
+                return true
+            }
+            let descending = sort.descending
+            found.sort { a, b in
+                a.key != b.key ? (descending ? a.key > b.key : a.key < b.key) : a.id < b.id
+            }
+            for entry in found.prefix(remaining) {
+                guard try lend(entry.value) else { return }
+            }
+        }
+    }
+
+    /// Lends a view of the value of the record with primary key `key` to
+    /// `body`, if there is one.
+    /// - Returns: whether a view was lent.
+    /// - Throws: ``StorageError``, or what `body` throws, as it threw it.
+    @discardableResult
+    public func forEachView(primaryKey key: Record.PrimaryKey, _ body: (borrowing RecordView<Record>) throws -> Void)
+        throws -> Bool
+    {
+        guard let layout = table.viewLayout else {
+            guard let record = try read(primaryKey: key) else { return false }
+            try lendViews(of: [record], to: body)
+            return true
+        }
+        var found = false
+        try lendValues(layout, body) { txn, _, lend in
+            guard let storageKey = try table.storageKey(of: KeyCodec.encode(primaryKey: key), in: txn) else { return }
+            found = try txn.withValue(table.main, storageKey) { value in try lend(value) } != nil
+        }
+        return found
+    }
+
+    /// How ``forEachView(_:_:)`` reads `query` from one key range; `nil`
+    /// when it does not.
+    private func viewScan(_ query: Query<Record>) throws -> ViewScan? {
+        let plan = QueryPlan(query, parts: [.accessPath])
+        let (path, isExact) = table.plan(for: plan)
+        guard isExact else { return nil }
+        let link = table.link
+        var scan: ViewScan
+        switch path {
+        case .everything: scan = ViewScan(prefix: [])
+        case .parentRange(let parent): scan = ViewScan(prefix: parent)
+        case .parentFilteredRange(let parent, let fields, let values):
+            scan = ViewScan(prefix: parent, filterFields: fields, filterValues: values)
+        default: return nil
+        }
+        let sort = plan.sort
+        if sort.descriptors.isEmpty {
+            // A child's keys start with its parent's: every child in key
+            // order is not in primary-key order.
+            if case .everything = path, link != nil { return nil }
+            return scan
+        }
+        guard let fields = sort.fields, fields.count == 1,
+            let position = table.schema.names.firstIndex(of: fields[0].field.name)
+        else { return nil }
+        if let link, fields[0].ascending, position == link.foreignKeyIndex { return scan }
+        let type = table.schema.types[position]
+        guard !table.schema.optional[position], type != .text, type != .blob, table.schema.types[0] == .integer
+        else { return nil }
+        scan.sort = ViewScan.Sort(position: position, descending: !fields[0].ascending)
+        return scan
+    }
+
+    /// Runs `scan` in a read transaction with a function that lends a view
+    /// of a value to `body` (its checksum checked and its fields laid out
+    /// first) and returns whether to go on: not after `body` threw. What
+    /// `body` throws is rethrown as it was thrown.
+    private func lendValues(
+        _ layout: ViewLayout, _ body: (borrowing RecordView<Record>) throws -> Void,
+        scan: (borrowing Transaction, ValueDecoder, _ lend: (UnsafeRawBufferPointer) throws -> Bool) throws -> Void
+    ) throws {
+        var thrownByBody: (any Error)?
+        do {
+            try table.environment.read(.read) { txn in
+                try table.withReadCodecs { codecs in
+                    let decoder = codecs.decoder
+                    let context = ViewContext(
+                        packedOf: layout, offsets: decoder.offsets, access: decoder, textIsValidated: false)
+                    // `body` as an escaping closure (it does not escape):
+                    // a non-escaping parameter may not be captured by a
+                    // closure handed to another one (`scan`). The views hold
+                    // the context unowned: kept alive until the last is lent.
+                    try withExtendedLifetime(context) {
+                        try withoutActuallyEscaping(body) { body in
+                            try scan(txn, decoder) { value in
+                                guard thrownByBody == nil else { return false }
+                                try decoder.load(value)
+                                context.nextRecord(textIsValidated: decoder.textIsValidated)
+                                let loaded = decoder.loaded
+                                let view = RecordView<Record>(
+                                    context, handle: nil, base: loaded.baseAddress, count: loaded.count)
+                                do {
+                                    try body(view)
+                                } catch {
+                                    thrownByBody = error
+                                }
+                                return thrownByBody == nil
+                            }
+                        }
+                    }
+                }
+            }
+        } catch {
+            throw failing(error, .read)
+        }
+        if let thrownByBody { throw thrownByBody }
+    }
+
     /// The records that answer one call of a prepared query: as
     /// ``read(_:)-(Query<Record>)`` answers its query. When the call's access
     /// path answers the predicate exactly (the predicate's required
@@ -551,5 +712,42 @@ extension StorageError {
         }
         error.context = "record \(shown) of '\(entity)'"
         return error
+    }
+}
+
+/// How ``LMDBRecordStorage/forEachView(_:_:)`` reads a query: the key
+/// range, the equalities its values are checked for, and the field they
+/// are sorted by when not in key order.
+struct ViewScan {
+    struct Sort {
+        let position: Int
+        let descending: Bool
+
+        /// The ordered key (``SortKey``) of the field in the decoder's value.
+        func key(_ decoder: ValueDecoder) throws -> UInt64 {
+            try ViewScan.orderedKey(decoder, position)
+        }
+    }
+
+    var prefix: [UInt8]
+    var filterFields: [Int] = []
+    var filterValues: [StoredValue] = []
+    var sort: Sort?
+
+    /// Whether the value the decoder loaded holds the filter's values.
+    func passes(_ decoder: ValueDecoder) throws -> Bool {
+        for index in filterFields.indices where try decoder.value(at: filterFields[index]) != filterValues[index] {
+            return false
+        }
+        return true
+    }
+
+    /// The ordered key of an integer, boolean, real or date field.
+    static func orderedKey(_ decoder: ValueDecoder, _ position: Int) throws -> UInt64 {
+        switch try decoder.value(at: position) {
+        case .integer(let integer): SortKey.ordered(integer)
+        case .real(let real): SortKey.ordered(real)
+        default: throw decoder.corrupt("field \(position) holds no number to sort by")
+        }
     }
 }

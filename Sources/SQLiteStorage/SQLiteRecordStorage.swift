@@ -274,6 +274,79 @@ public struct SQLiteRecordStorage<Record: DAOCore.Record>: Storage {
         return records
     }
 
+    /// Lends a view of each record that answers `query` to `body`
+    /// (``RecordView``): when SQLite runs the query's condition and sort
+    /// exactly, each view reads the columns of the statement's current row,
+    /// with the primary key last in the `ORDER BY` so that rows of equal
+    /// sort values come in the order ``read(_:)-(Query<Record>)`` gives
+    /// them; otherwise views of the records the read returns.
+    /// - Throws: ``StorageError``, or what `body` throws, as it threw it.
+    public func forEachView(_ query: Query<Record>, _ body: (borrowing RecordView<Record>) throws -> Void) throws {
+        try query.validate()
+        let plan = Plan(query)
+        guard plan.isExact, let order = plan.orderBy else { return try lendViews(of: read(query), to: body) }
+        if query.limit == 0 { return }
+        let limited = query.limit != nil
+        let (select, sortColumns) = selectSQL(plan, orderBy: order, limited: limited)
+        // Unlimited and sorted by fields other than the key, the kept
+        // `SELECT` leaves the key out of its `ORDER BY` (a read re-sorts
+        // ties); a view cannot be re-sorted once lent.
+        let sql = sortColumns == nil
+            ? select : SQLText(sql: table.selectSQL(where: plan.condition?.sql, orderBy: order, limit: false))
+        let parameters = plan.condition?.parameters ?? []
+        try lendRows(sql, body) { statement in
+            try statement.bind(parameters)
+            if let limit = query.limit { try statement.bind(Int64(limit), at: Int32(parameters.count) + 1) }
+        }
+    }
+
+    /// Lends a view of the row with primary key `key` to `body`, if there
+    /// is one.
+    /// - Returns: whether a view was lent.
+    /// - Throws: ``StorageError``, or what `body` throws, as it threw it.
+    @discardableResult
+    public func forEachView(primaryKey key: Record.PrimaryKey, _ body: (borrowing RecordView<Record>) throws -> Void)
+        throws -> Bool
+    {
+        try lendRows(table.selectByKeySQL, body) { statement in try statement.bind(key.storedValue, at: 1) } > 0
+    }
+
+    /// Runs `sql`, its parameters bound by `bind`, on a reader connection and
+    /// lends a view of each row to `body`; returns how many it lent. What
+    /// `body` throws stops the rows and is rethrown as it was thrown.
+    @discardableResult
+    private func lendRows(
+        _ sql: SQLText, _ body: (borrowing RecordView<Record>) throws -> Void, bind: (Statement) throws -> Void
+    ) throws -> Int {
+        var thrownByBody: (any Error)?
+        var lent = 0
+        try database.withReader(.read, entity: entityName) { connection in
+            let statement = try connection.statement(sql)
+            defer { statement.reset() }
+            try bind(statement)
+            try withUnsafePointer(to: sqliteColumnFunctions) { functions in
+                let context = ViewContext(columnsOf: table.viewLayout, functions: functions, access: table.columnAccess)
+                // The views hold the context unowned: kept alive until the
+                // last has been lent.
+                try withExtendedLifetime(context) {
+                    while try statement.step() {
+                        context.nextRecord()
+                        lent += 1
+                        let view = RecordView<Record>(context, handle: statement.handle, base: nil, count: 0)
+                        do {
+                            try body(view)
+                        } catch {
+                            thrownByBody = error
+                            return
+                        }
+                    }
+                }
+            }
+        }
+        if let thrownByBody { throw thrownByBody }
+        return lent
+    }
+
     /// How many records meet `predicate`.
     /// - Throws: ``StorageError``.
     public func count(where predicate: Predicate<Record>?) throws -> Int {

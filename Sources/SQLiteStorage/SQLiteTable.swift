@@ -29,6 +29,8 @@ final class SQLiteTable<R: Record>: Sendable {
     let fieldReader: (any FieldSlotReader<R>)?
     /// Makes the errors of the `ColumnRowReader`s over this table's rows.
     let columnAccess: ColumnAccess
+    /// What the views of this table's rows know of its fields.
+    let viewLayout: ViewLayout
     /// An empty children array (`[Child]()`) per relation, in declaration
     /// order: what a `Codable` record's relation keys read before the
     /// children are attached (``CodableFields/read(_:from:relations:)``).
@@ -90,6 +92,7 @@ final class SQLiteTable<R: Record>: Sendable {
         let names = entity.fields.map(\.name)
         self.layout = RowLayout(entityName: entity.name, names: names, optional: entity.fields.map(\.isOptional))
         columnAccess = LayoutAccess(layout: layout)
+        viewLayout = ViewLayout(entity)
 
         let table = quoted(entity.name)
         let key = quoted(names[0])

@@ -163,6 +163,30 @@ struct DamagedColumnTests {
     /// A limited read with no condition reads the children of the parents it
     /// returns, not the whole child table: a damaged child of a parent it does
     /// not return leaves it unharmed, while reading every parent fails.
+    @Test("views answer as read: invalid UTF-8 repaired, another storage class corrupt")
+    func views() throws {
+        let directory = try TemporaryDirectory()
+        let url = try storeReadings(in: directory.url)
+        // "f", a byte that is no UTF-8, "o"; and text where an integer belongs.
+        try damage(url, "UPDATE damaged_gauges SET label = CAST(x'66FF6F' AS TEXT) WHERE id = 'g1'")
+        try damage(url, "UPDATE damaged_gauges SET \"count\" = 'abc' WHERE id = 'g2'")
+        let database = try SQLiteDatabase(path: url)
+        let storage = try database.storage(for: GaugeReading.self)
+        let label = try GaugeReading.entity.position(of: \.label)
+        let count = try GaugeReading.entity.position(of: \.count)
+        let read = try #require(try storage.read(primaryKey: "g1"))
+        #expect(read.label == "f\u{FFFD}o")
+        var labels: [String] = []
+        for query in [Query<GaugeReading>(where: #Predicate { $0.id == "g1" }), Query(limit: 1)] {
+            try storage.forEachView(query) { view in labels.append(String(copying: try view.text(label))) }
+        }
+        try storage.forEachView(primaryKey: "g1") { view in labels.append(String(copying: try view.text(label))) }
+        #expect(labels == [read.label, read.label, read.label])
+        expectCorrupt { _ = try storage.read(primaryKey: "g2") }
+        expectCorrupt { try storage.forEachView(primaryKey: "g2") { view in _ = try view.integer(count) } }
+        try database.close()
+    }
+
     @Test("a limited read of parents decodes only the children of the parents it returns")
     func limitedReadReadsItsChildren() throws {
         try withTemporaryDirectory { directory in

@@ -18,6 +18,13 @@ public enum BenchOperation: String, Sendable, CaseIterable, Codable, Comparable 
     case readByIdBorrowing = "read-by-id-borrowing"
     /// `query` through the borrowing API: each unread message lent in turn.
     case queryBorrowing = "query-borrowing"
+    /// `read-all` through views (`forEachView`): every dialog's fields and
+    /// its messages' where the engine keeps them, no object made.
+    case readAllView = "read-all-view"
+    /// `read-by-id` through views: each dialog's fields and its messages'.
+    case readByIdView = "read-by-id-view"
+    /// `query` through views: each unread message's fields.
+    case queryView = "query-view"
     /// Persist all dialogs again with every message read, in one call.
     case update
     /// `P` new dialogs, one call and one commit each.
@@ -42,9 +49,9 @@ public enum BenchOperation: String, Sendable, CaseIterable, Codable, Comparable 
     /// or `nil` for an operation of workload v1.
     public var plainRead: BenchOperation? {
         switch self {
-        case .readAllBorrowing: .readAll
-        case .readByIdBorrowing: .readById
-        case .queryBorrowing: .query
+        case .readAllBorrowing, .readAllView: .readAll
+        case .readByIdBorrowing, .readByIdView: .readById
+        case .queryBorrowing, .queryView: .query
         default: nil
         }
     }
@@ -52,9 +59,9 @@ public enum BenchOperation: String, Sendable, CaseIterable, Codable, Comparable 
     /// The counted unit of the operation, as reports name it.
     public var unit: String {
         switch self {
-        case .persist, .readAll, .readAllBorrowing, .update: "messages"
-        case .readById, .readByIdBorrowing: "lookups"
-        case .query, .queryBorrowing: "queries"
+        case .persist, .readAll, .readAllBorrowing, .readAllView, .update: "messages"
+        case .readById, .readByIdBorrowing, .readByIdView: "lookups"
+        case .query, .queryBorrowing, .queryView: "queries"
         case .persistSingle: "dialogs"
         case .eraseById, .eraseAll: "messages erased"
         }
@@ -63,9 +70,9 @@ public enum BenchOperation: String, Sendable, CaseIterable, Codable, Comparable 
     /// A short unit for a throughput on the terminal (`msg/s`).
     public var shortUnit: String {
         switch self {
-        case .persist, .readAll, .readAllBorrowing, .update, .eraseById, .eraseAll: "msg/s"
-        case .readById, .readByIdBorrowing: "lookups/s"
-        case .query, .queryBorrowing: "queries/s"
+        case .persist, .readAll, .readAllBorrowing, .readAllView, .update, .eraseById, .eraseAll: "msg/s"
+        case .readById, .readByIdBorrowing, .readByIdView: "lookups/s"
+        case .query, .queryBorrowing, .queryView: "queries/s"
         case .persistSingle: "dialogs/s"
         }
     }
@@ -74,7 +81,7 @@ public enum BenchOperation: String, Sendable, CaseIterable, Codable, Comparable 
     /// p50 / p90 / p99 latencies reported.
     public var isPerCall: Bool {
         switch self {
-        case .readById, .query, .readByIdBorrowing, .queryBorrowing, .persistSingle: true
+        case .readById, .query, .readByIdBorrowing, .readByIdView, .queryBorrowing, .queryView, .persistSingle: true
         default: false
         }
     }
@@ -83,7 +90,7 @@ public enum BenchOperation: String, Sendable, CaseIterable, Codable, Comparable 
     /// so that it can run again in place and do exactly the same work.
     public var isReadOnly: Bool {
         switch self {
-        case .readAll, .readById, .query, .readAllBorrowing, .readByIdBorrowing, .queryBorrowing: true
+        case .readAll, .readById, .query, .readAllBorrowing, .readAllView, .readByIdBorrowing, .readByIdView, .queryBorrowing, .queryView: true
         default: false
         }
     }
@@ -117,6 +124,12 @@ public enum BenchOperation: String, Sendable, CaseIterable, Codable, Comparable 
             "read-by-id through the borrowing API: each dialog lent, folded into a digest (outside v1)"
         case .queryBorrowing:
             "query through the borrowing API: each unread message lent, folded into a digest (outside v1)"
+        case .readAllView:
+            "read-all through views: every dialog's fields, then its messages', folded into a digest (outside v1)"
+        case .readByIdView:
+            "read-by-id through views: each dialog's fields and its messages', folded into a digest (outside v1)"
+        case .queryView:
+            "query through views: each unread message's fields, folded into a digest (outside v1)"
         }
     }
 
@@ -124,8 +137,8 @@ public enum BenchOperation: String, Sendable, CaseIterable, Codable, Comparable 
     /// P = min(D, 200) and K = min(D, 1000).
     public var unitsFormula: String {
         switch self {
-        case .persist, .readAll, .readAllBorrowing, .update: "D × M"
-        case .readById, .query, .readByIdBorrowing, .queryBorrowing: "K"
+        case .persist, .readAll, .readAllBorrowing, .readAllView, .update: "D × M"
+        case .readById, .query, .readByIdBorrowing, .readByIdView, .queryBorrowing, .queryView: "K"
         case .persistSingle: "P"
         case .eraseById: "⌊(D + P) / 2⌋ × M"
         case .eraseAll: "(D + P − ⌊(D + P) / 2⌋) × M"
@@ -149,8 +162,8 @@ public enum BenchOperation: String, Sendable, CaseIterable, Codable, Comparable 
         let p = min(d, 200)
         let k = min(d, 1000)
         switch self {
-        case .persist, .readAll, .readAllBorrowing, .update: return d * m
-        case .readById, .query, .readByIdBorrowing, .queryBorrowing: return k
+        case .persist, .readAll, .readAllBorrowing, .readAllView, .update: return d * m
+        case .readById, .query, .readByIdBorrowing, .readByIdView, .queryBorrowing, .queryView: return k
         case .persistSingle: return p
         case .eraseById: return (d + p) / 2 * m
         case .eraseAll: return (d + p - (d + p) / 2) * m

@@ -41,6 +41,13 @@ extension ForwardingSubject {
     public func forEachUnreadMessage(dialogId id: Int64, _ body: (borrowing Message) throws -> Void) throws {
         try inner.forEachUnreadMessage(dialogId: id, body)
     }
+    public func viewAll(into digest: inout ReadDigest) throws { try inner.viewAll(into: &digest) }
+    public func viewDialog(id: Int64, into digest: inout ReadDigest) throws -> Bool {
+        try inner.viewDialog(id: id, into: &digest)
+    }
+    public func viewUnreadMessages(dialogId id: Int64, into digest: inout ReadDigest) throws {
+        try inner.viewUnreadMessages(dialogId: id, into: &digest)
+    }
     public func erase(dialogIds ids: [Int64]) throws -> Int { try inner.erase(dialogIds: ids) }
     public func eraseAll() throws -> Int { try inner.eraseAll() }
     public func read(dialogIds ids: [Int64]) throws -> [Dialog] { try inner.read(dialogIds: ids) }

@@ -51,6 +51,34 @@ public struct ReadDigest: Hashable, Sendable, CustomStringConvertible {
         mix(UInt64(bitPattern: Int64(message.type)) &<< 2 | (message.isIncoming ? 2 : 0) | (message.isRead ? 1 : 0))
     }
 
+    /// Folds in a dialog's own fields, as ``add(_:)-(Dialog)`` does before
+    /// its messages: for a read that lends a dialog and then its messages
+    /// apart (the view reads), which then folds each with
+    /// ``addMessage(uniqueId:dialogId:date:text:senderId:receiverId:type:isIncoming:isRead:)``.
+    public mutating func addDialog(uniqueId: Int64, isPinned: Bool) {
+        dialogs += 1
+        mix(UInt64(bitPattern: uniqueId))
+        mix(isPinned ? 1 : 0)
+    }
+
+    /// Folds in a message from its fields, as ``add(_:)-(Message)`` does;
+    /// its text's bytes where they lie.
+    public mutating func addMessage(
+        uniqueId: Int64, dialogId: Int64, date: Date, text: borrowing UTF8Span, senderId: Int64, receiverId: Int64,
+        type: Int64, isIncoming: Bool, isRead: Bool
+    ) {
+        messages += 1
+        mix(UInt64(bitPattern: uniqueId))
+        mix(UInt64(bitPattern: dialogId))
+        mix(UInt64(bitPattern: Int64((date.timeIntervalSince1970 * 1000).rounded())))
+        let bytes = text.span
+        let count = bytes.count
+        mix(count == 0 ? 0 : UInt64(count) &<< 16 | UInt64(bytes[0]) &<< 8 | UInt64(bytes[count - 1]))
+        mix(UInt64(bitPattern: senderId))
+        mix(UInt64(bitPattern: receiverId))
+        mix(UInt64(bitPattern: type) &<< 2 | (isIncoming ? 2 : 0) | (isRead ? 1 : 0))
+    }
+
     /// A text's length in UTF-8 bytes and its first and last byte, read
     /// from its bytes where they lie, as the C references read their `char`
     /// arrays (through `String.UTF8View`'s `first` and `last`, a native

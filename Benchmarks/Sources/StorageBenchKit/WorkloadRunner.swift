@@ -335,7 +335,7 @@ public enum WorkloadRunner {
             progress(operation)
             let expected = Self.expectedDigest(operation, data: data)
             let perCall = operation.isPerCall
-            let ids = perCall ? (operation == .readByIdBorrowing ? data.readIds : data.queryIds) : [0]
+            let ids = perCall ? (operation.plainRead == .readById ? data.readIds : data.queryIds) : [0]
             var calls: [UInt64] = []
             if perCall { calls.reserveCapacity(ids.count) }
             // One run: every call, each timed when the operation is per call;
@@ -345,9 +345,10 @@ public enum WorkloadRunner {
                 var missing = 0
                 func call(_ id: Int64) throws {
                     if let holding {
-                        switch operation {
-                        case .readAllBorrowing: try holding.foldAll(into: &digest)
-                        case .readByIdBorrowing:
+                        // A C reference has one borrowing read: its structs folded.
+                        switch operation.plainRead {
+                        case .readAll: try holding.foldAll(into: &digest)
+                        case .readById:
                             if try !holding.foldDialog(id: id, into: &digest) { missing += 1 }
                         default: try holding.foldUnreadMessages(dialogId: id, into: &digest)
                         }
@@ -357,7 +358,12 @@ public enum WorkloadRunner {
                     case .readAllBorrowing: try subject.forEachDialog { dialog in digest.add(dialog) }
                     case .readByIdBorrowing:
                         if try !subject.withDialog(id: id, { dialog in digest.add(dialog) }) { missing += 1 }
-                    default: try subject.forEachUnreadMessage(dialogId: id) { message in digest.add(message) }
+                    case .queryBorrowing:
+                        try subject.forEachUnreadMessage(dialogId: id) { message in digest.add(message) }
+                    case .readAllView: try subject.viewAll(into: &digest)
+                    case .readByIdView:
+                        if try !subject.viewDialog(id: id, into: &digest) { missing += 1 }
+                    default: try subject.viewUnreadMessages(dialogId: id, into: &digest)
                     }
                 }
                 let start = first ? begin() : Self.now()
@@ -626,12 +632,12 @@ public enum WorkloadRunner {
     /// answers them; an empty digest for another operation.
     static func expectedDigest(_ operation: BenchOperation, data: WorkloadData) -> ReadDigest {
         var digest = ReadDigest()
-        switch operation {
-        case .readAllBorrowing:
+        switch operation.plainRead {
+        case .readAll:
             for dialog in data.initial { digest.add(dialog) }
-        case .readByIdBorrowing:
+        case .readById:
             for id in data.readIds { digest.add(data.initial[Int(id) - 1]) }
-        case .queryBorrowing:
+        case .query:
             for id in data.queryIds {
                 let unread = data.initial[Int(id) - 1].messages.filter { !$0.isRead }
                     .sorted { $0.date != $1.date ? $0.date > $1.date : $0.uniqueId < $1.uniqueId }

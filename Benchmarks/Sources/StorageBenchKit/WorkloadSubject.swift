@@ -1,6 +1,7 @@
 import DAOCore
 import DialogGraph
 import Foundation
+import LMDBStorage
 
 /// What runs the workload: the operations of WORKLOAD.md on plain objects
 /// (``Dialog``, ``Message``), and the reads the correctness checks need.
@@ -66,6 +67,25 @@ public protocol WorkloadSubject {
     /// - Throws: when the engine fails, or what `body` throws.
     func forEachUnreadMessage(dialogId id: Int64, _ body: (borrowing Message) throws -> Void) throws
 
+    /// `read-all-view`: every dialog's fields and its messages' folded into
+    /// `digest`, ordered by dialog id, as ``ReadDigest/add(_:)-(Dialog)``
+    /// folds them. The default folds what ``forEachDialog(_:)`` lends: the
+    /// reference a subject without views is measured by.
+    /// - Throws: when the engine fails.
+    func viewAll(into digest: inout ReadDigest) throws
+
+    /// `read-by-id-view`: dialog `id` and its messages folded into
+    /// `digest`, if there is one; returns whether there was. The default
+    /// folds what ``withDialog(id:_:)`` lends.
+    /// - Throws: when the engine fails.
+    func viewDialog(id: Int64, into digest: inout ReadDigest) throws -> Bool
+
+    /// `query-view`: the unread messages of dialog `id` folded into
+    /// `digest`, newest first. The default folds what
+    /// ``forEachUnreadMessage(dialogId:_:)`` lends.
+    /// - Throws: when the engine fails.
+    func viewUnreadMessages(dialogId id: Int64, into digest: inout ReadDigest) throws
+
     /// `erase-by-id`: erases the dialogs with `ids` and their messages, in one
     /// transaction; returns how many dialogs were erased.
     /// - Throws: when the engine fails.
@@ -122,6 +142,21 @@ extension WorkloadSubject {
         let unread = try unreadMessages(dialogId: id)
         for index in unread.indices { try body(unread[index]) }
     }
+
+    /// Folds what ``forEachDialog(_:)`` lends.
+    public func viewAll(into digest: inout ReadDigest) throws {
+        try forEachDialog { dialog in digest.add(dialog) }
+    }
+
+    /// Folds what ``withDialog(id:_:)`` lends.
+    public func viewDialog(id: Int64, into digest: inout ReadDigest) throws -> Bool {
+        try withDialog(id: id) { dialog in digest.add(dialog) }
+    }
+
+    /// Folds what ``forEachUnreadMessage(dialogId:_:)`` lends.
+    public func viewUnreadMessages(dialogId id: Int64, into digest: inout ReadDigest) throws {
+        try forEachUnreadMessage(dialogId: id) { message in digest.add(message) }
+    }
 }
 
 /// A ``Store`` whose data lives outside the run's directory (a server's
@@ -147,6 +182,10 @@ public struct DAOSubject: WorkloadSubject {
     /// The `query` operation, prepared once with the dialog's id as its
     /// parameter (README, "Prepared queries"): each call binds the id.
     private let unread: PreparedObjectQuery<AnyStorage<MessageRecord>, MessageTranslator, Int64>
+    /// A dialog's messages, by its id (the view reads' second half).
+    private let dialogMessages: PreparedQuery<MessageRecord, Int64>
+    /// Where the view reads find each field.
+    private let fields: MessageViewFields
 
     /// A subject over `store`.
     /// - Throws: when the store cannot hand out a storage for dialogs or messages.
@@ -157,6 +196,9 @@ public struct DAOSubject: WorkloadSubject {
         unread = try messages.prepare(
             where: #Predicate<MessageRecord, Int64> { message, dialog in message.dialogId == dialog && !message.isRead },
             sortedBy: [SortDescriptor(\MessageRecord.date, order: .reverse)])
+        dialogMessages = try PreparedQuery(
+            where: #Predicate<MessageRecord, Int64> { message, dialog in message.dialogId == dialog })
+        fields = try MessageViewFields()
     }
 
     public var settingsDescription: String { store.settingsDescription }
@@ -196,6 +238,59 @@ public struct DAOSubject: WorkloadSubject {
         try unread.forEach(id, body)
     }
 
+    /// The dialogs' views, then every message's, folded in the order of a
+    /// dialog with its messages: each dialog's fields are kept (id and pin)
+    /// until its messages come. The messages are read in the order the
+    /// engine keeps them in: on LMDB sorted by dialog (the order of its
+    /// keys), elsewhere in primary-key order (a table scan), which the
+    /// generated ids group by dialog; a message whose dialog comes before
+    /// the last one's fails the read.
+    public func viewAll(into digest: inout ReadDigest) throws {
+        let fields = fields
+        var heads: [(id: Int64, isPinned: Bool)] = []
+        try dialogs.forEachView { dialog in heads.append((try dialog.integer(0), try dialog.bool(fields.isPinned))) }
+        var next = 0
+        var last = Int64.min
+        let order: [SortDescriptor<MessageRecord>] = store is LMDBEnvironment ? [SortDescriptor(\.dialogId)] : []
+        try messages.forEachView(sortedBy: order) { message in
+            let dialogId = try message.integer(fields.dialogId)
+            guard dialogId >= last else {
+                throw WorkloadRunner.CheckFailure(description: "read-all-view: the messages' ids are not grouped by dialog")
+            }
+            last = dialogId
+            while next < heads.count, heads[next].id <= dialogId {
+                digest.addDialog(uniqueId: heads[next].id, isPinned: heads[next].isPinned)
+                next += 1
+            }
+            try fields.fold(message, dialogId: dialogId, into: &digest)
+        }
+        while next < heads.count {
+            digest.addDialog(uniqueId: heads[next].id, isPinned: heads[next].isPinned)
+            next += 1
+        }
+    }
+
+    /// The dialog's view by key, then its messages' (in key order).
+    public func viewDialog(id: Int64, into digest: inout ReadDigest) throws -> Bool {
+        let fields = fields
+        let found = try dialogs.forEachView(byPrimaryKey: id) { dialog in
+            digest.addDialog(uniqueId: try dialog.integer(0), isPinned: try dialog.bool(fields.isPinned))
+        }
+        guard found else { return false }
+        try messages.storage.forEachView(dialogMessages, values: id) { message in
+            try fields.fold(message, dialogId: id, into: &digest)
+        }
+        return true
+    }
+
+    /// The prepared `query`'s views.
+    public func viewUnreadMessages(dialogId id: Int64, into digest: inout ReadDigest) throws {
+        let fields = fields
+        try messages.storage.forEachView(unread.prepared, values: id) { message in
+            try fields.fold(message, dialogId: id, into: &digest)
+        }
+    }
+
     public func erase(dialogIds ids: [Int64]) throws -> Int { try dialogs.erase(byPrimaryKeys: ids) }
 
     public func eraseAll() throws -> Int { try dialogs.erase() }
@@ -208,5 +303,42 @@ public struct DAOSubject: WorkloadSubject {
 
     public func unreadMessageCount() throws -> Int {
         try messages.count(where: #Predicate<MessageRecord> { !$0.isRead })
+    }
+}
+
+/// The positions of a message's fields in its views, found once.
+struct MessageViewFields: Sendable {
+    let id: Int
+    let dialogId: Int
+    let date: Int
+    let text: Int
+    let senderId: Int
+    let receiverId: Int
+    let type: Int
+    let isIncoming: Int
+    let isRead: Int
+    /// A dialog's `isPinned` (its key is at 0).
+    let isPinned: Int
+
+    init() throws {
+        let entity = MessageRecord.entity
+        id = try entity.position(of: \.id)
+        dialogId = try entity.position(of: \.dialogId)
+        date = try entity.position(of: \.date)
+        text = try entity.position(of: \.text)
+        senderId = try entity.position(of: \.senderId)
+        receiverId = try entity.position(of: \.receiverId)
+        type = try entity.position(of: \.type)
+        isIncoming = try entity.position(of: \.isIncoming)
+        isRead = try entity.position(of: \.isRead)
+        isPinned = try DialogRecord.entity.position(of: \.isPinned)
+    }
+
+    /// Folds the message `view` lends, whose dialog is `dialogId`.
+    func fold(_ view: borrowing RecordView<MessageRecord>, dialogId: Int64, into digest: inout ReadDigest) throws {
+        digest.addMessage(
+            uniqueId: try view.integer(id), dialogId: dialogId, date: try view.date(date), text: try view.text(text),
+            senderId: try view.integer(senderId), receiverId: try view.integer(receiverId),
+            type: try view.integer(type), isIncoming: try view.bool(isIncoming), isRead: try view.bool(isRead))
     }
 }

@@ -39,8 +39,14 @@ final class SkippingSubject: ForwardingSubject {
     @Test func theBorrowingReadsAreOutsideWorkloadV1AndChosenByName() throws {
         #expect(BenchOperation.workload.count == 8)
         #expect(!BenchOperation.workload.contains { $0.isBorrowing })
-        #expect(BenchOperation.borrowingReads == [.readAllBorrowing, .readByIdBorrowing, .queryBorrowing])
-        #expect(BenchOperation.borrowingReads.compactMap(\.plainRead) == [.readAll, .readById, .query])
+        #expect(
+            BenchOperation.borrowingReads == [
+                .readAllBorrowing, .readByIdBorrowing, .queryBorrowing, .readAllView, .readByIdView, .queryView,
+            ])
+        #expect(
+            BenchOperation.borrowingReads.compactMap(\.plainRead) == [
+                .readAll, .readById, .query, .readAll, .readById, .query,
+            ])
         #expect(try BenchOperation.parseList("all") == BenchOperation.workload)
         #expect(try BenchOperation.parseList("borrowing") == BenchOperation.borrowingReads)
         #expect(try BenchOperation.parseList("borrowing,all") == BenchOperation.allCases)
@@ -75,6 +81,39 @@ final class SkippingSubject: ForwardingSubject {
                 }
             }
         }
+    }
+
+    @Test("the view reads fold, on every adapter, the digest of what the plain reads answer")
+    func theViewReadsOnEveryAdapter() throws {
+        let size = try BenchSize(dialogs: 9, messagesPerDialog: 7)
+        let views: [BenchOperation] = [.readAllView, .readByIdView, .queryView]
+        for backend in BackendRegistry.standard.backends {
+            // The runner checks each view read's digest against the plain
+            // read's answer, computed from the generated graph.
+            let result = Self.run(backend, size, [.query] + views)
+            #expect(result.error == nil, "\(backend.name): \(result.error ?? "")")
+            #expect(result.measurements.map(\.operation) == [.query] + views, "\(backend.name)")
+        }
+    }
+
+    @Test func aViewFoldIsTheFoldOfTheObjects() {
+        let data = WorkloadData(dialogs: 3, messagesPerDialog: 4, seed: 5)
+        var objects = ReadDigest()
+        var fields = ReadDigest()
+        for dialog in data.initial {
+            objects.add(dialog)
+            fields.addDialog(uniqueId: dialog.uniqueId, isPinned: dialog.isPinned)
+            for message in dialog.messages {
+                var text = message.text
+                text.withUTF8 { _ in }
+                fields.addMessage(
+                    uniqueId: message.uniqueId, dialogId: message.dialogId, date: message.date, text: text.utf8Span,
+                    senderId: message.senderId, receiverId: message.receiverId, type: Int64(message.type),
+                    isIncoming: message.isIncoming, isRead: message.isRead)
+            }
+        }
+        #expect(objects == fields)
+        #expect(fields.messages == 12 && fields.dialogs == 3)
     }
 
     @Test func aBorrowingReadThatSkipsARecordFailsItsCheck() throws {

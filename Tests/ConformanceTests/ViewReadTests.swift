@@ -1,0 +1,265 @@
+import DAOCore
+import DialogGraph
+import Foundation
+import Testing
+import TestSupport
+
+// `forEachView` lends a view of each record's fields where the engine keeps
+// them. On every backend a view must answer, field by field, what `read`
+// returns for the same query, in its order and number: for generated data
+// and queries of several record shapes (String and integer keys, negative
+// ones, optionals, booleans, dates, bytes, children), by key, through the
+// DAO and prepared queries. Asking a field for what it is not, or for the
+// value of a nil field, is a typed error; an error of the closure stops the
+// read and reaches the caller as thrown.
+
+private struct Stop: Error {}
+
+/// A record of another shape: bytes, an optional integer and bytes, a
+/// boolean, a date.
+private struct AttachmentRecord: Record, Equatable {
+    typealias PrimaryKey = Int64
+    var id: Int64
+    var name: String
+    var payload: Data
+    var thumbnail: Data?
+    var size: Int64?
+    var created: Date
+    var flagged: Bool
+
+    static let entity = Entity<AttachmentRecord>(
+        "attachments",
+        primaryKey: "id", \.id,
+        fields: [
+            Field("name", \.name), Field("payload", \.payload), Field("thumbnail", \.thumbnail), Field("size", \.size),
+            Field("created", \.created), Field("flagged", \.flagged),
+        ])
+}
+
+/// Attachment `n` of a generated set: bytes of every length up to 77, nil
+/// thumbnails and sizes among them, negative keys.
+private func attachment(_ n: Int, name: String) -> AttachmentRecord {
+    let payload = Data((0..<(n * 7)).map { (byte: Int) -> UInt8 in UInt8(truncatingIfNeeded: byte &* 37 &+ n) })
+    let thumbnail: Data? = n % 3 == 0 ? nil : Data([UInt8(n), 0, 255])
+    let size: Int64? = n % 2 == 0 ? nil : Int64(n) << 40
+    let created = Date(timeIntervalSinceReferenceDate: Double(n) * 1e6 - 3.25)
+    return AttachmentRecord(
+        id: Int64(n) - 6, name: name, payload: payload, thumbnail: thumbnail, size: size, created: created,
+        flagged: n % 4 == 1)
+}
+
+/// The error `body` throws, if it throws one.
+private func thrown(_ body: () throws -> Void) -> (any Error)? {
+    do {
+        try body()
+        return nil
+    } catch {
+        return error
+    }
+}
+
+/// The fields a view lends, read through the accessor of each field's
+/// declared type, as stored values.
+private func storedValues<R: Record>(_ view: borrowing RecordView<R>) throws -> [StoredValue] {
+    var values: [StoredValue] = []
+    for (position, field) in R.entity.fields.enumerated() {
+        if try view.isNull(position) {
+            values.append(.null)
+            continue
+        }
+        switch field.type {
+        case .integer: values.append(.integer(try view.integer(position)))
+        case .bool: values.append(.integer(try view.bool(position) ? 1 : 0))
+        case .real: values.append(.real(try view.real(position)))
+        case .date: values.append(.real(try view.date(position).timeIntervalSinceReferenceDate))
+        case .text: values.append(.text(String(copying: try view.text(position))))
+        case .blob: values.append(.blob(try view.bytes(position).withUnsafeBytes { Array($0) }))
+        }
+    }
+    return values
+}
+
+/// The stored values of each record, as a view should lend them.
+private func storedValues<R: Record>(of records: [R]) -> [[StoredValue]] {
+    records.map { record in R.entity.fields.map { $0.value(in: record) } }
+}
+
+/// What `forEachView` lends for `query`.
+private func viewed<R: Record>(_ storage: some Storage<R>, _ query: Query<R>) throws -> [[StoredValue]] {
+    var rows: [[StoredValue]] = []
+    try storage.forEachView(query) { view in rows.append(try storedValues(view)) }
+    return rows
+}
+
+/// Whether two lists of stored values are the same value for value (a
+/// real's bits, text by scalars).
+private func same(_ a: [[StoredValue]], _ b: [[StoredValue]]) -> Bool {
+    a.count == b.count && zip(a, b).allSatisfy { $0.count == $1.count && zip($0, $1).allSatisfy { $0 == $1 } }
+}
+
+@Suite("Conformance: views lend, field by field, what read returns")
+struct ViewReadTests {
+    @Test("generated data and queries: views answer what read returns, in its order", arguments: allBackends)
+    func generatedQueries(backend: TestBackend) throws {
+        var checks = 0
+        for round in 0..<2 {
+            let seed = 20_261_130 &+ UInt64(round)
+            var random = SplitMix64(seed: seed)
+            var generator = Generator(texts: Generator.texts(distinctUpToEquivalence: backend.name == "plist"))
+            let library = generator.library(&random)
+            try withStore(backend) { store, _ in
+                let authors = try store.anyStorage(for: AuthorRecord.self)
+                let books = try store.anyStorage(for: BookRecord.self)
+                let chapters = try store.anyStorage(for: ChapterRecord.self)
+                try authors.persist(library)
+                func check(_ condition: Bool, _ what: @autoclosure () -> String) {
+                    checks += 1
+                    #expect(condition, "seed \(seed) on \(backend.name): \(what())")
+                }
+                check(same(try viewed(authors, Query()), storedValues(of: try authors.read(Query()))), "every author")
+                check(same(try viewed(books, Query()), storedValues(of: try books.read(Query()))), "every book")
+                check(same(try viewed(chapters, Query()), storedValues(of: try chapters.read(Query()))), "chapters")
+                // A child entity in its parents' order: each parent's
+                // children in key order, the order of the keys in LMDB.
+                let byParent = Query<ChapterRecord>(sortedBy: [SortDescriptor(\.bookId)])
+                check(same(try viewed(chapters, byParent), storedValues(of: try chapters.read(byParent))), "by book")
+                for _ in 0..<40 {
+                    let book = generator.bookQuery(&random)
+                    check(
+                        same(try viewed(books, book.query), storedValues(of: try books.read(book.query))),
+                        "books \(book.name)")
+                    let chapter = generator.chapterQuery(&random)
+                    check(
+                        same(try viewed(chapters, chapter.query), storedValues(of: try chapters.read(chapter.query))),
+                        "chapters \(chapter.name)")
+                    let author = generator.authorQuery(&random)
+                    check(
+                        same(try viewed(authors, author.query), storedValues(of: try authors.read(author.query))),
+                        "authors \(author.name)")
+                }
+                // By key, and through a prepared query, with each author's
+                // key and one that is not stored.
+                let byAuthor = try PreparedQuery(
+                    where: #Predicate<BookRecord, String> { book, author in book.authorId == author },
+                    sortedBy: [SortDescriptor(\.year, order: .reverse)])
+                for id in generator.authorIds + ["nobody"] {
+                    var lent: [[StoredValue]] = []
+                    let found = try authors.forEachView(primaryKey: id) { view in lent.append(try storedValues(view)) }
+                    let record = try authors.read(primaryKey: id)
+                    check(found == (record != nil), "author \(id) found")
+                    check(same(lent, storedValues(of: record.map { [$0] } ?? [])), "author \(id)")
+                    var prepared: [[StoredValue]] = []
+                    try books.forEachView(byAuthor, values: id) { view in prepared.append(try storedValues(view)) }
+                    check(same(prepared, storedValues(of: try books.read(byAuthor, id))), "prepared books of \(id)")
+                }
+            }
+        }
+        #expect(checks > 2 * 120)
+    }
+
+    @Test("the dialog graph and bytes: negative keys, booleans, dates, nil, through the DAO", arguments: allBackends)
+    func dialogsAndBytes(backend: TestBackend) throws {
+        try withStore(backend) { store, _ in
+            var random = SplitMix64(seed: 41)
+            let ids: [Int64] = [7, -3, 0, Int64.min, 12, -1, Int64.max]
+            let texts = ["", "naïve", "привет 🚀", String(repeating: "long text ", count: 40), "e\u{301}", "\u{0}"]
+            let dialogs = try store.anyStorage(for: DialogRecord.self)
+            let messages = try store.anyStorage(for: MessageRecord.self)
+            try dialogs.persist(
+                ids.enumerated().map { position, id in
+                    DialogRecord(
+                        id: id, isPinned: id < 0,
+                        messages: (0..<Int(random.next() % 6)).map { n in
+                            MessageRecord(
+                                id: Int64(position * 10 + n) * (n % 2 == 0 ? 1 : -1), dialogId: id,
+                                date: Date(timeIntervalSinceReferenceDate: Double(random.next() % 5) - 2.5),
+                                text: texts[Int(random.next() % UInt64(texts.count))], senderId: 1, receiverId: 2,
+                                type: Int64(n), isIncoming: n % 2 == 1, isRead: random.next() % 2 == 0)
+                        })
+                })
+            let lowest = Int64.min
+            let queries: [Query<MessageRecord>] = [
+                Query(), Query(sortedBy: [SortDescriptor(\.dialogId)]), Query(sortedBy: [SortDescriptor(\.dialogId)], limit: 4),
+                Query(where: #Predicate { $0.dialogId == -3 }), Query(where: #Predicate { $0.dialogId == 7 }, limit: 2),
+                Query(where: #Predicate { $0.dialogId == lowest && !$0.isRead }, sortedBy: [SortDescriptor(\.date, order: .reverse)]),
+                Query(sortedBy: [SortDescriptor(\.text)]), Query(limit: 0),
+            ]
+            for query in queries {
+                #expect(same(try viewed(messages, query), storedValues(of: try messages.read(query))), "\(query)")
+            }
+            #expect(same(try viewed(dialogs, Query()), storedValues(of: try dialogs.read(Query()))))
+            for id in ids + [99] {
+                var lent: [[StoredValue]] = []
+                try messages.forEachView(primaryKey: id) { view in lent.append(try storedValues(view)) }
+                #expect(same(lent, storedValues(of: try messages.read(primaryKeys: [id]))), "message \(id)")
+            }
+
+            // Through the DAO: the records of the objects read.
+            let dao = DAO(storage: messages, translator: MessageTranslator())
+            var viewedTexts: [String] = []
+            let text = try MessageRecord.entity.position(of: \.text)
+            try dao.forEachView(where: #Predicate { $0.dialogId == 7 }, sortedBy: [SortDescriptor(\.date)]) { view in
+                viewedTexts.append(String(copying: try view.text(text)))
+            }
+            let read = try dao.read(where: #Predicate { $0.dialogId == 7 }, sortedBy: [SortDescriptor(\.date)])
+            #expect(viewedTexts == read.map(\.text))
+
+            // Bytes, optional bytes and integers, nil among them.
+            let attachments = try store.anyStorage(for: AttachmentRecord.self)
+            try attachments.persist((0..<12).map { attachment($0, name: texts[$0 % texts.count]) })
+            for query in [Query<AttachmentRecord>(), Query(sortedBy: [SortDescriptor(\.name)], limit: 5)] {
+                #expect(same(try viewed(attachments, query), storedValues(of: try attachments.read(query))))
+            }
+        }
+    }
+
+    @Test("a field asked for what it is not, a nil field, and an error of the closure", arguments: allBackends)
+    func errors(backend: TestBackend) throws {
+        try withStore(backend) { store, _ in
+            let attachments = try store.anyStorage(for: AttachmentRecord.self)
+            try attachments.persist(
+                (1...3).map { n in
+                    AttachmentRecord(
+                        id: Int64(n), name: "a\(n)", payload: Data([1, 2]), thumbnail: nil, size: nil,
+                        created: Date(timeIntervalSinceReferenceDate: 0), flagged: false)
+                })
+            let name = try AttachmentRecord.entity.position(of: \.name)
+            let size = try AttachmentRecord.entity.position(of: \.size)
+            #expect(throws: StorageError.self) { try AttachmentRecord.entity.position(of: \.self) }
+            var checked = 0
+            try attachments.forEachView(limit: 1) { view in
+                #expect(view.fieldCount == AttachmentRecord.entity.fields.count)
+                let text = String(copying: try view.text(name))
+                #expect(text == "a1")
+                let wrongType = thrown { _ = try view.integer(name) } as? StorageError
+                #expect(wrongType?.kind == .invalidArgument)
+                let sizeIsNull = try view.isNull(size)
+                #expect(sizeIsNull)
+                let null = thrown { _ = try view.integer(size) } as? StorageError
+                #expect(null?.kind == .decoding)
+                let past = view.fieldCount
+                let outOfRange = thrown { _ = try view.isNull(past) } as? StorageError
+                #expect(outOfRange?.kind == .invalidArgument)
+                checked += 1
+            }
+            #expect(checked == 1)
+            var lent = 0
+            #expect(throws: Stop.self) {
+                try attachments.forEachView { _ in
+                    lent += 1
+                    throw Stop()
+                }
+            }
+            #expect(lent == 1)
+            lent = 0
+            #expect(throws: Stop.self) {
+                try attachments.forEachView(primaryKey: 2) { _ in
+                    lent += 1
+                    throw Stop()
+                }
+            }
+            #expect(lent == 1)
+            #expect(try attachments.forEachView(primaryKey: 99) { _ in Issue.record("no record has key 99") } == false)
+        }
+    }
+}
