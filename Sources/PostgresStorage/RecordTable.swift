@@ -49,6 +49,12 @@ final class RecordTable<R: Record>: Sendable {
         return rows
     }
 
+    /// Adds the keys of `records` (their own rows only) to `set`.
+    func insertKeys(of records: [R], into set: inout Set<StoredValue>) {
+        set.reserveCapacity(set.count + records.count)
+        for record in records { set.insert(keyIdentity(record)) }
+    }
+
     /// The identity of the record's key, as the table's primary key index sees it.
     func keyIdentity(_ record: R) -> StoredValue {
         PostgresValue.keyIdentity(record.primaryKey.storedValue, sql.types[0])
@@ -254,9 +260,16 @@ struct RelationLink<Relation: ToManyRelation>: ChildLink {
     let table: RecordTable<Relation.Child>
 
     func collectKeys(of parent: Parent, into keys: inout [ObjectIdentifier: Set<StoredValue>]) -> Int {
-        var rows = 0
-        for child in parent[keyPath: relation.children] { rows += table.collectKeys(child, into: &keys) }
-        return rows
+        let children = parent[keyPath: relation.children]
+        guard !children.isEmpty else { return 0 }
+        guard !table.hasLinks else {
+            var rows = 0
+            for child in children { rows += table.collectKeys(child, into: &keys) }
+            return rows
+        }
+        // Children that hold none: their keys go into their table's set, found once.
+        table.insertKeys(of: children, into: &keys[ObjectIdentifier(table), default: []])
+        return children.count
     }
 
     func send(childrenOf parents: [Parent], keys: PostgresData, _ connection: ServerConnection) throws {
