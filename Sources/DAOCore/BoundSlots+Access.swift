@@ -58,7 +58,11 @@ extension PlanTemplate {
     /// from `candidates` (exactly the records that meet the predicate)
     /// with their sort keys in ordered form: as
     /// ``BoundPlan/finish(_:orderedKeys:descending:)``.
-    package func finishCall(_ candidates: [R], orderedKeys: [UInt64], limit: Int?, descending: Bool) -> [R] {
+    /// The keys are read where the adapter holds them, not copied into an
+    /// array (an allocation and a copy a call).
+    package func finishCall(
+        _ candidates: [R], orderedKeys: UnsafeBufferPointer<UInt64>, limit: Int?, descending: Bool
+    ) -> [R] {
         QueryPlan<R>.finishMatched(
             candidates, orderedKeys: orderedKeys, sort: sort, limit: limit, template: self, descending: descending)
     }

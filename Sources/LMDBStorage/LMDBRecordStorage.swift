@@ -418,7 +418,11 @@ public struct LMDBRecordStorage<Record: DAOCore.Record>: Storage {
         }
         guard let sortKeys else { return template.finishCall(candidates, limit: limit) }
         if sortKeys.isOrdered {
-            return template.finishCall(candidates, orderedKeys: sortKeys.ordered, limit: limit, descending: backwards)
+            var records: [Record] = []
+            sortKeys.withOrdered { keys in
+                records = template.finishCall(candidates, orderedKeys: keys, limit: limit, descending: backwards)
+            }
+            return records
         }
         return template.finishCall(candidates, sortKeys: sortKeys.storedKeys, limit: limit, descending: backwards)
     }
@@ -438,8 +442,13 @@ public struct LMDBRecordStorage<Record: DAOCore.Record>: Storage {
         guard count >= 1, count - 1 == served.boundRest, let first = slots.accessValue(0), first != .null else {
             return nil
         }
-        keeps.parentKeyBuffer.removeAll(keepingCapacity: true)
-        KeyCodec.append(untagged: first, to: &keeps.parentKeyBuffer)
+        if case .integer(let key) = first {
+            // Written over the buffer's 8 bytes, not emptied and appended.
+            KeyCodec.set(integers: key, in: &keeps.parentKeyBuffer)
+        } else {
+            keeps.parentKeyBuffer.removeAll(keepingCapacity: true)
+            KeyCodec.append(untagged: first, to: &keeps.parentKeyBuffer)
+        }
         let parent = keeps.parentKeyBuffer
         if isExact {
             // The values after the foreign key, compared with the index's
