@@ -19,8 +19,8 @@ package struct BoundSlots {
     package let template: AnyObject & Sendable
     /// The maximum number of results, or `nil` for all of them.
     package let limit: Int?
-    private let entry: CallPlan
-    private let values: [StoredValue]
+    let entry: CallPlan
+    let values: [StoredValue]
 
     init(template: AnyObject & Sendable, limit: Int?, entry: CallPlan, values: [StoredValue]) {
         self.template = template

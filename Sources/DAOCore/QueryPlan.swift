@@ -309,6 +309,17 @@ public struct QueryPlan<R: Record>: Sendable {
         _ records: [R], orderedKeys keys: [UInt64], sort: SortPlan<R>, limit: Int?, template: PlanTemplate<R>?,
         descending: Bool?
     ) -> [R] {
+        keys.withUnsafeBufferPointer { keys in
+            finishMatched(records, orderedKeys: keys, sort: sort, limit: limit, template: template, descending: descending)
+        }
+    }
+
+    /// The same with the keys in memory the caller holds: not copied into
+    /// an array for the call.
+    static func finishMatched(
+        _ records: [R], orderedKeys keys: UnsafeBufferPointer<UInt64>, sort: SortPlan<R>, limit: Int?,
+        template: PlanTemplate<R>?, descending: Bool?
+    ) -> [R] {
         var records = records
         if let (sorted, order) = sort.sortedReportingOrder(records, orderedKeys: keys) {
             records = sorted

@@ -133,6 +133,13 @@ public struct SortPlan<R: Record>: Sendable {
     /// the sort does not compare stored values or the keys do not have that
     /// count.
     func sortedReportingOrder(_ records: [R], orderedKeys keys: [UInt64]) -> (records: [R], order: SortKeyRows.Order)? {
+        keys.withUnsafeBufferPointer { sortedReportingOrder(records, orderedKeys: $0) }
+    }
+
+    /// The same for keys in memory the caller holds.
+    func sortedReportingOrder(
+        _ records: [R], orderedKeys keys: UnsafeBufferPointer<UInt64>
+    ) -> (records: [R], order: SortKeyRows.Order)? {
         guard let ascending = ascendingKeys, keys.count == ascending.count * records.count else { return nil }
         guard records.count > 1 else { return (records, .ascending) }
         let width = ascending.count
@@ -175,47 +182,55 @@ enum SortKeyRows {
     /// Whether the rows of `keys` are already in order (each row before the
     /// next), in exactly the reverse order, or neither.
     static func order<Key: Comparable>(of keys: [Key], width: Int, ascending: [Bool]) -> Order {
+        keys.withUnsafeBufferPointer { order(of: $0, width: width, ascending: ascending) }
+    }
+
+    /// ``order(of:width:ascending:)`` of keys in memory the caller holds.
+    static func order<Key: Comparable>(of keys: UnsafeBufferPointer<Key>, width: Int, ascending: [Bool]) -> Order {
         let count = width == 0 ? 0 : keys.count / width
         guard count > 1 else { return .ascending }
-        return keys.withUnsafeBufferPointer { keys in
-            ascending.withUnsafeBufferPointer { ascending in
-                // -1: row `lhs` comes first; 1: row `rhs` comes first; 0: equal.
-                func compare(_ lhs: Int, _ rhs: Int) -> Int {
-                    var position = 0
-                    while position < width {
-                        let a = keys[lhs * width + position]
-                        let b = keys[rhs * width + position]
-                        if a < b { return ascending[position] ? -1 : 1 }
-                        if b < a { return ascending[position] ? 1 : -1 }
-                        position += 1
-                    }
-                    return 0
+        return ascending.withUnsafeBufferPointer { ascending in
+            // -1: row `lhs` comes first; 1: row `rhs` comes first; 0: equal.
+            func compare(_ lhs: Int, _ rhs: Int) -> Int {
+                var position = 0
+                while position < width {
+                    let a = keys[lhs * width + position]
+                    let b = keys[rhs * width + position]
+                    if a < b { return ascending[position] ? -1 : 1 }
+                    if b < a { return ascending[position] ? 1 : -1 }
+                    position += 1
                 }
-                let first = compare(0, 1)
-                guard first != 0 else { return .neither }
-                for row in 1..<(count - 1) where compare(row, row + 1) != first { return .neither }
-                return first < 0 ? .ascending : .descending
+                return 0
             }
+            let first = compare(0, 1)
+            guard first != 0 else { return .neither }
+            for row in 1..<(count - 1) where compare(row, row + 1) != first { return .neither }
+            return first < 0 ? .ascending : .descending
         }
     }
 
     /// The positions of the rows of `keys` (`width` values each) in ascending
     /// order of their values, column by column, each column ascending or not.
     static func sortedPositions<Key: Comparable>(_ keys: [Key], width: Int, ascending: [Bool]) -> [Int] {
+        keys.withUnsafeBufferPointer { sortedPositions($0, width: width, ascending: ascending) }
+    }
+
+    /// ``sortedPositions(_:width:ascending:)`` of keys in memory the caller holds.
+    static func sortedPositions<Key: Comparable>(
+        _ keys: UnsafeBufferPointer<Key>, width: Int, ascending: [Bool]
+    ) -> [Int] {
         let count = width == 0 ? 0 : keys.count / width
-        return keys.withUnsafeBufferPointer { keys in
-            ascending.withUnsafeBufferPointer { ascending in
-                (0..<count).sorted { lhs, rhs in
-                    var position = 0
-                    while position < width {
-                        let a = keys[lhs * width + position]
-                        let b = keys[rhs * width + position]
-                        if a < b { return ascending[position] }
-                        if b < a { return !ascending[position] }
-                        position += 1
-                    }
-                    return false
+        return ascending.withUnsafeBufferPointer { ascending in
+            (0..<count).sorted { lhs, rhs in
+                var position = 0
+                while position < width {
+                    let a = keys[lhs * width + position]
+                    let b = keys[rhs * width + position]
+                    if a < b { return ascending[position] }
+                    if b < a { return !ascending[position] }
+                    position += 1
                 }
+                return false
             }
         }
     }

@@ -487,6 +487,14 @@ final class SortKeys {
     /// The keys in ordered form (``SortKey``), a row per candidate.
     var ordered: [UInt64] { Array(UnsafeBufferPointer(start: start, count: count)) }
 
+    /// Calls `body` with ``ordered`` where the keys lie, without the copy
+    /// (an allocation a call): valid only during the call. `body` returns
+    /// nothing: a generic result of a type generic over the record type
+    /// (an array of records) had its metadata looked up at each call.
+    func withOrdered(_ body: (UnsafeBufferPointer<UInt64>) throws -> Void) rethrows {
+        try body(UnsafeBufferPointer(start: start, count: count))
+    }
+
     /// Appends the sort keys of the value `decoder` has loaded.
     @inline(__always)
     func read(_ decoder: ValueDecoder) throws {

@@ -298,6 +298,24 @@ final class EntityTable<R: Record>: Sendable {
         return read
     }
 
+    /// What this table derived from `template` for a read call
+    /// (``preparedRead(for:codecs:)``), when it has derived it already: the
+    /// codecs' kept one, else the table's, kept by the codecs from now on;
+    /// `nil` when none was made yet (for the parent link in force). `keeps`
+    /// are the codecs' (``Codecs/readCall``).
+    func keptPreparedRead(for template: AnyObject, keeps: ReadCallKeeps) -> PreparedRead? {
+        let linkChanges = environment.linkChanges.load(ordering: .relaxed)
+        if let kept = keeps.keptPreparedRead, kept.template === template, kept.linkChanges == linkChanges {
+            return kept
+        }
+        let found: PreparedRead? = preparedReads.withLock { reads in
+            for read in reads where read.template === template && read.linkChanges == linkChanges { return read }
+            return nil
+        }
+        if let found { keeps.keptPreparedRead = found }
+        return found
+    }
+
     /// ``preparedRead(for:codecs:)`` found or made under the table's lock.
     func preparedRead(for bound: BoundPlan<R>) -> PreparedRead {
         let template = bound.template

@@ -454,18 +454,28 @@ public struct LMDBRecordStorage<Record: DAOCore.Record>: Storage {
     /// ``read(_:)-(Query<Record>)`` answers its query. When the call's access
     /// path answers the predicate exactly (the predicate's required
     /// equalities are the whole of it, as the workload's query's are), the
-    /// plan is bound from the prepared query's template and the candidates
-    /// are read from it, without the predicate, the query or a `QueryPlan`
-    /// made for the call; any other call reads its query.
+    /// candidates are read from the prepared query's template, without the
+    /// predicate, the query or a `QueryPlan` made for the call: a parent's
+    /// range straight from the call's values (``BoundSlots``), once this
+    /// table has derived the template's walk; any other path through the
+    /// plan bound from the template (``BoundPlan``). Any other call reads
+    /// its query.
     ///
     /// - Throws: ``StorageError``.
     public func read(_ call: PreparedQueryCall<Record>) throws -> [Record] {
-        if let bound = call.boundPlan(), bound.accessIsExact || bound.otherEqualities != nil {
-            do {
-                if let records = try read(bound) { return records }
-            } catch {
-                throw failing(error, .read)
+        guard let slots = call.boundSlots() else { return try read(call.query) }
+        // The class is named here, where it costs nothing, so that the
+        // template is handed on as itself.
+        let template = unsafeDowncast(slots.template, to: PlanTemplate<Record>.self)
+        do {
+            if let records = try readParentRange(slots, template) { return records }
+            if let bound = slots.boundPlan(template), bound.accessIsExact || bound.otherEqualities != nil,
+                let records = try read(bound)
+            {
+                return records
             }
+        } catch {
+            throw failing(error, .read)
         }
         return try read(call.query)
     }
@@ -481,6 +491,31 @@ public struct LMDBRecordStorage<Record: DAOCore.Record>: Storage {
         for call in query.preparationCalls {
             if let bound = call.boundPlan() { _ = table.preparedRead(for: bound) }
         }
+    }
+
+    /// The records of a prepared call whose template's access path is a
+    /// parent's range (``PreparedRead/servedIndex``), read from the call's
+    /// values as ``read(_:)-(BoundPlan<Record>)`` reads them from its bound
+    /// plan; `nil` when this table has not derived the template's walk yet
+    /// or the call does not fit it (``parentRange(_:isExact:_:keeps:)``):
+    /// the call reads its bound plan then.
+    private func readParentRange(_ slots: BoundSlots, _ template: PlanTemplate<Record>) throws -> [Record]? {
+        // As in `read(primaryKey:)`, the records come out through a variable.
+        var records: [Record] = []
+        var walked = false
+        try table.withReadCodecs { codecs in
+            // Read once: each read of the lazy property retains it.
+            let keeps = codecs.readCall
+            guard let prepared = table.keptPreparedRead(for: template, keeps: keeps),
+                let served = prepared.servedIndex,
+                let range = parentRange(slots, isExact: template.isAccessExact, served, keeps: keeps)
+            else { return }
+            walked = true
+            records = try walk(
+                range: range, path: .everything, prepared: prepared, template: template, limit: slots.limit,
+                codecs: codecs, keeps: keeps)
+        }
+        return walked ? records : nil
     }
 
     /// The records of a prepared call bound from its template, whose access
@@ -513,30 +548,89 @@ public struct LMDBRecordStorage<Record: DAOCore.Record>: Storage {
                 path = filtered
             }
             walked = true
-            let sortKeys = prepared.sortPositions.map { codecs.readCall.sortKeys(positions: $0, columns: prepared.sortColumns) }
-            let backwards = sortKeys != nil && bound.prefersDescendingCandidates
-            var candidates: [Record] = []
-            try table.environment.read(.read) { txn in
-                if let range {
-                    candidates = try table.candidates(
-                        parent: range.parent, filter: range.filter, in: txn, codecs: codecs, sortKeys: sortKeys,
-                        backwards: backwards)
-                } else {
-                    candidates = try table.candidates(
-                        for: path, in: txn, codecs: codecs, sortKeys: sortKeys, backwards: backwards)
-                }
-            }
-            if let sortKeys {
-                if sortKeys.isOrdered {
-                    records = bound.finish(candidates, orderedKeys: sortKeys.ordered, descending: backwards)
-                } else {
-                    records = bound.finish(candidates, sortKeys: sortKeys.storedKeys, descending: backwards)
-                }
-            } else {
-                records = bound.finish(candidates)
-            }
+            records = try walk(
+                range: range, path: path, prepared: prepared, template: bound.template, limit: bound.limit,
+                codecs: codecs, keeps: codecs.readCall)
         }
         return walked ? records : nil
+    }
+
+    /// The answer of a prepared call from the candidates of `range` (a
+    /// parent's key and the filter on its children) or else of `path`,
+    /// exactly the records that meet the predicate: read with the sort keys
+    /// `prepared` names, in the direction the template prefers, then sorted
+    /// and limited to `limit`. `keeps` are the codecs' (``Codecs/readCall``).
+    private func walk(
+        range: (parent: [UInt8], filter: RangeFilter?)?, path: EntityTable<Record>.Plan, prepared: PreparedRead,
+        template: PlanTemplate<Record>, limit: Int?, codecs: Codecs, keeps: ReadCallKeeps
+    ) throws -> [Record] {
+        let sortKeys = prepared.sortPositions.map { keeps.sortKeys(positions: $0, columns: prepared.sortColumns) }
+        let backwards = sortKeys != nil && template.prefersDescendingCandidates
+        var candidates: [Record] = []
+        try table.environment.read(.read) { txn in
+            if let range {
+                candidates = try table.candidates(
+                    parent: range.parent, filter: range.filter, in: txn, codecs: codecs, sortKeys: sortKeys,
+                    backwards: backwards)
+            } else {
+                candidates = try table.candidates(
+                    for: path, in: txn, codecs: codecs, sortKeys: sortKeys, backwards: backwards)
+            }
+        }
+        guard let sortKeys else { return template.finishCall(candidates, limit: limit) }
+        if sortKeys.isOrdered {
+            var records: [Record] = []
+            sortKeys.withOrdered { keys in
+                records = template.finishCall(candidates, orderedKeys: keys, limit: limit, descending: backwards)
+            }
+            return records
+        }
+        return template.finishCall(candidates, sortKeys: sortKeys.storedKeys, limit: limit, descending: backwards)
+    }
+
+    /// ``parentRange(_:_:codecs:)`` for a call read by slot: the parent's
+    /// key from the access path's first value, the filter on the index's
+    /// bound fields after it and, when the path is not exact by itself
+    /// (`isExact`), on the template's other equalities; `nil` when the call
+    /// does not fit the template's walk (a value that does not coerce, a
+    /// null parent key). The key is written in the buffer `keeps` holds
+    /// (the codecs', ``Codecs/readCall``), and the filter is theirs when
+    /// they kept one for the same values.
+    private func parentRange(
+        _ slots: BoundSlots, isExact: Bool, _ served: PreparedRead.ServedIndex, keeps: ReadCallKeeps
+    ) -> (parent: [UInt8], filter: RangeFilter?)? {
+        let count = slots.accessValueCount
+        guard count >= 1, count - 1 == served.boundRest, let first = slots.accessValue(0), first != .null else {
+            return nil
+        }
+        if case .integer(let key) = first {
+            // Written over the buffer's 8 bytes, not emptied and appended.
+            KeyCodec.set(integers: key, in: &keeps.parentKeyBuffer)
+        } else {
+            keeps.parentKeyBuffer.removeAll(keepingCapacity: true)
+            KeyCodec.append(untagged: first, to: &keeps.parentKeyBuffer)
+        }
+        let parent = keeps.parentKeyBuffer
+        if isExact {
+            // The values after the foreign key, compared with the index's
+            // next fields.
+            guard count > 1 else { return (parent, nil) }
+            let filter = keeps.rangeFilter(
+                fields: served.rest, count: count - 1, value: { slots.accessValue($0 + 1) },
+                types: table.schema.types, fromEnd: table.fieldsFromEnd)
+            return filter.map { (parent, $0) }
+        }
+        guard let filterFields = served.filterFields, let others = slots.otherEqualityCount,
+            served.boundRest + others == filterFields.count
+        else { return nil }
+        // The index's bound values after the foreign key, then the other
+        // equalities' values, in the order of `filterFields`.
+        let bound = served.boundRest
+        let filter = keeps.rangeFilter(
+            fields: filterFields, count: filterFields.count,
+            value: { $0 < bound ? slots.accessValue($0 + 1) : slots.otherEqualityValue($0 - bound) },
+            types: table.schema.types, fromEnd: table.fieldsFromEnd)
+        return filter.map { (parent, $0) }
     }
 
     /// The parent's key and the filter of a bound call whose access path is

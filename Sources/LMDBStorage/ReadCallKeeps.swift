@@ -66,6 +66,34 @@ final class ReadCallKeeps {
         return made
     }
 
+    /// The filter comparing field `fields[i]` with `value(i)` for `i` in
+    /// `0..<count`, as ``rangeFilter(fields:values:from:others:types:fromEnd:)``
+    /// makes it, for a call that reads its values one by one
+    /// (``LMDBRecordStorage/read(_:)-(PreparedQueryCall<Record>)``): the kept
+    /// one when it was made for the same fields and values, compared
+    /// without an array made for them. `nil` when a value is `nil`.
+    func rangeFilter(
+        fields: [Int], count: Int, value: (Int) -> StoredValue?, types: [FieldType], fromEnd: [Int]
+    ) -> RangeFilter? {
+        if let kept = keptFilter, kept.fields == fields, kept.values.count == count {
+            var same = true
+            for index in 0..<count where same {
+                guard let one = value(index) else { return nil }
+                same = kept.values[index] == one
+            }
+            if same { return kept.filter }
+        }
+        var filterValues: [StoredValue] = []
+        filterValues.reserveCapacity(count)
+        for index in 0..<count {
+            guard let one = value(index) else { return nil }
+            filterValues.append(one)
+        }
+        let made = RangeFilter(fields: fields, values: filterValues, types: types, fromEnd: fromEnd)
+        keptFilter = KeptFilter(fields: fields, values: filterValues, filter: made)
+        return made
+    }
+
     /// The sort keys of the last read call that asked for them, emptied and
     /// lent to the next that asks for keys of the same fields
     /// (``sortKeys(positions:columns:)``) unless they grew large: made for

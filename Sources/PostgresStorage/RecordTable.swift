@@ -16,6 +16,9 @@ final class RecordTable<R: Record>: Sendable {
     /// writes a batch of them, when the table has relations whose children
     /// hold none, each child's foreign key of the key's type; `nil` otherwise.
     let tree: TreeSQL?
+    /// Whether a call of one statement tries a plain `INSERT` before the
+    /// upsert, from what the table's recent calls found.
+    let insertFirst = InsertFirst()
 
     init(_ entity: Entity<R>, database: PostgresStore, schemas: [String: EntitySchema]) {
         self.entity = entity
@@ -46,6 +49,12 @@ final class RecordTable<R: Record>: Sendable {
         return rows
     }
 
+    /// Adds the keys of `records` (their own rows only) to `set`.
+    func insertKeys(of records: [R], into set: inout Set<StoredValue>) {
+        set.reserveCapacity(set.count + records.count)
+        for record in records { set.insert(keyIdentity(record)) }
+    }
+
     /// The identity of the record's key, as the table's primary key index sees it.
     func keyIdentity(_ record: R) -> StoredValue {
         PostgresValue.keyIdentity(record.primaryKey.storedValue, sql.types[0])
@@ -55,7 +64,8 @@ final class RecordTable<R: Record>: Sendable {
     /// at every level) and of the children they hold, one statement a
     /// table: for a child table, the children of `parents` (their keys, as
     /// an array) that `records` no longer hold are deleted in the same
-    /// statement. `alone`: the statement is the call's only one.
+    /// statement. `alone`: the statement is the call's only one (the table
+    /// has no relations), tried as a plain `INSERT` first (``InsertFirst``).
     func send(_ records: [R], parents: PostgresData?, alone: Bool = false, _ connection: ServerConnection) throws {
         var binds = try arrays(records)
         let keys = binds[0]
@@ -64,9 +74,10 @@ final class RecordTable<R: Record>: Sendable {
             try connection.send(replace, binds)
         } else if alone {
             if let notice = connection.takeNotice() {
-                try connection.sendAlone(sql.upsertRowsNotifying, binds + notice)
+                try insertFirst.sendAlone(
+                    insert: sql.insertRowsNotifying, upsert: sql.upsertRowsNotifying, binds + notice, connection)
             } else {
-                try connection.sendAlone(sql.upsertRows, binds)
+                try insertFirst.sendAlone(insert: sql.insertRows, upsert: sql.upsertRows, binds, connection)
             }
         } else {
             try connection.send(sql.upsertRows, binds)
@@ -87,14 +98,15 @@ final class RecordTable<R: Record>: Sendable {
     /// Sends the write of `records` (their keys distinct from one another,
     /// at every level) with the children they hold as ``tree``'s one
     /// statement, the call's only one, which also carries the call's
-    /// notice when it has one (``ServerConnection/takeNotice()``).
+    /// notice when it has one (``ServerConnection/takeNotice()``); tried as
+    /// ``TreeSQL/insert`` first (``InsertFirst``).
     func sendTree(_ records: [R], _ tree: TreeSQL, _ connection: ServerConnection) throws {
         var binds = try arrays(records)
         for link in links { binds += try link.childArrays(of: records) }
         if let notice = connection.takeNotice() {
-            try connection.sendAlone(tree.writeNotifying, binds + notice)
+            try insertFirst.sendAlone(insert: tree.insertNotifying, upsert: tree.writeNotifying, binds + notice, connection)
         } else {
-            try connection.sendAlone(tree.write, binds)
+            try insertFirst.sendAlone(insert: tree.insert, upsert: tree.write, binds, connection)
         }
     }
 
@@ -248,9 +260,16 @@ struct RelationLink<Relation: ToManyRelation>: ChildLink {
     let table: RecordTable<Relation.Child>
 
     func collectKeys(of parent: Parent, into keys: inout [ObjectIdentifier: Set<StoredValue>]) -> Int {
-        var rows = 0
-        for child in parent[keyPath: relation.children] { rows += table.collectKeys(child, into: &keys) }
-        return rows
+        let children = parent[keyPath: relation.children]
+        guard !children.isEmpty else { return 0 }
+        guard !table.hasLinks else {
+            var rows = 0
+            for child in children { rows += table.collectKeys(child, into: &keys) }
+            return rows
+        }
+        // Children that hold none: their keys go into their table's set, found once.
+        table.insertKeys(of: children, into: &keys[ObjectIdentifier(table), default: []])
+        return children.count
     }
 
     func send(childrenOf parents: [Parent], keys: PostgresData, _ connection: ServerConnection) throws {

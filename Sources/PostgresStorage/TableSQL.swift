@@ -60,6 +60,12 @@ struct TableSQL: Sendable {
     /// bound after the arrays) as its final `SELECT`: the call's one
     /// statement, heard when it commits.
     let upsertRowsNotifying: String
+    /// The plain `INSERT` of a batch of rows, bound as ``upsertRows``: the
+    /// call's one statement when it tries inserting first
+    /// (``InsertFirst``), which fails (SQLSTATE 23505) on a key the table holds.
+    let insertRows: String
+    /// ``insertRows`` with the call's `pg_notify`, as ``upsertRowsNotifying``.
+    let insertRowsNotifying: String
     let selectByKey: String
     let selectByKeys: String
     let deleteByKeys: String
@@ -81,6 +87,10 @@ struct TableSQL: Sendable {
         self.upsertRows = upsertRows
         upsertRowsNotifying =
             "WITH _dao_rows AS (\(upsertRows)) SELECT pg_notify($\(columns.count + 1), $\(columns.count + 2))"
+        let insertRows = Self.insert(qualified, columns: columns, types: types, firstParameter: 1)
+        self.insertRows = insertRows
+        insertRowsNotifying =
+            "WITH _dao_rows AS (\(insertRows)) SELECT pg_notify($\(columns.count + 1), $\(columns.count + 2))"
         selectByKey = "SELECT \(selectList) FROM \(qualified) WHERE \(key) = $1"
         selectByKeys = "SELECT \(selectList) FROM \(qualified) WHERE \(key) = ANY($1)"
         deleteByKeys = Self.deletion(qualified, where: "\(key) = ANY($1)", notice: nil)
@@ -109,10 +119,22 @@ struct TableSQL: Sendable {
         let others = columns.dropFirst()
         let updates =
             others.isEmpty ? "\(key) = EXCLUDED.\(key)" : others.map { "\($0) = EXCLUDED.\($0)" }.joined(separator: ", ")
+        return insert(qualified, columns: columns, types: types, firstParameter: firstParameter)
+            + " ON CONFLICT (\(key)) DO UPDATE SET \(updates)"
+    }
+
+    /// The plain `INSERT` of a batch of rows of `columns`, one array a
+    /// column bound as `$firstParameter` onwards, `unnest`ed.
+    private static func insert(_ qualified: String, columns: [String], types: [FieldType], firstParameter: Int) -> String {
         let arrays = types.enumerated().map { "$\($0 + firstParameter)::\(PostgresValue.sqlArrayType($1))" }
             .joined(separator: ", ")
-        return
-            "INSERT INTO \(qualified) (\(columns.joined(separator: ", "))) SELECT * FROM unnest(\(arrays)) ON CONFLICT (\(key)) DO UPDATE SET \(updates)"
+        return "INSERT INTO \(qualified) (\(columns.joined(separator: ", "))) SELECT * FROM unnest(\(arrays))"
+    }
+
+    /// The plain `INSERT` of a batch of rows as ``insertRows``, its arrays
+    /// bound as `$firstParameter` onwards.
+    func insertRows(firstParameter: Int) -> String {
+        Self.insert(qualified, columns: columns, types: types, firstParameter: firstParameter)
     }
 
     /// The upsert of a batch of rows as ``upsertRows``, its arrays bound as

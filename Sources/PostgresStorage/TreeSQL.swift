@@ -20,6 +20,13 @@ import DAOCore
 /// is touched twice, as the batch holds each key once at every level. The
 /// call's `pg_notify` is its final `SELECT`, so it is heard when the
 /// statement commits.
+///
+/// The write's ``insert`` form, tried first when the call's records are
+/// likely new (``InsertFirst``), inserts the parents and the children
+/// plainly, with nothing deleted: a parent it inserts was not stored, and
+/// the foreign keys hold no child of a parent that is not, so it had no
+/// children to lose. A key the tables hold fails it whole (SQLSTATE 23505),
+/// and the call sends ``write`` instead.
 struct TreeSQL: Sendable {
     /// The parents keyed `$1`, with their children.
     let selectByKey: String
@@ -33,6 +40,10 @@ struct TreeSQL: Sendable {
     let write: String
     /// ``write``, with the call's `pg_notify` bound after the arrays.
     let writeNotifying: String
+    /// The plain `INSERT`s of the parents and of their children, bound as ``write``.
+    let insert: String
+    /// ``insert``, with the call's `pg_notify` bound after the arrays.
+    let insertNotifying: String
 
     init(_ parent: TableSQL, children: [TableSQL]) {
         let tables = [parent] + children
@@ -62,16 +73,22 @@ struct TreeSQL: Sendable {
         selectByKeys = select("= ANY($1)")
 
         var parts = ["_dao_rows_0 AS (\(parent.upsertRows(firstParameter: 1)))"]
+        var inserts = ["_dao_rows_0 AS (\(parent.insertRows(firstParameter: 1)))"]
         var parameter = parent.columns.count + 1
         for (index, child) in children.enumerated() {
             if let delete = child.deleteChildren(parents: 1, keys: parameter) {
                 parts.append("_dao_gone_\(index + 1) AS (\(delete))")
             }
             parts.append("_dao_rows_\(index + 1) AS (\(child.upsertRows(firstParameter: parameter)))")
+            inserts.append("_dao_rows_\(index + 1) AS (\(child.insertRows(firstParameter: parameter)))")
             parameter += child.columns.count
         }
+        let notify = " SELECT pg_notify($\(parameter), $\(parameter + 1))"
         let with = "WITH " + parts.joined(separator: ", ")
         write = with + " SELECT 1"
-        writeNotifying = with + " SELECT pg_notify($\(parameter), $\(parameter + 1))"
+        writeNotifying = with + notify
+        let insertWith = "WITH " + inserts.joined(separator: ", ")
+        insert = insertWith + " SELECT 1"
+        insertNotifying = insertWith + notify
     }
 }

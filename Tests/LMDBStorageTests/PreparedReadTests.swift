@@ -40,7 +40,8 @@ private struct Bottle: Record, Hashable {
 }
 
 /// The LMDB storage answers a prepared call (`read(_: PreparedQueryCall)`)
-/// from a plan bound from the prepared query's template, with what the
+/// from a plan bound from the prepared query's template, or for a parent's
+/// range from the call's values read by slot (`BoundSlots`), with what the
 /// table derived from that template kept for later calls
 /// (`EntityTable.preparedRead(for:)`). Each answer is compared with the
 /// call's query read the general way and with the records filtered and
@@ -111,6 +112,24 @@ struct PreparedReadTests {
                 let expected = try Self.expected(all, constant, sort: call.sortedBy, limit: call.limit)
                 #expect(got == expected, "\(what): \(got.map(\.id)) != \(expected.map(\.id))")
                 #expect(general == expected, "\(what), as a query: \(general.map(\.id))")
+                // A parent's range is read from the call's values by slot:
+                // they are the values of the plan bound from the template.
+                if let slots = call.boundSlots(), let bound = call.boundPlan() {
+                    let access: [StoredValue]
+                    switch bound.access {
+                    case .all: access = []
+                    case .primaryKey(let value), .parent(let value): access = [value]
+                    case .index(_, let values): access = values
+                    }
+                    #expect(slots.accessValueCount == access.count, "\(what): access values")
+                    let read = access.indices.map { slots.accessValue($0) }
+                    #expect(read == access.map { Optional($0) }, "\(what): access values")
+                    #expect(slots.otherEqualityCount == bound.otherEqualities?.count, "\(what): other equalities")
+                    if let others = bound.otherEqualities {
+                        let values = others.indices.map { slots.otherEqualityValue($0) }
+                        #expect(values == others.map { Optional($0.value) }, "\(what): other equalities")
+                    }
+                }
                 checks += 1
             }
             func round(_ random: inout SplitMix64) throws {

@@ -5,7 +5,7 @@ import Logging
 import NIOCore
 import NIOPosix
 import PostgresNIO
-import PostgresStorage
+@testable import PostgresStorage
 import Synchronization
 import TestSupport
 import Testing
@@ -267,7 +267,11 @@ struct PostgresStorageTests {
             let retriesBefore = database.retryCount
             // Another client updates the row in a serializable transaction
             // and commits while the store's upsert waits for the row: the
-            // upsert fails with 40001, and the store runs it again.
+            // upsert fails with 40001, and the store runs it again. (The
+            // write goes straight to the upsert, as after a collision of a
+            // plain INSERT: InsertFirstTests and OneStatementTreeTests test
+            // that way.)
+            gauges.table.insertFirst.collided()
             try Server.rawSession { other in
                 _ = try other.query(PostgresQuery(unsafeSQL: "BEGIN ISOLATION LEVEL SERIALIZABLE"), logger: Server.logger).wait()
                 _ = try other.query(
