@@ -323,29 +323,14 @@ public struct LMDBRecordStorage<Record: DAOCore.Record>: Storage {
             guard let sort = scan.sort else {
                 try txn.scan(table.main, prefix: scan.prefix) { _, value in
                     if filtering {
-                        try decoder.load(value)
-                        guard try scan.passes(decoder) else { return true }
+                        guard try scan.passes(value, decoder) else { return true }
                     }
                     remaining -= 1
                     return try lend(value) && remaining > 0
                 }
                 return
             }
-            // Gathered, sorted by the field's ordered key (then the primary
-            // key, ascending), lent from the map: its pages stay put for
-            // the transaction.
-            var found: [(key: UInt64, id: UInt64, value: UnsafeRawBufferPointer)] = []
-            try txn.scan(table.main, prefix: scan.prefix) { _, value in
-                try decoder.load(value)
-                guard try scan.passes(decoder) else { return true }
-                found.append((try sort.key(decoder), try ViewScan.orderedKey(decoder, 0), value))
-                return true
-            }
-            let descending = sort.descending
-            found.sort { a, b in
-                a.key != b.key ? (descending ? a.key > b.key : a.key < b.key) : a.id < b.id
-            }
-            for entry in found.prefix(remaining) {
+            for entry in try scan.gather(txn, table.main, decoder, sort: sort).prefix(remaining) {
                 guard try lend(entry.value) else { return }
             }
         }
@@ -828,12 +813,49 @@ struct ViewScan {
     var filterValues: [StoredValue] = []
     var sort: Sort?
 
-    /// Whether the value the decoder loaded holds the filter's values.
-    func passes(_ decoder: ValueDecoder) throws -> Bool {
+    /// The number of leading fields the filter and the sort read.
+    var fieldsRead: Int {
+        max(filterFields.max() ?? 0, sort?.position ?? 0) + 1
+    }
+
+    /// Whether `value` holds the filter's values. Its fields up to those
+    /// are laid out without its checksum, as a range filter reads them: a
+    /// value lent is loaded whole, its checksum checked, when it is lent.
+    func passes(_ value: UnsafeRawBufferPointer, _ decoder: ValueDecoder) throws -> Bool {
+        try decoder.begin(value, checkingSum: false)
+        try decoder.layOutPrefix(fields: fieldsRead)
         for index in filterFields.indices where try decoder.value(at: filterFields[index]) != filterValues[index] {
             return false
         }
         return true
+    }
+
+    /// A value gathered for a sorted scan: its sort key, its primary key's
+    /// ordered form, and where it lies in the map.
+    struct Gathered {
+        let key: UInt64
+        let id: UInt64
+        let value: UnsafeRawBufferPointer
+    }
+
+    /// The values of the range that hold the filter's values, sorted by
+    /// `sort`'s field, then by primary key ascending. Here rather than in
+    /// the storage's code, which is generic over the record type: there the
+    /// array's and the closures' generic metadata were looked up each call.
+    func gather(_ txn: borrowing Transaction, _ dbi: MDB_dbi, _ decoder: ValueDecoder, sort: Sort) throws
+        -> [Gathered]
+    {
+        var found: [Gathered] = []
+        try txn.scan(dbi, prefix: prefix) { _, value in
+            guard try passes(value, decoder) else { return true }
+            found.append(Gathered(key: try sort.key(decoder), id: try Self.orderedKey(decoder, 0), value: value))
+            return true
+        }
+        let descending = sort.descending
+        found.sort { a, b in
+            a.key != b.key ? (descending ? a.key > b.key : a.key < b.key) : a.id < b.id
+        }
+        return found
     }
 
     /// The ordered key of an integer, boolean, real or date field.
