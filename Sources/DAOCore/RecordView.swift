@@ -6,7 +6,7 @@ import Foundation
 /// are asked for. Nothing is copied and no `String` is made, which is what a
 /// read that consumes records without keeping them costs in C.
 ///
-/// A view is lent by ``Storage/forEachView(_:_:)`` and its forms, and lives
+/// A view is lent by `forEachView(_:_:)` and its forms, and lives
 /// only for the call of the closure: it cannot be copied or kept, and
 /// neither can the spans it hands out. Fields are named by their position in
 /// the entity's ``Entity/fields`` (the primary key is 0), which
@@ -398,7 +398,7 @@ public final class ViewContext {
     }
 
     /// The context of views of records read whole (the default
-    /// ``Storage/forEachView(_:_:)``): ``lend(_:of:to:)`` puts each record's
+    /// `forEachView(_:_:)`): ``lend(_:of:to:)`` puts each record's
     /// fields into cells.
     public convenience init(recordsOf layout: ViewLayout) {
         self.init(

@@ -13,6 +13,14 @@ extension Storage {
         try lendViews(of: read(query), to: body)
     }
 
+    /// Lends the views of the call's query (`forEachView(_:_:)`).
+    /// - Throws: what `forEachView(_:_:)` throws.
+    public func forEachView(_ call: PreparedQueryCall<Record>, _ body: (borrowing RecordView<Record>) throws -> Void)
+        throws
+    {
+        try forEachView(call.query, body)
+    }
+
     /// Reads the record with primary key `key` and lends a view of it to
     /// `body`.
     /// - Returns: whether a view was lent.
@@ -74,7 +82,7 @@ extension Storage {
         _ prepared: PreparedQuery<Record, Parameters>, values: Parameters,
         _ body: (borrowing RecordView<Record>) throws -> Void
     ) throws {
-        try forEachView(prepared.call(values: values).query, body)
+        try forEachView(prepared.call(values: values), body)
     }
 }
 

@@ -127,6 +127,14 @@ public protocol Storage<Record>: Sendable {
     ///   after an error.
     func forEachView(_ query: Query<Record>, _ body: (borrowing RecordView<Record>) throws -> Void) throws
 
+    /// Lends a view of each record that answers one call of a prepared
+    /// query to `body`, as `forEachView(_:_:)` does for the call's
+    /// ``PreparedQueryCall/query``, which the default implementation reads.
+    /// An adapter that answers `read(_:)` for a call from its template
+    /// lends the views the same way, without building the query.
+    /// - Throws: ``StorageError``, or what `body` throws.
+    func forEachView(_ call: PreparedQueryCall<Record>, _ body: (borrowing RecordView<Record>) throws -> Void) throws
+
     /// Lends a view of the record with primary key `key` to `body`, when
     /// one is stored: the fields of the record ``read(primaryKey:)`` returns.
     /// The default implementation reads that record.

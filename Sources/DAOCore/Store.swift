@@ -84,6 +84,11 @@ public struct AnyStorage<Record: DAOCore.Record>: Storage {
     public func forEachView(_ query: Query<Record>, _ body: (borrowing RecordView<Record>) throws -> Void) throws {
         try base.forEachView(query, body)
     }
+    public func forEachView(
+        _ call: PreparedQueryCall<Record>, _ body: (borrowing RecordView<Record>) throws -> Void
+    ) throws {
+        try base.forEachView(call, body)
+    }
     @discardableResult
     public func forEachView(
         primaryKey key: Record.PrimaryKey, _ body: (borrowing RecordView<Record>) throws -> Void

@@ -314,7 +314,37 @@ public struct LMDBRecordStorage<Record: DAOCore.Record>: Storage {
         } catch {
             throw failing(error, .read)
         }
-        var remaining = query.limit ?? Int.max
+        try lend(scan, layout, limit: query.limit, body)
+    }
+
+    /// Lends a view of each record that answers a prepared query's call, as
+    /// `forEachView(_:_:)` lends its query's, from the call's bound plan
+    /// (its access path and other equalities bound from the call's values,
+    /// the sort of its template) without building the query; a call whose
+    /// plan does not read one key range lends the views of its query.
+    /// - Throws: ``StorageError``, or what `body` throws, as it threw it.
+    public func forEachView(_ call: PreparedQueryCall<Record>, _ body: (borrowing RecordView<Record>) throws -> Void)
+        throws
+    {
+        guard call.limit.map({ $0 > 0 }) ?? true, let layout = table.viewLayout, let slots = call.boundSlots() else {
+            return try forEachView(call.query, body)
+        }
+        let template = unsafeDowncast(slots.template, to: PlanTemplate<Record>.self)
+        guard let bound = slots.boundPlan(template) else { return try forEachView(call.query, body) }
+        let (path, isExact) = table.filtered(table.plan(for: bound.access, isExact: bound.accessIsExact)) { _ in
+            bound.otherEqualities
+        }
+        guard let scan = viewScan(path, isExact: isExact, sort: template.sort) else {
+            return try forEachView(call.query, body)
+        }
+        try lend(scan, layout, limit: bound.limit, body)
+    }
+
+    /// Lends a view of each value `scan` reads, at most `limit`.
+    private func lend(
+        _ scan: ViewScan, _ layout: ViewLayout, limit: Int?, _ body: (borrowing RecordView<Record>) throws -> Void
+    ) throws {
+        var remaining = limit ?? Int.max
         guard remaining > 0 else { return }
         // Read out of `scan` here: a closure that read `scan` per value
         // copied it (its arrays retained and released) each time.
@@ -357,11 +387,17 @@ public struct LMDBRecordStorage<Record: DAOCore.Record>: Storage {
         return found
     }
 
-    /// How ``forEachView(_:_:)`` reads `query` from one key range; `nil`
+    /// How `forEachView(_:_:)` reads `query` from one key range; `nil`
     /// when it does not.
     private func viewScan(_ query: Query<Record>) throws -> ViewScan? {
         let plan = QueryPlan(query, parts: [.accessPath])
         let (path, isExact) = table.plan(for: plan)
+        return viewScan(path, isExact: isExact, sort: plan.sort)
+    }
+
+    /// How `forEachView(_:_:)` reads the candidates of `path` in the
+    /// order of `sort`; `nil` when it does not read them from one key range.
+    private func viewScan(_ path: EntityTable<Record>.Plan, isExact: Bool, sort: SortPlan<Record>) -> ViewScan? {
         guard isExact else { return nil }
         let link = table.link
         var scan: ViewScan
@@ -372,7 +408,6 @@ public struct LMDBRecordStorage<Record: DAOCore.Record>: Storage {
             scan = ViewScan(prefix: parent, filterFields: fields, filterValues: values)
         default: return nil
         }
-        let sort = plan.sort
         if sort.descriptors.isEmpty {
             // A child's keys start with its parent's: every child in key
             // order is not in primary-key order.
@@ -441,7 +476,7 @@ public struct LMDBRecordStorage<Record: DAOCore.Record>: Storage {
     /// equalities are the whole of it, as the workload's query's are), the
     /// candidates are read from the prepared query's template, without the
     /// predicate, the query or a `QueryPlan` made for the call: a parent's
-    /// range straight from the call's values (``BoundSlots``), once this
+    /// range straight from the call's values (`BoundSlots`), once this
     /// table has derived the template's walk; any other path through the
     /// plan bound from the template (``BoundPlan``). Any other call reads
     /// its query.
@@ -794,7 +829,7 @@ extension StorageError {
     }
 }
 
-/// How ``LMDBRecordStorage/forEachView(_:_:)`` reads a query: the key
+/// How `forEachView(_:_:)` reads a query: the key
 /// range, the equalities its values are checked for, and the field they
 /// are sorted by when not in key order.
 struct ViewScan {

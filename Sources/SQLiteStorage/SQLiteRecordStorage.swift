@@ -291,13 +291,54 @@ public struct SQLiteRecordStorage<Record: DAOCore.Record>: Storage {
         // Unlimited and sorted by fields other than the key, the kept
         // `SELECT` leaves the key out of its `ORDER BY` (a read re-sorts
         // ties); a view cannot be re-sorted once lent.
-        let sql = sortColumns == nil
-            ? select : SQLText(sql: table.selectSQL(where: plan.condition?.sql, orderBy: order, limit: false))
+        let sql = sortColumns == nil ? select : viewSelect(plan.sqlTemplate, where: plan.condition?.sql, orderBy: order)
         let parameters = plan.condition?.parameters ?? []
         try lendRows(sql, body) { statement in
             try statement.bind(parameters)
             if let limit = query.limit { try statement.bind(Int64(limit), at: Int32(parameters.count) + 1) }
         }
+    }
+
+    /// Lends a view of each record that answers a prepared query's call:
+    /// the rows of the `SELECT` kept with its template, its parameters bound
+    /// from the call's values, as ``read(_:)-(PreparedQueryCall<Record>)``
+    /// runs it (the key last in its `ORDER BY`, as in
+    /// `forEachView(_:_:)`); otherwise the views of the call's query.
+    /// - Throws: ``StorageError``, or what `body` throws, as it threw it.
+    public func forEachView(_ call: PreparedQueryCall<Record>, _ body: (borrowing RecordView<Record>) throws -> Void)
+        throws
+    {
+        guard call.limit.map({ $0 > 0 }) ?? true, let bound = call.boundSlots() else {
+            return try forEachView(call.query, body)
+        }
+        let template = unsafeDowncast(bound.template, to: PlanTemplate<Record>.self)
+        let sort = template.sort
+        let limited = bound.limit != nil
+        let shape = unsafeDowncast(
+            template.memo(of: shapeTextType) { makeShapeText(bound, template, sort: sort, limited: limited) },
+            to: ShapeText<Record>.self)
+        guard let order = shape.orderTerms, let parameters = shape.callParameters else {
+            return try forEachView(call.query, body)
+        }
+        let (select, sortColumns) = shape.select(for: table) {
+            makeSelect(where: shape.callCondition, orderBy: order, sort: sort, limited: limited)
+        }
+        let sql = sortColumns == nil ? select : viewSelect(template, where: shape.callCondition, orderBy: order)
+        let entityName = entityName
+        try lendRows(sql, body) { statement in
+            let count = try CallParameter.bind(parameters, of: bound, to: statement, entity: entityName)
+            if let limit = bound.limit { try statement.bind(Int64(limit), at: count + 1) }
+        }
+    }
+
+    /// The unlimited `SELECT` of a view read, its key last in the `ORDER
+    /// BY`, kept with the plan's template for this table when it has one.
+    private func viewSelect(_ template: PlanTemplate<Record>?, where condition: String?, orderBy order: [String])
+        -> SQLText
+    {
+        func build() -> String { table.selectSQL(where: condition, orderBy: order, limit: false) }
+        guard let template else { return SQLText(sql: build()) }
+        return template.memo(TableText<Record, ViewSelect>.self) { TableText() }.sql(for: table, build)
     }
 
     /// Lends a view of the row with primary key `key` to `body`, if there
@@ -739,6 +780,8 @@ private enum CountStatement {}
 private enum DeleteStatement {}
 /// ``TableText`` of the `DELETE`s of an exact erasure's descendants.
 private enum DescendantDeletes {}
+/// The `SELECT` of a view read (`forEachView`).
+private enum ViewSelect {}
 
 /// The text of one kind of statement (`Kind`) for a plan's shape, for each
 /// table it ran on, kept with the core's ``PlanTemplate``. The table is held,

@@ -188,6 +188,23 @@ struct ViewReadTests {
                 #expect(same(try viewed(messages, query), storedValues(of: try messages.read(query))), "\(query)")
             }
             #expect(same(try viewed(dialogs, Query()), storedValues(of: try dialogs.read(Query()))))
+            // The workload's query prepared, unlimited and limited: the
+            // call's views as its read's records.
+            let unread = try PreparedQuery(
+                where: #Predicate<MessageRecord, Int64> { message, dialog in
+                    message.dialogId == dialog && !message.isRead
+                },
+                sortedBy: [SortDescriptor(\.date, order: .reverse)])
+            let firstTwo = try PreparedQuery(
+                where: #Predicate<MessageRecord, Int64> { message, dialog in message.dialogId == dialog },
+                sortedBy: [SortDescriptor(\.type)], limit: 2)
+            for prepared in [unread, firstTwo] {
+                for id in ids + [99] {
+                    var lent: [[StoredValue]] = []
+                    try messages.forEachView(prepared, values: id) { view in lent.append(try storedValues(view)) }
+                    #expect(same(lent, storedValues(of: try messages.read(prepared, id))), "dialog \(id)")
+                }
+            }
             for id in ids + [99] {
                 var lent: [[StoredValue]] = []
                 try messages.forEachView(primaryKey: id) { view in lent.append(try storedValues(view)) }
