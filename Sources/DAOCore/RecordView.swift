@@ -289,22 +289,28 @@ public struct RecordView<Record: DAOCore.Record>: ~Copyable {
     }
 }
 
-/// What the views of one entity's records know of its fields: names, types
-/// and optionality, in ``Entity/fields`` order. Made once per entity (an
-/// adapter keeps it with its table) and shared by every read's
-/// ``ViewContext``.
-public final class ViewLayout: Sendable {
+/// What the views of one entity's records know of its fields: names and
+/// types, in ``Entity/fields`` order. Made once per entity (an adapter keeps
+/// it with its table) and shared by every read's ``ViewContext``, which
+/// reads the types through a pointer (no array retained per field).
+public final class ViewLayout: @unchecked Sendable {
+    // @unchecked: `types` is written once, in `init`, and only read after.
     @usableFromInline let entity: String
     @usableFromInline let names: [String]
-    @usableFromInline let types: [FieldType]
-    @usableFromInline let optional: [Bool]
+    @usableFromInline let types: UnsafeMutablePointer<FieldType>
+    @usableFromInline let fieldCount: Int
 
     /// The layout of `entity`'s records.
     public init<R: Record>(_ entity: Entity<R>) {
         self.entity = entity.name
         names = entity.fields.map(\.name)
-        types = entity.fields.map(\.type)
-        optional = entity.fields.map(\.isOptional)
+        fieldCount = entity.fields.count
+        types = .allocate(capacity: max(fieldCount, 1))
+        for (index, field) in entity.fields.enumerated() { (types + index).initialize(to: field.type) }
+    }
+
+    deinit {
+        types.deallocate()
     }
 }
 
@@ -356,9 +362,8 @@ public final class ViewContext {
     ) {
         self.kind = kind
         self.layout = layout
-        fieldCount = layout.types.count
-        types = .allocate(capacity: max(fieldCount, 1))
-        for (index, type) in layout.types.enumerated() { (types + index).initialize(to: type) }
+        fieldCount = layout.fieldCount
+        types = layout.types
         self.functions = functions
         self.columnAccess = columnAccess
         self.packedAccess = packedAccess
@@ -366,7 +371,7 @@ public final class ViewContext {
             self.offsets = offsets
             ownsOffsets = false
         } else {
-            self.offsets = .allocate(capacity: max(layout.types.count, 1))
+            self.offsets = .allocate(capacity: max(layout.fieldCount, 1))
             ownsOffsets = true
         }
         self.textIsValidated = textIsValidated
@@ -409,7 +414,6 @@ public final class ViewContext {
     deinit {
         releaseRepairs()
         scratch?.deallocate()
-        types.deallocate()
         if ownsOffsets { offsets.deallocate() }
     }
 

@@ -35,46 +35,33 @@ private final class Collected<T: Sendable>: @unchecked Sendable {
 struct BorrowingReadTests {
     @Test("generated data and queries: forEach lends what read returns, in its order", arguments: allBackends)
     func generatedQueries(backend: TestBackend) throws {
-        var checks = 0
-        for round in 0..<3 {
-            let seed = 20_261_129 &+ UInt64(round)
-            var random = SplitMix64(seed: seed)
-            var generator = Generator(texts: Generator.texts(distinctUpToEquivalence: backend.name == "plist"))
-            let library = generator.library(&random)
-            try withStore(backend) { store, _ in
-                let authors = try store.anyStorage(for: AuthorRecord.self)
-                let books = try store.anyStorage(for: BookRecord.self)
-                let chapters = try store.anyStorage(for: ChapterRecord.self)
-                try authors.persist(library)
-                func check(_ condition: Bool, _ what: @autoclosure () -> String) {
-                    checks += 1
-                    #expect(condition, "seed \(seed) on \(backend.name): \(what())")
-                }
-                check(identical(try lent(authors, Query()), try authors.read(Query())), "every author")
-                for _ in 0..<60 {
-                    let book = generator.bookQuery(&random)
-                    let got = try lent(books, book.query)
-                    let expected = try books.read(book.query)
-                    check(identical(got, expected), "books \(book.name): \(difference(got, expected))")
-                    let chapter = generator.chapterQuery(&random)
-                    check(
-                        identical(try lent(chapters, chapter.query), try chapters.read(chapter.query)),
-                        "chapters \(chapter.name)")
-                    let author = generator.authorQuery(&random)
-                    check(
-                        identical(try lent(authors, author.query), try authors.read(author.query)),
-                        "authors \(author.name)")
-                }
-                // A prepared query, with each author's key and one that is
-                // not stored.
-                let byAuthor = try PreparedQuery(
-                    where: #Predicate<BookRecord, String> { book, author in book.authorId == author },
-                    sortedBy: [SortDescriptor(\.year, order: .reverse)])
-                for id in generator.authorIds + ["nobody"] {
-                    var got: [BookRecord] = []
-                    try books.forEach(byAuthor, id) { book in got.append(copy book) }
-                    check(identical(got, try books.read(byAuthor, id)), "prepared books of \(id)")
-                }
+        let checks = try withGeneratedLibraries(backend, rounds: 3, seed: 20_261_129) { library in
+            let (authors, books, chapters) = (library.authors, library.books, library.chapters)
+            func check(_ condition: Bool, _ what: @autoclosure () -> String) { library.check(condition, what()) }
+            check(identical(try lent(authors, Query()), try authors.read(Query())), "every author")
+            for _ in 0..<60 {
+                let book = library.generator.bookQuery(&library.random)
+                let got = try lent(books, book.query)
+                let expected = try books.read(book.query)
+                check(identical(got, expected), "books \(book.name): \(difference(got, expected))")
+                let chapter = library.generator.chapterQuery(&library.random)
+                check(
+                    identical(try lent(chapters, chapter.query), try chapters.read(chapter.query)),
+                    "chapters \(chapter.name)")
+                let author = library.generator.authorQuery(&library.random)
+                check(
+                    identical(try lent(authors, author.query), try authors.read(author.query)),
+                    "authors \(author.name)")
+            }
+            // A prepared query, with each author's key and one that is
+            // not stored.
+            let byAuthor = try PreparedQuery(
+                where: #Predicate<BookRecord, String> { book, author in book.authorId == author },
+                sortedBy: [SortDescriptor(\.year, order: .reverse)])
+            for id in library.generator.authorIds + ["nobody"] {
+                var got: [BookRecord] = []
+                try books.forEach(byAuthor, id) { book in got.append(copy book) }
+                check(identical(got, try books.read(byAuthor, id)), "prepared books of \(id)")
             }
         }
         #expect(checks > 3 * 180)

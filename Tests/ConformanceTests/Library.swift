@@ -1,4 +1,7 @@
 import DAOCore
+import Testing
+import TestSupport
+import DialogGraph
 import Foundation
 
 // A second domain, of another shape than the dialog graph: authors own books own
@@ -122,4 +125,54 @@ enum AwkwardReal {
         Double.leastNormalMagnitude, Double.greatestFiniteMagnitude, -Double.greatestFiniteMagnitude,
         .infinity, -.infinity, 9_007_199_254_740_992, 1e15 + 0.5, 0x1.fffffffffffffp-1,
     ]
+}
+
+/// A store of a generated library for a generated-query test: its three
+/// storages, the generator and random source that made it (for the
+/// queries), and `check`, which records a named expectation with the
+/// round's seed and counts it.
+final class GeneratedLibrary {
+    let authors: AnyStorage<AuthorRecord>
+    let books: AnyStorage<BookRecord>
+    let chapters: AnyStorage<ChapterRecord>
+    var generator: Generator
+    var random: SplitMix64
+    private let label: String
+    private(set) var checks = 0
+
+    init(_ store: any Store, generator: Generator, random: SplitMix64, label: String) throws {
+        authors = try store.anyStorage(for: AuthorRecord.self)
+        books = try store.anyStorage(for: BookRecord.self)
+        chapters = try store.anyStorage(for: ChapterRecord.self)
+        self.generator = generator
+        self.random = random
+        self.label = label
+    }
+
+    func check(_ condition: Bool, _ what: @autoclosure () -> String, sourceLocation: SourceLocation = #_sourceLocation) {
+        checks += 1
+        #expect(condition, "\(label): \(what())", sourceLocation: sourceLocation)
+    }
+}
+
+/// Runs `body` `rounds` times, each on a fresh store of `backend` holding a
+/// library generated from seed `seed + round`; returns how many checks ran.
+func withGeneratedLibraries(
+    _ backend: TestBackend, rounds: Int, seed: UInt64, _ body: (GeneratedLibrary) throws -> Void
+) throws -> Int {
+    var checks = 0
+    for round in 0..<rounds {
+        let roundSeed = seed &+ UInt64(round)
+        var random = SplitMix64(seed: roundSeed)
+        var generator = Generator(texts: Generator.texts(distinctUpToEquivalence: backend.name == "plist"))
+        let library = generator.library(&random)
+        try withStore(backend) { store, _ in
+            let generated = try GeneratedLibrary(
+                store, generator: generator, random: random, label: "seed \(roundSeed) on \(backend.name)")
+            try generated.authors.persist(library)
+            try body(generated)
+            checks += generated.checks
+        }
+    }
+    return checks
 }

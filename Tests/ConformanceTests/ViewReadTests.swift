@@ -101,57 +101,44 @@ private func same(_ a: [[StoredValue]], _ b: [[StoredValue]]) -> Bool {
 struct ViewReadTests {
     @Test("generated data and queries: views answer what read returns, in its order", arguments: allBackends)
     func generatedQueries(backend: TestBackend) throws {
-        var checks = 0
-        for round in 0..<2 {
-            let seed = 20_261_130 &+ UInt64(round)
-            var random = SplitMix64(seed: seed)
-            var generator = Generator(texts: Generator.texts(distinctUpToEquivalence: backend.name == "plist"))
-            let library = generator.library(&random)
-            try withStore(backend) { store, _ in
-                let authors = try store.anyStorage(for: AuthorRecord.self)
-                let books = try store.anyStorage(for: BookRecord.self)
-                let chapters = try store.anyStorage(for: ChapterRecord.self)
-                try authors.persist(library)
-                func check(_ condition: Bool, _ what: @autoclosure () -> String) {
-                    checks += 1
-                    #expect(condition, "seed \(seed) on \(backend.name): \(what())")
-                }
-                check(same(try viewed(authors, Query()), storedValues(of: try authors.read(Query()))), "every author")
-                check(same(try viewed(books, Query()), storedValues(of: try books.read(Query()))), "every book")
-                check(same(try viewed(chapters, Query()), storedValues(of: try chapters.read(Query()))), "chapters")
-                // A child entity in its parents' order: each parent's
-                // children in key order, the order of the keys in LMDB.
-                let byParent = Query<ChapterRecord>(sortedBy: [SortDescriptor(\.bookId)])
-                check(same(try viewed(chapters, byParent), storedValues(of: try chapters.read(byParent))), "by book")
-                for _ in 0..<40 {
-                    let book = generator.bookQuery(&random)
-                    check(
-                        same(try viewed(books, book.query), storedValues(of: try books.read(book.query))),
-                        "books \(book.name)")
-                    let chapter = generator.chapterQuery(&random)
-                    check(
-                        same(try viewed(chapters, chapter.query), storedValues(of: try chapters.read(chapter.query))),
-                        "chapters \(chapter.name)")
-                    let author = generator.authorQuery(&random)
-                    check(
-                        same(try viewed(authors, author.query), storedValues(of: try authors.read(author.query))),
-                        "authors \(author.name)")
-                }
-                // By key, and through a prepared query, with each author's
-                // key and one that is not stored.
-                let byAuthor = try PreparedQuery(
-                    where: #Predicate<BookRecord, String> { book, author in book.authorId == author },
-                    sortedBy: [SortDescriptor(\.year, order: .reverse)])
-                for id in generator.authorIds + ["nobody"] {
-                    var lent: [[StoredValue]] = []
-                    let found = try authors.forEachView(primaryKey: id) { view in lent.append(try storedValues(view)) }
-                    let record = try authors.read(primaryKey: id)
-                    check(found == (record != nil), "author \(id) found")
-                    check(same(lent, storedValues(of: record.map { [$0] } ?? [])), "author \(id)")
-                    var prepared: [[StoredValue]] = []
-                    try books.forEachView(byAuthor, values: id) { view in prepared.append(try storedValues(view)) }
-                    check(same(prepared, storedValues(of: try books.read(byAuthor, id))), "prepared books of \(id)")
-                }
+        let checks = try withGeneratedLibraries(backend, rounds: 2, seed: 20_261_130) { library in
+            let (authors, books, chapters) = (library.authors, library.books, library.chapters)
+            func check(_ condition: Bool, _ what: @autoclosure () -> String) { library.check(condition, what()) }
+            check(same(try viewed(authors, Query()), storedValues(of: try authors.read(Query()))), "every author")
+            check(same(try viewed(books, Query()), storedValues(of: try books.read(Query()))), "every book")
+            check(same(try viewed(chapters, Query()), storedValues(of: try chapters.read(Query()))), "chapters")
+            // A child entity in its parents' order: each parent's
+            // children in key order, the order of the keys in LMDB.
+            let byParent = Query<ChapterRecord>(sortedBy: [SortDescriptor(\.bookId)])
+            check(same(try viewed(chapters, byParent), storedValues(of: try chapters.read(byParent))), "by book")
+            for _ in 0..<40 {
+                let book = library.generator.bookQuery(&library.random)
+                check(
+                    same(try viewed(books, book.query), storedValues(of: try books.read(book.query))),
+                    "books \(book.name)")
+                let chapter = library.generator.chapterQuery(&library.random)
+                check(
+                    same(try viewed(chapters, chapter.query), storedValues(of: try chapters.read(chapter.query))),
+                    "chapters \(chapter.name)")
+                let author = library.generator.authorQuery(&library.random)
+                check(
+                    same(try viewed(authors, author.query), storedValues(of: try authors.read(author.query))),
+                    "authors \(author.name)")
+            }
+            // By key, and through a prepared query, with each author's
+            // key and one that is not stored.
+            let byAuthor = try PreparedQuery(
+                where: #Predicate<BookRecord, String> { book, author in book.authorId == author },
+                sortedBy: [SortDescriptor(\.year, order: .reverse)])
+            for id in library.generator.authorIds + ["nobody"] {
+                var lent: [[StoredValue]] = []
+                let found = try authors.forEachView(primaryKey: id) { view in lent.append(try storedValues(view)) }
+                let record = try authors.read(primaryKey: id)
+                check(found == (record != nil), "author \(id) found")
+                check(same(lent, storedValues(of: record.map { [$0] } ?? [])), "author \(id)")
+                var prepared: [[StoredValue]] = []
+                try books.forEachView(byAuthor, values: id) { view in prepared.append(try storedValues(view)) }
+                check(same(prepared, storedValues(of: try books.read(byAuthor, id))), "prepared books of \(id)")
             }
         }
         #expect(checks > 2 * 120)
