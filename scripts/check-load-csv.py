@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Checks a `storage-bench load` report: every backend ran every mix at every
-client count without an error, with operations and a positive throughput, and
-every backend with a reference in the run has its ratios.
+client count without an error, with operations and a positive throughput and
+the peak memory of its own worker process, and every backend with a reference
+in the run has its ratios.
 
 usage: check-load-csv.py REPORT.csv --backends a,b,c --mixes m1,m2 --clients 1,2
 """
@@ -41,6 +42,12 @@ def main() -> int:
                     problems.append(f"{where}: no row per operation type")
                 if row["reference"] in backends and not row["throughput_ratio_to_raw"]:
                     problems.append(f"{where}: no ratio to {row['reference']}")
+                # Each backend x mix ran in a worker process of its own, which
+                # reports its peak memory (and the ratio to its reference's).
+                if not row.get("peak_rss_mib") or float(row["peak_rss_mib"]) <= 0:
+                    problems.append(f"{where}: no peak memory of its own process")
+                elif row["reference"] in backends and not row.get("peak_rss_ratio_to_raw"):
+                    problems.append(f"{where}: no peak memory ratio to {row['reference']}")
                 # The DAO backends observe the chat mix's hot dialogs: at least
                 # each observer's first results arrive.
                 if mix == "chat" and not backend.endswith("-raw") and backend != "grdb":

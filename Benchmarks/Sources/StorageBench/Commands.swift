@@ -11,7 +11,7 @@ struct StorageBench: ParsableCommand {
         abstract: "Benchmarks the storage backends on the dialog-graph workload (WORKLOAD.md).",
         version: StorageBenchVersion.text,
         subcommands: [
-            Run.self, Compare.self, ReportPage.self, Backends.self, Operations.self, Worker.self, Observe.self,
+            Run.self, Compare.self, ReportPage.self, Backends.self, Operations.self, Worker.self, LoadWorker.self, Observe.self,
             Migrate.self, Load.self, Open.self, AsyncCostCommand.self, PostgresBulk.self,
         ]
     )

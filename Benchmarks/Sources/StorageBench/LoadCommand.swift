@@ -57,6 +57,9 @@ struct Load: ParsableCommand {
     @Option(name: .customLong("postgres-url"), help: PostgresURLOption.help)
     var postgresURL: String?
 
+    @Flag(name: .customLong("in-process"), help: "Run every backend in this process rather than each backend × mix in a worker process of its own (then no peak memory is reported).")
+    var inProcess = false
+
     struct Plan {
         var options: LoadSweepOptions
         var formats: [String]
@@ -106,9 +109,17 @@ struct Load: ParsableCommand {
         let started = Date()
         let quiet = noProgress
         let options = plan.options
+        var workers: LoadWorkers?
+        if !inProcess {
+            guard let executable = SystemInfo.executableURL else {
+                throw ValidationError("cannot find this program's own path to start its worker processes")
+            }
+            workers = LoadWorkers(executable: executable, arguments: ["load-worker"] + (quiet ? ["--no-progress"] : []) + ["--job"])
+        }
+        let chosenWorkers = workers
         let results = try waitForTask {
             await LoadSweep.run(
-                options, progress: { line in if !quiet { TerminalProgress.show(line) } },
+                options, workers: chosenWorkers, progress: { line in if !quiet { TerminalProgress.show(line) } },
                 problems: { line in TerminalProgress.keep(line) })
         }
         if !quiet { TerminalProgress.finish() }
@@ -125,6 +136,41 @@ struct Load: ParsableCommand {
         if results.contains(where: { $0.errorCount > 0 }) {
             FileHandle.standardError.write(Data("storage-bench: a backend failed or counted errors under load; see the error column\n".utf8))
             throw ExitCode(3)
+        }
+    }
+}
+
+/// `storage-bench load-worker`: one backend × mix of a load sweep in a process
+/// of its own, its results printed as JSON (used by load).
+struct LoadWorker: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "load-worker",
+        abstract: "Run one backend × mix of a load sweep and print the results as JSON (used by load).",
+        shouldDisplay: false
+    )
+
+    @Option(help: "The job, as JSON.")
+    var job: String
+
+    @Flag(name: .customLong("no-progress"), help: "Do not show progress on standard error.")
+    var noProgress = false
+
+    func run() throws {
+        let job = self.job
+        let quiet = noProgress
+        do {
+            let json = try waitForTask {
+                try await LoadWorkerJob.run(
+                    jobJSON: job, registry: .withServers,
+                    progress: { line in if !quiet { TerminalProgress.show(line) } },
+                    problems: { line in TerminalProgress.keep(line) })
+            }
+            if !quiet { TerminalProgress.finish() }
+            print(json)
+        } catch let error as ConfigurationError {
+            throw ValidationError(error.message)
+        } catch let error as LoadMixError {
+            throw ValidationError(error.description)
         }
     }
 }

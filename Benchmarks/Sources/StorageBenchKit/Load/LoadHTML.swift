@@ -117,6 +117,17 @@ extension HTMLReport {
         func row(_ backend: String, _ count: Int, _ operation: String = "all") -> LoadReportRow? {
             rows.first { $0.backend == backend && $0.clients == count && $0.operation == operation }
         }
+        // A backend's memory: its worker's peak over the runs, with the
+        // ratio to its raw engine's at the most clients; else the rise.
+        func memoryCell(_ backend: String, top: LoadReportRow?) -> String {
+            let mine = rows.filter { $0.backend == backend }
+            if let peak = mine.compactMap(\.peakResidentMiB).max() {
+                let ratio = top?.peakResidentRatioToRaw.map { " · " + Format.ratio($0) } ?? ""
+                return Format.bytes(Int64(peak * 1_048_576)) + ratio
+            }
+            guard let rise = mine.compactMap(\.peakResidentRiseMiB).max() else { return "–" }
+            return "rise " + Format.bytes(Int64(rise * 1_048_576))
+        }
         let seconds = all.map(\.seconds).max() ?? 0
         var text = "<section class=\"group mix\" id=\"load-\(escape(id))\">\n<h3>Mix \(escape(first.mix))</h3>\n"
         text += "<p class=\"explain\">\(escape(first.mixDescription)). \(first.dialogs) dialogs × "
@@ -128,7 +139,7 @@ extension HTMLReport {
         // The table: ops/s and p99 per backend and client count.
         text += "<table class=\"load\"><thead><tr><th>backend</th>"
         for count in clients { text += "<th>\(count) client\(count == 1 ? "" : "s")<br><span class=\"unit\">ops/s · p99 µs</span></th>" }
-        text += "<th>÷ raw at \(most)<br><span class=\"unit\">ops/s · p99</span></th><th>peak memory rise</th></tr></thead><tbody>\n"
+        text += "<th>÷ raw at \(most)<br><span class=\"unit\">ops/s · p99</span></th><th>peak memory<br><span class=\"unit\">÷ raw at \(most)</span></th></tr></thead><tbody>\n"
         for backend in backends {
             let role = loadRole(backend, roles)
             let tag = role == .choice ? "" : " <span class=\"tag\">\(role == .raw ? "raw engine" : "third party")</span>"
@@ -150,8 +161,7 @@ extension HTMLReport {
             let top = row(backend, most)
             let ratios = [top?.throughputRatioToRaw, top?.p99RatioToRaw].map { $0.map(Format.ratio) ?? "–" }
             text += "<td>\(top?.reference == nil ? "" : ratios.joined(separator: " · "))</td>"
-            let memory = rows.filter { $0.backend == backend }.compactMap(\.peakResidentRiseMiB).max()
-            text += "<td>\(memory.map { Format.bytes(Int64($0 * 1_048_576)) } ?? "–")</td></tr>\n"
+            text += "<td>\(memoryCell(backend, top: top))</td></tr>\n"
         }
         text += "</tbody></table>\n<div class=\"charts\">\n"
 
@@ -179,19 +189,24 @@ extension HTMLReport {
             id: "load-p99-\(id)", title: "\(first.mix): p99 latency against clients (µs)", series: p99, x: clientAxis,
             y: logAxis(p99.flatMap { $0.points.map(\.y) }, title: "µs (log)"), markers: true)
 
-        // Memory at the most clients.
+        // Memory over the runs: each backend's own process's peak (a load
+        // worker's), else the rise since its store opened.
+        let wholePeaks = rows.contains { $0.peakResidentMiB != nil }
         let memoryBars = backends.compactMap { backend -> Bar? in
-            guard let rise = rows.filter({ $0.backend == backend }).compactMap(\.peakResidentRiseMiB).max() else {
+            let mine = rows.filter { $0.backend == backend }
+            guard let mib = (wholePeaks ? mine.compactMap(\.peakResidentMiB) : mine.compactMap(\.peakResidentRiseMiB)).max()
+            else {
                 return nil
             }
-            let bytes = Int64(rise * 1_048_576)
+            let bytes = Int64(mib * 1_048_576)
             return Bar(
                 label: loadLabel(backend, roles), backend: backend, value: max(Double(bytes), 1), low: nil, high: nil,
                 reference: loadRole(backend, roles) != .choice, text: Format.bytes(bytes))
         }
         if !memoryBars.isEmpty {
             text += chart(
-                id: "load-memory-\(id)", title: "\(first.mix): peak resident memory rise over the runs",
+                id: "load-memory-\(id)",
+                title: "\(first.mix): " + (wholePeaks ? "peak resident memory of each backend's process" : "peak resident memory rise over the runs"),
                 bars: memoryBars, scale: .linear, line: nil)
         }
         text += "</div>\n"

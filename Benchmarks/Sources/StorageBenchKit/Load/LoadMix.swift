@@ -140,6 +140,9 @@ public struct LoadMix: Sendable, Hashable {
     /// The generators' seed: the same seed gives every backend the same
     /// operations and keys.
     public var seed: UInt64
+    /// The file the mix was read from (a built-in mix's resource too), or
+    /// `nil` for a mix made in code: a load worker reads it again from there.
+    public var file: String? = nil
 
     /// The proportions as `50% read, 50% update`.
     public var proportionsDescription: String {
@@ -180,7 +183,9 @@ extension LoadMix {
         } catch {
             throw LoadMixError(file: url.path, field: "", reason: "cannot be read (\(error.localizedDescription))")
         }
-        return try parse(data, file: url.path)
+        var mix = try parse(data, file: url.path)
+        mix.file = url.path
+        return mix
     }
 
     /// Parses and checks a mix from the JSON `data`; `file` names it in errors.

@@ -29,6 +29,10 @@ public struct LoadReportRow: Sendable, Codable, Hashable {
     public var rows: Int
     public var observerSnapshots: Int?
     public var peakResidentRiseMiB: Double?
+    /// The peak resident memory of the backend's own worker process, in MiB.
+    public var peakResidentMiB: Double? = nil
+    /// ``peakResidentMiB`` ÷ the reference's at the same mix and client count.
+    public var peakResidentRatioToRaw: Double? = nil
     public var api: String
     public var durability: String
     public var dialogs: Int
@@ -47,7 +51,7 @@ public struct LoadReportRow: Sendable, Codable, Hashable {
         "backend", "reference", "mix", "clients", "operation", "operations", "seconds", "throughput_ops_s",
         "throughput_ratio_to_raw", "p50_us", "p90_us", "p99_us", "p999_us", "max_us", "p99_ratio_to_raw",
         "intended_p50_us", "intended_p90_us", "intended_p99_us", "intended_p999_us", "intended_max_us",
-        "target_rate", "errors", "retries", "rows", "observer_snapshots", "peak_rss_rise_mib", "api", "durability",
+        "target_rate", "errors", "retries", "rows", "observer_snapshots", "peak_rss_rise_mib", "peak_rss_mib", "peak_rss_ratio_to_raw", "api", "durability",
         "dialogs", "messages_per_dialog", "seed", "settings", "mix_description", "error", "latency_spectrum_us",
         "run_id", "timestamp", "git_commit", "host", "os", "cpu", "swift_version", "build",
     ]
@@ -65,7 +69,8 @@ public struct LoadReportRow: Sendable, Codable, Hashable {
             number(p99RatioToRaw), number(intendedP50Microseconds), number(intendedP90Microseconds),
             number(intendedP99Microseconds), number(intendedP999Microseconds), number(intendedMaxMicroseconds),
             number(targetRate, 1), String(errors), String(retries), String(rows),
-            observerSnapshots.map(String.init) ?? "", number(peakResidentRiseMiB, 1), api, durability,
+            observerSnapshots.map(String.init) ?? "", number(peakResidentRiseMiB, 1), number(peakResidentMiB, 1), number(peakResidentRatioToRaw),
+            api, durability,
             String(dialogs), String(messagesPerDialog), String(seed), settings, mixDescription, error ?? "",
             spectrum?.text ?? "", provenance?.runId ?? "", provenance?.timestamp ?? "", provenance?.gitCommit ?? "",
             provenance?.host ?? "", provenance?.os ?? "", provenance?.cpu ?? "", provenance?.swiftVersion ?? "",
@@ -120,6 +125,8 @@ extension LoadReportRow {
         rows = try required("rows")
         observerSnapshots = try optional("observer_snapshots")
         peakResidentRiseMiB = try optional("peak_rss_rise_mib")
+        peakResidentMiB = try optional("peak_rss_mib")
+        peakResidentRatioToRaw = try optional("peak_rss_ratio_to_raw")
         api = try string("api")
         durability = try string("durability")
         dialogs = try required("dialogs")
@@ -158,6 +165,7 @@ public enum LoadReport {
                 ] : result.figures
             for figure in figures {
                 let ratio = LoadRatio.of(figure, in: result, among: results)
+                let memoryRatio = LoadRatio.memory(of: result, among: results)
                 rows.append(
                     LoadReportRow(
                         backend: result.backend, reference: result.reference, mix: result.mix,
@@ -172,6 +180,8 @@ public enum LoadReport {
                         errors: figure.errors + (result.failure == nil ? 0 : 1), retries: figure.retries,
                         rows: figure.rows, observerSnapshots: figure.operation == "all" ? result.observerSnapshots : nil,
                         peakResidentRiseMiB: result.peakResidentRise.map { Double($0) / 1_048_576 },
+                        peakResidentMiB: result.peakResident.map { Double($0) / 1_048_576 },
+                        peakResidentRatioToRaw: memoryRatio,
                         api: result.api, durability: result.durability, dialogs: result.dialogs,
                         messagesPerDialog: result.messagesPerDialog, seed: result.seed, settings: result.settings,
                         mixDescription: result.mixDescription, error: result.failure ?? figure.firstError,
@@ -315,8 +325,10 @@ public enum LoadReport {
             let backends = SummaryTable.orderedUnique(here.map(\.backend))
             let thirdParty = backends.filter { role($0) == .thirdParty }
             let hasReference = here.contains { role($0.backend) == .choice && $0.reference != nil }
+            // Peak memory ÷ raw: with workers of their own (not --in-process).
+            let hasMemory = hasReference && here.contains { $0.peakResidentRatioToRaw != nil }
             var header = ["choice"] + clients.map { "ops/s C=\($0)" } + ["p99 µs"]
-            if hasReference { header += ["÷ raw", "p99 ÷ raw", "raw engine"] }
+            if hasReference { header += ["÷ raw", "p99 ÷ raw"] + (hasMemory ? ["mem ÷ raw"] : []) + ["raw engine"] }
             header += thirdParty
             var table = [header]
             let ranked = backends.filter { role($0) == .choice }.sorted {
@@ -332,6 +344,7 @@ public enum LoadReport {
                 if hasReference {
                     line.append(top?.throughputRatioToRaw.map(Format.ratio) ?? "–")
                     line.append(top?.p99RatioToRaw.map(Format.ratio) ?? "–")
+                    if hasMemory { line.append(top?.peakResidentRatioToRaw.map(Format.ratio) ?? "–") }
                     let engine = top?.reference.flatMap { ran(cell($0, most)) }
                     line.append(engine.map { Format.compact($0.throughputPerSecond) } ?? "")
                 }

@@ -85,6 +85,10 @@ public struct LoadRunResult: Sendable, Codable {
     public var observerSnapshots: Int?
     /// The highest rise of resident memory since the store was opened, in bytes, or `nil`.
     public var peakResidentRise: Int64?
+    /// The peak resident memory of the process that ran this backend × mix
+    /// alone (a load worker), from its start to the end of this run, in
+    /// bytes; `nil` when the run shared its process with other backends.
+    public var peakResident: Int64? = nil
     /// Per operation type, then `all`.
     public var figures: [LoadOperationFigures]
     /// Why the run could not run at all (the store did not open or load), or `nil`.

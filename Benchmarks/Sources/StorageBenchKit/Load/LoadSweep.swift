@@ -80,39 +80,66 @@ public enum LoadSweep {
     /// store is opened, loaded and closed on a thread of the sweep's own,
     /// synchronous clients run on a thread each, and `async` clients await the
     /// store's executor.
+    ///
+    /// With `workers`, each backend × mix of a mix read from a file runs in a
+    /// process of its own (``LoadWorkers``), so that its peak memory is its
+    /// own and no backend inherits another's heap or page cache; a worker
+    /// that fails gives that backend failed rows, as a store that does not open.
     public static func run(
-        _ options: LoadSweepOptions, progress: (String) -> Void, problems: ((String) -> Void)? = nil
+        _ options: LoadSweepOptions, workers: LoadWorkers? = nil, progress: (String) -> Void,
+        problems: ((String) -> Void)? = nil
     ) async -> [LoadRunResult] {
         func problem(_ line: String) {
             if let problems { problems(line) } else { progress(line) }
         }
         var results: [LoadRunResult] = []
         for mix in options.mixes {
-            let data = LoadData(mix: mix)
+            let data = mix.file == nil || workers == nil ? LoadData(mix: mix) : nil
             let counts = options.clients ?? mix.clients
             for backend in options.backends {
-                results += await runBackend(
-                    backend, mix: mix, data: data, counts: counts, options: options, progress: progress,
-                    problems: problem)
+                if let workers, let file = mix.file {
+                    let job = LoadWorkerJob(options, mixFile: file, backend: backend.name)
+                    do {
+                        results += try await workers.run(job)
+                    } catch {
+                        results += failedRuns(backend, mix: mix, counts: counts, options: options, reason: "\(error)", problems: problem)
+                    }
+                } else if let data {
+                    results += await runBackend(
+                        backend, mix: mix, data: data, counts: counts, options: options, progress: progress,
+                        problems: problem)
+                }
             }
         }
         return results
     }
 
+    /// A failed row per client count of `backend` at `mix`, `reason` told to `problems`.
+    static func failedRuns(
+        _ backend: LoadBackend, mix: LoadMix, counts: [Int], options: LoadSweepOptions, reason: String,
+        problems: (String) -> Void
+    ) -> [LoadRunResult] {
+        problems("load: \(backend.name) \(mix.name): \(reason)")
+        return counts.map { clients in
+            LoadRunResult(
+                backend: backend.name, reference: backend.reference, mix: mix.name,
+                mixDescription: mix.proportionsDescription, clients: clients, api: "", settings: "",
+                durability: options.durability.rawValue, dialogs: mix.dialogs,
+                messagesPerDialog: mix.messagesPerDialog, seconds: 0,
+                targetRate: options.settings(mix, clients: clients).targetRate, seed: mix.seed,
+                observerSnapshots: nil, peakResidentRise: nil, figures: [], failure: reason)
+        }
+    }
+
+    /// Runs `backend` at `mix` on a fresh store at each of `counts`; with
+    /// `measuresProcessPeak` (a load worker, which runs nothing else), each
+    /// result carries the process's peak resident memory.
     static func runBackend(
         _ backend: LoadBackend, mix: LoadMix, data: LoadData, counts: [Int], options: LoadSweepOptions,
-        progress: (String) -> Void, problems: (String) -> Void
+        measuresProcessPeak: Bool = false, progress: (String) -> Void, problems: (String) -> Void
     ) async -> [LoadRunResult] {
         func failed(_ reason: String) -> [LoadRunResult] {
-            problems("load: \(backend.name) \(mix.name): \(reason)")
-            return counts.map { clients in
-                LoadRunResult(
-                    backend: backend.name, reference: backend.reference, mix: mix.name,
-                    mixDescription: mix.proportionsDescription, clients: clients, api: "", settings: "",
-                    durability: options.durability.rawValue, dialogs: mix.dialogs,
-                    messagesPerDialog: mix.messagesPerDialog, seconds: 0, targetRate: options.settings(mix, clients: clients).targetRate,
-                    seed: mix.seed, observerSnapshots: nil, peakResidentRise: nil, figures: [], failure: reason)
-            }
+            failedRuns(backend, mix: mix, counts: counts, options: options, reason: reason, problems: problems)
         }
         let directory: URL
         do {
@@ -152,7 +179,9 @@ public enum LoadSweep {
             } else if let all = result.all, all.errors > 0 {
                 problems("load: \(backend.name) \(mix.name): \(all.errors) errors; first: \(all.firstError ?? "?")")
             }
-            results.append(result)
+            var measured = result
+            if measuresProcessPeak { measured.peakResident = MemoryProbe.processPeakBytes() }
+            results.append(measured)
         }
         await close(subject, backend: backend, problems: problems)
         return results
@@ -186,6 +215,17 @@ public struct LoadRatio: Sendable, Hashable {
     public var throughput: Double?
     /// p99 ÷ the reference's.
     public var p99: Double?
+
+    /// The peak resident memory of `result`'s worker ÷ its reference's at
+    /// the same mix and client count in `results`, or `nil` when either has none.
+    public static func memory(of result: LoadRunResult, among results: [LoadRunResult]) -> Double? {
+        guard let reference = result.reference, let mine = result.peakResident, result.failure == nil,
+            let theirs = results.first(where: {
+                $0.backend == reference && $0.mix == result.mix && $0.clients == result.clients && $0.failure == nil
+            })?.peakResident, theirs > 0
+        else { return nil }
+        return Double(mine) / Double(theirs)
+    }
 
     /// The ratio of `figures` (of `result`) to its reference's in `results`.
     public static func of(
