@@ -276,10 +276,10 @@ public struct SQLiteRecordStorage<Record: DAOCore.Record>: Storage {
 
     /// Lends a view of each record that answers `query` to `body`
     /// (``RecordView``): when SQLite runs the query's condition and sort
-    /// exactly, each view reads the columns of the statement's current row,
-    /// with the primary key last in the `ORDER BY` so that rows of equal
-    /// sort values come in the order ``read(_:)-(Query<Record>)`` gives
-    /// them; otherwise views of the records the read returns.
+    /// exactly, each view reads the columns of a row of the statement
+    /// ``read(_:)-(Query<Record>)`` runs, or of one that orders rows of
+    /// equal sort values by key (`viewSelect`);
+    /// otherwise views of the records the read returns.
     /// - Throws: ``StorageError``, or what `body` throws, as it threw it.
     public func forEachView(_ query: Query<Record>, _ body: (borrowing RecordView<Record>) throws -> Void) throws {
         try query.validate()
@@ -287,22 +287,24 @@ public struct SQLiteRecordStorage<Record: DAOCore.Record>: Storage {
         guard plan.isExact, let order = plan.orderBy else { return try lendViews(of: read(query), to: body) }
         if query.limit == 0 { return }
         let limited = query.limit != nil
-        let (select, sortColumns) = selectSQL(plan, orderBy: order, limited: limited)
-        // Unlimited and sorted by fields other than the key, the kept
-        // `SELECT` leaves the key out of its `ORDER BY` (a read re-sorts
-        // ties); a view cannot be re-sorted once lent.
-        let sql = sortColumns == nil ? select : viewSelect(plan.sqlTemplate, where: plan.condition?.sql, orderBy: order)
+        let read = selectSQL(plan, orderBy: order, limited: limited)
         let parameters = plan.condition?.parameters ?? []
-        try lendRows(sql, body) { statement in
-            try statement.bind(parameters)
-            if let limit = query.limit { try statement.bind(Int64(limit), at: Int32(parameters.count) + 1) }
-        }
+        let condition = plan.condition?.sql
+        try lendRows(
+            body,
+            select: { connection in
+                limited ? (read.0, nil) : try viewSelect(plan.shape, where: condition, orderBy: order, read: read, connection)
+            },
+            bind: { statement in
+                try statement.bind(parameters)
+                if let limit = query.limit { try statement.bind(Int64(limit), at: Int32(parameters.count) + 1) }
+            })
     }
 
     /// Lends a view of each record that answers a prepared query's call:
     /// the rows of the `SELECT` kept with its template, its parameters bound
     /// from the call's values, as ``read(_:)-(PreparedQueryCall<Record>)``
-    /// runs it (the key last in its `ORDER BY`, as in
+    /// runs it (rows of equal sort values lent in key order, as in
     /// `forEachView(_:_:)`); otherwise the views of the call's query.
     /// - Throws: ``StorageError``, or what `body` throws, as it threw it.
     public func forEachView(_ call: PreparedQueryCall<Record>, _ body: (borrowing RecordView<Record>) throws -> Void)
@@ -320,25 +322,86 @@ public struct SQLiteRecordStorage<Record: DAOCore.Record>: Storage {
         guard let order = shape.orderTerms, let parameters = shape.callParameters else {
             return try forEachView(call.query, body)
         }
-        let (select, sortColumns) = shape.select(for: table) {
+        let read = shape.select(for: table) {
             makeSelect(where: shape.callCondition, orderBy: order, sort: sort, limited: limited)
         }
-        let sql = sortColumns == nil ? select : viewSelect(template, where: shape.callCondition, orderBy: order)
         let entityName = entityName
-        try lendRows(sql, body) { statement in
-            let count = try CallParameter.bind(parameters, of: bound, to: statement, entity: entityName)
-            if let limit = bound.limit { try statement.bind(Int64(limit), at: count + 1) }
-        }
+        try lendRows(
+            body,
+            select: { connection in
+                limited
+                    ? (read.0, nil)
+                    : try viewSelect(shape, where: shape.callCondition, orderBy: order, read: read, connection)
+            },
+            bind: { statement in
+                let count = try CallParameter.bind(parameters, of: bound, to: statement, entity: entityName)
+                if let limit = bound.limit { try statement.bind(Int64(limit), at: count + 1) }
+            })
     }
 
-    /// The unlimited `SELECT` of a view read, its key last in the `ORDER
-    /// BY`, kept with the plan's template for this table when it has one.
-    private func viewSelect(_ template: PlanTemplate<Record>?, where condition: String?, orderBy order: [String])
-        -> SQLText
-    {
-        func build() -> String { table.selectSQL(where: condition, orderBy: order, limit: false) }
-        guard let template else { return SQLText(sql: build()) }
-        return template.memo(TableText<Record, ViewSelect>.self) { TableText() }.sql(for: table, build)
+    /// The `SELECT` of an unlimited view read and the columns whose runs of
+    /// equal values it copies and lends in key order (``ViewRun``; empty:
+    /// the whole answer is one run), or `nil` columns when it lends each
+    /// row as the statement steps onto it. `read` is the `SELECT` of
+    /// ``read(_:)-(Query<Record>)`` and its tie columns.
+    ///
+    /// A view cannot be moved once lent, so rows of equal sort values must
+    /// come in key order, the read's final tie-break. With the key last in
+    /// the `ORDER BY` SQLite gives that order, but where the index it walks
+    /// gives the order of the sort values only (a `(dialogId, date)` index
+    /// for messages of one dialog by date, or by key alone), it builds a
+    /// temporary B-tree per call to add the key. Then the view read runs
+    /// the read's own `SELECT` (the key left out of the `ORDER BY`, no
+    /// `ORDER BY` for a sort by key alone) and lends its runs of equal
+    /// values in key order. Which of the two SQLite runs without a
+    /// temporary B-tree is asked once per shape and table (`EXPLAIN QUERY
+    /// PLAN`) and kept with the shape; a query without a template copies
+    /// runs exactly when the read leaves the key out. A table whose key is
+    /// not an integer always puts the key last.
+    private func viewSelect(
+        _ shape: ShapeText<Record>?, where condition: String?, orderBy order: [String],
+        read: (SQLText, [Int32]?), _ connection: Connection
+    ) throws -> (SQLText, [Int32]?) {
+        // The read's own `SELECT` has the key last in its `ORDER BY`
+        // (a sort by text, or by the key alone without a condition).
+        let byKeyWithCondition = order.isEmpty && condition != nil
+        if read.1 == nil && !byKeyWithCondition { return (read.0, nil) }
+        func make() throws -> (SQLText, [Int32]?) {
+            let keyLast =
+                read.1 == nil ? read.0 : SQLText(sql: table.selectSQL(where: condition, orderBy: order, limit: false))
+            guard table.entity.primaryKeyField.type == .integer else { return (keyLast, nil) }
+            let unkeyed: SQLText
+            let tieColumns: [Int32]
+            if let sortColumns = read.1 {
+                (unkeyed, tieColumns) = (read.0, sortColumns)
+            } else {
+                unkeyed = SQLText(sql: table.selectSQL(where: condition, orderBy: [], limit: false, keyLast: false))
+                tieColumns = []
+            }
+            guard shape != nil else { return read.1 == nil ? (keyLast, nil) : (unkeyed, tieColumns) }
+            let copies =
+                try usesTemporaryTree(keyLast, connection) && !usesTemporaryTree(unkeyed, connection)
+            return copies ? (unkeyed, tieColumns) : (keyLast, nil)
+        }
+        guard let shape else { return try make() }
+        return try shape.viewSelect(for: table, make)
+    }
+
+    /// Whether SQLite orders the rows of `sql` in a temporary B-tree
+    /// (`EXPLAIN QUERY PLAN`).
+    private func usesTemporaryTree(_ sql: SQLText, _ connection: Connection) throws -> Bool {
+        let statement = try Statement(db: connection.handle, sql: "EXPLAIN QUERY PLAN " + sql.sql, persistent: false)
+        let mark = Array("TEMP B-TREE".utf8)
+        while try statement.step() {
+            guard let detail = statement.text(3) else { continue }
+            let bytes = Array(detail.utf8)
+            if bytes.count >= mark.count,
+                (0...(bytes.count - mark.count)).contains(where: { bytes[$0..<($0 + mark.count)].elementsEqual(mark) })
+            {
+                return true
+            }
+        }
+        return false
     }
 
     /// Lends a view of the row with primary key `key` to `body`, if there
@@ -359,12 +422,51 @@ public struct SQLiteRecordStorage<Record: DAOCore.Record>: Storage {
     private func lendRows(
         _ sql: SQLText, _ body: (borrowing RecordView<Record>) throws -> Void, bind: (Statement) throws -> Void
     ) throws -> Int {
+        try lendRows(body, select: { _ in (sql, nil) }, bind: bind)
+    }
+
+    /// Runs the `SELECT` `select` gives on a reader connection, its
+    /// parameters bound by `bind`, and lends a view of each row to `body`:
+    /// as the statement steps onto it, or, when `select` gives tie columns,
+    /// in runs of equal values in them, each in key order (``ViewRun``);
+    /// returns how many it lent. What `body` throws stops the rows and is
+    /// rethrown as it was thrown.
+    @discardableResult
+    private func lendRows(
+        _ body: (borrowing RecordView<Record>) throws -> Void,
+        select: (Connection) throws -> (SQLText, [Int32]?), bind: (Statement) throws -> Void
+    ) throws -> Int {
         var thrownByBody: (any Error)?
         var lent = 0
         try database.withReader(.read, entity: entityName) { connection in
+            let (sql, tieColumns) = try select(connection)
             let statement = try connection.statement(sql)
             defer { statement.reset() }
             try bind(statement)
+            if let tieColumns {
+                try withUnsafePointer(to: copiedRowFunctions) { functions in
+                    let context = ViewContext(columnsOf: table.viewLayout, functions: functions, access: table.columnAccess)
+                    try withExtendedLifetime(context) {
+                        try ViewRun.withRun(columns: table.layout.names.count) { run in
+                            let handle = statement.handle
+                            var more = try statement.step()
+                            while more {
+                                run.append(handle)
+                                lent += 1
+                                more = try statement.step()
+                                guard !more || !run.ties(handle, in: tieColumns) else { continue }
+                                do {
+                                    try run.lend(context, to: body)
+                                } catch {
+                                    thrownByBody = error
+                                    return
+                                }
+                            }
+                        }
+                    }
+                }
+                return
+            }
             try withUnsafePointer(to: sqliteColumnFunctions) { functions in
                 let context = ViewContext(columnsOf: table.viewLayout, functions: functions, access: table.columnAccess)
                 // The views hold the context unowned: kept alive until the
@@ -676,7 +778,8 @@ public struct SQLiteRecordStorage<Record: DAOCore.Record>: Storage {
 /// What SQLite derives from a plan's shape, kept with the core's
 /// ``PlanTemplate`` (one memo, found once a call): the `WHERE` text, the
 /// `ORDER BY` terms of the sort, and, for each table it was read from, the
-/// `SELECT` of a read and the columns whose ties it watches. A table is
+/// `SELECT` of a read and the columns whose ties it watches, and those of a
+/// view read. A table is
 /// held, so its identity cannot be reused by another table while its text
 /// is kept.
 private final class ShapeText<Record: DAOCore.Record>: Sendable {
@@ -697,6 +800,8 @@ private final class ShapeText<Record: DAOCore.Record>: Sendable {
     /// record type, cost about 3.6k instructions a call, mostly generic
     /// metadata look-ups.
     private let selects = BargingMutex<[SelectText]>([])
+    /// The view reads' `SELECT`s, one per table, as ``selects``.
+    private let viewSelects = BargingMutex<[SelectText]>([])
 
     /// Where each parameter of the `WHERE` text comes from in a prepared
     /// call (``CallParameter``), when the shape was made by one whose
@@ -740,6 +845,24 @@ private final class ShapeText<Record: DAOCore.Record>: Sendable {
         return SQLCondition(sql: sql, parameters: parameters)
     }
 
+    /// The `SELECT` of a view read from `table` and its tie columns
+    /// (`SQLiteRecordStorage.viewSelect`), made by `make` the first time.
+    func viewSelect(for table: SQLiteTable<Record>, _ make: () throws -> (SQLText, [Int32]?)) throws -> (
+        SQLText, [Int32]?
+    ) {
+        let kept = viewSelects.withLock { selects -> SelectText? in
+            for select in selects where select.table === table { return select }
+            return nil
+        }
+        if let kept { return (kept.sql, kept.sortColumns) }
+        let (sql, tieColumns) = try make()
+        viewSelects.withLock { selects in
+            if selects.count >= 16 { selects.removeAll() }
+            selects.append(SelectText(table: table, sql: sql, sortColumns: tieColumns))
+        }
+        return (sql, tieColumns)
+    }
+
     /// The `SELECT` of a read from `table` and its sort columns, made by
     /// `make` the first time.
     func select(for table: SQLiteTable<Record>, _ make: () -> (SQLText, [Int32]?)) -> (SQLText, [Int32]?) {
@@ -780,8 +903,6 @@ private enum CountStatement {}
 private enum DeleteStatement {}
 /// ``TableText`` of the `DELETE`s of an exact erasure's descendants.
 private enum DescendantDeletes {}
-/// The `SELECT` of a view read (`forEachView`).
-private enum ViewSelect {}
 
 /// The text of one kind of statement (`Kind`) for a plan's shape, for each
 /// table it ran on, kept with the core's ``PlanTemplate``. The table is held,
