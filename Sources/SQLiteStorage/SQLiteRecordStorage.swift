@@ -182,8 +182,9 @@ public struct SQLiteRecordStorage<Record: DAOCore.Record>: Storage {
 
     /// Prepares the calls of `query`: for each template it was planned
     /// with when prepared, what ``read(_:)-(PreparedQueryCall<Record>)``
-    /// keeps of its shape, and its `SELECT` compiled on a reader connection
-    /// (SQLite keeps each connection's statements). Reads no rows.
+    /// keeps of its shape, and its `SELECT` and that of its views compiled
+    /// on a reader connection (SQLite keeps each connection's statements).
+    /// Reads no rows.
     /// - Throws: ``StorageError``.
     public func prepare<Parameters>(_ query: PreparedQuery<Record, Parameters>) throws {
         for call in query.preparationCalls {
@@ -195,11 +196,17 @@ public struct SQLiteRecordStorage<Record: DAOCore.Record>: Storage {
                 template.memo(of: shapeTextType) { makeShapeText(bound, template, sort: sort, limited: limited) },
                 to: ShapeText<Record>.self)
             guard let order = shape.orderTerms, shape.callParameters != nil else { continue }
-            let (sql, _) = shape.select(for: table) {
+            let read = shape.select(for: table) {
                 makeSelect(where: shape.callCondition, orderBy: order, sort: sort, limited: limited)
             }
             try database.withReader(.read, entity: entityName) { connection in
-                _ = try connection.statement(sql)
+                _ = try connection.statement(read.0)
+                // The view reads' `SELECT` too, found (and compiled) here
+                // rather than by the first call.
+                guard !limited else { return }
+                let (viewSQL, _) = try viewSelect(
+                    shape, where: shape.callCondition, orderBy: order, read: read, connection)
+                _ = try connection.statement(viewSQL)
             }
         }
     }
@@ -353,8 +360,8 @@ public struct SQLiteRecordStorage<Record: DAOCore.Record>: Storage {
     /// temporary B-tree per call to add the key. Then the view read runs
     /// the read's own `SELECT` (the key left out of the `ORDER BY`, no
     /// `ORDER BY` for a sort by key alone) and lends its runs of equal
-    /// values in key order. Which of the two SQLite runs without a
-    /// temporary B-tree is asked once per shape and table (`EXPLAIN QUERY
+    /// values in key order. Whether SQLite sorts the key-last `SELECT` for
+    /// the key only is asked once per shape and table (`EXPLAIN QUERY
     /// PLAN`) and kept with the shape; a query without a template copies
     /// runs exactly when the read leaves the key out. A table whose key is
     /// not an integer always puts the key last.
@@ -379,29 +386,31 @@ public struct SQLiteRecordStorage<Record: DAOCore.Record>: Storage {
                 tieColumns = []
             }
             guard shape != nil else { return read.1 == nil ? (keyLast, nil) : (unkeyed, tieColumns) }
+            // By the key alone, the `SELECT` without `ORDER BY` sorts
+            // nothing; by fields, the read's sorts nothing more when SQLite
+            // sorts the key-last `SELECT` only to order ties (the right
+            // part of the `ORDER BY`).
+            let plan = try queryPlan(of: keyLast, connection)
             let copies =
-                try usesTemporaryTree(keyLast, connection) && !usesTemporaryTree(unkeyed, connection)
+                read.1 == nil
+                ? plan.contains("TEMP B-TREE")
+                : plan.contains("TEMP B-TREE FOR RIGHT PART OF ORDER BY")
+                    || plan.contains("TEMP B-TREE FOR LAST TERM OF ORDER BY")
             return copies ? (unkeyed, tieColumns) : (keyLast, nil)
         }
         guard let shape else { return try make() }
         return try shape.viewSelect(for: table, make)
     }
 
-    /// Whether SQLite orders the rows of `sql` in a temporary B-tree
-    /// (`EXPLAIN QUERY PLAN`).
-    private func usesTemporaryTree(_ sql: SQLText, _ connection: Connection) throws -> Bool {
+    /// The details of SQLite's plan for `sql` (`EXPLAIN QUERY PLAN`), one
+    /// line each.
+    private func queryPlan(of sql: SQLText, _ connection: Connection) throws -> String {
         let statement = try Statement(db: connection.handle, sql: "EXPLAIN QUERY PLAN " + sql.sql, persistent: false)
-        let mark = Array("TEMP B-TREE".utf8)
+        var details = ""
         while try statement.step() {
-            guard let detail = statement.text(3) else { continue }
-            let bytes = Array(detail.utf8)
-            if bytes.count >= mark.count,
-                (0...(bytes.count - mark.count)).contains(where: { bytes[$0..<($0 + mark.count)].elementsEqual(mark) })
-            {
-                return true
-            }
+            details += (statement.text(3) ?? "") + "\n"
         }
-        return false
+        return details
     }
 
     /// Lends a view of the row with primary key `key` to `body`, if there
@@ -444,27 +453,7 @@ public struct SQLiteRecordStorage<Record: DAOCore.Record>: Storage {
             defer { statement.reset() }
             try bind(statement)
             if let tieColumns {
-                try withUnsafePointer(to: copiedRowFunctions) { functions in
-                    let context = ViewContext(columnsOf: table.viewLayout, functions: functions, access: table.columnAccess)
-                    try withExtendedLifetime(context) {
-                        try ViewRun.withRun(columns: table.layout.names.count) { run in
-                            let handle = statement.handle
-                            var more = try statement.step()
-                            while more {
-                                run.append(handle)
-                                lent += 1
-                                more = try statement.step()
-                                guard !more || !run.ties(handle, in: tieColumns) else { continue }
-                                do {
-                                    try run.lend(context, to: body)
-                                } catch {
-                                    thrownByBody = error
-                                    return
-                                }
-                            }
-                        }
-                    }
-                }
+                (lent, thrownByBody) = try lendRuns(statement, tieColumns: tieColumns, body)
                 return
             }
             try withUnsafePointer(to: sqliteColumnFunctions) { functions in
@@ -488,6 +477,39 @@ public struct SQLiteRecordStorage<Record: DAOCore.Record>: Storage {
         }
         if let thrownByBody { throw thrownByBody }
         return lent
+    }
+
+    /// Lends a view of each row of `statement` (bound) to `body` in runs of
+    /// equal values in `tieColumns`, each in key order (``ViewRun``);
+    /// returns how many rows it read and what `body` threw, which stopped
+    /// the rows.
+    private func lendRuns(
+        _ statement: Statement, tieColumns: [Int32], _ body: (borrowing RecordView<Record>) throws -> Void
+    ) throws -> (Int, (any Error)?) {
+        try withUnsafePointer(to: copiedRowFunctions) { functions in
+            let context = ViewContext(columnsOf: table.viewLayout, functions: functions, access: table.columnAccess)
+            // The views hold the context unowned: kept alive until the last
+            // has been lent.
+            return try withExtendedLifetime(context) {
+                try ViewRun.withRun(columns: table.layout.names.count) { run in
+                    let handle = statement.handle
+                    var read = 0
+                    var more = try statement.step()
+                    while more {
+                        run.append(handle)
+                        read += 1
+                        more = try statement.step()
+                        guard !more || !run.ties(handle, in: tieColumns) else { continue }
+                        do {
+                            try run.lend(context, to: body)
+                        } catch {
+                            return (read, error)
+                        }
+                    }
+                    return (read, nil)
+                }
+            }
+        }
     }
 
     /// How many records meet `predicate`.
@@ -802,6 +824,10 @@ private final class ShapeText<Record: DAOCore.Record>: Sendable {
     private let selects = BargingMutex<[SelectText]>([])
     /// The view reads' `SELECT`s, one per table, as ``selects``.
     private let viewSelects = BargingMutex<[SelectText]>([])
+    /// The first of ``viewSelects`` (a retained `SelectText`, 0 for none),
+    /// found without a lock (a lock taken and released cost a call about
+    /// 200 instructions).
+    private let firstViewSelect = Atomic<UInt>(0)
 
     /// Where each parameter of the `WHERE` text comes from in a prepared
     /// call (``CallParameter``), when the shape was made by one whose
@@ -850,17 +876,35 @@ private final class ShapeText<Record: DAOCore.Record>: Sendable {
     func viewSelect(for table: SQLiteTable<Record>, _ make: () throws -> (SQLText, [Int32]?)) throws -> (
         SQLText, [Int32]?
     ) {
+        if let first = UnsafeRawPointer(bitPattern: firstViewSelect.load(ordering: .acquiring)) {
+            // Set once and released with the shape, so not retained here.
+            let kept = Unmanaged<SelectText>.fromOpaque(first).takeUnretainedValue()
+            if kept.table === table { return (kept.sql, kept.sortColumns) }
+        }
         let kept = viewSelects.withLock { selects -> SelectText? in
             for select in selects where select.table === table { return select }
             return nil
         }
         if let kept { return (kept.sql, kept.sortColumns) }
         let (sql, tieColumns) = try make()
+        let made = SelectText(table: table, sql: sql, sortColumns: tieColumns)
         viewSelects.withLock { selects in
             if selects.count >= 16 { selects.removeAll() }
-            selects.append(SelectText(table: table, sql: sql, sortColumns: tieColumns))
+            selects.append(made)
+        }
+        // The first table's is also found without the lock from now on.
+        let retained = Unmanaged.passRetained(made)
+        let first = UInt(bitPattern: retained.toOpaque())
+        if !firstViewSelect.compareExchange(expected: 0, desired: first, ordering: .acquiringAndReleasing).exchanged {
+            retained.release()
         }
         return (sql, tieColumns)
+    }
+
+    deinit {
+        if let first = UnsafeRawPointer(bitPattern: firstViewSelect.load(ordering: .acquiring)) {
+            Unmanaged<SelectText>.fromOpaque(first).release()
+        }
     }
 
     /// The `SELECT` of a read from `table` and its sort columns, made by

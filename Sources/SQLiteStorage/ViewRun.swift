@@ -8,12 +8,21 @@ struct CopiedValue {
     var type: Int32
     /// The number of bytes of a text or blob.
     var count: Int32
-    var integer: Int64
-    var real: Double
-    /// Where a text's or blob's bytes start in the run's bytes; -1 for none.
-    var offset: Int
-    /// Those bytes (kept up to date when the run's bytes move).
+    /// An integer's bits, or a real's.
+    var word: UInt64
+    /// A text's or blob's bytes in the run's memory (kept up to date when
+    /// they move); `nil` for none.
     var bytes: UnsafeRawPointer?
+
+    /// The value as an integer (`sqlite3_value_int64`).
+    var integer: Int64 {
+        type == SQLITE_FLOAT ? Int64(exactly: Double(bitPattern: word).rounded(.towardZero)) ?? 0 : Int64(bitPattern: word)
+    }
+
+    /// The value as a double (`sqlite3_value_double`).
+    var real: Double {
+        type == SQLITE_INTEGER ? Double(Int64(bitPattern: word)) : Double(bitPattern: word)
+    }
 }
 
 /// The copied value of `column` in the copied row `handle`.
@@ -66,6 +75,8 @@ struct ViewRun: ~Copyable {
     private var bytes: UnsafeMutableRawPointer
     private var byteCapacity: Int
     private var byteCount = 0
+    /// The number of values copied (the rows', and the row being copied's).
+    private var filled = 0
     /// Whether ``values`` and ``bytes`` were allocated here (on growth)
     /// rather than handed to ``init(columns:values:bytes:)``.
     private var ownsValues = false
@@ -132,55 +143,55 @@ struct ViewRun: ~Copyable {
             // the value then read without finding the column again.
             let cell = sqlite3_column_value(handle, Int32(column))
             let type = sqlite3_value_type(cell)
-            var value = CopiedValue(type: type, count: 0, integer: 0, real: 0, offset: -1, bytes: nil)
+            var value = CopiedValue(type: type, count: 0, word: 0, bytes: nil)
             if type == SQLITE_INTEGER {
-                value.integer = sqlite3_value_int64(cell)
-                value.real = Double(value.integer)
+                value.word = UInt64(bitPattern: sqlite3_value_int64(cell))
             } else if type == SQLITE_FLOAT {
-                value.real = sqlite3_value_double(cell)
+                value.word = sqlite3_value_double(cell).bitPattern
             } else if type == SQLITE_TEXT {
                 // No text (SQLite out of memory) reads as a text without
                 // bytes, which a view reports as a damaged column.
                 if let text = sqlite3_value_text(cell) {
-                    let count = sqlite3_value_bytes(cell)
-                    value.count = count
-                    value.offset = copy(UnsafeRawPointer(text), count: Int(count))
-                    value.bytes = UnsafeRawPointer(bytes + value.offset)
+                    value.count = sqlite3_value_bytes(cell)
+                    value.bytes = copy(UnsafeRawPointer(text), count: Int(value.count))
                 }
             } else if type == SQLITE_BLOB {
                 let blob = sqlite3_value_blob(cell)
                 let count = sqlite3_value_bytes(cell)
                 if let blob, count > 0 {
                     value.count = count
-                    value.offset = copy(blob, count: Int(count))
-                    value.bytes = UnsafeRawPointer(bytes + value.offset)
+                    value.bytes = copy(blob, count: Int(count))
                 }
             }
             (row + column).initialize(to: value)
+            filled += 1
         }
         rows += 1
     }
 
-    /// Copies `count` bytes into the run's bytes; returns where they start.
-    private mutating func copy(_ source: UnsafeRawPointer, count: Int) -> Int {
+    /// Copies `count` bytes into the run's memory; returns where they are.
+    private mutating func copy(_ source: UnsafeRawPointer, count: Int) -> UnsafeRawPointer {
         if byteCount + count > byteCapacity {
             var capacity = byteCapacity * 2
             while byteCount + count > capacity { capacity *= 2 }
             let grown = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 8)
             grown.copyMemory(from: bytes, byteCount: byteCount)
+            // The bytes of the values copied so far moved with them.
+            let old = UnsafeRawPointer(bytes)
+            for index in 0..<filled {
+                if let held = values[index].bytes {
+                    values[index].bytes = UnsafeRawPointer(grown + old.distance(to: held))
+                }
+            }
             if ownsBytes { bytes.deallocate() }
             bytes = grown
             ownsBytes = true
             byteCapacity = capacity
-            // The held rows' bytes moved with them.
-            for index in 0..<(rows * columns) where values[index].offset >= 0 {
-                values[index].bytes = UnsafeRawPointer(grown + values[index].offset)
-            }
         }
-        let start = byteCount
-        (bytes + start).copyMemory(from: source, byteCount: count)
+        let start = bytes + byteCount
+        start.copyMemory(from: source, byteCount: count)
         byteCount += count
-        return start
+        return UnsafeRawPointer(start)
     }
 
     /// Whether the statement's current row (`handle`) has the values of the
@@ -197,13 +208,13 @@ struct ViewRun: ~Copyable {
             case (SQLITE_NULL, SQLITE_NULL):
                 continue
             case (SQLITE_INTEGER, SQLITE_INTEGER):
-                guard sqlite3_value_int64(cell) == held.integer else { return false }
+                guard sqlite3_value_int64(cell) == Int64(bitPattern: held.word) else { return false }
             case (SQLITE_FLOAT, SQLITE_FLOAT):
-                guard sqlite3_value_double(cell) == held.real else { return false }
+                guard sqlite3_value_double(cell) == Double(bitPattern: held.word) else { return false }
             case (SQLITE_INTEGER, SQLITE_FLOAT):
-                guard Int64(exactly: held.real) == sqlite3_value_int64(cell) else { return false }
+                guard Int64(exactly: Double(bitPattern: held.word)) == sqlite3_value_int64(cell) else { return false }
             case (SQLITE_FLOAT, SQLITE_INTEGER):
-                guard Int64(exactly: sqlite3_value_double(cell)) == held.integer else { return false }
+                guard Int64(exactly: sqlite3_value_double(cell)) == Int64(bitPattern: held.word) else { return false }
             case (SQLITE_BLOB, SQLITE_BLOB), (SQLITE_TEXT, SQLITE_TEXT):
                 // A NaN, stored as a blob of its bytes: every NaN ties with
                 // every NaN (docs/SEMANTICS.md), whatever its bytes.
@@ -229,6 +240,7 @@ struct ViewRun: ~Copyable {
         defer {
             rows = 0
             byteCount = 0
+            filled = 0
         }
         func lendRow(_ row: Int) throws {
             context.nextRecord()
@@ -239,7 +251,7 @@ struct ViewRun: ~Copyable {
         var ascending = true
         var descending = true
         for row in 1..<max(count, 1) {
-            let (previous, key) = (values[(row - 1) * columns].integer, values[row * columns].integer)
+            let (previous, key) = (Int64(bitPattern: values[(row - 1) * columns].word), Int64(bitPattern: values[row * columns].word))
             if key < previous { ascending = false }
             if key >= previous { descending = false }
         }
@@ -250,7 +262,7 @@ struct ViewRun: ~Copyable {
         } else {
             var keys: [Int64] = []
             keys.reserveCapacity(count)
-            for row in 0..<count { keys.append(values[row * columns].integer) }
+            for row in 0..<count { keys.append(Int64(bitPattern: values[row * columns].word)) }
             for row in ascendingOrder(keys) ?? Array(0..<count) { try lendRow(row) }
         }
     }

@@ -232,7 +232,7 @@ struct ViewReadTests {
             // Three dialogs of 60 messages on three dates, their keys
             // (negative ones among them) in no order of the dates or of
             // insertion, texts of several lengths.
-            let texts = ["", "a", "naïve", String(repeating: "long text ", count: 30), "привет 🚀"]
+            let texts = ["", "a", "naïve", String(repeating: "long text ", count: 60), "привет 🚀"]
             var stored: [MessageRecord] = []
             let dialogIds: [Int64] = [4, -2, 9]
             let dialogRecords = dialogIds.enumerated().map { position, dialogId in
@@ -349,6 +349,27 @@ struct ViewReadTests {
                     #expect(same(lent, storedValues(of: try messages.read(prepared, dialog))), "dialog \(dialog)")
                     #expect(integerKeys(lent) == keys, "dialog \(dialog)")
                 }
+            }
+
+            // Runs of rows of several texts and bytes each, far more than
+            // a few kilobytes of them, on two dates.
+            let attachments = try store.anyStorage(for: AttachmentRecord.self)
+            let storedAttachments = (0..<50).map { n in
+                AttachmentRecord(
+                    id: Int64((n * 31) % 50) - 20, name: texts[n % texts.count] + "\(n)",
+                    payload: Data((0..<(n * 97)).map { UInt8(truncatingIfNeeded: $0 &+ n) }),
+                    thumbnail: n % 3 == 0 ? nil : Data(repeating: UInt8(n), count: n * 13), size: Int64(n),
+                    created: Date(timeIntervalSinceReferenceDate: Double(n % 2)), flagged: n % 5 == 0)
+            }
+            try attachments.persist(storedAttachments)
+            for order in [SortOrder.forward, .reverse] {
+                let query = Query<AttachmentRecord>(sortedBy: [SortDescriptor(\.created, order: order)])
+                let lent = try viewed(attachments, query)
+                #expect(same(lent, storedValues(of: try attachments.read(query))))
+                let expected = storedAttachments.sorted { lhs, rhs in
+                    lhs.created != rhs.created ? (lhs.created < rhs.created) == (order == .forward) : lhs.id < rhs.id
+                }
+                #expect(same(lent, storedValues(of: expected)))
             }
 
             // An error of the closure inside a run of equal dates stops the
