@@ -816,15 +816,15 @@ private final class ShapeText<Record: DAOCore.Record>: Sendable {
     /// The `SELECT` of the table the shape was made for, when it was made
     /// with it: found without a lock.
     private let firstSelect: SelectText?
-    /// One entry per table read from (a few at most: one per open database),
+    /// One entry per table read from, and one per table views were read
+    /// from (a few at most: one per open database),
     /// found by identity, in terms that do not depend on the record type: a
     /// dictionary keyed by the table's identifier, unspecialized for the
     /// record type, cost about 3.6k instructions a call, mostly generic
     /// metadata look-ups.
     private let selects = BargingMutex<[SelectText]>([])
-    /// The view reads' `SELECT`s, one per table, as ``selects``.
-    private let viewSelects = BargingMutex<[SelectText]>([])
-    /// The first of ``viewSelects`` (a retained `SelectText`, 0 for none),
+    /// The first view read's `SELECT` (a retained `SelectText`, 0 for none;
+    /// the others are in ``selects``),
     /// found without a lock (a lock taken and released cost a call about
     /// 200 instructions).
     private let firstViewSelect = Atomic<UInt>(0)
@@ -881,14 +881,14 @@ private final class ShapeText<Record: DAOCore.Record>: Sendable {
             let kept = Unmanaged<SelectText>.fromOpaque(first).takeUnretainedValue()
             if kept.table === table { return (kept.sql, kept.sortColumns) }
         }
-        let kept = viewSelects.withLock { selects -> SelectText? in
-            for select in selects where select.table === table { return select }
+        let kept = selects.withLock { selects -> SelectText? in
+            for select in selects where select.table === table && select.isView { return select }
             return nil
         }
         if let kept { return (kept.sql, kept.sortColumns) }
         let (sql, tieColumns) = try make()
-        let made = SelectText(table: table, sql: sql, sortColumns: tieColumns)
-        viewSelects.withLock { selects in
+        let made = SelectText(table: table, sql: sql, sortColumns: tieColumns, isView: true)
+        selects.withLock { selects in
             if selects.count >= 16 { selects.removeAll() }
             selects.append(made)
         }
@@ -912,7 +912,7 @@ private final class ShapeText<Record: DAOCore.Record>: Sendable {
     func select(for table: SQLiteTable<Record>, _ make: () -> (SQLText, [Int32]?)) -> (SQLText, [Int32]?) {
         if let firstSelect, firstSelect.table === table { return (firstSelect.sql, firstSelect.sortColumns) }
         let kept = selects.withLock { selects -> SelectText? in
-            for select in selects where select.table === table { return select }
+            for select in selects where select.table === table && !select.isView { return select }
             return nil
         }
         if let kept { return (kept.sql, kept.sortColumns) }
@@ -933,11 +933,14 @@ private final class SelectText: Sendable {
     let table: AnyObject & Sendable
     let sql: SQLText
     let sortColumns: [Int32]?
+    /// Whether it is a view read's (`SQLiteRecordStorage.viewSelect`).
+    let isView: Bool
 
-    init(table: AnyObject & Sendable, sql: SQLText, sortColumns: [Int32]?) {
+    init(table: AnyObject & Sendable, sql: SQLText, sortColumns: [Int32]?, isView: Bool = false) {
         self.table = table
         self.sql = sql
         self.sortColumns = sortColumns
+        self.isView = isView
     }
 }
 
