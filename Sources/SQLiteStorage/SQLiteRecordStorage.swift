@@ -182,8 +182,9 @@ public struct SQLiteRecordStorage<Record: DAOCore.Record>: Storage {
 
     /// Prepares the calls of `query`: for each template it was planned
     /// with when prepared, what ``read(_:)-(PreparedQueryCall<Record>)``
-    /// keeps of its shape, and its `SELECT` compiled on a reader connection
-    /// (SQLite keeps each connection's statements). Reads no rows.
+    /// keeps of its shape, and its `SELECT` and that of its views compiled
+    /// on a reader connection (SQLite keeps each connection's statements).
+    /// Reads no rows.
     /// - Throws: ``StorageError``.
     public func prepare<Parameters>(_ query: PreparedQuery<Record, Parameters>) throws {
         for call in query.preparationCalls {
@@ -195,11 +196,17 @@ public struct SQLiteRecordStorage<Record: DAOCore.Record>: Storage {
                 template.memo(of: shapeTextType) { makeShapeText(bound, template, sort: sort, limited: limited) },
                 to: ShapeText<Record>.self)
             guard let order = shape.orderTerms, shape.callParameters != nil else { continue }
-            let (sql, _) = shape.select(for: table) {
+            let read = shape.select(for: table) {
                 makeSelect(where: shape.callCondition, orderBy: order, sort: sort, limited: limited)
             }
             try database.withReader(.read, entity: entityName) { connection in
-                _ = try connection.statement(sql)
+                _ = try connection.statement(read.0)
+                // The view reads' `SELECT` too, found (and compiled) here
+                // rather than by the first call.
+                guard !limited else { return }
+                let (viewSQL, _) = try viewSelect(
+                    shape, where: shape.callCondition, orderBy: order, read: read, connection)
+                _ = try connection.statement(viewSQL)
             }
         }
     }
@@ -276,10 +283,10 @@ public struct SQLiteRecordStorage<Record: DAOCore.Record>: Storage {
 
     /// Lends a view of each record that answers `query` to `body`
     /// (``RecordView``): when SQLite runs the query's condition and sort
-    /// exactly, each view reads the columns of the statement's current row,
-    /// with the primary key last in the `ORDER BY` so that rows of equal
-    /// sort values come in the order ``read(_:)-(Query<Record>)`` gives
-    /// them; otherwise views of the records the read returns.
+    /// exactly, each view reads the columns of a row of the statement
+    /// ``read(_:)-(Query<Record>)`` runs, or of one that orders rows of
+    /// equal sort values by key (`viewSelect`);
+    /// otherwise views of the records the read returns.
     /// - Throws: ``StorageError``, or what `body` throws, as it threw it.
     public func forEachView(_ query: Query<Record>, _ body: (borrowing RecordView<Record>) throws -> Void) throws {
         try query.validate()
@@ -287,22 +294,24 @@ public struct SQLiteRecordStorage<Record: DAOCore.Record>: Storage {
         guard plan.isExact, let order = plan.orderBy else { return try lendViews(of: read(query), to: body) }
         if query.limit == 0 { return }
         let limited = query.limit != nil
-        let (select, sortColumns) = selectSQL(plan, orderBy: order, limited: limited)
-        // Unlimited and sorted by fields other than the key, the kept
-        // `SELECT` leaves the key out of its `ORDER BY` (a read re-sorts
-        // ties); a view cannot be re-sorted once lent.
-        let sql = sortColumns == nil ? select : viewSelect(plan.sqlTemplate, where: plan.condition?.sql, orderBy: order)
+        let read = selectSQL(plan, orderBy: order, limited: limited)
         let parameters = plan.condition?.parameters ?? []
-        try lendRows(sql, body) { statement in
-            try statement.bind(parameters)
-            if let limit = query.limit { try statement.bind(Int64(limit), at: Int32(parameters.count) + 1) }
-        }
+        let condition = plan.condition?.sql
+        try lendRows(
+            body,
+            select: { connection in
+                limited ? (read.0, nil) : try viewSelect(plan.shape, where: condition, orderBy: order, read: read, connection)
+            },
+            bind: { statement in
+                try statement.bind(parameters)
+                if let limit = query.limit { try statement.bind(Int64(limit), at: Int32(parameters.count) + 1) }
+            })
     }
 
     /// Lends a view of each record that answers a prepared query's call:
     /// the rows of the `SELECT` kept with its template, its parameters bound
     /// from the call's values, as ``read(_:)-(PreparedQueryCall<Record>)``
-    /// runs it (the key last in its `ORDER BY`, as in
+    /// runs it (rows of equal sort values lent in key order, as in
     /// `forEachView(_:_:)`); otherwise the views of the call's query.
     /// - Throws: ``StorageError``, or what `body` throws, as it threw it.
     public func forEachView(_ call: PreparedQueryCall<Record>, _ body: (borrowing RecordView<Record>) throws -> Void)
@@ -320,25 +329,88 @@ public struct SQLiteRecordStorage<Record: DAOCore.Record>: Storage {
         guard let order = shape.orderTerms, let parameters = shape.callParameters else {
             return try forEachView(call.query, body)
         }
-        let (select, sortColumns) = shape.select(for: table) {
+        let read = shape.select(for: table) {
             makeSelect(where: shape.callCondition, orderBy: order, sort: sort, limited: limited)
         }
-        let sql = sortColumns == nil ? select : viewSelect(template, where: shape.callCondition, orderBy: order)
         let entityName = entityName
-        try lendRows(sql, body) { statement in
-            let count = try CallParameter.bind(parameters, of: bound, to: statement, entity: entityName)
-            if let limit = bound.limit { try statement.bind(Int64(limit), at: count + 1) }
-        }
+        try lendRows(
+            body,
+            select: { connection in
+                limited
+                    ? (read.0, nil)
+                    : try viewSelect(shape, where: shape.callCondition, orderBy: order, read: read, connection)
+            },
+            bind: { statement in
+                let count = try CallParameter.bind(parameters, of: bound, to: statement, entity: entityName)
+                if let limit = bound.limit { try statement.bind(Int64(limit), at: count + 1) }
+            })
     }
 
-    /// The unlimited `SELECT` of a view read, its key last in the `ORDER
-    /// BY`, kept with the plan's template for this table when it has one.
-    private func viewSelect(_ template: PlanTemplate<Record>?, where condition: String?, orderBy order: [String])
-        -> SQLText
-    {
-        func build() -> String { table.selectSQL(where: condition, orderBy: order, limit: false) }
-        guard let template else { return SQLText(sql: build()) }
-        return template.memo(TableText<Record, ViewSelect>.self) { TableText() }.sql(for: table, build)
+    /// The `SELECT` of an unlimited view read and the columns whose runs of
+    /// equal values it copies and lends in key order (``ViewRun``; empty:
+    /// the whole answer is one run), or `nil` columns when it lends each
+    /// row as the statement steps onto it. `read` is the `SELECT` of
+    /// ``read(_:)-(Query<Record>)`` and its tie columns.
+    ///
+    /// A view cannot be moved once lent, so rows of equal sort values must
+    /// come in key order, the read's final tie-break. With the key last in
+    /// the `ORDER BY` SQLite gives that order, but where the index it walks
+    /// gives the order of the sort values only (a `(dialogId, date)` index
+    /// for messages of one dialog by date, or by key alone), it builds a
+    /// temporary B-tree per call to add the key. Then the view read runs
+    /// the read's own `SELECT` (the key left out of the `ORDER BY`, no
+    /// `ORDER BY` for a sort by key alone) and lends its runs of equal
+    /// values in key order. Whether SQLite sorts the key-last `SELECT` for
+    /// the key only is asked once per shape and table (`EXPLAIN QUERY
+    /// PLAN`) and kept with the shape; a query without a template copies
+    /// runs exactly when the read leaves the key out. A table whose key is
+    /// not an integer always puts the key last.
+    private func viewSelect(
+        _ shape: ShapeText<Record>?, where condition: String?, orderBy order: [String],
+        read: (SQLText, [Int32]?), _ connection: Connection
+    ) throws -> (SQLText, [Int32]?) {
+        // The read's own `SELECT` has the key last in its `ORDER BY`
+        // (a sort by text, or by the key alone without a condition).
+        let byKeyWithCondition = order.isEmpty && condition != nil
+        if read.1 == nil && !byKeyWithCondition { return (read.0, nil) }
+        func make() throws -> (SQLText, [Int32]?) {
+            let keyLast =
+                read.1 == nil ? read.0 : SQLText(sql: table.selectSQL(where: condition, orderBy: order, limit: false))
+            guard table.entity.primaryKeyField.type == .integer else { return (keyLast, nil) }
+            let unkeyed: SQLText
+            let tieColumns: [Int32]
+            if let sortColumns = read.1 {
+                (unkeyed, tieColumns) = (read.0, sortColumns)
+            } else {
+                unkeyed = SQLText(sql: table.selectSQL(where: condition, orderBy: [], limit: false, keyLast: false))
+                tieColumns = []
+            }
+            guard shape != nil else { return read.1 == nil ? (keyLast, nil) : (unkeyed, tieColumns) }
+            // By the key alone, the `SELECT` without `ORDER BY` sorts
+            // nothing; by fields, the read's sorts nothing more when SQLite
+            // sorts the key-last `SELECT` only to order ties (the right
+            // part of the `ORDER BY`).
+            let plan = try queryPlan(of: keyLast, connection)
+            let copies =
+                read.1 == nil
+                ? plan.contains("TEMP B-TREE")
+                : plan.contains("TEMP B-TREE FOR RIGHT PART OF ORDER BY")
+                    || plan.contains("TEMP B-TREE FOR LAST TERM OF ORDER BY")
+            return copies ? (unkeyed, tieColumns) : (keyLast, nil)
+        }
+        guard let shape else { return try make() }
+        return try shape.viewSelect(for: table, make)
+    }
+
+    /// The details of SQLite's plan for `sql` (`EXPLAIN QUERY PLAN`), one
+    /// line each.
+    private func queryPlan(of sql: SQLText, _ connection: Connection) throws -> String {
+        let statement = try Statement(db: connection.handle, sql: "EXPLAIN QUERY PLAN " + sql.sql, persistent: false)
+        var details = ""
+        while try statement.step() {
+            details += (statement.text(3) ?? "") + "\n"
+        }
+        return details
     }
 
     /// Lends a view of the row with primary key `key` to `body`, if there
@@ -359,12 +431,31 @@ public struct SQLiteRecordStorage<Record: DAOCore.Record>: Storage {
     private func lendRows(
         _ sql: SQLText, _ body: (borrowing RecordView<Record>) throws -> Void, bind: (Statement) throws -> Void
     ) throws -> Int {
+        try lendRows(body, select: { _ in (sql, nil) }, bind: bind)
+    }
+
+    /// Runs the `SELECT` `select` gives on a reader connection, its
+    /// parameters bound by `bind`, and lends a view of each row to `body`:
+    /// as the statement steps onto it, or, when `select` gives tie columns,
+    /// in runs of equal values in them, each in key order (``ViewRun``);
+    /// returns how many it lent. What `body` throws stops the rows and is
+    /// rethrown as it was thrown.
+    @discardableResult
+    private func lendRows(
+        _ body: (borrowing RecordView<Record>) throws -> Void,
+        select: (Connection) throws -> (SQLText, [Int32]?), bind: (Statement) throws -> Void
+    ) throws -> Int {
         var thrownByBody: (any Error)?
         var lent = 0
         try database.withReader(.read, entity: entityName) { connection in
+            let (sql, tieColumns) = try select(connection)
             let statement = try connection.statement(sql)
             defer { statement.reset() }
             try bind(statement)
+            if let tieColumns {
+                (lent, thrownByBody) = try lendRuns(statement, tieColumns: tieColumns, body)
+                return
+            }
             try withUnsafePointer(to: sqliteColumnFunctions) { functions in
                 let context = ViewContext(columnsOf: table.viewLayout, functions: functions, access: table.columnAccess)
                 // The views hold the context unowned: kept alive until the
@@ -386,6 +477,39 @@ public struct SQLiteRecordStorage<Record: DAOCore.Record>: Storage {
         }
         if let thrownByBody { throw thrownByBody }
         return lent
+    }
+
+    /// Lends a view of each row of `statement` (bound) to `body` in runs of
+    /// equal values in `tieColumns`, each in key order (``ViewRun``);
+    /// returns how many rows it read and what `body` threw, which stopped
+    /// the rows.
+    private func lendRuns(
+        _ statement: Statement, tieColumns: [Int32], _ body: (borrowing RecordView<Record>) throws -> Void
+    ) throws -> (Int, (any Error)?) {
+        try withUnsafePointer(to: copiedRowFunctions) { functions in
+            let context = ViewContext(columnsOf: table.viewLayout, functions: functions, access: table.columnAccess)
+            // The views hold the context unowned: kept alive until the last
+            // has been lent.
+            return try withExtendedLifetime(context) {
+                try ViewRun.withRun(columns: table.layout.names.count) { run in
+                    let handle = statement.handle
+                    var read = 0
+                    var more = try statement.step()
+                    while more {
+                        run.append(handle)
+                        read += 1
+                        more = try statement.step()
+                        guard !more || !run.ties(handle, in: tieColumns) else { continue }
+                        do {
+                            try run.lend(context, to: body)
+                        } catch {
+                            return (read, error)
+                        }
+                    }
+                    return (read, nil)
+                }
+            }
+        }
     }
 
     /// How many records meet `predicate`.
@@ -676,7 +800,8 @@ public struct SQLiteRecordStorage<Record: DAOCore.Record>: Storage {
 /// What SQLite derives from a plan's shape, kept with the core's
 /// ``PlanTemplate`` (one memo, found once a call): the `WHERE` text, the
 /// `ORDER BY` terms of the sort, and, for each table it was read from, the
-/// `SELECT` of a read and the columns whose ties it watches. A table is
+/// `SELECT` of a read and the columns whose ties it watches, and those of a
+/// view read. A table is
 /// held, so its identity cannot be reused by another table while its text
 /// is kept.
 private final class ShapeText<Record: DAOCore.Record>: Sendable {
@@ -691,12 +816,18 @@ private final class ShapeText<Record: DAOCore.Record>: Sendable {
     /// The `SELECT` of the table the shape was made for, when it was made
     /// with it: found without a lock.
     private let firstSelect: SelectText?
-    /// One entry per table read from (a few at most: one per open database),
+    /// One entry per table read from, and one per table views were read
+    /// from (a few at most: one per open database),
     /// found by identity, in terms that do not depend on the record type: a
     /// dictionary keyed by the table's identifier, unspecialized for the
     /// record type, cost about 3.6k instructions a call, mostly generic
     /// metadata look-ups.
     private let selects = BargingMutex<[SelectText]>([])
+    /// The first view read's `SELECT` (a retained `SelectText`, 0 for none;
+    /// the others are in ``selects``),
+    /// found without a lock (a lock taken and released cost a call about
+    /// 200 instructions).
+    private let firstViewSelect = Atomic<UInt>(0)
 
     /// Where each parameter of the `WHERE` text comes from in a prepared
     /// call (``CallParameter``), when the shape was made by one whose
@@ -740,12 +871,48 @@ private final class ShapeText<Record: DAOCore.Record>: Sendable {
         return SQLCondition(sql: sql, parameters: parameters)
     }
 
+    /// The `SELECT` of a view read from `table` and its tie columns
+    /// (`SQLiteRecordStorage.viewSelect`), made by `make` the first time.
+    func viewSelect(for table: SQLiteTable<Record>, _ make: () throws -> (SQLText, [Int32]?)) throws -> (
+        SQLText, [Int32]?
+    ) {
+        if let first = UnsafeRawPointer(bitPattern: firstViewSelect.load(ordering: .acquiring)) {
+            // Set once and released with the shape, so not retained here.
+            let kept = Unmanaged<SelectText>.fromOpaque(first).takeUnretainedValue()
+            if kept.table === table { return (kept.sql, kept.sortColumns) }
+        }
+        let kept = selects.withLock { selects -> SelectText? in
+            for select in selects where select.table === table && select.isView { return select }
+            return nil
+        }
+        if let kept { return (kept.sql, kept.sortColumns) }
+        let (sql, tieColumns) = try make()
+        let made = SelectText(table: table, sql: sql, sortColumns: tieColumns, isView: true)
+        selects.withLock { selects in
+            if selects.count >= 16 { selects.removeAll() }
+            selects.append(made)
+        }
+        // The first table's is also found without the lock from now on.
+        let retained = Unmanaged.passRetained(made)
+        let first = UInt(bitPattern: retained.toOpaque())
+        if !firstViewSelect.compareExchange(expected: 0, desired: first, ordering: .acquiringAndReleasing).exchanged {
+            retained.release()
+        }
+        return (sql, tieColumns)
+    }
+
+    deinit {
+        if let first = UnsafeRawPointer(bitPattern: firstViewSelect.load(ordering: .acquiring)) {
+            Unmanaged<SelectText>.fromOpaque(first).release()
+        }
+    }
+
     /// The `SELECT` of a read from `table` and its sort columns, made by
     /// `make` the first time.
     func select(for table: SQLiteTable<Record>, _ make: () -> (SQLText, [Int32]?)) -> (SQLText, [Int32]?) {
         if let firstSelect, firstSelect.table === table { return (firstSelect.sql, firstSelect.sortColumns) }
         let kept = selects.withLock { selects -> SelectText? in
-            for select in selects where select.table === table { return select }
+            for select in selects where select.table === table && !select.isView { return select }
             return nil
         }
         if let kept { return (kept.sql, kept.sortColumns) }
@@ -766,11 +933,14 @@ private final class SelectText: Sendable {
     let table: AnyObject & Sendable
     let sql: SQLText
     let sortColumns: [Int32]?
+    /// Whether it is a view read's (`SQLiteRecordStorage.viewSelect`).
+    let isView: Bool
 
-    init(table: AnyObject & Sendable, sql: SQLText, sortColumns: [Int32]?) {
+    init(table: AnyObject & Sendable, sql: SQLText, sortColumns: [Int32]?, isView: Bool = false) {
         self.table = table
         self.sql = sql
         self.sortColumns = sortColumns
+        self.isView = isView
     }
 }
 
@@ -780,8 +950,6 @@ private enum CountStatement {}
 private enum DeleteStatement {}
 /// ``TableText`` of the `DELETE`s of an exact erasure's descendants.
 private enum DescendantDeletes {}
-/// The `SELECT` of a view read (`forEachView`).
-private enum ViewSelect {}
 
 /// The text of one kind of statement (`Kind`) for a plan's shape, for each
 /// table it ran on, kept with the core's ``PlanTemplate``. The table is held,

@@ -91,6 +91,15 @@ private func viewed<R: Record>(_ storage: some Storage<R>, _ query: Query<R>) th
     return rows
 }
 
+/// The integer keys (field 0) of lent rows; `Int64.min` for a key of
+/// another kind.
+private func integerKeys(_ rows: [[StoredValue]]) -> [Int64] {
+    rows.map { row in
+        guard case .integer(let key) = row.first else { return Int64.min }
+        return key
+    }
+}
+
 /// Whether two lists of stored values are the same value for value (a
 /// real's bits, text by scalars).
 private func same(_ a: [[StoredValue]], _ b: [[StoredValue]]) -> Bool {
@@ -214,6 +223,167 @@ struct ViewReadTests {
             for query in [Query<AttachmentRecord>(), Query(sortedBy: [SortDescriptor(\.name)], limit: 5)] {
                 #expect(same(try viewed(attachments, query), storedValues(of: try attachments.read(query))))
             }
+        }
+    }
+
+    @Test("many equal sort values: views come in key order within each, with and without a limit", arguments: allBackends)
+    func tiedSortValues(backend: TestBackend) throws {
+        try withStore(backend) { store, _ in
+            // Three dialogs of 60 messages on three dates, their keys
+            // (negative ones among them) in no order of the dates or of
+            // insertion, texts of several lengths.
+            let texts = ["", "a", "naïve", String(repeating: "long text ", count: 60), "привет 🚀"]
+            var stored: [MessageRecord] = []
+            let dialogIds: [Int64] = [4, -2, 9]
+            let dialogRecords = dialogIds.enumerated().map { position, dialogId in
+                let messages = (0..<60).map { n -> MessageRecord in
+                    let k = position * 60 + n
+                    return MessageRecord(
+                        id: Int64((k * 7919) % 181) - 90, dialogId: dialogId,
+                        date: Date(timeIntervalSinceReferenceDate: Double((k * 13) % 3) * 86_400),
+                        text: texts[k % texts.count], senderId: Int64(k), receiverId: 2, type: Int64(k % 4),
+                        isIncoming: k % 2 == 0, isRead: (k / 3) % 2 == 0)
+                }
+                stored += messages
+                return DialogRecord(id: dialogId, isPinned: false, messages: messages)
+            }
+            #expect(Set(stored.map(\.id)).count == stored.count)
+            try store.anyStorage(for: DialogRecord.self).persist(dialogRecords)
+            let messages = try store.anyStorage(for: MessageRecord.self)
+
+            /// The keys of the stored messages `included` selects, by
+            /// `order` and then by key ascending, at most `limit`: worked
+            /// out here, not by a store.
+            func expected(
+                _ included: (MessageRecord) -> Bool, _ order: (MessageRecord, MessageRecord) -> ComparisonResult,
+                limit: Int? = nil
+            ) -> [Int64] {
+                let keys = stored.filter(included).sorted { lhs, rhs in
+                    switch order(lhs, rhs) {
+                    case .orderedAscending: true
+                    case .orderedDescending: false
+                    case .orderedSame: lhs.id < rhs.id
+                    }
+                }.map(\.id)
+                return limit.map { Array(keys.prefix($0)) } ?? keys
+            }
+            func compare<T: Comparable>(_ a: T, _ b: T) -> ComparisonResult {
+                a < b ? .orderedAscending : a > b ? .orderedDescending : .orderedSame
+            }
+            let byDate: (MessageRecord, MessageRecord) -> ComparisonResult = { compare($0.date, $1.date) }
+            let byDateReversed: (MessageRecord, MessageRecord) -> ComparisonResult = { compare($1.date, $0.date) }
+            let byKey: (MessageRecord, MessageRecord) -> ComparisonResult = { _, _ in .orderedSame }
+            let byTypeThenNewest: (MessageRecord, MessageRecord) -> ComparisonResult = {
+                let type = compare($0.type, $1.type)
+                return type == .orderedSame ? compare($1.date, $0.date) : type
+            }
+
+            /// The keys the views of `query` come in, having checked each
+            /// view against the record `read` returns at its place.
+            func viewedKeys(_ query: Query<MessageRecord>) throws -> [Int64] {
+                let lent = try viewed(messages, query)
+                #expect(same(lent, storedValues(of: try messages.read(query))), "\(query)")
+                return integerKeys(lent)
+            }
+            for limit in [nil, 1, 5, 17, 61] as [Int?] {
+                for dialog in dialogIds + [99] {
+                    let ofDialog: (MessageRecord) -> Bool = { $0.dialogId == dialog }
+                    let unread: (MessageRecord) -> Bool = { $0.dialogId == dialog && !$0.isRead }
+                    let cases: [(Query<MessageRecord>, [Int64])] = [
+                        (
+                            Query(
+                                where: #Predicate { $0.dialogId == dialog }, sortedBy: [SortDescriptor(\.date, order: .reverse)],
+                                limit: limit), expected(ofDialog, byDateReversed, limit: limit)
+                        ),
+                        (
+                            Query(where: #Predicate { $0.dialogId == dialog }, sortedBy: [SortDescriptor(\.date)], limit: limit),
+                            expected(ofDialog, byDate, limit: limit)
+                        ),
+                        (
+                            Query(
+                                where: #Predicate { $0.dialogId == dialog && !$0.isRead },
+                                sortedBy: [SortDescriptor(\.date, order: .reverse)], limit: limit),
+                            expected(unread, byDateReversed, limit: limit)
+                        ),
+                        (Query(where: #Predicate { $0.dialogId == dialog }, limit: limit), expected(ofDialog, byKey, limit: limit)),
+                        (
+                            Query(
+                                where: #Predicate { $0.dialogId == dialog },
+                                sortedBy: [SortDescriptor(\.type), SortDescriptor(\.date, order: .reverse)], limit: limit),
+                            expected(ofDialog, byTypeThenNewest, limit: limit)
+                        ),
+                    ]
+                    for (query, keys) in cases {
+                        #expect(try viewedKeys(query) == keys, "\(query)")
+                    }
+                }
+                let everyOne: (MessageRecord) -> Bool = { _ in true }
+                let unread: (MessageRecord) -> Bool = { !$0.isRead }
+                #expect(
+                    try viewedKeys(Query(sortedBy: [SortDescriptor(\.date, order: .reverse)], limit: limit))
+                        == expected(everyOne, byDateReversed, limit: limit))
+                #expect(
+                    try viewedKeys(Query(sortedBy: [SortDescriptor(\.date)], limit: limit))
+                        == expected(everyOne, byDate, limit: limit))
+                #expect(
+                    try viewedKeys(
+                        Query(where: #Predicate { !$0.isRead }, sortedBy: [SortDescriptor(\.date, order: .reverse)], limit: limit))
+                        == expected(unread, byDateReversed, limit: limit))
+            }
+
+            // Prepared: the workload's query, and a dialog's messages by key.
+            let unreadOf = try PreparedQuery(
+                where: #Predicate<MessageRecord, Int64> { message, dialog in
+                    message.dialogId == dialog && !message.isRead
+                },
+                sortedBy: [SortDescriptor(\.date, order: .reverse)])
+            let messagesOf = try PreparedQuery(
+                where: #Predicate<MessageRecord, Int64> { message, dialog in message.dialogId == dialog })
+            for dialog in dialogIds + [99] {
+                for (prepared, keys) in [
+                    (unreadOf, expected({ $0.dialogId == dialog && !$0.isRead }, byDateReversed)),
+                    (messagesOf, expected({ $0.dialogId == dialog }, byKey)),
+                ] {
+                    var lent: [[StoredValue]] = []
+                    try messages.forEachView(prepared, values: dialog) { view in lent.append(try storedValues(view)) }
+                    #expect(same(lent, storedValues(of: try messages.read(prepared, dialog))), "dialog \(dialog)")
+                    #expect(integerKeys(lent) == keys, "dialog \(dialog)")
+                }
+            }
+
+            // Runs of rows of several texts and bytes each, far more than
+            // a few kilobytes of them, on two dates.
+            let attachments = try store.anyStorage(for: AttachmentRecord.self)
+            let storedAttachments = (0..<50).map { n in
+                AttachmentRecord(
+                    id: Int64((n * 31) % 50) - 20, name: texts[n % texts.count] + "\(n)",
+                    payload: Data((0..<(n * 97)).map { UInt8(truncatingIfNeeded: $0 &+ n) }),
+                    thumbnail: n % 3 == 0 ? nil : Data(repeating: UInt8(n), count: n * 13), size: Int64(n),
+                    created: Date(timeIntervalSinceReferenceDate: Double(n % 2)), flagged: n % 5 == 0)
+            }
+            try attachments.persist(storedAttachments)
+            for order in [SortOrder.forward, .reverse] {
+                let query = Query<AttachmentRecord>(sortedBy: [SortDescriptor(\.created, order: order)])
+                let lent = try viewed(attachments, query)
+                #expect(same(lent, storedValues(of: try attachments.read(query))))
+                let expected = storedAttachments.sorted { lhs, rhs in
+                    lhs.created != rhs.created ? (lhs.created < rhs.created) == (order == .forward) : lhs.id < rhs.id
+                }
+                #expect(same(lent, storedValues(of: expected)))
+            }
+
+            // An error of the closure inside a run of equal dates stops the
+            // read there.
+            var lent = 0
+            #expect(throws: Stop.self) {
+                try messages.forEachView(
+                    where: #Predicate { $0.dialogId == 4 }, sortedBy: [SortDescriptor(\.date, order: .reverse)]
+                ) { _ in
+                    lent += 1
+                    if lent == 2 { throw Stop() }
+                }
+            }
+            #expect(lent == 2)
         }
     }
 
