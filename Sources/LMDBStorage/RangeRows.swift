@@ -110,6 +110,55 @@ final class RangeRows: PackedRows {
         return try end(code)
     }
 
+    /// The next value of the range that the filter keeps, for a view lent
+    /// later (``LMDBRecordStorage``'s prepared views): checked as
+    /// ``next()`` checks it (the range filter's verdict on its bytes, then
+    /// its fields compared) but not read, its checksum not checked (a value
+    /// lent is loaded whole, its checksum checked, when it is lent); begun
+    /// in the decoder with its first `fields` fields laid out, for its sort
+    /// keys to be read. `nil` at the range's end.
+    func nextKept(layingOut fields: Int) throws -> UnsafeRawBufferPointer? {
+        var code: Int32
+        if started {
+            code = mdb_cursor_get(cursor, &key, &value, step)
+        } else {
+            started = true
+            code = backwards
+                ? Cursor.moveToLast(cursor, withPrefix: prefix, &key, &value)
+                : Cursor.moveToFirst(cursor, withPrefix: prefix, &key, &value)
+        }
+        let readsKeys = fields > 0 || sortKeys != nil
+        while code == MDB_SUCCESS {
+            guard inRange() else { return nil }
+            let bytes = try bounds.lent(value, operation)
+            switch filter?.verdict(bytes) ?? .passes {
+            case .passes:
+                // The decoder is not given a value no field of which is
+                // read here.
+                if readsKeys {
+                    try decoder.begin(bytes, checkingSum: false)
+                    try decoder.layOutPrefix(fields: fields)
+                    try sortKeys?.read(decoder)
+                }
+                return bytes
+            case .undecided:
+                guard let filter else { break }
+                try decoder.begin(bytes, checkingSum: false)
+                try filter.locate(in: decoder)
+                if try filter.matches(decoder) {
+                    try decoder.layOutPrefix(fields: fields)
+                    try sortKeys?.read(decoder)
+                    return bytes
+                }
+            case .fails:
+                break
+            }
+            code = mdb_cursor_get(cursor, &key, &value, step)
+        }
+        _ = try end(code)
+        return nil
+    }
+
     /// The end of the range at result code `code`: `nil`, or the error of a
     /// cursor that failed.
     private func end(_ code: Int32) throws -> PackedFieldReader? {

@@ -15,6 +15,24 @@ final class ReadCallKeeps {
     /// call (``LMDBRecordStorage/parentRange(_:_:codecs:)``).
     @exclusivity(unchecked) var parentKeyBuffer: [UInt8] = []
 
+    /// Where the values a view call keeps lie in the map, in the order
+    /// its range was read (``LMDBRecordStorage/forEachView(_:_:)-(PreparedQueryCall<Record>)``):
+    /// emptied before and after each call, its memory kept for the next.
+    @exclusivity(unchecked) var viewValues: [UnsafeRawBufferPointer] = []
+
+    /// The context of the views a view call lends (``viewContext(_:_:)``).
+    @exclusivity(unchecked) private var keptViewContext: ViewContext?
+
+    /// The context of the views of the values the codecs' `decoder` lays
+    /// out, for entity layout `layout`: made by the first view call, then
+    /// kept with the codecs (whose table has one layout) for the next.
+    func viewContext(_ layout: ViewLayout, _ decoder: ValueDecoder) -> ViewContext {
+        if let keptViewContext { return keptViewContext }
+        let made = ViewContext(packedOf: layout, offsets: decoder.offsets, access: decoder, textIsValidated: false)
+        keptViewContext = made
+        return made
+    }
+
     /// The range filter of the last read call that asked for one, with the
     /// fields and values it was made for: the next call that filters the
     /// same fields on the same values uses it again (``rangeFilter(fields:values:from:others:types:fromEnd:)``).
