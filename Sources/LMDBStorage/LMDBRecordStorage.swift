@@ -388,7 +388,7 @@ public struct LMDBRecordStorage<Record: DAOCore.Record>: Storage {
                     try table.environment.read(.read) { txn in
                         let rows = try RangeRows(
                             txn, table.main, prefix: range.parent, backwards: false, filter: range.filter,
-                            decoder: decoder, sortKeys: nil)
+                            decoder: decoder, sortKeys: nil, cursor: keeps.cursor(table.main))
                         defer { rows.close() }
                         var lent = 0
                         while lent < limit, let value = try rows.nextKept(layingOut: 0) {
@@ -401,14 +401,14 @@ public struct LMDBRecordStorage<Record: DAOCore.Record>: Storage {
                     }
                     return
                 }
-                let sortKeys = keeps.sortKeys(positions: positions, columns: columns)
+                let sortKeys = keeps.sortKeys(for: prepared) ?? keeps.sortKeys(positions: positions, columns: columns)
                 let backwards = template.prefersDescendingCandidates
                 var fields = 0
                 for position in positions { fields = max(fields, position + 1) }
                 try table.environment.read(.read) { txn in
                     let rows = try RangeRows(
                         txn, table.main, prefix: range.parent, backwards: backwards, filter: range.filter,
-                        decoder: decoder, sortKeys: sortKeys)
+                        decoder: decoder, sortKeys: sortKeys, cursor: keeps.cursor(table.main))
                     defer { rows.close() }
                     keeps.viewValues.removeAll(keepingCapacity: true)
                     defer { keeps.viewValues.removeAll(keepingCapacity: true) }
@@ -699,14 +699,14 @@ public struct LMDBRecordStorage<Record: DAOCore.Record>: Storage {
         range: (parent: [UInt8], filter: RangeFilter?)?, path: EntityTable<Record>.Plan, prepared: PreparedRead,
         template: PlanTemplate<Record>, limit: Int?, codecs: Codecs, keeps: ReadCallKeeps
     ) throws -> [Record] {
-        let sortKeys = prepared.sortPositions.map { keeps.sortKeys(positions: $0, columns: prepared.sortColumns) }
+        let sortKeys = keeps.sortKeys(for: prepared)
         let backwards = sortKeys != nil && template.prefersDescendingCandidates
         var candidates: [Record] = []
         try table.environment.read(.read) { txn in
             if let range {
                 candidates = try table.candidates(
                     parent: range.parent, filter: range.filter, in: txn, codecs: codecs, sortKeys: sortKeys,
-                    backwards: backwards)
+                    backwards: backwards, cursor: keeps.cursor(table.main))
             } else {
                 candidates = try table.candidates(
                     for: path, in: txn, codecs: codecs, sortKeys: sortKeys, backwards: backwards)

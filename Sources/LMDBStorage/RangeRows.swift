@@ -31,13 +31,25 @@ final class RangeRows: PackedRows {
     @exclusivity(unchecked) private var key = MDB_val()
     @exclusivity(unchecked) private var value = MDB_val()
 
+    /// Whether ``close()`` closes the cursor: not one kept by the read
+    /// codecs (``KeptReadCursor``).
+    private let closesCursor: Bool
+
     /// The values of `dbi` under keys that start with `prefix`, in key order
-    /// (descending when `backwards`), those `filter` keeps when there is one.
+    /// (descending when `backwards`), those `filter` keeps when there is one;
+    /// read through `kept`'s cursor (on `dbi`) when it is given, else through
+    /// one opened for them.
     init(
         _ txn: borrowing Transaction, _ dbi: MDB_dbi, prefix: [UInt8], backwards: Bool, filter: RangeFilter?,
-        decoder: ValueDecoder, sortKeys: SortKeys?
+        decoder: ValueDecoder, sortKeys: SortKeys?, cursor kept: KeptReadCursor? = nil
     ) throws {
-        cursor = try txn.openCursor(dbi)
+        if let kept {
+            cursor = try kept.renewed(in: txn)
+            closesCursor = false
+        } else {
+            cursor = try txn.openCursor(dbi)
+            closesCursor = true
+        }
         self.prefix = prefix
         prefixWord = prefix.count == 8 ? prefix.withUnsafeBytes { $0.loadUnaligned(as: UInt64.self) } : nil
         self.backwards = backwards
@@ -50,9 +62,10 @@ final class RangeRows: PackedRows {
         bounds = txn.bounds
     }
 
-    /// Closes the cursor; called once, before the transaction ends.
+    /// Closes the cursor unless the codecs keep it; called once, before the
+    /// transaction ends.
     func close() {
-        mdb_cursor_close(cursor)
+        if closesCursor { mdb_cursor_close(cursor) }
     }
 
     // Room for 16 records: a parent's range read by a query grew an array
