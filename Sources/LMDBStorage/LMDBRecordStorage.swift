@@ -320,7 +320,7 @@ public struct LMDBRecordStorage<Record: DAOCore.Record>: Storage {
     /// Lends a view of each record that answers a prepared query's call, as
     /// `forEachView(_:_:)` lends its query's, without building the query: a
     /// parent's range sorted by numbers walked as the call's `read` walks it
-    /// (``lendParentRange(_:_:_:_:)``), else from the call's bound plan (its
+    /// (`lendParentRange`), else from the call's bound plan (its
     /// access path and other equalities bound from the call's values, the
     /// sort of its template); a call whose plan does not read one key range
     /// lends the views of its query.
