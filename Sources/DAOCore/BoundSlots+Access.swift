@@ -67,6 +67,36 @@ extension PlanTemplate {
             candidates, orderedKeys: orderedKeys, sort: sort, limit: limit, template: self, descending: descending)
     }
 
+    /// Whether a call's candidates can be put in order by sort keys in
+    /// ordered form `width` wide (``answerOrder(orderedKeys:count:descending:)``):
+    /// the sort compares stored values, one column per field and one for
+    /// the primary key.
+    package func ordersByKeys(width: Int) -> Bool { sort.ascendingKeys?.count == width }
+
+    /// The order in which `count` candidates of a call bound from this
+    /// template, exactly the records that meet its predicate, read in
+    /// descending key order or not (`descending`), answer it: their sort
+    /// keys in ordered form, a row per candidate, put in order as
+    /// ``finishCall(_:orderedKeys:limit:descending:)`` puts the candidates
+    /// (sort fields, then primary key ascending), and learnt from as it
+    /// learns. For an adapter that hands out each candidate where it lies
+    /// (a view) rather than an array of records; keys of another width
+    /// than ``ordersByKeys(width:)`` allows leave them as read.
+    package func answerOrder(orderedKeys keys: UnsafeBufferPointer<UInt64>, count: Int, descending: Bool)
+        -> AnswerOrder
+    {
+        guard count > 1, let ascending = sort.ascendingKeys, keys.count == ascending.count * count else {
+            return .asRead
+        }
+        let order = SortKeyRows.order(of: keys, width: ascending.count, ascending: ascending)
+        learn(order, readDescending: descending)
+        switch order {
+        case .ascending: return .asRead
+        case .descending: return .reversed
+        case .neither: return .positions(SortKeyRows.sortedPositions(keys, width: ascending.count, ascending: ascending))
+        }
+    }
+
     /// As ``finishCall(_:orderedKeys:limit:descending:)`` with the sort keys
     /// as stored values: ``BoundPlan/finish(_:sortKeys:descending:)``.
     package func finishCall(_ candidates: [R], sortKeys: [StoredValue], limit: Int?, descending: Bool) -> [R] {
@@ -91,5 +121,26 @@ extension BoundSlots {
         guard let access = entry.access(with: values) else { return nil }
         return template.boundPlanType.init(
             template: template, access: access, otherEqualities: entry.otherEqualities(with: values), limit: limit)
+    }
+}
+
+/// The order of a call's candidates in its answer
+/// (``PlanTemplate/answerOrder(orderedKeys:count:descending:)``).
+package enum AnswerOrder {
+    /// The order they were read in.
+    case asRead
+    /// The reverse of it.
+    case reversed
+    /// The candidates at these positions, in turn.
+    case positions([Int])
+
+    /// The position among the `count` candidates of the `rank`th of the answer.
+    @inline(__always)
+    package func position(_ rank: Int, of count: Int) -> Int {
+        switch self {
+        case .asRead: rank
+        case .reversed: count - 1 - rank
+        case .positions(let positions): positions[rank]
+        }
     }
 }

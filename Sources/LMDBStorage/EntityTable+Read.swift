@@ -346,16 +346,19 @@ extension EntityTable {
     /// (descending when `backwards`), those `filter` keeps when there is one;
     /// with their sort keys appended to `sortKeys`, as
     /// ``candidates(for:in:codecs:sortKeys:backwards:)`` reads a
-    /// ``Plan/parentIndexRange(_:parent:rest:)``.
+    /// ``Plan/parentIndexRange(_:parent:rest:)``. A ``FieldwiseRecord``
+    /// without relations is read through `cursor`'s cursor when it is
+    /// given (the read codecs', ``ReadCallKeeps/cursor(_:)``).
     func candidates(
         parent: [UInt8], filter: RangeFilter?, in txn: borrowing Transaction, codecs: Codecs, sortKeys: SortKeys?,
-        backwards: Bool
+        backwards: Bool, cursor: KeptReadCursor? = nil
     ) throws -> [R] {
         let decoder = codecs.decoder
         if !hasRelations, let fieldwiseType {
             // The record type's specialized code reads the range.
             let rows = try RangeRows(
-                txn, main, prefix: parent, backwards: backwards, filter: filter, decoder: decoder, sortKeys: sortKeys)
+                txn, main, prefix: parent, backwards: backwards, filter: filter, decoder: decoder, sortKeys: sortKeys,
+                cursor: cursor)
             defer { rows.close() }
             return try read(rows, as: fieldwiseType)
         }

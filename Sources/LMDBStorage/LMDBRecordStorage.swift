@@ -318,10 +318,12 @@ public struct LMDBRecordStorage<Record: DAOCore.Record>: Storage {
     }
 
     /// Lends a view of each record that answers a prepared query's call, as
-    /// `forEachView(_:_:)` lends its query's, from the call's bound plan
-    /// (its access path and other equalities bound from the call's values,
-    /// the sort of its template) without building the query; a call whose
-    /// plan does not read one key range lends the views of its query.
+    /// `forEachView(_:_:)` lends its query's, without building the query: a
+    /// parent's range sorted by numbers walked as the call's `read` walks it
+    /// (`lendParentRange`), else from the call's bound plan (its
+    /// access path and other equalities bound from the call's values, the
+    /// sort of its template); a call whose plan does not read one key range
+    /// lends the views of its query.
     /// - Throws: ``StorageError``, or what `body` throws, as it threw it.
     public func forEachView(_ call: PreparedQueryCall<Record>, _ body: (borrowing RecordView<Record>) throws -> Void)
         throws
@@ -330,6 +332,7 @@ public struct LMDBRecordStorage<Record: DAOCore.Record>: Storage {
             return try forEachView(call.query, body)
         }
         let template = unsafeDowncast(slots.template, to: PlanTemplate<Record>.self)
+        if try lendParentRange(slots, template, layout, body) { return }
         guard let bound = slots.boundPlan(template) else { return try forEachView(call.query, body) }
         let (path, isExact) = table.filtered(table.plan(for: bound.access, isExact: bound.accessIsExact)) { _ in
             bound.otherEqualities
@@ -338,6 +341,118 @@ public struct LMDBRecordStorage<Record: DAOCore.Record>: Storage {
             return try forEachView(call.query, body)
         }
         try lend(scan, layout, limit: bound.limit, body)
+    }
+
+    /// Lends the views of a prepared call whose template's access path is a
+    /// parent's range, sorted by fields with ordered sort keys, from the
+    /// walk its read takes (``readParentRange(_:_:)``): the range read in
+    /// the direction the template prefers, each child kept or skipped by
+    /// the range filter on its bytes, and the sort keys of those kept read
+    /// from their leading fields; then put in the answer's order as the
+    /// read puts its records (sort fields, then primary key ascending), and
+    /// the first `limit` lent, each loaded whole (its checksum checked)
+    /// when it is lent. A call sorted by nothing but its integer primary
+    /// key lends each child as the walk keeps it, in key order, up to the
+    /// limit. `false` when the call does not fit that walk (the caller
+    /// lends its views another way), having lent nothing.
+    /// - Throws: ``StorageError``, or what `body` throws, as it threw it.
+    private func lendParentRange(
+        _ slots: BoundSlots, _ template: PlanTemplate<Record>, _ layout: ViewLayout,
+        _ body: (borrowing RecordView<Record>) throws -> Void
+    ) throws -> Bool {
+        var walked = false
+        var thrownByBody: (any Error)?
+        do {
+            try table.withReadCodecs { codecs in
+                // Read once: each read of the lazy property retains it.
+                let keeps = codecs.readCall
+                let prepared: PreparedRead
+                if let kept = table.keptPreparedRead(for: template, keeps: keeps) {
+                    prepared = kept
+                } else if let bound = slots.boundPlan(template) {
+                    prepared = table.preparedRead(for: bound, codecs: codecs)
+                } else {
+                    return
+                }
+                guard let served = prepared.servedIndex, let positions = prepared.sortPositions,
+                    let columns = prepared.sortColumns, template.ordersByKeys(width: positions.count),
+                    let range = parentRange(slots, isExact: template.isAccessExact, served, keeps: keeps)
+                else { return }
+                walked = true
+                let decoder = codecs.decoder
+                let context = keeps.viewContext(layout, decoder)
+                defer { context.nextRecord() }
+                let limit = slots.limit ?? Int.max
+                if positions.count == 1, columns[0] == .integer {
+                    // In key order: the primary key's within a parent's range.
+                    try table.environment.read(.read) { txn in
+                        let rows = try RangeRows(
+                            txn, table.main, prefix: range.parent, backwards: false, filter: range.filter,
+                            decoder: decoder, sortKeys: nil, cursor: keeps.cursor(table.main))
+                        defer { rows.close() }
+                        var lent = 0
+                        while lent < limit, let value = try rows.nextKept(layingOut: 0) {
+                            if let error = try lend(value, decoder, context, body) {
+                                thrownByBody = error
+                                return
+                            }
+                            lent += 1
+                        }
+                    }
+                    return
+                }
+                let sortKeys = keeps.sortKeys(for: prepared) ?? keeps.sortKeys(positions: positions, columns: columns)
+                let backwards = template.prefersDescendingCandidates
+                var fields = 0
+                for position in positions { fields = max(fields, position + 1) }
+                try table.environment.read(.read) { txn in
+                    let rows = try RangeRows(
+                        txn, table.main, prefix: range.parent, backwards: backwards, filter: range.filter,
+                        decoder: decoder, sortKeys: sortKeys, cursor: keeps.cursor(table.main))
+                    defer { rows.close() }
+                    keeps.viewValues.removeAll(keepingCapacity: true)
+                    defer { keeps.viewValues.removeAll(keepingCapacity: true) }
+                    while let value = try rows.nextKept(layingOut: fields) { keeps.viewValues.append(value) }
+                    var order = AnswerOrder.asRead
+                    try keeps.viewValues.withUnsafeBufferPointer { values in
+                        let count = values.count
+                        sortKeys.withOrdered { keys in
+                            order = template.answerOrder(orderedKeys: keys, count: count, descending: backwards)
+                        }
+                        for rank in 0..<min(limit, count) {
+                            if let error = try lend(values[order.position(rank, of: count)], decoder, context, body) {
+                                thrownByBody = error
+                                return
+                            }
+                        }
+                    }
+                }
+            }
+        } catch {
+            throw failing(error, .read)
+        }
+        if let thrownByBody { throw thrownByBody }
+        return walked
+    }
+
+    /// Lends a view of the value `bytes` to `body`, loaded whole (its
+    /// checksum checked) into `decoder`, whose fields `context`'s views
+    /// read; returns what `body` threw, as it threw it, or `nil`.
+    /// - Throws: ``StorageError`` for a value this store cannot read.
+    @inline(__always)
+    private func lend(
+        _ bytes: UnsafeRawBufferPointer, _ decoder: ValueDecoder, _ context: ViewContext,
+        _ body: (borrowing RecordView<Record>) throws -> Void
+    ) throws -> (any Error)? {
+        try decoder.load(bytes)
+        context.nextRecord(textIsValidated: decoder.textIsValidated)
+        let loaded = decoder.loaded
+        do {
+            try body(RecordView<Record>(context, handle: nil, base: loaded.baseAddress, count: loaded.count))
+        } catch {
+            return error
+        }
+        return nil
     }
 
     /// Lends a view of each value `scan` reads, at most `limit`.
@@ -584,14 +699,14 @@ public struct LMDBRecordStorage<Record: DAOCore.Record>: Storage {
         range: (parent: [UInt8], filter: RangeFilter?)?, path: EntityTable<Record>.Plan, prepared: PreparedRead,
         template: PlanTemplate<Record>, limit: Int?, codecs: Codecs, keeps: ReadCallKeeps
     ) throws -> [Record] {
-        let sortKeys = prepared.sortPositions.map { keeps.sortKeys(positions: $0, columns: prepared.sortColumns) }
+        let sortKeys = keeps.sortKeys(for: prepared)
         let backwards = sortKeys != nil && template.prefersDescendingCandidates
         var candidates: [Record] = []
         try table.environment.read(.read) { txn in
             if let range {
                 candidates = try table.candidates(
                     parent: range.parent, filter: range.filter, in: txn, codecs: codecs, sortKeys: sortKeys,
-                    backwards: backwards)
+                    backwards: backwards, cursor: keeps.cursor(table.main))
             } else {
                 candidates = try table.candidates(
                     for: path, in: txn, codecs: codecs, sortKeys: sortKeys, backwards: backwards)

@@ -31,13 +31,25 @@ final class RangeRows: PackedRows {
     @exclusivity(unchecked) private var key = MDB_val()
     @exclusivity(unchecked) private var value = MDB_val()
 
+    /// Whether ``close()`` closes the cursor: not one kept by the read
+    /// codecs (``KeptReadCursor``).
+    private let closesCursor: Bool
+
     /// The values of `dbi` under keys that start with `prefix`, in key order
-    /// (descending when `backwards`), those `filter` keeps when there is one.
+    /// (descending when `backwards`), those `filter` keeps when there is one;
+    /// read through `kept`'s cursor (on `dbi`) when it is given, else through
+    /// one opened for them.
     init(
         _ txn: borrowing Transaction, _ dbi: MDB_dbi, prefix: [UInt8], backwards: Bool, filter: RangeFilter?,
-        decoder: ValueDecoder, sortKeys: SortKeys?
+        decoder: ValueDecoder, sortKeys: SortKeys?, cursor kept: KeptReadCursor? = nil
     ) throws {
-        cursor = try txn.openCursor(dbi)
+        if let kept {
+            cursor = try kept.renewed(in: txn)
+            closesCursor = false
+        } else {
+            cursor = try txn.openCursor(dbi)
+            closesCursor = true
+        }
         self.prefix = prefix
         prefixWord = prefix.count == 8 ? prefix.withUnsafeBytes { $0.loadUnaligned(as: UInt64.self) } : nil
         self.backwards = backwards
@@ -50,9 +62,10 @@ final class RangeRows: PackedRows {
         bounds = txn.bounds
     }
 
-    /// Closes the cursor; called once, before the transaction ends.
+    /// Closes the cursor unless the codecs keep it; called once, before the
+    /// transaction ends.
     func close() {
-        mdb_cursor_close(cursor)
+        if closesCursor { mdb_cursor_close(cursor) }
     }
 
     // Room for 16 records: a parent's range read by a query grew an array
@@ -108,6 +121,55 @@ final class RangeRows: PackedRows {
             code = mdb_cursor_get(cursor, &key, &value, step)
         }
         return try end(code)
+    }
+
+    /// The next value of the range that the filter keeps, for a view lent
+    /// later (``LMDBRecordStorage``'s prepared views): checked as
+    /// ``next()`` checks it (the range filter's verdict on its bytes, then
+    /// its fields compared) but not read, its checksum not checked (a value
+    /// lent is loaded whole, its checksum checked, when it is lent); begun
+    /// in the decoder with its first `fields` fields laid out, for its sort
+    /// keys to be read. `nil` at the range's end.
+    func nextKept(layingOut fields: Int) throws -> UnsafeRawBufferPointer? {
+        var code: Int32
+        if started {
+            code = mdb_cursor_get(cursor, &key, &value, step)
+        } else {
+            started = true
+            code = backwards
+                ? Cursor.moveToLast(cursor, withPrefix: prefix, &key, &value)
+                : Cursor.moveToFirst(cursor, withPrefix: prefix, &key, &value)
+        }
+        let readsKeys = fields > 0 || sortKeys != nil
+        while code == MDB_SUCCESS {
+            guard inRange() else { return nil }
+            let bytes = try bounds.lent(value, operation)
+            switch filter?.verdict(bytes) ?? .passes {
+            case .passes:
+                // The decoder is not given a value no field of which is
+                // read here.
+                if readsKeys {
+                    try decoder.begin(bytes, checkingSum: false)
+                    try decoder.layOutPrefix(fields: fields)
+                    try sortKeys?.read(decoder)
+                }
+                return bytes
+            case .undecided:
+                guard let filter else { break }
+                try decoder.begin(bytes, checkingSum: false)
+                try filter.locate(in: decoder)
+                if try filter.matches(decoder) {
+                    try decoder.layOutPrefix(fields: fields)
+                    try sortKeys?.read(decoder)
+                    return bytes
+                }
+            case .fails:
+                break
+            }
+            code = mdb_cursor_get(cursor, &key, &value, step)
+        }
+        _ = try end(code)
+        return nil
     }
 
     /// The end of the range at result code `code`: `nil`, or the error of a

@@ -1,3 +1,4 @@
+import CLMDB
 import DAOCore
 
 /// What a read call bound from a prepared query's template derives for its
@@ -14,6 +15,37 @@ final class ReadCallKeeps {
     /// The parent's key bytes of a read call's range, reused from call to
     /// call (``LMDBRecordStorage/parentRange(_:_:codecs:)``).
     @exclusivity(unchecked) var parentKeyBuffer: [UInt8] = []
+
+    /// Where the values a view call keeps lie in the map, in the order
+    /// its range was read (``LMDBRecordStorage/forEachView(_:_:)-(PreparedQueryCall<Record>)``):
+    /// emptied before and after each call, its memory kept for the next.
+    @exclusivity(unchecked) var viewValues: [UnsafeRawBufferPointer] = []
+
+    /// The cursor a read call walks its range with (``cursor(_:)``).
+    @exclusivity(unchecked) private var keptCursor: KeptReadCursor?
+
+    /// The cursor on `dbi` (the table's main database) the codecs keep for
+    /// their read calls: renewed in each call's transaction rather than
+    /// opened and closed (about 700 instructions a call).
+    func cursor(_ dbi: MDB_dbi) -> KeptReadCursor {
+        if let keptCursor, keptCursor.dbi == dbi { return keptCursor }
+        let made = KeptReadCursor(dbi)
+        keptCursor = made
+        return made
+    }
+
+    /// The context of the views a view call lends (``viewContext(_:_:)``).
+    @exclusivity(unchecked) private var keptViewContext: ViewContext?
+
+    /// The context of the views of the values the codecs' `decoder` lays
+    /// out, for entity layout `layout`: made by the first view call, then
+    /// kept with the codecs (whose table has one layout) for the next.
+    func viewContext(_ layout: ViewLayout, _ decoder: ValueDecoder) -> ViewContext {
+        if let keptViewContext { return keptViewContext }
+        let made = ViewContext(packedOf: layout, offsets: decoder.offsets, access: decoder, textIsValidated: false)
+        keptViewContext = made
+        return made
+    }
 
     /// The range filter of the last read call that asked for one, with the
     /// fields and values it was made for: the next call that filters the
@@ -112,6 +144,26 @@ final class ReadCallKeeps {
         }
         let made = SortKeys(positions: positions, columns: columns)
         keptSortKeys = made
+        keptSortKeysRead = nil
         return made
+    }
+
+    /// The prepared read the kept sort keys were last lent for
+    /// (``sortKeys(for:)``).
+    @exclusivity(unchecked) private var keptSortKeysRead: PreparedRead?
+
+    /// ``sortKeys(positions:columns:)`` of `prepared`'s sort positions and
+    /// columns, `nil` when it has none: the kept keys found by the prepared
+    /// read's identity when they were last lent for it, without their
+    /// positions and columns compared.
+    func sortKeys(for prepared: PreparedRead) -> SortKeys? {
+        guard let positions = prepared.sortPositions else { return nil }
+        if let kept = keptSortKeys, keptSortKeysRead === prepared, kept.isSmall {
+            kept.removeAll()
+            return kept
+        }
+        let keys = sortKeys(positions: positions, columns: prepared.sortColumns)
+        keptSortKeysRead = prepared
+        return keys
     }
 }

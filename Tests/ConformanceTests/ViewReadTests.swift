@@ -387,6 +387,72 @@ struct ViewReadTests {
         }
     }
 
+    @Test("many tied dates: views and reads break ties by key ascending, sorted or not, with and without a limit", arguments: allBackends)
+    func tiedDates(backend: TestBackend) throws {
+        try withStore(backend) { store, _ in
+            let dialogs = try store.anyStorage(for: DialogRecord.self)
+            let messages = try store.anyStorage(for: MessageRecord.self)
+            // Three dates among 40 messages a dialog, one of them twice as
+            // often, so that most dates tie; keys written out of order,
+            // negative ones among them; about half of them unread.
+            let dates = [0.0, 60.0, 0.0, -45.5]
+            var written: [MessageRecord] = []
+            for dialog: Int64 in [5, -2] {
+                let children = (0..<40).map { n in
+                    MessageRecord(
+                        id: dialog * 1_000 + Int64((n * 37) % 40) - 20, dialogId: dialog,
+                        date: Date(timeIntervalSinceReferenceDate: dates[(n * 7) % dates.count]),
+                        text: "m\(n)", senderId: 1, receiverId: 2, type: Int64(n % 3), isIncoming: n % 2 == 0,
+                        isRead: (n * 5) % 9 < 4)
+                }
+                written += children
+                try dialogs.persist(DialogRecord(id: dialog, isPinned: false, messages: children))
+            }
+            let id = try MessageRecord.entity.position(of: \.id)
+            var checked = 0
+            // Newest first, oldest first, and in key order (no sort).
+            for order in [SortOrder.reverse, .forward, nil] {
+                for limit in [nil, 1, 3, 7, 100] as [Int?] {
+                    let sort = order.map { [SortDescriptor(\MessageRecord.date, order: $0)] } ?? []
+                    let unread = try PreparedQuery(
+                        where: #Predicate<MessageRecord, Int64> { message, dialog in
+                            message.dialogId == dialog && !message.isRead
+                        },
+                        sortedBy: sort, limit: limit)
+                    for dialog: Int64 in [5, -2, 99] {
+                        // The answer worked out here: the dialog's unread
+                        // messages by date, ties by key ascending, limited.
+                        let expected = written.filter { $0.dialogId == dialog && !$0.isRead }.sorted { a, b in
+                            let (x, y) = (a.date.timeIntervalSinceReferenceDate, b.date.timeIntervalSinceReferenceDate)
+                            guard let order, x != y else { return a.id < b.id }
+                            return order == .reverse ? x > y : x < y
+                        }.prefix(limit ?? Int.max).map(\.id)
+                        if dialog != 99 { #expect(expected.count == min(limit ?? Int.max, 22)) }
+                        let query = Query<MessageRecord>(
+                            where: #Predicate { $0.dialogId == dialog && !$0.isRead }, sortedBy: sort, limit: limit)
+                        let what = "\(String(describing: order)), limit \(String(describing: limit)), dialog \(dialog)"
+                        // Three calls each: the later ones read the range
+                        // in the direction the first one found better.
+                        for _ in 0..<3 {
+                            var lent: [Int64] = []
+                            try messages.forEachView(unread, values: dialog) { view in
+                                lent.append(try view.integer(id))
+                            }
+                            #expect(lent == expected, "prepared, \(what)")
+                            #expect(try messages.read(unread, dialog).map(\.id) == expected)
+                            var viewed: [Int64] = []
+                            try messages.forEachView(query) { view in viewed.append(try view.integer(id)) }
+                            #expect(viewed == expected, "query, \(what)")
+                            #expect(try messages.read(query).map(\.id) == expected)
+                            checked += expected.count
+                        }
+                    }
+                }
+            }
+            #expect(checked > 500)
+        }
+    }
+
     @Test("a field asked for what it is not, a nil field, and an error of the closure", arguments: allBackends)
     func errors(backend: TestBackend) throws {
         try withStore(backend) { store, _ in

@@ -88,6 +88,38 @@ struct Cursor: ~Copyable {
     }
 }
 
+/// A cursor on one database kept by a read call's codecs from one read-only
+/// transaction to the next: opened in the first (`mdb_cursor_open`), renewed
+/// in each after it (`mdb_cursor_renew`, which LMDB allows a read-only
+/// transaction's cursor), so its memory is allocated once rather than at
+/// each call; closed when the codecs let it go (a read-only transaction
+/// does not free its cursors when it ends). Used by one call at a time.
+final class KeptReadCursor {
+    let dbi: MDB_dbi
+    @exclusivity(unchecked) private var handle: OpaquePointer?
+
+    init(_ dbi: MDB_dbi) {
+        self.dbi = dbi
+    }
+
+    deinit {
+        if let handle { mdb_cursor_close(handle) }
+    }
+
+    /// The cursor, renewed in `txn` (a read-only transaction, as
+    /// ``LMDBEnvironment/read(_:_:)`` gives), or opened in it the first time.
+    /// Valid until `txn` ends; the caller does not close it.
+    func renewed(in txn: borrowing Transaction) throws -> OpaquePointer {
+        if let handle {
+            try txn.check(mdb_cursor_renew(txn.handle, handle), "mdb_cursor_renew")
+            return handle
+        }
+        let opened = try txn.openCursor(dbi)
+        handle = opened
+        return opened
+    }
+}
+
 extension Transaction {
     /// Calls `body` with every key and value whose key starts with `prefix`, in
     /// key order, or in descending key order when `backwards` (for an
