@@ -366,4 +366,21 @@ struct QueryPlanCacheTests {
         }
         #expect(Beacon.entity.queryPlans.count >= 1)
     }
+
+    @Test("a template the cache starts over without is freed")
+    func droppedTemplatesAreFreed() throws {
+        Beacon.entity.forgetQueryPlans()
+        weak var first: PlanTemplate<Beacon>?
+        do {
+            let ids = ["g0"]
+            let plan = QueryPlan(Query(where: #Predicate<Beacon> { ids.contains($0.id) }))
+            first = plan.template
+            #expect(first != nil)
+        }
+        for length in 2...(QueryPlanCache<Beacon>.capacity + 10) {
+            let ids = (0..<length).map { "g\($0)" }
+            _ = QueryPlan(Query(where: #Predicate<Beacon> { ids.contains($0.id) }))
+        }
+        #expect(first == nil, "a template dropped from the cache is still held")
+    }
 }
