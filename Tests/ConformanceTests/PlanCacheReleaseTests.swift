@@ -51,3 +51,51 @@ struct PlanCacheReleaseTests {
         }
     }
 }
+
+/// Views of a record with String keys, ties of a String sort field and of
+/// an optional real (nil among them), limited and not: every backend lends
+/// the same records in the same order, and that order is `read`'s.
+@Suite("Conformance: String keys and tied sort values lend the same views on every backend")
+struct StringKeyTieViewTests {
+    @Test func everyBackendLendsTheSameOrder() throws {
+        let labels = ["b", "a", "b", "", "\u{FC}", "a", "b"]
+        let weights: [Double?] = [1.5, nil, 1.5, -2, nil, 0, 1.5]
+        let probes = (0..<42).map { n in
+            PlanProbe(id: "k\((n * 17) % 42)", label: labels[n % labels.count], weight: weights[(n / 2) % weights.count])
+        }
+        var orders: [(label: String, sort: [SortDescriptor<PlanProbe>])] = []
+        for order in [SortOrder.forward, .reverse] {
+            orders.append(("label \(order)", [SortDescriptor(\.label, order: order)]))
+            orders.append(("weight \(order)", [SortDescriptor(\.weight, order: order)]))
+            orders.append(("label, weight \(order)", [SortDescriptor(\.label), SortDescriptor(\.weight, order: order)]))
+        }
+        var answers: [String: [String]] = [:]
+        for backend in allBackends {
+            try withStore(backend) { store, _ in
+                let storage = try store.anyStorage(for: PlanProbe.self)
+                try storage.persist(probes)
+                for (name, sort) in orders {
+                    for limit in [nil, 1, 4, 100] as [Int?] {
+                        for onlyB in [false, true] {
+                            let query = Query(
+                                where: onlyB ? #Predicate<PlanProbe> { $0.label >= "b" } : nil, sortedBy: sort, limit: limit)
+                            var lent: [String] = []
+                            try storage.forEachView(query) { view in lent.append(String(copying: try view.text(0))) }
+                            let read = try storage.read(query).map(\.id)
+                            let what = "\(name), limit \(String(describing: limit)), label >= b: \(onlyB)"
+                            #expect(lent == read, "\(backend): views against read, \(what)")
+                            #expect(lent.count == min(limit ?? .max, onlyB ? 24 : 42), "\(backend): \(what)")
+                            let key = what
+                            if let first = answers[key] {
+                                #expect(lent == first, "\(backend) differs from the first backend: \(what)")
+                            } else {
+                                answers[key] = lent
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        #expect(answers.count == 6 * 4 * 2)
+    }
+}
